@@ -1,0 +1,1 @@
+//! Benchmarks for `admit`; run them with `cargo bench -p admit-benches`.

@@ -1,0 +1,143 @@
+//! `WarmUp::try_acquire` against governor's direct `check()`, in the same groups so the ratio
+//! holds on a noisy machine.
+//!
+//! ```text
+//! cargo bench -p admit-benches --bench warmup
+//! ```
+//!
+//! - **mostly admit**: a limit far above what one core can request (10⁹/s), so nearly every call
+//!   passes and performs its compare-and-swap.
+//! - **mostly reject**: 10/s (admit) and 1/s (governor), so nearly every call is refused.
+//!
+//! Each limiter runs with each kind of clock, since a clock read is a large share of a decision:
+//! the OS monotonic clock (`Instant`, both crates' `MonotonicClock`), a cached clock refreshed by
+//! a background thread (admit's `CoarseClock`, governor's `QuantaUpkeepClock`), the TSC through
+//! `quanta` (governor's default `QuantaClock`). `benches/clock.rs` measures the clocks alone.
+//!
+//! The two-thread benches run the same loop on two threads at once against one shared limiter;
+//! the reported time is wall time divided by the calls *each* thread made.
+
+use std::hint::black_box;
+use std::num::NonZeroU32;
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use admit::clock::{Clock, CoarseClock, MonotonicClock};
+use admit::warmup::WarmUp;
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
+use governor::clock::{
+    Clock as GovernorClock, MonotonicClock as GovernorMonotonic, QuantaClock, QuantaUpkeepClock,
+};
+use governor::middleware::NoOpMiddleware;
+use governor::state::{InMemoryState, NotKeyed};
+use governor::{Quota, RateLimiter};
+
+/// Rates for the two scenarios.
+const ADMIT_RATE: u32 = 1_000_000_000;
+const REJECT_RATE: u32 = 10;
+
+type Governor<C> =
+    RateLimiter<NotKeyed, InMemoryState, C, NoOpMiddleware<<C as GovernorClock>::Instant>>;
+
+fn admit<C: Clock>(rate: u32, clock: C) -> WarmUp<C> {
+    let limiter = WarmUp::builder(f64::from(rate))
+        .warm_up_period(Duration::from_secs(1))
+        .clock(clock)
+        .build()
+        .expect("valid configuration");
+    if rate == REJECT_RATE {
+        // Fill the first window so that rejection starts with the first measured call.
+        while limiter.try_acquire().is_ok() {}
+    }
+    limiter
+}
+
+fn governor<C: GovernorClock>(rate: u32, clock: C) -> Governor<C> {
+    let per_second = if rate == REJECT_RATE { 1 } else { rate };
+    let quota = Quota::per_second(NonZeroU32::new(per_second).expect("non-zero rate"));
+    let limiter = RateLimiter::direct_with_clock(quota, clock);
+    if rate == REJECT_RATE {
+        while limiter.check().is_ok() {}
+    }
+    limiter
+}
+
+fn coarse() -> CoarseClock {
+    CoarseClock::start(Duration::from_millis(1)).expect("clock thread")
+}
+
+fn quanta_upkeep() -> QuantaUpkeepClock {
+    QuantaUpkeepClock::from_interval(Duration::from_millis(1)).expect("upkeep thread")
+}
+
+/// Runs `call` `iters` times on each of two threads at once; returns the wall time.
+fn on_two_threads(iters: u64, call: &(dyn Fn() -> bool + Sync)) -> Duration {
+    let start_line = Barrier::new(3);
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                start_line.wait();
+                for _ in 0..iters {
+                    black_box(call());
+                }
+            });
+        }
+        start_line.wait();
+        let start = Instant::now();
+        // The scope joins both threads before returning.
+        start
+    })
+    .elapsed()
+}
+
+/// Registers every limiter-and-clock pairing in `group`, called from `threads` threads.
+fn pairings(group: &mut BenchmarkGroup<'_, WallTime>, rate: u32, threads: usize) {
+    macro_rules! bench {
+        ($name:expr, $limiter:expr, $call:ident) => {{
+            let limiter = $limiter;
+            let call = || limiter.$call().is_ok();
+            match threads {
+                1 => group.bench_function($name, |b| b.iter(|| black_box(call()))),
+                _ => group.bench_function($name, |b| {
+                    b.iter_custom(|iters| on_two_threads(iters, &call))
+                }),
+            };
+        }};
+    }
+    bench!(
+        "admit/MonotonicClock",
+        admit(rate, MonotonicClock::new()),
+        try_acquire
+    );
+    bench!("admit/CoarseClock", admit(rate, coarse()), try_acquire);
+    bench!(
+        "governor/MonotonicClock",
+        governor(rate, GovernorMonotonic),
+        check
+    );
+    bench!(
+        "governor/QuantaUpkeepClock",
+        governor(rate, quanta_upkeep()),
+        check
+    );
+    bench!(
+        "governor/QuantaClock (default)",
+        governor(rate, QuantaClock::default()),
+        check
+    );
+}
+
+fn benches(c: &mut Criterion) {
+    for (scenario, rate) in [("mostly admit", ADMIT_RATE), ("mostly reject", REJECT_RATE)] {
+        for (threads, label) in [(1, "1 thread"), (2, "2 threads")] {
+            let mut group = c.benchmark_group(format!("warmup/{scenario}/{label}"));
+            group.throughput(Throughput::Elements(1));
+            pairings(&mut group, rate, threads);
+            group.finish();
+        }
+    }
+}
+
+criterion_group!(warmup, benches);
+criterion_main!(warmup);

@@ -1,0 +1,59 @@
+//! Admission control for Rust services.
+//!
+//! `admit` decides, per request and in a few nanoseconds, whether a service should take on more
+//! work. Today it provides:
+//!
+//! - [`warmup`]: a warm-up ("cold start") token bucket. A freshly started or long-idle service
+//!   admits only `permits_per_second / cold_factor` requests per second and ramps up to the full
+//!   rate over the warm-up period, so caches, JIT-like lazy initialisation, connection pools and
+//!   downstream autoscalers get time to catch up. [`warmup::Profile::SentinelExact`] reproduces
+//!   Alibaba Sentinel's `WarmUpController` bit for bit, without its races.
+//! - [`clock`]: the injectable time source every limiter reads, including a [`clock::ManualClock`]
+//!   that makes tests deterministic.
+//!
+//! The hot path is lock-free and allocation-free: a decision is a clock read, a few atomic loads
+//! and, when admitted, one compare-and-swap.
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::Duration;
+//! use admit::warmup::{Phase, WarmUp};
+//!
+//! // 100 requests per second once warm; 100 / 3 while cold; a 10 s warm-up.
+//! let limiter = WarmUp::builder(100.0)
+//!     .warm_up_period(Duration::from_secs(10))
+//!     .cold_factor(3)
+//!     .build()?;
+//!
+//! assert_eq!(limiter.snapshot().phase, Phase::Cold);
+//! match limiter.try_acquire() {
+//!     Ok(()) => { /* serve the request */ }
+//!     Err(rejected) => {
+//!         // Answer 429/503 and tell the client when to come back.
+//!         let _retry_after: Duration = rejected.retry_after();
+//!     }
+//! }
+//! # Ok::<(), admit::ConfigError>(())
+//! ```
+#![forbid(unsafe_code)]
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    rust_2018_idioms
+)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![doc(test(attr(deny(warnings))))]
+
+pub mod clock;
+mod error;
+mod sync;
+pub mod warmup;
+
+pub use error::ConfigError;
+
+/// The README's code blocks, compiled and run as doctests so they cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,0 +1,127 @@
+//! Why an acquire did not pass.
+
+use std::error::Error;
+use std::fmt;
+use std::time::Duration;
+
+/// The limiter has no room for this request now.
+///
+/// Carries a retry hint: the earliest time at which the same request could pass if nothing else
+/// arrived in the meantime and the limit did not change. Use it for an HTTP `Retry-After`
+/// header (round up to whole seconds) or a gRPC `grpc-retry-pushback-ms` trailer. Producing it
+/// allocates nothing.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use admit::clock::ManualClock;
+/// use admit::warmup::WarmUp;
+///
+/// let clock = ManualClock::new();
+/// let limiter = WarmUp::builder(10.0).clock(clock.clone()).build()?;
+/// // Cold: 10 / 3 ⇒ three requests fit in the first window.
+/// for _ in 0..3 {
+///     limiter.try_acquire().unwrap();
+/// }
+/// let rejected = limiter.try_acquire().unwrap_err();
+/// // The three passes leave the rolling one-second window at 1.0 s.
+/// assert_eq!(rejected.retry_after(), Duration::from_secs(1));
+/// # Ok::<(), admit::ConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rejected {
+    retry_after_nanos: u64,
+}
+
+impl Rejected {
+    pub(crate) fn new(retry_after_nanos: u64) -> Self {
+        Rejected { retry_after_nanos }
+    }
+
+    /// How long to wait before trying again.
+    pub fn retry_after(&self) -> Duration {
+        Duration::from_nanos(self.retry_after_nanos)
+    }
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "rate limit reached; retry after {:?}",
+            self.retry_after()
+        )
+    }
+}
+
+impl Error for Rejected {}
+
+/// Why [`WarmUp::try_acquire_n`](super::WarmUp::try_acquire_n) did not pass.
+///
+/// # Example
+///
+/// ```
+/// use admit::warmup::{AcquireError, WarmUp};
+///
+/// let limiter = WarmUp::builder(10.0).build()?;
+/// assert_eq!(
+///     limiter.try_acquire_n(11),
+///     Err(AcquireError::ExceedsCapacity { requested: 11, capacity: 10 })
+/// );
+/// # Ok::<(), admit::ConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AcquireError {
+    /// No room now; retrying later can succeed.
+    Rejected(Rejected),
+    /// `requested` is more than the limiter can ever admit at once (`capacity`, the floor of its
+    /// highest rate). Retrying cannot help; split the request.
+    ExceedsCapacity {
+        /// The permits asked for.
+        requested: u32,
+        /// The most permits a single acquire can obtain.
+        capacity: u32,
+    },
+}
+
+impl AcquireError {
+    /// The retry hint, or `None` if retrying cannot succeed.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            AcquireError::Rejected(rejected) => Some(rejected.retry_after()),
+            AcquireError::ExceedsCapacity { .. } => None,
+        }
+    }
+}
+
+impl From<Rejected> for AcquireError {
+    fn from(rejected: Rejected) -> Self {
+        AcquireError::Rejected(rejected)
+    }
+}
+
+impl fmt::Display for AcquireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AcquireError::Rejected(rejected) => rejected.fmt(f),
+            AcquireError::ExceedsCapacity {
+                requested,
+                capacity,
+            } => write!(
+                f,
+                "requested {requested} permits but at most {capacity} can ever be acquired at once"
+            ),
+        }
+    }
+}
+
+impl Error for AcquireError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            AcquireError::Rejected(rejected) => Some(rejected),
+            AcquireError::ExceedsCapacity { .. } => None,
+        }
+    }
+}

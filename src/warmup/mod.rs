@@ -1,0 +1,477 @@
+//! A warm-up ("cold start") token bucket.
+//!
+//! A service that has just started, or has been idle for a while, is *cold*: its caches are
+//! empty, connection pools are small, lazily initialised code paths have not run. Hitting it with
+//! its full steady-state rate at once can tip it over. A [`WarmUp`] limiter admits only
+//! `permits_per_second / cold_factor` requests per second while cold and raises the limit to
+//! `permits_per_second` as the service proves itself by serving traffic.
+//!
+//! # How it works
+//!
+//! The limiter stores tokens. Idle time adds tokens; admitted requests remove them. The number of
+//! stored tokens selects the limit in force through the warm-up [`Curve`]: at the maximum `M` the
+//! cold rate applies, at or below the warning level `W` the full rate, and in between the limit
+//! rises as tokens drain. A freshly built limiter is full (cold).
+//!
+//! # `Profile::SentinelExact`
+//!
+//! Reproduces Alibaba Sentinel's `WarmUpController` (1.8.x) number for number:
+//!
+//! - **One-second semantics.** Tokens are updated once per second, by the first call of each
+//!   second (aligned to the clock's origin): first refilled by `permits_per_second` per second
+//!   elapsed since the last update (capped at `M`), then reduced in bulk by the passes of the
+//!   previous second. The limit chosen from the tokens then holds for the whole second.
+//! - **Admission** counts passes in a rolling window of the current and the previous half
+//!   second, and admits `n` permits if `passes + n ≤ limit`. Passes made late in one second
+//!   therefore still count early in the next (Sentinel's behaviour).
+//! - **Warming is slower than the period.** Under saturating load 10 rps / 10 s / factor 3
+//!   reaches the full rate in second 12, and the tokens settle at 40 rather than `W` = 50,
+//!   because at exactly `W` Sentinel neither refills nor adds (its "dead zone").
+//! - **Re-cooling after idle.** Below `W` every elapsed second adds `permits_per_second` tokens;
+//!   above `W` tokens are added only while the previous second passed fewer than
+//!   `(int) permits_per_second / cold_factor` requests, i.e. while the service is nearly idle.
+//!   From fully warm, an idle limiter is cold again after about `M / permits_per_second`
+//!   seconds. Because passes are subtracted only via the second right before an update, a busy
+//!   second followed by an idle one is never subtracted (Sentinel's bulk-subtraction leak):
+//!   intermittent load re-cools the bucket faster than its real consumption implies.
+//! - **Tiny rates.** A cold limit below one request per second could never admit anything and
+//!   would never warm up; such configurations are refused with
+//!   [`ConfigError::ColdRateBelowOne`] (including the few where `permits_per_second /
+//!   cold_factor` is exactly one but Java's truncations round the computed limit below it). At a cold rate of exactly one (3 rps, factor 3) the
+//!   limiter admits one request per second while cold and warms very slowly, as Sentinel does.
+//!
+//! Two deliberate fixes, which change no number in a single-threaded run from an epoch clock:
+//!
+//! - **It always starts cold**, whatever the clock's origin. Sentinel starts warm when its clock
+//!   starts at zero (its first second never syncs); use [`WarmUpBuilder::start_warm`] to start
+//!   warm on purpose.
+//! - **Check-and-count is one atomic step.** Sentinel checks the window and records the pass
+//!   later, so concurrent callers overshoot the limit; here an admission is a single
+//!   compare-and-swap on the window, which no caller can slip past.
+//!
+//! # Cost
+//!
+//! `try_acquire` reads the clock once, loads three words and, when it admits, performs one
+//! compare-and-swap. A rejection writes nothing except, at most once per half second, the
+//! bookkeeping the first caller of a window performs anyway (the second's token update and the
+//! sealing of the finished window). Nothing allocates. See the crate's README for benchmarks.
+//!
+//! # Memory ordering
+//!
+//! Admissions into the same window are totally ordered by their compare-and-swap (`AcqRel`): a
+//! successful `try_acquire` happens after every earlier successful one it counted. A rejection
+//! acts as an `Acquire` load of the window.
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::Duration;
+//! use admit::clock::ManualClock;
+//! use admit::warmup::{Phase, WarmUp};
+//!
+//! let clock = ManualClock::new();
+//! let limiter = WarmUp::builder(10.0)
+//!     .warm_up_period(Duration::from_secs(10))
+//!     .cold_factor(3)
+//!     .clock(clock.clone())
+//!     .build()?;
+//!
+//! // Saturate the limiter for 15 seconds, one attempt per millisecond.
+//! let mut passed_per_second = Vec::new();
+//! for _second in 0..15 {
+//!     let mut passed = 0;
+//!     for _ms in 0..1000 {
+//!         passed += limiter.try_acquire().is_ok() as u32;
+//!         clock.advance(Duration::from_millis(1));
+//!     }
+//!     passed_per_second.push(passed);
+//! }
+//! assert_eq!(passed_per_second, [3, 3, 3, 3, 3, 4, 4, 4, 5, 5, 6, 7, 10, 10, 10]);
+//! assert_eq!(limiter.snapshot().phase, Phase::Warm);
+//! # Ok::<(), admit::ConfigError>(())
+//! ```
+
+mod curve;
+mod error;
+mod sentinel;
+
+use std::fmt;
+use std::time::Duration;
+
+pub use self::curve::Curve;
+pub use self::error::{AcquireError, Rejected};
+use self::sentinel::SentinelWindow;
+use crate::ConfigError;
+use crate::clock::{Clock, MonotonicClock};
+
+/// Which warm-up algorithm a [`WarmUp`] runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Profile {
+    /// Alibaba Sentinel's `WarmUpController`, number for number (see the
+    /// [module docs](self#profilesentinelexact)): a per-second limit chosen from the stored
+    /// tokens, applied to a rolling one-second window of passes. The warm-up period must be a
+    /// whole number of seconds.
+    #[default]
+    SentinelExact,
+}
+
+/// How warm the limiter is, derived from the stored tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// The bucket is full: the cold rate `permits_per_second / cold_factor` applies.
+    Cold,
+    /// Between the warning level and the maximum: the limit is rising towards the full rate.
+    Warming,
+    /// At or below the warning level: the full rate applies.
+    Warm,
+}
+
+/// A point-in-time view of a [`WarmUp`] limiter.
+///
+/// Tokens are reported as they are *after* the current second's update, even if no call has
+/// made that update yet, so a snapshot taken just before a call agrees with the decision the
+/// call is about to make.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct WarmUpSnapshot {
+    /// Tokens stored now, between 0 and `max_tokens`.
+    pub stored_tokens: f64,
+    /// The warning level `W`: at or below it the full rate applies.
+    pub warning_tokens: f64,
+    /// The maximum `M`: a full bucket is cold.
+    pub max_tokens: f64,
+    /// The limit in force now, in requests per second (see [`Curve::qps_limit`]).
+    pub qps_limit: f64,
+    /// Passes counted in the current rolling window (Sentinel's `passQps`).
+    pub window_passes: u64,
+    /// How warm the limiter is.
+    pub phase: Phase,
+}
+
+impl WarmUpSnapshot {
+    /// Warm-up progress from 0.0 (cold) to 1.0 (warm): how far the stored tokens have drained
+    /// from the maximum towards the warning level.
+    pub fn progress(&self) -> f64 {
+        let span = self.max_tokens - self.warning_tokens;
+        ((self.max_tokens - self.stored_tokens) / span).clamp(0.0, 1.0)
+    }
+}
+
+/// A warm-up token bucket. Build one with [`WarmUp::builder`].
+///
+/// `WarmUp` is `Send + Sync`; share it between threads and tasks with an `Arc`. All methods take
+/// `&self` and never block.
+///
+/// # Example
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use admit::warmup::WarmUp;
+///
+/// let limiter = Arc::new(
+///     WarmUp::builder(500.0)
+///         .warm_up_period(Duration::from_secs(30))
+///         .build()?,
+/// );
+/// let worker = {
+///     let limiter = Arc::clone(&limiter);
+///     std::thread::spawn(move || limiter.try_acquire().is_ok())
+/// };
+/// assert!(worker.join().unwrap());
+/// # Ok::<(), admit::ConfigError>(())
+/// ```
+pub struct WarmUp<C = MonotonicClock> {
+    window: SentinelWindow,
+    curve: Curve,
+    clock: C,
+    warm_up_period: Duration,
+    cold_factor: u32,
+    profile: Profile,
+}
+
+impl WarmUp<MonotonicClock> {
+    /// Starts configuring a limiter that admits `permits_per_second` once warm.
+    ///
+    /// Defaults: a 10 s warm-up period, cold factor 3, [`Profile::SentinelExact`], a
+    /// [`MonotonicClock`] starting now, and a cold start.
+    pub fn builder(permits_per_second: f64) -> WarmUpBuilder<MonotonicClock> {
+        WarmUpBuilder {
+            permits_per_second,
+            warm_up_period: Duration::from_secs(10),
+            cold_factor: 3,
+            profile: Profile::SentinelExact,
+            start_warm: false,
+            clock: MonotonicClock::new(),
+        }
+    }
+}
+
+impl<C: Clock> WarmUp<C> {
+    /// Takes one permit if the limit in force has room for it now.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`], with a retry hint, if the rolling window is full. A single permit always
+    /// fits an empty window, so waiting always helps.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use admit::warmup::WarmUp;
+    ///
+    /// let limiter = WarmUp::builder(30.0).build()?;
+    /// let admitted = (0..100).filter(|_| limiter.try_acquire().is_ok()).count();
+    /// assert_eq!(admitted, 10); // cold: 30 / 3 per second
+    /// # Ok::<(), admit::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn try_acquire(&self) -> Result<(), Rejected> {
+        self.window
+            .try_acquire(self.clock.now_nanos(), 1)
+            .map_err(|refusal| Rejected::new(refusal.retry_after_nanos))
+    }
+
+    /// Takes `n` permits at once if the limit in force has room for all of them now.
+    ///
+    /// Acquiring 0 permits always succeeds and changes nothing.
+    ///
+    /// While cold, the limit is `permits_per_second / cold_factor`, and the limiter only warms
+    /// up by admitting requests: a workload whose every request asks for more than the cold
+    /// limit is never admitted (as in Sentinel). Keep `n` at or below the cold limit, or mix in
+    /// smaller requests.
+    ///
+    /// Like every call, an acquire of more than [`Curve::capacity`] counts as a call for
+    /// Sentinel's once-per-second token update.
+    ///
+    /// # Errors
+    ///
+    /// - [`AcquireError::ExceedsCapacity`] if `n` is above [`Curve::capacity`], the most any
+    ///   single acquire can obtain.
+    /// - [`AcquireError::Rejected`] if the window has no room for `n` now.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use admit::warmup::WarmUp;
+    ///
+    /// let limiter = WarmUp::builder(30.0).build()?;
+    /// assert!(limiter.try_acquire_n(10).is_ok()); // the whole cold limit at once
+    /// assert!(limiter.try_acquire_n(1).is_err());
+    /// # Ok::<(), admit::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn try_acquire_n(&self, n: u32) -> Result<(), AcquireError> {
+        if n == 0 {
+            return Ok(());
+        }
+        // Even a request that can never fit runs the second's token sync first, as in Sentinel,
+        // so that it changes the limiter's future exactly as Sentinel's would.
+        self.window
+            .try_acquire(self.clock.now_nanos(), n)
+            .map_err(|refusal| {
+                let capacity = self.curve.capacity();
+                if n > capacity {
+                    AcquireError::ExceedsCapacity {
+                        requested: n,
+                        capacity,
+                    }
+                } else {
+                    Rejected::new(refusal.retry_after_nanos).into()
+                }
+            })
+    }
+
+    /// The limiter's state now. Reads a few atomics; writes and allocates nothing.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use admit::warmup::{Phase, WarmUp};
+    ///
+    /// let limiter = WarmUp::builder(10.0).build()?;
+    /// let snapshot = limiter.snapshot();
+    /// assert_eq!(snapshot.phase, Phase::Cold);
+    /// assert_eq!(snapshot.stored_tokens, snapshot.max_tokens);
+    /// assert_eq!(snapshot.qps_limit, 3.3333333333333335);
+    /// # Ok::<(), admit::ConfigError>(())
+    /// ```
+    pub fn snapshot(&self) -> WarmUpSnapshot {
+        let view = self.window.view(self.clock.now_nanos());
+        let stored = f64::from(view.tokens);
+        let phase = if stored >= self.curve.max_tokens() {
+            Phase::Cold
+        } else if stored > self.curve.warning_tokens() {
+            Phase::Warming
+        } else {
+            Phase::Warm
+        };
+        WarmUpSnapshot {
+            stored_tokens: stored,
+            warning_tokens: self.curve.warning_tokens(),
+            max_tokens: self.curve.max_tokens(),
+            qps_limit: self.curve.qps_limit(stored),
+            window_passes: view.window_passes,
+            phase,
+        }
+    }
+}
+
+impl<C> WarmUp<C> {
+    /// The warm-up curve this limiter follows.
+    pub fn curve(&self) -> Curve {
+        self.curve
+    }
+
+    /// The clock this limiter reads.
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// The full (warm) rate in permits per second.
+    pub fn permits_per_second(&self) -> f64 {
+        self.curve.permits_per_second()
+    }
+
+    /// The warm-up period.
+    pub fn warm_up_period(&self) -> Duration {
+        self.warm_up_period
+    }
+
+    /// The cold factor: while cold the limit is `permits_per_second / cold_factor`.
+    pub fn cold_factor(&self) -> u32 {
+        self.cold_factor
+    }
+
+    /// The algorithm this limiter runs.
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+}
+
+impl<C> fmt::Debug for WarmUp<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WarmUp")
+            .field("permits_per_second", &self.curve.permits_per_second())
+            .field("warm_up_period", &self.warm_up_period)
+            .field("cold_factor", &self.cold_factor)
+            .field("profile", &self.profile)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures a [`WarmUp`] limiter; created by [`WarmUp::builder`].
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use admit::ConfigError;
+/// use admit::warmup::{Profile, WarmUp};
+///
+/// let limiter = WarmUp::builder(200.0)
+///     .warm_up_period(Duration::from_secs(60))
+///     .cold_factor(4)
+///     .profile(Profile::SentinelExact)
+///     .build()?;
+/// assert_eq!(limiter.curve().qps_limit(limiter.curve().max_tokens()), 50.00000000000001);
+///
+/// // Every bad setting is a typed error, never a panic or a limiter that admits nothing.
+/// assert_eq!(
+///     WarmUp::builder(2.0).build().unwrap_err(),
+///     ConfigError::ColdRateBelowOne {
+///         permits_per_second: 2.0,
+///         cold_factor: 3,
+///         cold_limit: 2.0 / 3.0,
+///     }
+/// );
+/// # Ok::<(), ConfigError>(())
+/// ```
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct WarmUpBuilder<C> {
+    permits_per_second: f64,
+    warm_up_period: Duration,
+    cold_factor: u32,
+    profile: Profile,
+    start_warm: bool,
+    clock: C,
+}
+
+impl<C: Clock> WarmUpBuilder<C> {
+    /// How long the limiter takes to warm up from cold under load (default 10 s). In
+    /// [`Profile::SentinelExact`] it must be a whole number of seconds.
+    pub fn warm_up_period(mut self, period: Duration) -> Self {
+        self.warm_up_period = period;
+        self
+    }
+
+    /// How much lower the cold rate is than the full rate (default 3): while cold the limit is
+    /// `permits_per_second / cold_factor`. Must be at least 2.
+    pub fn cold_factor(mut self, cold_factor: u32) -> Self {
+        self.cold_factor = cold_factor;
+        self
+    }
+
+    /// Which algorithm to run (default [`Profile::SentinelExact`]).
+    pub fn profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// Start warm (an empty bucket, full rate) instead of cold (default `false`).
+    ///
+    /// Useful when the service is already warm, for example when a limiter is rebuilt with a new
+    /// rate. An idle warm limiter still cools down as described in the [module docs](self).
+    pub fn start_warm(mut self, start_warm: bool) -> Self {
+        self.start_warm = start_warm;
+        self
+    }
+
+    /// The clock to read (default: a [`MonotonicClock`] whose origin is the call to
+    /// [`WarmUp::builder`]).
+    /// Inject a [`ManualClock`](crate::clock::ManualClock) to make tests deterministic.
+    pub fn clock<C2: Clock>(self, clock: C2) -> WarmUpBuilder<C2> {
+        WarmUpBuilder {
+            permits_per_second: self.permits_per_second,
+            warm_up_period: self.warm_up_period,
+            cold_factor: self.cold_factor,
+            profile: self.profile,
+            start_warm: self.start_warm,
+            clock,
+        }
+    }
+}
+
+impl<C: Clock> WarmUpBuilder<C> {
+    /// Validates the configuration and builds the limiter.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the first invalid setting:
+    /// [`InvalidRate`](ConfigError::InvalidRate) (rate ≤ 0, NaN or infinite),
+    /// [`RateTooHigh`](ConfigError::RateTooHigh),
+    /// [`ColdFactorTooSmall`](ConfigError::ColdFactorTooSmall) (factor < 2),
+    /// [`ZeroWarmUpPeriod`](ConfigError::ZeroWarmUpPeriod),
+    /// [`FractionalWarmUpPeriod`](ConfigError::FractionalWarmUpPeriod),
+    /// [`ColdRateBelowOne`](ConfigError::ColdRateBelowOne) (rate / factor < 1) or
+    /// [`TokenOverflow`](ConfigError::TokenOverflow).
+    pub fn build(self) -> Result<WarmUp<C>, ConfigError> {
+        let curve = match self.profile {
+            Profile::SentinelExact => Curve::sentinel(
+                self.permits_per_second,
+                self.warm_up_period,
+                self.cold_factor,
+            )?,
+        };
+        Ok(WarmUp {
+            window: SentinelWindow::new(curve, self.start_warm),
+            curve,
+            clock: self.clock,
+            warm_up_period: self.warm_up_period,
+            cold_factor: self.cold_factor,
+            profile: self.profile,
+        })
+    }
+}

@@ -1,0 +1,102 @@
+//! `try_acquire`, `try_acquire_n` and `snapshot` never touch the heap: admitted, rejected,
+//! across window and second boundaries (where the token sync and window sealing run).
+//!
+//! One test in this file on purpose: the counting allocator is global to the process, and a
+//! second test running on a parallel thread would add its own allocations to the count.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use admit::clock::{ManualClock, MonotonicClock};
+use admit::warmup::WarmUp;
+
+struct CountingAllocator;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards every call unchanged to the system allocator; only counts.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as our caller's.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as our caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as our caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
+
+fn allocations_during(f: impl FnOnce()) -> usize {
+    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    f();
+    ALLOCATIONS.load(Ordering::SeqCst) - before
+}
+
+#[test]
+fn deciding_and_observing_never_allocate() {
+    // The counter itself works: one box is one allocation.
+    assert_eq!(
+        allocations_during(|| drop(std::hint::black_box(Box::new(1u64)))),
+        1
+    );
+
+    let clock = ManualClock::new();
+    let limiter = WarmUp::builder(10.0).clock(clock.clone()).build().unwrap();
+    let real = WarmUp::builder(1e6)
+        .clock(MonotonicClock::new())
+        .build()
+        .unwrap();
+
+    let mut admitted = 0u32;
+    let mut rejected = 0u32;
+    let mut capacity_errors = 0u32;
+    let allocations = allocations_during(|| {
+        // 20 simulated seconds at one attempt per millisecond: every call of the first second
+        // syncs, every half second seals a window, most calls are rejected.
+        for ms in 0..20_000u32 {
+            match limiter.try_acquire() {
+                Ok(()) => admitted += 1,
+                Err(e) => {
+                    std::hint::black_box(e.retry_after());
+                    rejected += 1;
+                }
+            }
+            if ms % 7 == 0 {
+                match limiter.try_acquire_n(2) {
+                    Ok(()) => admitted += 2,
+                    Err(e) => {
+                        std::hint::black_box(e.retry_after());
+                        rejected += 1;
+                    }
+                }
+                if limiter.try_acquire_n(11).is_err() {
+                    capacity_errors += 1;
+                }
+            }
+            std::hint::black_box(limiter.snapshot());
+            clock.advance(Duration::from_millis(1));
+        }
+        for _ in 0..10_000 {
+            std::hint::black_box(real.try_acquire().is_ok());
+        }
+        std::hint::black_box(real.snapshot());
+    });
+
+    assert!(admitted > 0 && rejected > 0 && capacity_errors > 0);
+    assert_eq!(
+        allocations, 0,
+        "{allocations} heap allocations on the hot path"
+    );
+}
