@@ -55,8 +55,9 @@ pub enum ConfigError {
         /// The period that was given.
         warm_up_period: Duration,
     },
-    /// `permits_per_second × warm_up_period` is so large that the token counts of Sentinel's
-    /// 32-bit integer arithmetic would overflow (the maximum token count must stay below 2³¹).
+    /// `permits_per_second × warm_up_period` is too large for Sentinel's 32-bit integer
+    /// arithmetic: the product, and the maximum token count, must stay below 2³¹. (Java would
+    /// silently saturate or wrap and build a different curve than the one configured.)
     TokenOverflow {
         /// The rate that was given.
         permits_per_second: f64,

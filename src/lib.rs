@@ -1,7 +1,7 @@
 //! Admission control for Rust services.
 //!
-//! `admit` decides, per request and in a few nanoseconds, whether a service should take on more
-//! work. Today it provides:
+//! `admit` decides, per request and in tens of nanoseconds (a few with a cached clock), whether a
+//! service should take on more work. Today it provides:
 //!
 //! - [`warmup`]: a warm-up ("cold start") token bucket. A freshly started or long-idle service
 //!   admits only `permits_per_second / cold_factor` requests per second and ramps up to the full

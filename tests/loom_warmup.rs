@@ -90,3 +90,40 @@ fn racing_admissions_in_one_window_never_overshoot() {
         assert_eq!(limiter.snapshot().window_passes, 3);
     });
 }
+
+#[test]
+fn a_straggler_from_the_previous_second_cannot_slip_past_the_sync() {
+    loom::model(|| {
+        let (clock, limiter) = cold_ten_per_second();
+        clock.set(Duration::from_millis(600));
+        limiter.try_acquire().unwrap();
+        limiter.try_acquire().unwrap();
+        clock.set(Duration::from_millis(900));
+
+        // A caller may still read 0.9 s; another moves into second 1, whose first call syncs the
+        // tokens from the passes of second 0 and seals its windows.
+        let straggler = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.try_acquire().is_ok())
+        };
+        let next_second = {
+            let limiter = Arc::clone(&limiter);
+            let clock = clock.clone();
+            thread::spawn(move || {
+                clock.set(Duration::from_millis(1100));
+                limiter.try_acquire().is_ok()
+            })
+        };
+        let straggler_admitted = straggler.join().unwrap();
+        let next_second_admitted = next_second.join().unwrap();
+        // Second 0's last half and second 1's first form one rolling window with room for one.
+        assert!(straggler_admitted ^ next_second_admitted);
+        assert_eq!(limiter.snapshot().window_passes, 3);
+        // From 1.5 s the window holds only second 1's first half: what second 0 did not get.
+        clock.set(Duration::from_millis(1600));
+        let snapshot = limiter.snapshot();
+        let second_zero_passes = 3 - snapshot.window_passes;
+        // Whichever won, the sync subtracted exactly the passes second 0 ended with.
+        assert_eq!(snapshot.stored_tokens, (100 - second_zero_passes) as f64);
+    });
+}

@@ -63,8 +63,9 @@ fn deciding_and_observing_never_allocate() {
     let mut rejected = 0u32;
     let mut capacity_errors = 0u32;
     let allocations = allocations_during(|| {
-        // 20 simulated seconds at one attempt per millisecond: every call of the first second
-        // syncs, every half second seals a window, most calls are rejected.
+        // 20 simulated seconds at one attempt per millisecond: the first call of every second
+        // syncs the tokens, the first of every half second seals a window, and most calls are
+        // rejected.
         for ms in 0..20_000u32 {
             match limiter.try_acquire() {
                 Ok(()) => admitted += 1,

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use admit::ConfigError;
+use admit::clock::ManualClock;
 use admit::warmup::{AcquireError, WarmUp};
 
 fn build(rate: f64, period: Duration, cold_factor: u32) -> Result<(), ConfigError> {
@@ -86,20 +87,45 @@ fn warm_up_period_must_be_whole_positive_seconds() {
 
 #[test]
 fn token_counts_must_fit_javas_int_arithmetic() {
-    for (rate, secs) in [(1e6, 10_000), (100.0, u64::MAX), (10.0, 1 << 30), (1e9, 3)] {
+    let cases = [
+        // M = W + (int)(2Pc / (1 + f)) = 1.5·10⁹ + 10⁹ beyond 2³¹: Java would wrap the sum
+        (1.5e8, 10, 2),
+        // P · c beyond 2³¹, although M would fit: Java would saturate W silently
+        (1e9, 3, 3),
+        (1e6, 10_000, 10),
+        (3e6, 1_000, 50),
+        (1e8, 100, 20),
+        // 2 · P beyond 2³¹ (Java wraps `2 * warmUpPeriodInSec`)
+        (10.0, 1 << 30, 3),
+        (2.0, (i32::MAX / 2 + 1) as u64, 2),
+        // periods whose doubling overflows 64 bits
+        (10.0, 1 << 62, 3),
+        (10.0, i64::MAX as u64, 3),
+        (100.0, u64::MAX, 3),
+    ];
+    for (rate, secs, cold_factor) in cases {
         let period = Duration::from_secs(secs);
-        let err = build(rate, period, 3).unwrap_err();
+        let err = build(rate, period, cold_factor).unwrap_err();
         assert_eq!(
             err,
             ConfigError::TokenOverflow {
                 permits_per_second: rate,
                 warm_up_period: period
             },
-            "{rate} × {secs}"
+            "{rate} × {secs} s, factor {cold_factor}"
         );
+        assert_eq!(err.setting(), "permits_per_second × warm_up_period");
     }
-    // Inside the limit: M = 5·10⁸ + 5·10⁸ = 10⁹ < 2³¹.
-    assert!(build(1e9, Duration::from_secs(1), 3).is_ok());
+    // Inside the limits: P · c = 10⁹ and M = 5·10⁸ + 5·10⁸ = 10⁹, both below 2³¹.
+    let curve = WarmUp::builder(1e9)
+        .warm_up_period(Duration::from_secs(1))
+        .build()
+        .unwrap()
+        .curve();
+    assert_eq!(curve.warning_tokens(), 5e8);
+    assert_eq!(curve.max_tokens(), 1e9);
+    // Long periods are fine while the products fit.
+    assert!(build(3.0, Duration::from_secs(100_000_000), 3).is_ok());
 }
 
 #[test]
@@ -142,27 +168,33 @@ fn every_message_names_its_setting() {
 }
 
 #[test]
-fn single_acquires_always_fit_an_empty_window() {
-    // Exhaustive over small integer rates and factors: the cold limit is at least one whenever
-    // the configuration is accepted, so `try_acquire` can never be refused forever.
-    for cold_factor in 2..=12 {
-        for rate in 1..=400 {
+fn every_accepted_configuration_admits_every_second() {
+    // Exhaustive over small rates and factors: whatever `build` accepts admits at least one
+    // request in each of its first, coldest seconds, so no accepted limiter is dead.
+    for cold_factor in 2..=8u32 {
+        for rate in 1..=120u32 {
+            let clock = ManualClock::new();
             let Ok(limiter) = WarmUp::builder(f64::from(rate))
                 .cold_factor(cold_factor)
+                .clock(clock.clone())
                 .build()
             else {
-                assert!(rate < cold_factor as i32, "{rate}/{cold_factor} refused");
+                assert!(rate < cold_factor, "{rate}/{cold_factor} refused");
                 continue;
             };
-            let curve = limiter.curve();
-            assert!(
-                curve.qps_limit(curve.max_tokens()) >= 1.0,
-                "{rate}/{cold_factor}"
-            );
-            assert!(
-                curve.max_tokens() > curve.warning_tokens(),
-                "{rate}/{cold_factor}"
-            );
+            for second in 0..3 {
+                let admitted = (0..100)
+                    .filter(|_| {
+                        let admitted = limiter.try_acquire().is_ok();
+                        clock.advance(Duration::from_millis(10));
+                        admitted
+                    })
+                    .count();
+                assert!(
+                    admitted >= 1,
+                    "{rate}/{cold_factor}: nothing in second {second}"
+                );
+            }
         }
     }
 }

@@ -2,8 +2,9 @@
 //! of Sentinel's Java `WarmUpController` and the statistics it reads
 //! (`tests/support/sentinel_model.rs`), on random configurations and random traffic.
 //!
-//! Both are driven from an epoch-like origin, where Java itself starts cold, so every decision
-//! and every token count must agree.
+//! A cold start is driven from an epoch-like origin, where Java itself starts cold; a warm start
+//! (`start_warm(true)`) from origin 0, where Java starts warm. Every decision and every token
+//! count must agree.
 
 #[path = "support/sentinel_model.rs"]
 mod sentinel_model;
@@ -57,6 +58,7 @@ struct Config {
     rate: f64,
     period_secs: u32,
     cold_factor: u32,
+    start_warm: bool,
 }
 
 fn config() -> impl Strategy<Value = Config> {
@@ -65,11 +67,12 @@ fn config() -> impl Strategy<Value = Config> {
         (60u32..5000).prop_map(f64::from),
         (30u32..2000).prop_map(|tenths| f64::from(tenths) / 10.0),
     ];
-    (rate, 1u32..=30, 2u32..=6)
-        .prop_map(|(rate, period_secs, cold_factor)| Config {
+    (rate, 1u32..=30, 2u32..=6, prop::bool::weighted(0.25))
+        .prop_map(|(rate, period_secs, cold_factor, start_warm)| Config {
             rate,
             period_secs,
             cold_factor,
+            start_warm,
         })
         .prop_filter("the cold rate must be at least 1", |c| {
             c.rate / f64::from(c.cold_factor) >= 1.0
@@ -107,11 +110,13 @@ proptest! {
         config in config(),
         calls in proptest::collection::vec(call(), 1..600),
     ) {
+        let origin = if config.start_warm { 0 } else { T0 };
         let clock = ManualClock::new();
-        clock.set(Duration::from_millis(T0 as u64));
+        clock.set(Duration::from_millis(origin as u64));
         let limiter = WarmUp::builder(config.rate)
             .warm_up_period(Duration::from_secs(u64::from(config.period_secs)))
             .cold_factor(config.cold_factor)
+            .start_warm(config.start_warm)
             .clock(clock.clone())
             .build()
             .unwrap();
@@ -120,16 +125,48 @@ proptest! {
         prop_assert_eq!(limiter.curve().max_tokens(), model.max_token() as f64);
         prop_assert_eq!(limiter.curve().slope(), model.slope());
 
-        let mut now_ms = T0;
+        let mut now_ms = origin;
         for (i, (gap, permits)) in calls.into_iter().enumerate() {
             now_ms += gap as i64;
             clock.set(Duration::from_millis(now_ms as u64));
             let expected = model.call(now_ms, i64::from(permits));
             let admitted = limiter.try_acquire_n(permits).is_ok();
-            prop_assert_eq!(admitted, expected, "call {} at T0 + {} ms for {}", i, now_ms - T0, permits);
+            prop_assert_eq!(admitted, expected, "call {} at {} ms for {}", i, now_ms - origin, permits);
             let snapshot = limiter.snapshot();
             prop_assert_eq!(snapshot.stored_tokens, model.stored_tokens() as f64, "tokens after call {}", i);
             prop_assert_eq!(snapshot.qps_limit, model.threshold(model.stored_tokens()));
         }
     }
+}
+
+/// Sentinel's dead zone, kept for parity: with exactly `W` tokens neither branch of
+/// `coolDownTokens` refills, so a limiter that goes idle at `W` stays warm until traffic moves
+/// its tokens off `W`.
+#[test]
+fn an_idle_limiter_resting_exactly_at_the_warning_level_stays_warm() {
+    let clock = ManualClock::new();
+    clock.set(Duration::from_millis(T0 as u64));
+    let limiter = WarmUp::builder(10.0).clock(clock.clone()).build().unwrap();
+    let mut model = SentinelModel::new(10.0, 10, 3);
+    let mut now = T0;
+    // TV-11 for 12 seconds: the sync at the start of second 12 lands exactly on W = 50.
+    for _ in 0..12_000 {
+        clock.set(Duration::from_millis(now as u64));
+        assert_eq!(limiter.try_acquire().is_ok(), model.call(now, 1));
+        now += 1;
+    }
+    // Second 12's only call asks for more than can ever pass: it syncs, but nothing passes.
+    clock.set(Duration::from_millis(now as u64));
+    assert!(limiter.try_acquire_n(11).is_err());
+    assert!(!model.call(now, 11));
+    assert_eq!(model.stored_tokens(), 50);
+    // A minute of idleness later both still hold exactly W: warm, not cold.
+    now += 60_000;
+    clock.set(Duration::from_millis(now as u64));
+    assert!(limiter.try_acquire().is_ok());
+    assert!(model.call(now, 1));
+    assert_eq!(model.stored_tokens(), 50);
+    let snapshot = limiter.snapshot();
+    assert_eq!(snapshot.stored_tokens, 50.0);
+    assert_eq!(snapshot.phase, admit::warmup::Phase::Warm);
 }

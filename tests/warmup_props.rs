@@ -143,17 +143,39 @@ proptest! {
     }
 
     /// `retry_after` names the earliest instant at which the same request passes, provided no
-    /// other traffic arrives and the limit in force does not change in between.
+    /// other traffic arrives and the limit in force does not change in between. Checked at up
+    /// to eight rejections per case, each on a fresh limiter replaying the traffic before it.
     #[test]
     fn retry_after_is_the_earliest_instant_that_admits(config in config(), calls in calls()) {
-        let limiter = build(&config).unwrap();
-        for (gap, n) in calls {
-            limiter.clock().advance(Duration::from_micros(gap));
+        let replay = |upto: usize| {
+            let limiter = build(&config).unwrap();
+            let mut outcome = Ok(());
+            for &(gap, n) in &calls[..=upto] {
+                limiter.clock().advance(Duration::from_micros(gap));
+                outcome = limiter.try_acquire_n(n);
+            }
+            (limiter, outcome)
+        };
+        let rejected: Vec<usize> = {
+            let limiter = build(&config).unwrap();
+            calls
+                .iter()
+                .enumerate()
+                .filter(|&(_, &(gap, n))| {
+                    limiter.clock().advance(Duration::from_micros(gap));
+                    matches!(limiter.try_acquire_n(n), Err(AcquireError::Rejected(_)))
+                })
+                .map(|(i, _)| i)
+                .collect()
+        };
+        let stride = rejected.len().div_ceil(8).max(1);
+        for &index in rejected.iter().step_by(stride) {
+            let (limiter, outcome) = replay(index);
+            let n = calls[index].1;
             let limit = limiter.snapshot().qps_limit;
-            let retry_after = match limiter.try_acquire_n(n) {
-                Ok(()) | Err(AcquireError::ExceedsCapacity { .. }) => continue,
+            let retry_after = match outcome {
                 Err(AcquireError::Rejected(rejected)) => rejected.retry_after(),
-                Err(other) => return Err(TestCaseError::fail(format!("{other:?}"))),
+                other => return Err(TestCaseError::fail(format!("replay diverged: {other:?}"))),
             };
             prop_assert!(retry_after > Duration::ZERO);
             limiter.clock().advance(retry_after - Duration::from_nanos(1));
@@ -164,7 +186,24 @@ proptest! {
             if limiter.snapshot().qps_limit == limit && f64::from(n) <= limit {
                 prop_assert!(limiter.try_acquire_n(n).is_ok(), "rejected at retry_after");
             }
-            return Ok(());
+        }
+    }
+
+    /// Even when the clock jumps backwards, a snapshot taken just before a call predicts the
+    /// call's decision: the limiter acts on the latest time it has seen, and so does the view.
+    #[test]
+    fn snapshots_predict_decisions_even_when_the_clock_goes_back(
+        config in config(),
+        calls in proptest::collection::vec((-2_000_000i64..3_000_000, 1u32..6), 1..300),
+    ) {
+        let limiter = build(&config).unwrap();
+        for (jump, n) in calls {
+            let clock = limiter.clock();
+            let now = clock.now().as_micros() as i64;
+            clock.set(Duration::from_micros((now + jump).max(0) as u64));
+            let snapshot = limiter.snapshot();
+            let fits = snapshot.window_passes + u64::from(n) <= snapshot.qps_limit.floor() as u64;
+            prop_assert_eq!(limiter.try_acquire_n(n).is_ok(), fits, "{:?}", snapshot);
         }
     }
 }

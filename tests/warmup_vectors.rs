@@ -260,3 +260,22 @@ fn tv17_start_warm_reproduces_javas_zero_origin_behaviour() {
     assert_eq!(passes, [10; 5]);
     assert_eq!(tokens, [0.0; 5]);
 }
+
+#[test]
+fn tv11_holds_for_any_clock_origin() {
+    // Windows are counted from the second the limiter is built in, so readings beyond 2^32
+    // seconds (a clock counting from the UNIX epoch, in 2106) behave like any other. (A
+    // `ManualClock` itself saturates at 2^64 ns, about 584 years.)
+    for origin_secs in [0, 1_700_000_000, 1 << 32, 500 * 365 * 86_400] {
+        let clock = ManualClock::new();
+        clock.set(Duration::from_secs(origin_secs));
+        let limiter = WarmUp::builder(10.0).clock(clock).build().unwrap();
+        let (passes, tokens) = saturate(&limiter, 13);
+        assert_eq!(
+            passes,
+            [3, 3, 3, 3, 3, 4, 4, 4, 5, 5, 6, 7, 10],
+            "origin {origin_secs} s"
+        );
+        assert_eq!(tokens[12], 50.0, "origin {origin_secs} s");
+    }
+}

@@ -64,7 +64,7 @@ impl Curve {
                 permits_per_second: count,
             });
         }
-        // Rejecting (count − 2, MAX] here keeps every limit's floor within a window's counter.
+        // Every limit's floor, the most a window can ever count, must fit a window's counter.
         let max_rate = (MAX_WINDOW_COUNT - 1) as f64;
         if count > max_rate {
             return Err(ConfigError::RateTooHigh {
@@ -94,23 +94,28 @@ impl Curve {
                 cold_limit: cold_rate,
             });
         }
+        // Java computes in `int`: `2 * P` would wrap, and `(int)(P * c)` would saturate, which
+        // would silently build a different curve than the one configured.
         let overflow = ConfigError::TokenOverflow {
             permits_per_second: count,
             warm_up_period: period,
         };
-        // Java evaluates `2 * warmUpPeriodInSec` in int arithmetic: it must not wrap.
-        let period_secs = i64::try_from(period.as_secs()).map_err(|_| overflow.clone())?;
-        if 2 * period_secs > i64::from(i32::MAX) {
+        let int_max = i64::from(i32::MAX);
+        let period_secs = period.as_secs();
+        if period_secs > (int_max / 2) as u64 {
             return Err(overflow);
         }
+        let period_secs = period_secs as i64;
         let p = period_secs as f64;
+        if p * count > int_max as f64 {
+            return Err(overflow);
+        }
         let f = i64::from(cold_factor);
-
-        // `(int)` casts in Java saturate like `as` in Rust; `f ≤ count < 2^30` here, so every
-        // operand below fits an `int`.
+        // With `f ≤ count < 2^30` and `P · count < 2^31`, every `(int)` cast below is exact
+        // truncation; only the sum `M` can still leave the `int` range.
         let warning = i64::from((p * count) as i32) / (f - 1);
         let max = warning + i64::from(((2 * period_secs) as f64 * count / (1.0 + f as f64)) as i32);
-        if max > i64::from(i32::MAX) {
+        if max > int_max {
             return Err(overflow);
         }
         let slope = (f as f64 - 1.0) / count / (max - warning) as f64;
@@ -205,16 +210,14 @@ impl Curve {
     /// refill gate allows), cap at `M`, then subtract the previous second's passes in bulk.
     ///
     /// `last` is the previous sync as `(second, tokens)`, or `None` before the first one, when
-    /// the bucket starts full (cold) or, if `start_warm`, empty.
+    /// the bucket starts full (cold) whatever the clock's origin.
     pub(crate) fn synced_tokens(
         &self,
         last: Option<(u64, u32)>,
         now_sec: u64,
         previous_passes: u64,
-        start_warm: bool,
     ) -> u32 {
         let refilled = match last {
-            None if start_warm => 0,
             None => u64::from(self.max),
             Some((last_sec, tokens)) => self.cool_down(tokens, now_sec - last_sec, previous_passes),
         };

@@ -18,33 +18,40 @@
 //! Reproduces Alibaba Sentinel's `WarmUpController` (1.8.x) number for number:
 //!
 //! - **One-second semantics.** Tokens are updated once per second, by the first call of each
-//!   second (aligned to the clock's origin): first refilled by `permits_per_second` per second
-//!   elapsed since the last update (capped at `M`), then reduced in bulk by the passes of the
-//!   previous second. The limit chosen from the tokens then holds for the whole second.
+//!   second (seconds and half seconds are aligned to the clock's whole seconds): first refilled
+//!   by `permits_per_second` per second elapsed since the last update (capped at `M`), then
+//!   reduced in bulk by the passes of the previous second. The limit chosen from the tokens then
+//!   holds for the whole second. Every call counts, admitted or not, as in Sentinel.
 //! - **Admission** counts passes in a rolling window of the current and the previous half
 //!   second, and admits `n` permits if `passes + n ≤ limit`. Passes made late in one second
 //!   therefore still count early in the next (Sentinel's behaviour).
 //! - **Warming is slower than the period.** Under saturating load 10 rps / 10 s / factor 3
-//!   reaches the full rate in second 12, and the tokens settle at 40 rather than `W` = 50,
-//!   because at exactly `W` Sentinel neither refills nor adds (its "dead zone").
+//!   reaches the full rate in second 12, and the tokens settle at 40 rather than `W` = 50:
+//!   at exactly `W` Sentinel skips the refill (its "dead zone") but still subtracts the passes.
 //! - **Re-cooling after idle.** Below `W` every elapsed second adds `permits_per_second` tokens;
 //!   above `W` tokens are added only while the previous second passed fewer than
 //!   `(int) permits_per_second / cold_factor` requests, i.e. while the service is nearly idle.
-//!   From fully warm, an idle limiter is cold again after about `M / permits_per_second`
-//!   seconds. Because passes are subtracted only via the second right before an update, a busy
+//!   An idle limiter is cold again after at most `M / permits_per_second` seconds (10 s for
+//!   10 rps / 10 s / factor 3), except with exactly `W` tokens: the dead zone refills nothing,
+//!   so a limiter that goes idle resting on `W` stays warm until traffic moves its tokens.
+//!   And because passes are subtracted only via the second right before an update, a busy
 //!   second followed by an idle one is never subtracted (Sentinel's bulk-subtraction leak):
-//!   intermittent load re-cools the bucket faster than its real consumption implies.
+//!   intermittent load re-cools the bucket faster than its real consumption implies. Both
+//!   quirks are kept for parity.
 //! - **Tiny rates.** A cold limit below one request per second could never admit anything and
 //!   would never warm up; such configurations are refused with
 //!   [`ConfigError::ColdRateBelowOne`] (including the few where `permits_per_second /
-//!   cold_factor` is exactly one but Java's truncations round the computed limit below it). At a cold rate of exactly one (3 rps, factor 3) the
-//!   limiter admits one request per second while cold and warms very slowly, as Sentinel does.
+//!   cold_factor` is exactly one but Java's truncations put the computed limit just below it).
+//!   At a cold limit of exactly one (3 rps, factor 3) the limiter admits one request per second
+//!   while cold and warms very slowly, as Sentinel does.
+//! - **Range.** Windows are numbered from the second the limiter was built in, so any clock
+//!   origin works; a limiter can run for 136 years.
 //!
 //! Two deliberate fixes, which change no number in a single-threaded run from an epoch clock:
 //!
 //! - **It always starts cold**, whatever the clock's origin. Sentinel starts warm when its clock
 //!   starts at zero (its first second never syncs); use [`WarmUpBuilder::start_warm`] to start
-//!   warm on purpose.
+//!   warm on purpose, which reproduces exactly that.
 //! - **Check-and-count is one atomic step.** Sentinel checks the window and records the pass
 //!   later, so concurrent callers overshoot the limit; here an admission is a single
 //!   compare-and-swap on the window, which no caller can slip past.
@@ -414,7 +421,10 @@ impl<C: Clock> WarmUpBuilder<C> {
         self
     }
 
-    /// Which algorithm to run (default [`Profile::SentinelExact`]).
+    /// Which algorithm to run (default [`Profile::SentinelExact`], the only profile so far).
+    ///
+    /// The default will change to the smoother, finer-grained profile planned next; set the
+    /// profile explicitly if you depend on Sentinel's numbers.
     pub fn profile(mut self, profile: Profile) -> Self {
         self.profile = profile;
         self
@@ -423,7 +433,9 @@ impl<C: Clock> WarmUpBuilder<C> {
     /// Start warm (an empty bucket, full rate) instead of cold (default `false`).
     ///
     /// Useful when the service is already warm, for example when a limiter is rebuilt with a new
-    /// rate. An idle warm limiter still cools down as described in the [module docs](self).
+    /// rate. The bucket is empty as of [`build`](Self::build); idle time from then on refills it
+    /// as described in the [module docs](self). This is exactly Sentinel's behaviour with a
+    /// clock that starts at zero.
     pub fn start_warm(mut self, start_warm: bool) -> Self {
         self.start_warm = start_warm;
         self
@@ -466,7 +478,7 @@ impl<C: Clock> WarmUpBuilder<C> {
             )?,
         };
         Ok(WarmUp {
-            window: SentinelWindow::new(curve, self.start_warm),
+            window: SentinelWindow::new(curve, self.start_warm, self.clock.now_nanos()),
             curve,
             clock: self.clock,
             warm_up_period: self.warm_up_period,
