@@ -6,7 +6,7 @@
 //!
 //! - **`tokens`**: one `AtomicU64` packing the last synced second and the token count, so a sync
 //!   is a single compare-and-swap (Sentinel's two-atomic update can act on an ABA value and lets
-//!   readers see negative counts).
+//!   readers see negative counts). Beside it, a cache of the window capacity those tokens give.
 //! - **`halves`**: a ring of four half-second windows, each one `AtomicU64` packing the window's
 //!   index, a *sealed* flag and its pass count. The current and previous windows give `passQps`;
 //!   both halves of the previous second give `previousPassQps`; a fourth slot lets a window be
@@ -32,11 +32,12 @@ use crossbeam_utils::CachePadded;
 use super::curve::{Curve, MAX_WINDOW_COUNT};
 use crate::sync::{AtomicU64, Ordering};
 
-pub(crate) const NANOS_PER_SEC: u64 = 1_000_000_000;
+const NANOS_PER_SEC: u64 = 1_000_000_000;
 const NANOS_PER_HALF: u64 = NANOS_PER_SEC / 2;
 
-/// Half-second windows are numbered from the clock's origin; the index needs 33 bits. Two are
-/// kept back so that `second + 1` always fits the 32 bits of the token word.
+/// Half-second windows are numbered from the second the limiter was built in; the index has 33
+/// bits (136 years). Two are kept back so that `second + 1` always fits the 32 bits of the token
+/// word.
 const MAX_HALF: u64 = (1 << 33) - 3;
 
 const SEALED: u64 = 1 << 30;
