@@ -80,6 +80,38 @@ pub enum ConfigError {
         /// The cold limit those settings give, in requests per second.
         cold_limit: f64,
     },
+    /// The shedder's rolling window has fewer than `min` buckets. The bucket in progress is never
+    /// counted, so a window of one bucket would never see any history.
+    TooFewBuckets {
+        /// The bucket count that was given.
+        buckets: u32,
+        /// The fewest buckets allowed.
+        min: u32,
+    },
+    /// `window / buckets` is shorter than `min`: latencies are measured in whole milliseconds,
+    /// so shorter buckets cannot hold meaningful samples.
+    BucketTooShort {
+        /// The window that was given.
+        window: Duration,
+        /// The bucket count that was given.
+        buckets: u32,
+        /// The shortest bucket allowed.
+        min: Duration,
+    },
+    /// `cpu_threshold` is outside `1..=999` ‰. At 0 every moment would count as overloaded; at
+    /// 1000 or above the CPU could never reach it (and go-zero's overload factor divides by
+    /// `1000 − threshold`).
+    CpuThresholdOutOfRange {
+        /// The threshold that was given, in ‰.
+        cpu_threshold: u32,
+    },
+    /// A duration setting is longer than the clock can count (about 584 years).
+    DurationTooLong {
+        /// The setting's name.
+        setting: &'static str,
+        /// The duration that was given.
+        value: Duration,
+    },
 }
 
 impl ConfigError {
@@ -95,6 +127,10 @@ impl ConfigError {
             }
             ConfigError::TokenOverflow { .. } => "permits_per_second × warm_up_period",
             ConfigError::ColdRateBelowOne { .. } => "permits_per_second / cold_factor",
+            ConfigError::TooFewBuckets { .. } => "buckets",
+            ConfigError::BucketTooShort { .. } => "window / buckets",
+            ConfigError::CpuThresholdOutOfRange { .. } => "cpu_threshold",
+            ConfigError::DurationTooLong { setting, .. } => setting,
         }
     }
 }
@@ -148,6 +184,28 @@ impl fmt::Display for ConfigError {
                  {cold_factor}): the cold limit ({cold_limit} per second) is below one request \
                  per second, so the limiter could never admit a request while cold and would \
                  never warm up"
+            ),
+            ConfigError::TooFewBuckets { buckets, min } => write!(
+                f,
+                "invalid `buckets` ({buckets}): the window needs at least {min}, because the \
+                 bucket in progress is never counted"
+            ),
+            ConfigError::BucketTooShort {
+                window,
+                buckets,
+                min,
+            } => write!(
+                f,
+                "invalid `window` / `buckets` ({window:?} / {buckets}): a bucket must last at \
+                 least {min:?}"
+            ),
+            ConfigError::CpuThresholdOutOfRange { cpu_threshold } => write!(
+                f,
+                "invalid `cpu_threshold` ({cpu_threshold} ‰): must be between 1 and 999 ‰"
+            ),
+            ConfigError::DurationTooLong { setting, value } => write!(
+                f,
+                "invalid `{setting}` ({value:?}): longer than the clock can count (584 years)"
             ),
         }
     }

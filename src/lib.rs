@@ -48,6 +48,7 @@
 
 pub mod clock;
 mod error;
+pub mod shed;
 mod sync;
 pub mod warmup;
 

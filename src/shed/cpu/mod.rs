@@ -1,0 +1,137 @@
+//! How loaded the CPU is: the signal that arms the shedder.
+//!
+//! A [`CpuSignal`] reports load in permille (‰) of the CPU the process may use, `0..=1000`, or
+//! `None` when it cannot tell. The shedder treats `None` as "not overloaded" and shows it in
+//! its snapshot, instead of go-zero's silent 0.
+//!
+//! - [`SystemCpu`]: the real signal. One sampler thread per process measures every 250 ms how
+//!   much CPU the process's cgroup (or, failing that, the process) used, relative to what it may
+//!   use, and smooths it (see [`Smoothing`]).
+//! - [`ManualCpu`]: a value you set, for tests and simulations.
+//! - Any `Fn() -> Option<u32>` closure, to plug in your own signal.
+//!
+//! # What "the CPU the process may use" means
+//!
+//! On Linux the sampler finds the process's own cgroup (v2 through `/proc/self/cgroup` and
+//! `/proc/self/mountinfo`; v1 through its `cpuacct`/`cpu`/`cpuset` controllers), reads the
+//! cgroup's CPU usage, and divides by wall time times the limit, where the limit is the smallest
+//! of the CFS quota on the cgroup's path (`cpu.max`, `cpu.cfs_quota_us`), its cpuset, and the
+//! process's CPU affinity mask. A container limited to 0.5 CPU on a 16-core node therefore reads
+//! 1000 ‰ when it uses its half CPU, and a server pinned to one core of two reads 1000 ‰ when
+//! that core is busy. Without a readable cgroup it measures the process's own CPU time against
+//! its affinity mask. Elsewhere (other Unix systems) it measures the process's CPU time against
+//! the available parallelism; on other platforms it reports `None`.
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod linux;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+mod portable;
+mod sampler;
+mod smoothing;
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+pub use self::sampler::{CpuSource, SystemCpu};
+pub use self::smoothing::{Smoother, Smoothing};
+
+/// How loaded the CPU is, in permille of what the process may use.
+///
+/// `load_permille` is called on every admission decision, so it must be cheap (an atomic load)
+/// and must not block. Values above 1000 are treated as 1000. `None` means "unknown": the
+/// shedder then does not consider the CPU overloaded.
+///
+/// # Example
+///
+/// ```
+/// use admit::shed::cpu::CpuSignal;
+///
+/// // A closure is a signal.
+/// let always_busy = || Some(1000);
+/// assert_eq!(always_busy.load_permille(), Some(1000));
+/// ```
+pub trait CpuSignal: Send + Sync {
+    /// The current load in ‰, or `None` if it is not known.
+    fn load_permille(&self) -> Option<u32>;
+}
+
+impl<F: Fn() -> Option<u32> + Send + Sync> CpuSignal for F {
+    #[inline]
+    fn load_permille(&self) -> Option<u32> {
+        self()
+    }
+}
+
+impl<S: CpuSignal + ?Sized> CpuSignal for Arc<S> {
+    #[inline]
+    fn load_permille(&self) -> Option<u32> {
+        (**self).load_permille()
+    }
+}
+
+/// The published encoding of an optional load: `u32::MAX` means unknown.
+const UNKNOWN: u32 = u32::MAX;
+
+fn encode(load: Option<u32>) -> u32 {
+    load.map_or(UNKNOWN, |load| load.min(UNKNOWN - 1))
+}
+
+fn decode(word: u32) -> Option<u32> {
+    (word != UNKNOWN).then_some(word)
+}
+
+/// A CPU load you set by hand: the deterministic signal for tests and simulations.
+///
+/// Clones share the value.
+///
+/// # Example
+///
+/// ```
+/// use admit::shed::cpu::{CpuSignal, ManualCpu};
+///
+/// let cpu = ManualCpu::new(300);
+/// let shared = cpu.clone();
+/// cpu.set(950);
+/// assert_eq!(shared.load_permille(), Some(950));
+/// cpu.set_unknown();
+/// assert_eq!(shared.load_permille(), None);
+/// ```
+#[derive(Clone)]
+pub struct ManualCpu {
+    load: Arc<AtomicU32>,
+}
+
+impl ManualCpu {
+    /// A signal reading `permille`.
+    pub fn new(permille: u32) -> Self {
+        ManualCpu {
+            load: Arc::new(AtomicU32::new(encode(Some(permille)))),
+        }
+    }
+
+    /// Sets the load every clone reads.
+    pub fn set(&self, permille: u32) {
+        self.load.store(encode(Some(permille)), Ordering::Release);
+    }
+
+    /// Makes every clone report "unknown".
+    pub fn set_unknown(&self) {
+        self.load.store(UNKNOWN, Ordering::Release);
+    }
+}
+
+impl fmt::Debug for ManualCpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManualCpu")
+            .field("permille", &self.load_permille())
+            .finish()
+    }
+}
+
+impl CpuSignal for ManualCpu {
+    #[inline]
+    fn load_permille(&self) -> Option<u32> {
+        decode(self.load.load(Ordering::Acquire))
+    }
+}

@@ -1,0 +1,65 @@
+//! CPU usage off Linux: the process's own CPU time on other Unix systems, nothing elsewhere.
+
+/// What a source measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SourceKind {
+    /// `CLOCK_PROCESS_CPUTIME_ID` against the available parallelism.
+    ProcessTime,
+}
+
+/// One reading.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Sample {
+    /// Cumulative CPU time used by the process, in nanoseconds.
+    pub(crate) used_nanos: u64,
+    /// CPUs the process may use.
+    pub(crate) limit_cpus: f64,
+}
+
+/// The process's CPU time.
+#[derive(Debug)]
+pub(crate) struct CpuUsageSource {
+    #[cfg(unix)]
+    limit_cpus: f64,
+}
+
+impl CpuUsageSource {
+    /// Process CPU time where the platform offers it (Unix), `None` elsewhere.
+    pub(crate) fn discover() -> Option<CpuUsageSource> {
+        #[cfg(unix)]
+        {
+            let limit_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+            let mut source = CpuUsageSource { limit_cpus };
+            source.sample().map(|_| source)
+        }
+        #[cfg(not(unix))]
+        {
+            None
+        }
+    }
+
+    pub(crate) fn kind(&self) -> SourceKind {
+        SourceKind::ProcessTime
+    }
+
+    /// The process's CPU time now.
+    pub(crate) fn sample(&mut self) -> Option<Sample> {
+        #[cfg(unix)]
+        {
+            use rustix::time::{ClockId, clock_gettime};
+            let now = clock_gettime(ClockId::ProcessCPUTime);
+            let used_nanos = u64::try_from(now.tv_sec)
+                .ok()?
+                .checked_mul(1_000_000_000)?
+                .checked_add(u64::try_from(now.tv_nsec).ok()?)?;
+            Some(Sample {
+                used_nanos,
+                limit_cpus: self.limit_cpus,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            None
+        }
+    }
+}

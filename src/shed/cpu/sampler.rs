@@ -1,0 +1,291 @@
+//! The process-wide CPU sampler behind [`SystemCpu`].
+
+use std::fmt;
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::thread;
+use std::time::{Duration, Instant};
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+use super::linux::{CpuUsageSource, Sample, SourceKind};
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+use super::portable::{CpuUsageSource, Sample, SourceKind};
+use super::{CpuSignal, Smoother, Smoothing, UNKNOWN, decode, encode};
+
+/// How often the sampler reads the CPU usage (go-zero's `cpuRefreshInterval`).
+pub(crate) const TICK: Duration = Duration::from_millis(250);
+
+/// What [`SystemCpu`] measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CpuSource {
+    /// The usage and limits of the process's cgroup, cgroup v2 (`cpu.stat`, `cpu.max`,
+    /// `cpuset.cpus.effective`).
+    CgroupV2,
+    /// The usage and limits of the process's cgroup, cgroup v1 (`cpuacct.usage`,
+    /// `cpu.cfs_quota_us`, `cpuset.cpus`).
+    CgroupV1,
+    /// The process's own CPU time, against its CPU affinity mask (or the available parallelism
+    /// where there is none): no readable cgroup.
+    ProcessTime,
+    /// Nothing could be measured: the signal reports `None`.
+    Unavailable,
+    /// The sampler has not finished its first measurement yet.
+    Starting,
+}
+
+impl From<SourceKind> for CpuSource {
+    fn from(kind: SourceKind) -> Self {
+        match kind {
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            SourceKind::CgroupV2 => CpuSource::CgroupV2,
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            SourceKind::CgroupV1 => CpuSource::CgroupV1,
+            SourceKind::ProcessTime => CpuSource::ProcessTime,
+        }
+    }
+}
+
+const SOURCES: [CpuSource; 5] = [
+    CpuSource::CgroupV2,
+    CpuSource::CgroupV1,
+    CpuSource::ProcessTime,
+    CpuSource::Unavailable,
+    CpuSource::Starting,
+];
+
+fn source_index(source: CpuSource) -> u8 {
+    SOURCES.iter().position(|s| *s == source).unwrap_or(4) as u8
+}
+
+/// One [`SystemCpu`] handle's smoothing, fed by the sampler thread.
+#[derive(Debug)]
+struct Subscriber {
+    published: AtomicU32,
+    /// Only the sampler thread locks it, once per tick.
+    smoother: Mutex<Smoother>,
+}
+
+#[derive(Debug)]
+struct Registry {
+    running: bool,
+    subscribers: Vec<Weak<Subscriber>>,
+}
+
+/// The one sampler of the process.
+#[derive(Debug)]
+struct Sampler {
+    registry: Mutex<Registry>,
+    raw: AtomicU32,
+    source: AtomicU8,
+}
+
+static SAMPLER: Sampler = Sampler {
+    registry: Mutex::new(Registry {
+        running: false,
+        subscribers: Vec::new(),
+    }),
+    raw: AtomicU32::new(UNKNOWN),
+    source: AtomicU8::new(4),
+};
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing under these locks can be left half-updated by a panic.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// CPU load of the process's cgroup (or the process), measured by one background thread per
+/// process every 250 ms and smoothed.
+///
+/// The first `SystemCpu` starts the sampler thread (named `admit-cpu-sampler`); it exits within
+/// 250 ms after the last handle is dropped. Reading the signal is one atomic load. Until the
+/// first measurement completes (one tick), and whenever nothing can be measured, the signal
+/// reports `None`; [`source`](SystemCpu::source) says which case applies. See the
+/// [module docs](super) for what is measured.
+///
+/// Each handle created with [`new`](SystemCpu::new) or
+/// [`with_smoothing`](SystemCpu::with_smoothing) keeps its own average; clones share it.
+///
+/// # Example
+///
+/// ```
+/// use admit::shed::cpu::{CpuSignal, Smoothing, SystemCpu};
+///
+/// let cpu = SystemCpu::with_smoothing(Smoothing::GoZero);
+/// // `None` until the first 250 ms measurement, then the go-zero average in ‰.
+/// if let Some(load) = cpu.load_permille() {
+///     assert!(load <= 1000);
+/// }
+/// println!("measuring {:?}", cpu.source());
+/// ```
+#[derive(Clone)]
+pub struct SystemCpu {
+    subscriber: Arc<Subscriber>,
+    smoothing: Smoothing,
+}
+
+impl SystemCpu {
+    /// A signal with the default [`Smoothing`] (a 4.9 s exponential average).
+    pub fn new() -> Self {
+        Self::with_smoothing(Smoothing::default())
+    }
+
+    /// A signal with the given smoothing.
+    pub fn with_smoothing(smoothing: Smoothing) -> Self {
+        let subscriber = Arc::new(Subscriber {
+            published: AtomicU32::new(UNKNOWN),
+            smoother: Mutex::new(Smoother::new(smoothing)),
+        });
+        let mut registry = lock(&SAMPLER.registry);
+        registry.subscribers.push(Arc::downgrade(&subscriber));
+        if !registry.running {
+            let spawned = thread::Builder::new()
+                .name("admit-cpu-sampler".into())
+                .spawn(run);
+            match spawned {
+                Ok(_) => {
+                    registry.running = true;
+                    SAMPLER
+                        .source
+                        .store(source_index(CpuSource::Starting), Ordering::Release);
+                }
+                Err(_) => SAMPLER
+                    .source
+                    .store(source_index(CpuSource::Unavailable), Ordering::Release),
+            }
+        }
+        SystemCpu {
+            subscriber,
+            smoothing,
+        }
+    }
+
+    /// What the sampler measures, process-wide.
+    pub fn source(&self) -> CpuSource {
+        SOURCES[usize::from(SAMPLER.source.load(Ordering::Acquire)).min(4)]
+    }
+
+    /// The latest unsmoothed reading, process-wide, or `None`.
+    pub fn raw_permille(&self) -> Option<u32> {
+        decode(SAMPLER.raw.load(Ordering::Acquire))
+    }
+
+    /// This handle's smoothing.
+    pub fn smoothing(&self) -> Smoothing {
+        self.smoothing
+    }
+}
+
+impl Default for SystemCpu {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for SystemCpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SystemCpu")
+            .field("permille", &self.load_permille())
+            .field("raw_permille", &self.raw_permille())
+            .field("source", &self.source())
+            .field("smoothing", &self.smoothing)
+            .finish()
+    }
+}
+
+impl CpuSignal for SystemCpu {
+    #[inline]
+    fn load_permille(&self) -> Option<u32> {
+        decode(self.subscriber.published.load(Ordering::Acquire))
+    }
+}
+
+/// CPU utilisation in ‰ of `limit_cpus`: `1000 · used / (wall · limit)`, rounded and capped at
+/// 1000 (a reading can exceed the limit by the jitter between the kernel's accounting and our
+/// wall clock).
+pub(crate) fn utilisation_permille(used_nanos: u64, wall_nanos: u64, limit_cpus: f64) -> u32 {
+    if wall_nanos == 0 || limit_cpus.is_nan() || limit_cpus <= 0.0 {
+        return 0;
+    }
+    let permille = 1000.0 * used_nanos as f64 / (wall_nanos as f64 * limit_cpus);
+    permille.round().min(1000.0) as u32
+}
+
+/// The sampler thread: measures every tick and feeds every live subscriber, until none is left.
+fn run() {
+    let mut source = CpuUsageSource::discover();
+    let mut previous: Option<(Instant, Sample)> = None;
+    let mut subscribers = Vec::new();
+    loop {
+        let reading = source.as_mut().and_then(|source| {
+            let sample = source.sample()?;
+            Some((Instant::now(), sample))
+        });
+        let kind = source
+            .as_ref()
+            .map_or(CpuSource::Unavailable, |source| source.kind().into());
+        let (raw, elapsed) = match (previous, reading) {
+            (Some((then, before)), Some((now, after))) => {
+                let wall = now.saturating_duration_since(then);
+                let used = after.used_nanos.saturating_sub(before.used_nanos);
+                let wall_nanos = u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX);
+                let raw = utilisation_permille(used, wall_nanos, after.limit_cpus);
+                (Some(raw), wall)
+            }
+            _ => (None, Duration::ZERO),
+        };
+        previous = reading;
+        if reading.is_none() {
+            // The cgroup may have been removed or the process moved: look again next tick.
+            source = CpuUsageSource::discover();
+        }
+        if raw.is_some() || reading.is_none() {
+            SAMPLER.raw.store(encode(raw), Ordering::Release);
+            let shown = if raw.is_some() {
+                kind
+            } else {
+                CpuSource::Unavailable
+            };
+            SAMPLER.source.store(source_index(shown), Ordering::Release);
+        }
+
+        {
+            let mut registry = lock(&SAMPLER.registry);
+            registry.subscribers.retain(|s| s.strong_count() > 0);
+            if registry.subscribers.is_empty() {
+                registry.running = false;
+                return;
+            }
+            subscribers.clear();
+            subscribers.extend(registry.subscribers.iter().filter_map(Weak::upgrade));
+        }
+        for subscriber in subscribers.drain(..) {
+            let value = match raw {
+                Some(raw) => Some(lock(&subscriber.smoother).update(raw, elapsed)),
+                None if reading.is_none() => None,
+                None => continue, // the first sample: nothing to report yet
+            };
+            subscriber.published.store(encode(value), Ordering::Release);
+        }
+        thread::sleep(TICK);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vector_21_utilisation_against_the_limit() {
+        // 250 ms of CPU in 250 ms of wall time, limit 2 CPUs: half the limit.
+        let quarter = 250_000_000;
+        assert_eq!(utilisation_permille(quarter, quarter, 2.0), 500);
+        // The same against a 0.5 CPU quota: 2000 ‰, capped.
+        assert_eq!(utilisation_permille(quarter, quarter, 0.5), 1000);
+        assert_eq!(utilisation_permille(quarter, 2 * quarter, 1.0), 500);
+        assert_eq!(utilisation_permille(1, 0, 1.0), 0);
+        assert_eq!(utilisation_permille(1, 1, 0.0), 0);
+    }
+}

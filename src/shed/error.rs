@@ -1,0 +1,83 @@
+//! Why the shedder refused a request.
+
+use std::error::Error;
+use std::fmt;
+use std::time::Duration;
+
+/// What made the shedder refuse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OverloadReason {
+    /// The CPU is at or above the threshold, and more requests are in flight than the service
+    /// has shown it can carry.
+    Cpu,
+    /// The CPU has dropped below the threshold, but less than the cool-off period ago, and
+    /// more requests are in flight than the service has shown it can carry.
+    CoolOff,
+}
+
+/// The shedder refused a request: the service is overloaded.
+///
+/// Answer it with HTTP 503 (and `Retry-After`) or gRPC `RESOURCE_EXHAUSTED`. It carries why
+/// and a retry hint, allocates nothing and is `Copy`.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use admit::clock::ManualClock;
+/// use admit::shed::cpu::ManualCpu;
+/// use admit::shed::{OverloadReason, Shedder};
+///
+/// let cpu = ManualCpu::new(0);
+/// let shedder = Shedder::builder().clock(ManualClock::new()).cpu(cpu.clone()).build()?;
+/// // Twenty requests in flight, five completed: the shedder has seen them queue up.
+/// let mut permits: Vec<_> = (0..20).map(|_| shedder.allow().unwrap()).collect();
+/// for permit in permits.drain(..5) {
+///     permit.pass();
+/// }
+/// cpu.set(1000);
+/// let overloaded = shedder.allow().unwrap_err();
+/// assert_eq!(overloaded.reason(), OverloadReason::Cpu);
+/// assert_eq!(overloaded.retry_after(), Duration::from_millis(100)); // one bucket
+/// # Ok::<(), admit::ConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Overloaded {
+    reason: OverloadReason,
+    retry_after_nanos: u64,
+}
+
+impl Overloaded {
+    pub(crate) fn new(reason: OverloadReason, retry_after_nanos: u64) -> Self {
+        Overloaded {
+            reason,
+            retry_after_nanos,
+        }
+    }
+
+    /// Why the request was refused.
+    pub fn reason(&self) -> OverloadReason {
+        self.reason
+    }
+
+    /// A hint for when to retry: the rest of the cool-off period if that is what refused the
+    /// request, otherwise one bucket of the window, when the shedder's limit is next
+    /// recomputed.
+    pub fn retry_after(&self) -> Duration {
+        Duration::from_nanos(self.retry_after_nanos)
+    }
+}
+
+impl fmt::Display for Overloaded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.reason {
+            OverloadReason::Cpu => f.write_str("service overloaded: CPU at or above its threshold"),
+            OverloadReason::CoolOff => {
+                f.write_str("service overloaded: cooling off after a CPU overload")
+            }
+        }
+    }
+}
+
+impl Error for Overloaded {}

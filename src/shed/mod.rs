@@ -1,0 +1,792 @@
+//! An adaptive load shedder: go-zero's algorithm, lock-free.
+//!
+//! A service overloaded past its capacity gets slower for everyone: queues grow, every request
+//! waits longer, clients time out and retry. A [`Shedder`] refuses the excess early and cheaply,
+//! but only when two things are true at once:
+//!
+//! 1. **The CPU is hot**: its load is at or above `cpu_threshold` (900 ‰ by default), or was
+//!    less than `cool_off` (1 s) ago and the shedder has dropped requests since.
+//! 2. **More requests are in flight than the service has proven it can carry**: both the current
+//!    and the smoothed number of requests in flight exceed
+//!    `max_flight = max(1, max_pass × min_rt × buckets per second / 1000)`, scaled down by the
+//!    overload factor `(1000 − cpu) / (1000 − cpu_threshold)` (clamped to 0.1..=1). Here
+//!    `max_pass` is the most requests that passed in one bucket, and `min_rt` the lowest
+//!    per-bucket mean latency in ms, over the rolling `window` (5 s in 50 buckets by default):
+//!    Little's law applied to the best the service has recently done.
+//!
+//! With a cool CPU nothing is shed, whatever the concurrency; a burst of requests with a hot CPU
+//! passes until the smoothed concurrency catches up.
+//!
+//! # Using it
+//!
+//! Call [`allow`](Shedder::allow) when a request arrives; it returns a [`Permit`] or
+//! [`Overloaded`]. When the request ends, call [`Permit::pass`] if it succeeded or
+//! [`Permit::fail`] if it did not (a timeout, an error the service caused). Dropping a permit
+//! without either counts as a failure: a cancelled request did no useful work. Only passes feed
+//! the throughput and latency the limit is computed from.
+//!
+//! # Parity with go-zero
+//!
+//! The decision reproduces go-zero's `adaptiveShedder` (`core/load`, 2024) exactly: the `>=` CPU
+//! comparison and strict `>` for both concurrency tests, the strict `<` of the cool-off and the
+//! way a drop arms it, the rolling window aligned to the shedder's construction with the bucket
+//! in progress ignored, `max_pass` at least 1, `min_rt` 1000 ms when there is no data and the
+//! per-bucket mean rounded half away from zero, latencies recorded as whole milliseconds rounded
+//! up, `max_flight` at least 1, the overload factor's clamp, and the smoothed concurrency updated
+//! only when a request completes, with the count after it left. Two differences:
+//!
+//! - An unknown CPU load (see [`cpu::CpuSignal`]) is never overloaded, like go-zero's silent 0,
+//!   but the [snapshot](Shedder::snapshot) says it is unknown.
+//! - The limit (`max_flight`) is computed once per bucket and cached, since the window ignores
+//!   the bucket in progress: go-zero scans both windows under a lock on every hot decision. A
+//!   latency recorded late by a thread whose clock reading is a bucket old can therefore be
+//!   missed by the cache; go-zero has the same race.
+//!
+//! # Cost
+//!
+//! With a cool CPU, [`allow`](Shedder::allow) is a clock read, a CPU-signal load, a flag load and
+//! one atomic add; with a hot CPU, add the cached limit and a few loads. Completing a permit is
+//! a clock read and a handful of atomic updates. Nothing allocates, [`allow_owned`] included.
+//!
+//! [`allow_owned`]: Shedder::allow_owned
+
+pub mod cpu;
+mod error;
+mod permit;
+mod window;
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+use self::cpu::{CpuSignal, SystemCpu};
+pub use self::error::{OverloadReason, Overloaded};
+pub use self::permit::{OwnedPermit, Permit};
+use self::window::RollingWindow;
+use crate::ConfigError;
+use crate::clock::{Clock, MonotonicClock};
+
+/// go-zero's `flyingBeta`: the weight of the old smoothed concurrency.
+const FLYING_BETA: f64 = 0.9;
+/// `1 − FLYING_BETA` as Go folds it: exactly 0.1 (`1.0 - 0.9` is 0.09999999999999998).
+const FLYING_WEIGHT: f64 = 0.1;
+/// The default `min_rt` when the window holds no latency, in ms.
+const DEFAULT_MIN_RT_MS: u64 = 1000;
+/// The overload factor's floor: even a saturated CPU admits 10 % of the limit.
+const OVERLOAD_FACTOR_FLOOR: f64 = 0.1;
+const NANOS_PER_MS: u64 = 1_000_000;
+
+/// Window counters: latency sum (ms) and passes for each bucket, plus failures and drops.
+const LATENCY_SUM: usize = 0;
+const PASSES: usize = 1;
+const OTHERS: usize = 2;
+
+/// The cached limit inputs: `[epoch (low 32 bits): 32 | max_pass: 22 | min_rt: 10]`.
+const MIN_RT_BITS: u32 = 10;
+const MAX_PASS_BITS: u32 = 22;
+const MAX_PASS_CAP: u64 = (1 << MAX_PASS_BITS) - 1;
+
+/// An adaptive load shedder. Build one with [`Shedder::builder`].
+///
+/// `Shedder` is `Send + Sync`; share it with an `Arc` (which [`allow_owned`](Self::allow_owned)
+/// needs anyway). All methods take `&self`, never block and never allocate.
+///
+/// # Example
+///
+/// ```
+/// use std::sync::Arc;
+/// use admit::shed::Shedder;
+///
+/// let shedder = Arc::new(Shedder::builder().build()?);
+///
+/// fn handle(shedder: &Arc<Shedder>) -> Result<&'static str, &'static str> {
+///     let Ok(permit) = shedder.allow_owned() else {
+///         return Err("503 Service Unavailable");
+///     };
+///     let response = "200 OK"; // do the work
+///     permit.pass();
+///     Ok(response)
+/// }
+///
+/// assert_eq!(handle(&shedder), Ok("200 OK"));
+/// # Ok::<(), admit::ConfigError>(())
+/// ```
+pub struct Shedder<C: Clock = MonotonicClock, S: CpuSignal = SystemCpu> {
+    /// Written by every admission and completion.
+    flight: CachePadded<Flight>,
+    /// Written while the CPU is hot.
+    heat: CachePadded<Heat>,
+    window: RollingWindow,
+    config: Config,
+    clock: C,
+    cpu: S,
+}
+
+#[derive(Debug)]
+struct Flight {
+    flying: AtomicI64,
+    /// `f64` bits of go-zero's `avgFlying`.
+    avg_flying: AtomicU64,
+    passed: AtomicU64,
+    failed: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Heat {
+    /// The latest clock reading at which the CPU was at or above the threshold, plus one
+    /// (0: never).
+    overloaded_at: AtomicU64,
+    dropped_recently: AtomicBool,
+    dropped: AtomicU64,
+    /// See [`MIN_RT_BITS`]; `u64::MAX` until first computed.
+    limit_inputs: AtomicU64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Config {
+    window: Duration,
+    buckets: u32,
+    bucket_nanos: u64,
+    /// go-zero's `windowScale`: buckets per second / 1000.
+    window_scale: f64,
+    cpu_threshold: u32,
+    cool_off_nanos: u64,
+    /// The clock reading at construction: buckets are aligned to it.
+    origin_nanos: u64,
+}
+
+impl Shedder<MonotonicClock, SystemCpu> {
+    /// Starts configuring a shedder with go-zero's defaults: a 5 s window of 50 buckets, a
+    /// 900 ‰ CPU threshold, a 1 s cool-off, a [`MonotonicClock`] and the system CPU signal
+    /// ([`SystemCpu`], created by [`build`](ShedderBuilder::build) unless another signal is
+    /// given).
+    pub fn builder() -> ShedderBuilder<MonotonicClock, SystemCpu> {
+        ShedderBuilder {
+            window: Duration::from_secs(5),
+            buckets: 50,
+            cpu_threshold: 900,
+            cool_off: Duration::from_secs(1),
+            clock: MonotonicClock::new(),
+            cpu: CpuChoice::Default(SystemCpu::new),
+        }
+    }
+}
+
+impl<C: Clock, S: CpuSignal> Shedder<C, S> {
+    /// Admits a request, or refuses it if the service is overloaded (see the
+    /// [module docs](self) for the rule).
+    ///
+    /// # Errors
+    ///
+    /// [`Overloaded`], with the reason and a retry hint.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use admit::shed::Shedder;
+    /// use admit::shed::cpu::ManualCpu;
+    ///
+    /// let shedder = Shedder::builder().cpu(ManualCpu::new(200)).build()?;
+    /// let permit = shedder.allow().expect("a cool CPU sheds nothing");
+    /// assert_eq!(shedder.snapshot().flying, 1);
+    /// permit.pass();
+    /// assert_eq!(shedder.snapshot().flying, 0);
+    /// # Ok::<(), admit::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn allow(&self) -> Result<Permit<'_, C, S>, Overloaded> {
+        let now = self.admit(self.clock.now_nanos())?;
+        Ok(Permit::new(self, now))
+    }
+
+    /// [`allow`](Self::allow) for a shedder in an `Arc`: the permit holds a clone of the `Arc`
+    /// (no allocation) and can move into a future or another thread.
+    ///
+    /// # Errors
+    ///
+    /// [`Overloaded`], with the reason and a retry hint.
+    #[inline]
+    pub fn allow_owned(self: &Arc<Self>) -> Result<OwnedPermit<C, S>, Overloaded> {
+        let now = self.admit(self.clock.now_nanos())?;
+        Ok(OwnedPermit::new(Arc::clone(self), now))
+    }
+
+    /// The decision: on admission counts the request in flight and returns `now`.
+    #[inline]
+    fn admit(&self, now: u64) -> Result<u64, Overloaded> {
+        let cpu = self.cpu.load_permille().map(|load| load.min(1000));
+        if let Some(reason) = self.should_drop(now, cpu) {
+            let heat = &self.heat;
+            if !heat.dropped_recently.load(Ordering::Relaxed) {
+                heat.dropped_recently.store(true, Ordering::Release);
+            }
+            heat.dropped.fetch_add(1, Ordering::Relaxed);
+            self.window.add(self.epoch(now), OTHERS, 1);
+            return Err(Overloaded::new(reason, self.retry_after(now, reason)));
+        }
+        self.flight.flying.fetch_add(1, Ordering::AcqRel);
+        Ok(now)
+    }
+
+    /// go-zero's `shouldDrop`: `(systemOverloaded || stillHot) && highThroughput`.
+    #[inline]
+    fn should_drop(&self, now: u64, cpu: Option<u32>) -> Option<OverloadReason> {
+        let overloaded = cpu.is_some_and(|load| load >= self.config.cpu_threshold);
+        let reason = if overloaded {
+            self.note_overload(now);
+            OverloadReason::Cpu
+        } else if self.still_hot(now, true) {
+            OverloadReason::CoolOff
+        } else {
+            return None;
+        };
+        let limit = self.max_flight(now) * self.overload_factor(cpu.unwrap_or(0));
+        let avg_flying = f64::from_bits(self.flight.avg_flying.load(Ordering::Acquire));
+        let flying = self.flight.flying.load(Ordering::Acquire) as f64;
+        (avg_flying > limit && flying > limit).then_some(reason)
+    }
+
+    /// Records that the CPU was hot at `now` (go-zero stores it on every hot decision; storing
+    /// only newer readings is the same value, with fewer writes under a coarse clock).
+    fn note_overload(&self, now: u64) {
+        let stamp = now.saturating_add(1);
+        let overloaded_at = &self.heat.overloaded_at;
+        let mut current = overloaded_at.load(Ordering::Acquire);
+        while current < stamp {
+            match overloaded_at.compare_exchange_weak(
+                current,
+                stamp,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// go-zero's `stillHot`: a drop happened and the CPU was hot less than `cool_off` ago. Once
+    /// the cool-off has passed it clears the drop flag, if `clear`.
+    fn still_hot(&self, now: u64, clear: bool) -> bool {
+        let heat = &self.heat;
+        if !heat.dropped_recently.load(Ordering::Acquire) {
+            return false;
+        }
+        let stamp = heat.overloaded_at.load(Ordering::Acquire);
+        if stamp == 0 {
+            return false;
+        }
+        if now.saturating_sub(stamp - 1) < self.config.cool_off_nanos {
+            return true;
+        }
+        if clear {
+            heat.dropped_recently.store(false, Ordering::Release);
+        }
+        false
+    }
+
+    /// go-zero's `overloadFactor`.
+    fn overload_factor(&self, cpu: u32) -> f64 {
+        let factor = (1000.0 - f64::from(cpu)) / (1000.0 - f64::from(self.config.cpu_threshold));
+        factor.clamp(OVERLOAD_FACTOR_FLOOR, 1.0)
+    }
+
+    fn epoch(&self, now: u64) -> u64 {
+        now.saturating_sub(self.config.origin_nanos) / self.config.bucket_nanos
+    }
+
+    /// go-zero's `maxFlight`, from the inputs cached for the current bucket.
+    fn max_flight(&self, now: u64) -> f64 {
+        let (max_pass, min_rt) = self.limit_inputs(self.epoch(now));
+        (max_pass as f64 * min_rt as f64 * self.config.window_scale).max(1.0)
+    }
+
+    /// `(max_pass, min_rt)` over the window at `epoch`: cached once per bucket, since the
+    /// window ignores the bucket in progress.
+    #[inline]
+    fn limit_inputs(&self, epoch: u64) -> (u64, u64) {
+        let cached = self.heat.limit_inputs.load(Ordering::Acquire);
+        let tag = epoch & u64::from(u32::MAX);
+        if cached != u64::MAX && cached >> 32 == tag {
+            let max_pass = (cached >> MIN_RT_BITS) & MAX_PASS_CAP;
+            let min_rt = cached & ((1 << MIN_RT_BITS) - 1);
+            return (max_pass, min_rt);
+        }
+        let (max_pass, min_rt) = self.scan(epoch);
+        let packed = tag << 32 | max_pass.min(MAX_PASS_CAP) << MIN_RT_BITS | min_rt;
+        self.heat.limit_inputs.store(packed, Ordering::Release);
+        (max_pass.min(MAX_PASS_CAP), min_rt)
+    }
+
+    /// go-zero's `maxPass` and `minRt`, read from the window.
+    fn scan(&self, epoch: u64) -> (u64, u64) {
+        let mut max_pass = 1;
+        let mut min_rt = DEFAULT_MIN_RT_MS;
+        for seen in self.window.visible(epoch, true) {
+            let bucket = self.window.values(seen).0;
+            max_pass = max_pass.max(bucket[PASSES]);
+            if bucket[PASSES] > 0 {
+                let mean = (bucket[LATENCY_SUM] as f64 / bucket[PASSES] as f64).round() as u64;
+                min_rt = min_rt.min(mean);
+            }
+        }
+        (max_pass, min_rt)
+    }
+
+    fn retry_after(&self, now: u64, reason: OverloadReason) -> u64 {
+        match reason {
+            OverloadReason::Cpu => self.config.bucket_nanos,
+            OverloadReason::CoolOff => {
+                let since = now.saturating_sub(
+                    self.heat
+                        .overloaded_at
+                        .load(Ordering::Acquire)
+                        .saturating_sub(1),
+                );
+                self.config.cool_off_nanos.saturating_sub(since).max(1)
+            }
+        }
+    }
+
+    /// Ends a request admitted at `admitted_at` (go-zero's `Promise.Pass` / `Fail`).
+    pub(crate) fn complete(&self, admitted_at: u64, passed: bool) {
+        let now = self.clock.now_nanos();
+        let flight = &self.flight;
+        let flying = flight.flying.fetch_sub(1, Ordering::AcqRel) - 1;
+        let mut current = flight.avg_flying.load(Ordering::Acquire);
+        loop {
+            let avg = f64::from_bits(current) * FLYING_BETA + flying as f64 * FLYING_WEIGHT;
+            match flight.avg_flying.compare_exchange_weak(
+                current,
+                avg.to_bits(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(actual) => current = actual,
+            }
+        }
+        let epoch = self.epoch(now);
+        if passed {
+            // Whole milliseconds, rounded up, as go-zero's `math.Ceil` of float milliseconds.
+            let rt_ms = now.saturating_sub(admitted_at).div_ceil(NANOS_PER_MS);
+            self.window.add(epoch, LATENCY_SUM, rt_ms);
+            self.window.add(epoch, PASSES, 1);
+            flight.passed.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.window.add(epoch, OTHERS, 1);
+            flight.failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The shedder's state now. Reads atomics and the window; changes nothing (in particular it
+    /// does not end a cool-off the way a decision would), allocates nothing.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use admit::shed::Shedder;
+    /// use admit::shed::cpu::ManualCpu;
+    ///
+    /// let shedder = Shedder::builder().cpu(ManualCpu::new(1000)).build()?;
+    /// let snapshot = shedder.snapshot();
+    /// // An empty window: max_pass 1, min_rt 1000 ms, so max_flight = 1 · 1000 · 10 / 1000.
+    /// assert_eq!((snapshot.max_pass, snapshot.min_rt_ms), (1, 1000));
+    /// assert_eq!(snapshot.max_flight, 10.0);
+    /// assert_eq!(snapshot.overload_factor, 0.1);
+    /// assert!(snapshot.hot);
+    /// # Ok::<(), admit::ConfigError>(())
+    /// ```
+    pub fn snapshot(&self) -> ShedSnapshot {
+        let now = self.clock.now_nanos();
+        let epoch = self.epoch(now);
+        let cpu = self.cpu.load_permille().map(|load| load.min(1000));
+        let (max_pass, min_rt) = self.scan(epoch);
+        let max_pass = max_pass.min(MAX_PASS_CAP);
+        let mut passes = 0;
+        let mut latency = 0;
+        let mut others = 0;
+        let mut buckets = 0;
+        for seen in self.window.visible(epoch, true) {
+            let bucket = self.window.values(seen).0;
+            passes += bucket[PASSES];
+            latency += bucket[LATENCY_SUM];
+            others += bucket[OTHERS];
+            buckets += 1;
+        }
+        let span = buckets as f64 * self.config.bucket_nanos as f64 / 1e9;
+        ShedSnapshot {
+            cpu_permille: cpu,
+            cpu_threshold: self.config.cpu_threshold,
+            flying: self.flight.flying.load(Ordering::Acquire).max(0) as u64,
+            avg_flying: f64::from_bits(self.flight.avg_flying.load(Ordering::Acquire)),
+            max_pass,
+            min_rt_ms: min_rt,
+            max_flight: (max_pass as f64 * min_rt as f64 * self.config.window_scale).max(1.0),
+            overload_factor: self.overload_factor(cpu.unwrap_or(0)),
+            hot: cpu.is_some_and(|load| load >= self.config.cpu_threshold)
+                || self.still_hot(now, false),
+            passed: self.flight.passed.load(Ordering::Relaxed),
+            failed: self.flight.failed.load(Ordering::Relaxed),
+            dropped: self.heat.dropped.load(Ordering::Relaxed),
+            arrival_rate: if span > 0.0 {
+                (passes + others) as f64 / span
+            } else {
+                0.0
+            },
+            mean_service_time_ms: (passes > 0).then(|| latency as f64 / passes as f64),
+        }
+    }
+
+    /// The clock this shedder reads.
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// The CPU signal this shedder reads.
+    pub fn cpu(&self) -> &S {
+        &self.cpu
+    }
+
+    /// The rolling window's length.
+    pub fn window(&self) -> Duration {
+        self.config.window
+    }
+
+    /// How many buckets the window has.
+    pub fn buckets(&self) -> u32 {
+        self.config.buckets
+    }
+
+    /// The CPU threshold, in ‰.
+    pub fn cpu_threshold(&self) -> u32 {
+        self.config.cpu_threshold
+    }
+
+    /// The cool-off period.
+    pub fn cool_off(&self) -> Duration {
+        Duration::from_nanos(self.config.cool_off_nanos)
+    }
+}
+
+impl<C: Clock, S: CpuSignal> fmt::Debug for Shedder<C, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shedder")
+            .field("window", &self.config.window)
+            .field("buckets", &self.config.buckets)
+            .field("cpu_threshold", &self.config.cpu_threshold)
+            .field("cool_off", &self.cool_off())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A point-in-time view of a [`Shedder`], for dashboards and capacity planning.
+///
+/// `arrival_rate` and `mean_service_time_ms` are the inputs an Erlang-C model needs (offered
+/// load `λ` and service time `1/μ`), measured over the visible window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ShedSnapshot {
+    /// The CPU load in ‰ of the CPU limit, or `None` if the signal does not know.
+    pub cpu_permille: Option<u32>,
+    /// The threshold the load is compared with, in ‰.
+    pub cpu_threshold: u32,
+    /// Requests admitted and not yet completed.
+    pub flying: u64,
+    /// The smoothed number in flight (go-zero's `avgFlying`), updated at each completion.
+    pub avg_flying: f64,
+    /// The most requests that passed in one bucket of the visible window (at least 1).
+    pub max_pass: u64,
+    /// The lowest per-bucket mean latency in the visible window, in ms (1000 with no data).
+    pub min_rt_ms: u64,
+    /// The concurrency the service has proven it carries, before the overload factor.
+    pub max_flight: f64,
+    /// The factor applied to `max_flight` at the current load (0.1..=1).
+    pub overload_factor: f64,
+    /// Whether the shedder is in its shedding state: the CPU is at or above the threshold, or
+    /// cooling off after a drop.
+    pub hot: bool,
+    /// Requests that passed, since the shedder was built.
+    pub passed: u64,
+    /// Requests that failed or were cancelled, since the shedder was built.
+    pub failed: u64,
+    /// Requests refused, since the shedder was built.
+    pub dropped: u64,
+    /// Requests per second that reached the shedder over the visible window (completed or
+    /// refused there).
+    pub arrival_rate: f64,
+    /// Mean latency of the requests that passed in the visible window, in ms (whole
+    /// milliseconds per request, rounded up); `None` if none did.
+    pub mean_service_time_ms: Option<f64>,
+}
+
+/// The CPU signal a builder will use: go-zero's system signal unless one is given.
+#[derive(Debug)]
+enum CpuChoice<S> {
+    Default(fn() -> S),
+    Given(S),
+}
+
+/// Configures a [`Shedder`]; created by [`Shedder::builder`].
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use admit::ConfigError;
+/// use admit::shed::Shedder;
+/// use admit::shed::cpu::ManualCpu;
+///
+/// let shedder = Shedder::builder()
+///     .window(Duration::from_secs(10))
+///     .buckets(100)
+///     .cpu_threshold(800)
+///     .cool_off(Duration::from_secs(2))
+///     .cpu(ManualCpu::new(0))
+///     .build()?;
+/// assert_eq!(shedder.buckets(), 100);
+///
+/// assert_eq!(
+///     Shedder::builder().cpu_threshold(1000).cpu(ManualCpu::new(0)).build().unwrap_err(),
+///     ConfigError::CpuThresholdOutOfRange { cpu_threshold: 1000 }
+/// );
+/// # Ok::<(), ConfigError>(())
+/// ```
+#[derive(Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct ShedderBuilder<C, S> {
+    window: Duration,
+    buckets: u32,
+    cpu_threshold: u32,
+    cool_off: Duration,
+    clock: C,
+    cpu: CpuChoice<S>,
+}
+
+impl<C: Clock, S: CpuSignal> ShedderBuilder<C, S> {
+    /// The rolling window over which throughput and latency are measured (default 5 s).
+    pub fn window(mut self, window: Duration) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// How many buckets the window is divided into (default 50, so 100 ms buckets). At least
+    /// 2; a bucket must last at least 1 ms.
+    pub fn buckets(mut self, buckets: u32) -> Self {
+        self.buckets = buckets;
+        self
+    }
+
+    /// The CPU load, in ‰ of the CPU limit, from which the CPU counts as hot (default 900).
+    /// Between 1 and 999.
+    pub fn cpu_threshold(mut self, permille: u32) -> Self {
+        self.cpu_threshold = permille;
+        self
+    }
+
+    /// How long the shedder stays hot after the CPU was last seen hot, once it has dropped a
+    /// request (default 1 s). Zero disables the cool-off.
+    pub fn cool_off(mut self, cool_off: Duration) -> Self {
+        self.cool_off = cool_off;
+        self
+    }
+
+    /// The clock to read (default: a [`MonotonicClock`]).
+    pub fn clock<C2: Clock>(self, clock: C2) -> ShedderBuilder<C2, S> {
+        ShedderBuilder {
+            window: self.window,
+            buckets: self.buckets,
+            cpu_threshold: self.cpu_threshold,
+            cool_off: self.cool_off,
+            clock,
+            cpu: self.cpu,
+        }
+    }
+
+    /// The CPU signal to read (default: [`SystemCpu::new`]).
+    pub fn cpu<S2: CpuSignal>(self, cpu: S2) -> ShedderBuilder<C, S2> {
+        ShedderBuilder {
+            window: self.window,
+            buckets: self.buckets,
+            cpu_threshold: self.cpu_threshold,
+            cool_off: self.cool_off,
+            clock: self.clock,
+            cpu: CpuChoice::Given(cpu),
+        }
+    }
+
+    /// Validates the configuration and builds the shedder; its buckets are aligned to this
+    /// moment.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the first invalid setting:
+    /// [`TooFewBuckets`](ConfigError::TooFewBuckets) (fewer than 2),
+    /// [`BucketTooShort`](ConfigError::BucketTooShort) (`window / buckets` under 1 ms),
+    /// [`CpuThresholdOutOfRange`](ConfigError::CpuThresholdOutOfRange) (outside 1..=999 ‰) or
+    /// [`DurationTooLong`](ConfigError::DurationTooLong).
+    pub fn build(self) -> Result<Shedder<C, S>, ConfigError> {
+        if self.buckets < 2 {
+            return Err(ConfigError::TooFewBuckets {
+                buckets: self.buckets,
+                min: 2,
+            });
+        }
+        let window_nanos =
+            u64::try_from(self.window.as_nanos()).map_err(|_| ConfigError::DurationTooLong {
+                setting: "window",
+                value: self.window,
+            })?;
+        // Go divides the window `Duration` by the bucket count in integer nanoseconds.
+        let bucket_nanos = window_nanos / u64::from(self.buckets);
+        if bucket_nanos < NANOS_PER_MS {
+            return Err(ConfigError::BucketTooShort {
+                window: self.window,
+                buckets: self.buckets,
+                min: Duration::from_millis(1),
+            });
+        }
+        if !(1..=999).contains(&self.cpu_threshold) {
+            return Err(ConfigError::CpuThresholdOutOfRange {
+                cpu_threshold: self.cpu_threshold,
+            });
+        }
+        let cool_off_nanos =
+            u64::try_from(self.cool_off.as_nanos()).map_err(|_| ConfigError::DurationTooLong {
+                setting: "cool_off",
+                value: self.cool_off,
+            })?;
+        let cpu = match self.cpu {
+            CpuChoice::Default(make) => make(),
+            CpuChoice::Given(cpu) => cpu,
+        };
+        Ok(Shedder {
+            flight: CachePadded::new(Flight {
+                flying: AtomicI64::new(0),
+                avg_flying: AtomicU64::new(0.0f64.to_bits()),
+                passed: AtomicU64::new(0),
+                failed: AtomicU64::new(0),
+            }),
+            heat: CachePadded::new(Heat {
+                overloaded_at: AtomicU64::new(0),
+                dropped_recently: AtomicBool::new(false),
+                dropped: AtomicU64::new(0),
+                limit_inputs: AtomicU64::new(u64::MAX),
+            }),
+            window: RollingWindow::new(self.buckets as usize),
+            config: Config {
+                window: self.window,
+                buckets: self.buckets,
+                bucket_nanos,
+                window_scale: 1e9 / bucket_nanos as f64 / 1000.0,
+                cpu_threshold: self.cpu_threshold,
+                cool_off_nanos,
+                origin_nanos: self.clock.now_nanos(),
+            },
+            clock: self.clock,
+            cpu,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::shed::cpu::ManualCpu;
+
+    fn shedder() -> (ManualClock, ManualCpu, Shedder<ManualClock, ManualCpu>) {
+        let clock = ManualClock::new();
+        let cpu = ManualCpu::new(900);
+        let shedder = Shedder::builder()
+            .clock(clock.clone())
+            .cpu(cpu.clone())
+            .build()
+            .unwrap();
+        (clock, cpu, shedder)
+    }
+
+    fn set_flight(shedder: &Shedder<ManualClock, ManualCpu>, avg_flying: f64, flying: i64) {
+        shedder.flight.flying.store(flying, Ordering::Release);
+        shedder
+            .flight
+            .avg_flying
+            .store(avg_flying.to_bits(), Ordering::Release);
+    }
+
+    /// Vector 9, with go-zero's state injected as its own test does: the window of vector 8
+    /// (max_pass 900, min_rt 6 ⇒ max_flight 54) and explicit in-flight counts.
+    #[test]
+    fn vector_9_should_drop() {
+        let (clock, cpu, shedder) = shedder();
+        for i in 0..10u64 {
+            let passes = (i + 1) * 100;
+            shedder.window.add(i, PASSES, passes);
+            // `passes` latencies averaging i · 10 + 5.5 ms.
+            shedder
+                .window
+                .add(i, LATENCY_SUM, (i + 1) * (1000 * i + 550));
+        }
+        clock.set(Duration::from_millis(950)); // bucket 9 is current
+        assert_eq!(shedder.max_flight(shedder.clock.now_nanos()), 54.0);
+        let now = shedder.clock.now_nanos();
+        for (avg_flying, flying, drop) in [
+            (50.0, 0, false),
+            (80.0, 49, false),
+            (80.0, 54, false),
+            (80.0, 55, true),
+            (54.5, 80, true),
+            (80.0, 80, true),
+        ] {
+            set_flight(&shedder, avg_flying, flying);
+            assert_eq!(
+                shedder.should_drop(now, Some(900)).is_some(),
+                drop,
+                "avg_flying {avg_flying}, flying {flying}"
+            );
+        }
+        // 899 ‰ and no recent drop: not hot, whatever the concurrency.
+        let (_, _, fresh) = self::shedder();
+        set_flight(&fresh, 80.0, 80);
+        assert_eq!(fresh.should_drop(0, Some(899)), None);
+        // 900 ‰: `allow` refuses and arms the cool-off.
+        cpu.set(900);
+        set_flight(&shedder, 80.0, 80);
+        assert!(!shedder.heat.dropped_recently.load(Ordering::Acquire));
+        assert_eq!(shedder.allow().unwrap_err().reason(), OverloadReason::Cpu);
+        assert!(shedder.heat.dropped_recently.load(Ordering::Acquire));
+    }
+
+    /// Vector 11: go-zero's `stillHot`, with its state injected.
+    #[test]
+    fn vector_11_still_hot() {
+        let (clock, _, shedder) = shedder();
+        clock.set(Duration::from_secs(10));
+        let now = shedder.clock.now_nanos();
+        let heat = &shedder.heat;
+        let overloaded_at = |at: u64| heat.overloaded_at.store(at + 1, Ordering::Release);
+
+        heat.dropped_recently.store(true, Ordering::Release);
+        heat.overloaded_at.store(0, Ordering::Release); // never overloaded
+        assert!(!shedder.still_hot(now, true));
+
+        overloaded_at(now - 2_000_000_000);
+        assert!(!shedder.still_hot(now, true));
+        assert!(!heat.dropped_recently.load(Ordering::Acquire), "cleared");
+
+        heat.dropped_recently.store(true, Ordering::Release);
+        overloaded_at(now);
+        assert!(shedder.still_hot(now, true));
+        overloaded_at(now - 999_000_000);
+        assert!(shedder.still_hot(now, true));
+        overloaded_at(now - 1_000_000_000);
+        assert!(!shedder.still_hot(now, false), "strict <");
+        assert!(
+            heat.dropped_recently.load(Ordering::Acquire),
+            "observing clears nothing"
+        );
+    }
+}

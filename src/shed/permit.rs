@@ -1,0 +1,114 @@
+//! The permits an admitted request holds until it completes.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::Shedder;
+use crate::clock::Clock;
+use crate::shed::cpu::CpuSignal;
+
+/// An admitted request, borrowed from its [`Shedder`]. Call [`pass`](Permit::pass) when it
+/// succeeds or [`fail`](Permit::fail) when it does not; dropping it without either counts as a
+/// failure (a cancelled request).
+///
+/// Only passes teach the shedder what the service can carry (its throughput and latency);
+/// failures and cancellations just end the request. Use [`Shedder::allow_owned`] for a permit
+/// that can move into a future or another thread.
+#[must_use = "dropping a permit at once counts the request as failed"]
+pub struct Permit<'a, C: Clock, S: CpuSignal> {
+    shedder: &'a Shedder<C, S>,
+    admitted_at: u64,
+    open: bool,
+}
+
+impl<'a, C: Clock, S: CpuSignal> Permit<'a, C, S> {
+    pub(crate) fn new(shedder: &'a Shedder<C, S>, admitted_at: u64) -> Self {
+        Permit {
+            shedder,
+            admitted_at,
+            open: true,
+        }
+    }
+
+    /// The request succeeded: it counts towards the service's measured throughput and latency.
+    pub fn pass(mut self) {
+        self.open = false;
+        self.shedder.complete(self.admitted_at, true);
+    }
+
+    /// The request failed (for example it timed out): it leaves the in-flight count and is
+    /// recorded as a failure, but teaches the shedder nothing about capacity.
+    pub fn fail(mut self) {
+        self.open = false;
+        self.shedder.complete(self.admitted_at, false);
+    }
+}
+
+impl<C: Clock, S: CpuSignal> Drop for Permit<'_, C, S> {
+    fn drop(&mut self) {
+        if self.open {
+            self.shedder.complete(self.admitted_at, false);
+        }
+    }
+}
+
+impl<C: Clock, S: CpuSignal> fmt::Debug for Permit<'_, C, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Permit")
+            .field("admitted_at_nanos", &self.admitted_at)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An admitted request holding its [`Shedder`] by `Arc`: `'static`, so it can move into a
+/// spawned task or a response future. Otherwise exactly a [`Permit`]: [`pass`](Self::pass),
+/// [`fail`](Self::fail), and dropping it counts as a failure.
+#[must_use = "dropping a permit at once counts the request as failed"]
+pub struct OwnedPermit<C: Clock, S: CpuSignal> {
+    shedder: Arc<Shedder<C, S>>,
+    admitted_at: u64,
+    open: bool,
+}
+
+impl<C: Clock, S: CpuSignal> OwnedPermit<C, S> {
+    pub(crate) fn new(shedder: Arc<Shedder<C, S>>, admitted_at: u64) -> Self {
+        OwnedPermit {
+            shedder,
+            admitted_at,
+            open: true,
+        }
+    }
+
+    /// The request succeeded: it counts towards the service's measured throughput and latency.
+    pub fn pass(mut self) {
+        self.open = false;
+        self.shedder.complete(self.admitted_at, true);
+    }
+
+    /// The request failed: it leaves the in-flight count and is recorded as a failure.
+    pub fn fail(mut self) {
+        self.open = false;
+        self.shedder.complete(self.admitted_at, false);
+    }
+
+    /// The shedder this permit belongs to.
+    pub fn shedder(&self) -> &Arc<Shedder<C, S>> {
+        &self.shedder
+    }
+}
+
+impl<C: Clock, S: CpuSignal> Drop for OwnedPermit<C, S> {
+    fn drop(&mut self) {
+        if self.open {
+            self.shedder.complete(self.admitted_at, false);
+        }
+    }
+}
+
+impl<C: Clock, S: CpuSignal> fmt::Debug for OwnedPermit<C, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnedPermit")
+            .field("admitted_at_nanos", &self.admitted_at)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,126 @@
+//! `allow`, `allow_owned`, `pass`, `fail`, dropping a permit, refusing and `snapshot` never
+//! touch the heap, including with the system CPU signal.
+//!
+//! Allocations are counted per thread, since the system CPU signal's sampler thread allocates
+//! on its own schedule (off the hot path). One test in this file all the same.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::Arc;
+use std::time::Duration;
+
+use admit::clock::{ManualClock, MonotonicClock};
+use admit::shed::Shedder;
+use admit::shed::cpu::{ManualCpu, SystemCpu};
+
+struct CountingAllocator;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count() {
+    // `try_with`: allocations during thread teardown, after the counter is gone, are not ours.
+    let _ = ALLOCATIONS.try_with(|count| count.set(count.get() + 1));
+}
+
+// SAFETY: forwards every call unchanged to the system allocator; only counts.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: same contract as our caller's.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as our caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        // SAFETY: same contract as our caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
+
+/// Heap allocations made by this thread while `f` runs.
+fn allocations_during(f: impl FnOnce()) -> usize {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+#[test]
+fn admitting_completing_and_refusing_never_allocate() {
+    assert_eq!(
+        allocations_during(|| drop(std::hint::black_box(Box::new(1u64)))),
+        1
+    );
+
+    let clock = ManualClock::new();
+    let cpu = ManualCpu::new(0);
+    let shedder = Arc::new(
+        Shedder::builder()
+            .clock(clock.clone())
+            .cpu(cpu.clone())
+            .build()
+            .unwrap(),
+    );
+    // The system signal's sampler thread allocates on its own thread, not on ours; it is only
+    // read here.
+    let system = Shedder::builder()
+        .clock(MonotonicClock::new())
+        .cpu(SystemCpu::new())
+        .build()
+        .unwrap();
+
+    let mut stash = Vec::with_capacity(64);
+    let (mut admitted, mut refused) = (0u32, 0u32);
+    let allocations = allocations_during(|| {
+        for round in 0..2_000u32 {
+            // Alternate a cool and a hot CPU across many buckets.
+            cpu.set(if round % 200 < 100 { 0 } else { 1000 });
+            for i in 0..8u32 {
+                match shedder.allow() {
+                    Ok(permit) if i % 3 == 0 => permit.pass(),
+                    Ok(permit) if i % 3 == 1 => permit.fail(),
+                    Ok(permit) => drop(permit),
+                    Err(overloaded) => {
+                        std::hint::black_box(overloaded.retry_after());
+                        refused += 1;
+                        continue;
+                    }
+                }
+                admitted += 1;
+            }
+            match shedder.allow_owned() {
+                Ok(permit) if stash.len() < stash.capacity() => stash.push(permit),
+                Ok(permit) => permit.pass(),
+                Err(_) => refused += 1,
+            }
+            if round % 7 == 0 {
+                stash.drain(..).for_each(|permit| permit.pass());
+            }
+            std::hint::black_box(shedder.snapshot());
+            clock.advance(Duration::from_millis(13));
+        }
+        for _ in 0..1_000 {
+            if let Ok(permit) = system.allow() {
+                permit.pass();
+            }
+        }
+        std::hint::black_box(system.snapshot());
+    });
+    assert!(
+        admitted > 0 && refused > 0,
+        "admitted {admitted}, refused {refused}"
+    );
+    assert_eq!(
+        allocations, 0,
+        "{allocations} heap allocations on the hot path"
+    );
+}

@@ -1,0 +1,153 @@
+//! Many threads admitting, completing and being refused at once: every permit is accounted for,
+//! and nothing is left in flight.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::Duration;
+
+use admit::clock::{ManualClock, MonotonicClock};
+use admit::shed::Shedder;
+use admit::shed::cpu::ManualCpu;
+
+#[derive(Default)]
+struct Tally {
+    admitted: AtomicU64,
+    passed: AtomicU64,
+    failed: AtomicU64,
+    refused: AtomicU64,
+}
+
+#[test]
+fn racing_admissions_and_completions_balance_exactly() {
+    const THREADS: u64 = 4;
+    const CALLS: u64 = 50_000;
+    let clock = ManualClock::new();
+    let cpu = ManualCpu::new(0);
+    let shedder = Arc::new(
+        Shedder::builder()
+            .clock(clock.clone())
+            .cpu(cpu.clone())
+            .build()
+            .unwrap(),
+    );
+    let tally = Arc::new(Tally::default());
+    let done = Arc::new(AtomicBool::new(false));
+    let start = Arc::new(Barrier::new(THREADS as usize + 2)); // workers, weather, us
+
+    // Time moves and the CPU flips between cool and hot while the workers run.
+    let weather = {
+        let (clock, cpu, done, start) = (clock.clone(), cpu.clone(), done.clone(), start.clone());
+        thread::spawn(move || {
+            start.wait();
+            let mut step = 0u64;
+            while !done.load(Ordering::Acquire) {
+                clock.advance(Duration::from_micros(250));
+                cpu.set(if step % 400 < 250 { 400 } else { 1000 });
+                step += 1;
+                thread::yield_now();
+            }
+        })
+    };
+    let workers: Vec<_> = (0..THREADS)
+        .map(|worker| {
+            let (shedder, tally, start) = (shedder.clone(), tally.clone(), start.clone());
+            thread::spawn(move || {
+                start.wait();
+                let mut held = Vec::new();
+                for i in 0..CALLS {
+                    match shedder.allow_owned() {
+                        Ok(permit) => {
+                            tally.admitted.fetch_add(1, Ordering::Relaxed);
+                            held.push((permit, (i + worker) % 10));
+                        }
+                        Err(_) => {
+                            tally.refused.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    // Keep up to 16 requests in flight per worker, completing them in turn:
+                    // mostly passes, some failures, some cancellations.
+                    if held.len() > 16 || (i % 5 == 0 && !held.is_empty()) {
+                        let (permit, kind) = held.swap_remove(0);
+                        match kind {
+                            0 => {
+                                permit.fail();
+                                tally.failed.fetch_add(1, Ordering::Relaxed);
+                            }
+                            1 => {
+                                drop(permit);
+                                tally.failed.fetch_add(1, Ordering::Relaxed);
+                            }
+                            _ => {
+                                permit.pass();
+                                tally.passed.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                }
+                for (permit, _) in held {
+                    permit.pass();
+                    tally.passed.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    start.wait();
+    workers.into_iter().for_each(|w| w.join().unwrap());
+    done.store(true, Ordering::Release);
+    weather.join().unwrap();
+
+    let snapshot = shedder.snapshot();
+    let admitted = tally.admitted.load(Ordering::Relaxed);
+    let refused = tally.refused.load(Ordering::Relaxed);
+    assert_eq!(admitted + refused, THREADS * CALLS);
+    assert!(
+        admitted > 0 && refused > 0,
+        "admitted {admitted}, refused {refused}"
+    );
+    assert_eq!(snapshot.flying, 0);
+    assert_eq!(snapshot.passed, tally.passed.load(Ordering::Relaxed));
+    assert_eq!(snapshot.failed, tally.failed.load(Ordering::Relaxed));
+    assert_eq!(snapshot.passed + snapshot.failed, admitted);
+    assert_eq!(snapshot.dropped, refused);
+    assert!(snapshot.avg_flying.is_finite() && snapshot.avg_flying >= 0.0);
+}
+
+/// go-zero's `TestAdaptiveShedder`, as a smoke test on a real clock: 100 threads × 30 calls
+/// with up to 4 ms of work and 1 % failures, CPU threshold 100 ‰, 50 ms buckets.
+#[test]
+fn go_zeros_adaptive_shedder_smoke_test() {
+    let shedder = Arc::new(
+        Shedder::builder()
+            .window(Duration::from_millis(500))
+            .buckets(10)
+            .cpu_threshold(100)
+            .clock(MonotonicClock::new())
+            .cpu(ManualCpu::new(150))
+            .build()
+            .unwrap(),
+    );
+    let workers: Vec<_> = (0..100u64)
+        .map(|worker| {
+            let shedder = shedder.clone();
+            thread::spawn(move || {
+                for call in 0..30u64 {
+                    let Ok(permit) = shedder.allow() else {
+                        continue;
+                    };
+                    let work = Duration::from_micros((worker * 31 + call * 17) % 4000);
+                    thread::sleep(work);
+                    if (worker * 30 + call) % 100 == 0 {
+                        permit.fail();
+                    } else {
+                        permit.pass();
+                    }
+                }
+            })
+        })
+        .collect();
+    workers.into_iter().for_each(|w| w.join().unwrap());
+    let snapshot = shedder.snapshot();
+    assert_eq!(snapshot.flying, 0);
+    assert_eq!(snapshot.passed + snapshot.failed + snapshot.dropped, 3000);
+}
