@@ -8,11 +8,14 @@
 //!   rate over the warm-up period, so caches, JIT-like lazy initialisation, connection pools and
 //!   downstream autoscalers get time to catch up. [`warmup::Profile::SentinelExact`] reproduces
 //!   Alibaba Sentinel's `WarmUpController` bit for bit, without its races.
+//! - [`shed`]: an adaptive load shedder (go-zero's algorithm). It refuses requests only while the
+//!   CPU is hot *and* more requests are in flight than the service has recently shown it can
+//!   carry, measured with a CPU signal that understands container quotas.
 //! - [`clock`]: the injectable time source every limiter reads, including a [`clock::ManualClock`]
 //!   that makes tests deterministic.
 //!
-//! The hot path is lock-free and allocation-free: a decision is a clock read, a few atomic loads
-//! and, when admitted, one compare-and-swap.
+//! The hot paths are lock-free and allocation-free: a decision is a clock read and a few atomic
+//! operations.
 //!
 //! # Example
 //!

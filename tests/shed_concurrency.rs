@@ -35,16 +35,13 @@ fn racing_admissions_and_completions_balance_exactly() {
     let done = Arc::new(AtomicBool::new(false));
     let start = Arc::new(Barrier::new(THREADS as usize + 2)); // workers, weather, us
 
-    // Time moves and the CPU flips between cool and hot while the workers run.
+    // Time moves while the workers run (buckets roll over under them).
     let weather = {
-        let (clock, cpu, done, start) = (clock.clone(), cpu.clone(), done.clone(), start.clone());
+        let (clock, done, start) = (clock.clone(), done.clone(), start.clone());
         thread::spawn(move || {
             start.wait();
-            let mut step = 0u64;
             while !done.load(Ordering::Acquire) {
                 clock.advance(Duration::from_micros(250));
-                cpu.set(if step % 400 < 250 { 400 } else { 1000 });
-                step += 1;
                 thread::yield_now();
             }
         })
@@ -52,10 +49,15 @@ fn racing_admissions_and_completions_balance_exactly() {
     let workers: Vec<_> = (0..THREADS)
         .map(|worker| {
             let (shedder, tally, start) = (shedder.clone(), tally.clone(), start.clone());
+            let cpu = cpu.clone();
             thread::spawn(move || {
                 start.wait();
                 let mut held = Vec::new();
                 for i in 0..CALLS {
+                    // The CPU flips between cool and hot as the workers go.
+                    if i % 1000 == 0 {
+                        cpu.set(if (i / 1000) % 2 == 0 { 400 } else { 1000 });
+                    }
                     match shedder.allow_owned() {
                         Ok(permit) => {
                             tally.admitted.fetch_add(1, Ordering::Relaxed);

@@ -47,12 +47,8 @@ fn pass_with_latencies(clock: &ManualClock, shedder: &Manual, latencies_ms: &[u6
 #[test]
 fn vector_5_a_pass_is_visible_from_the_next_bucket_for_4_9_seconds() {
     let (clock, _, shedder) = shedder(0);
-    clock.set(Duration::from_micros(500));
-    pass_with_latencies(&clock, &shedder, &[0]); // admitted at 0.5 ms, passed at once: rt 0
-    clock.set(Duration::from_micros(700));
-    let permit = shedder.allow().unwrap();
-    clock.set(Duration::from_micros(1_000));
-    permit.pass(); // rt 0.3 ms → 1 ms
+    clock.set(Duration::from_micros(3_500));
+    pass_with_latencies(&clock, &shedder, &[2, 3]); // passed at 3.5 ms after 2 and 3 ms
     for (at_ms, visible) in [
         (99, false),
         (100, true),
@@ -62,8 +58,8 @@ fn vector_5_a_pass_is_visible_from_the_next_bucket_for_4_9_seconds() {
     ] {
         clock.set(Duration::from_millis(at_ms));
         let snapshot = shedder.snapshot();
-        // Latencies 0 and 1 ms: a mean of 0.5 rounds half away from zero, to 1.
-        let expected = if visible { (2, 1) } else { (1, 1000) };
+        // A mean of 2.5 ms rounds half away from zero, to 3.
+        let expected = if visible { (2, 3) } else { (1, 1000) };
         assert_eq!(
             (snapshot.max_pass, snapshot.min_rt_ms),
             expected,
@@ -240,6 +236,8 @@ fn vector_14_latencies_round_up_to_whole_milliseconds_and_fail_records_none() {
         (Duration::from_micros(300), 1),
         (Duration::from_millis(2), 2),
         (Duration::from_nanos(2_000_001), 3),
+        // go-zero would record 0 for exactly 0 ns; admit records at least 1 ms.
+        (Duration::ZERO, 1),
     ] {
         let (clock, _, shedder) = shedder(0);
         let permit = shedder.allow().unwrap();

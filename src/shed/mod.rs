@@ -33,8 +33,12 @@
 //! in progress ignored, `max_pass` at least 1, `min_rt` 1000 ms when there is no data and the
 //! per-bucket mean rounded half away from zero, latencies recorded as whole milliseconds rounded
 //! up, `max_flight` at least 1, the overload factor's clamp, and the smoothed concurrency updated
-//! only when a request completes, with the count after it left. Two differences:
+//! only when a request completes, with the count after it left. Three differences:
 //!
+//! - A latency is recorded as at least 1 ms. go-zero's rounding up yields 0 only for a request
+//!   that took exactly 0 ns, which never happens on its clock but happens all the time on a
+//!   coarse one ([`CoarseClock`](crate::clock::CoarseClock)); a zero `min_rt` would cap the
+//!   concurrency at 1.
 //! - An unknown CPU load (see [`cpu::CpuSignal`]) is never overloaded, like go-zero's silent 0,
 //!   but the [snapshot](Shedder::snapshot) says it is unknown.
 //! - The limit (`max_flight`) is computed once per bucket and cached, since the window ignores
@@ -371,8 +375,14 @@ impl<C: Clock, S: CpuSignal> Shedder<C, S> {
         }
         let epoch = self.epoch(now);
         if passed {
-            // Whole milliseconds, rounded up, as go-zero's `math.Ceil` of float milliseconds.
-            let rt_ms = now.saturating_sub(admitted_at).div_ceil(NANOS_PER_MS);
+            // Whole milliseconds, rounded up, as go-zero's `math.Ceil` of float milliseconds,
+            // and at least 1: go-zero reads 0 only for exactly 0 ns, which a coarse clock
+            // reports for every request shorter than its tick (and a zero `min_rt` would cap
+            // the concurrency at 1).
+            let rt_ms = now
+                .saturating_sub(admitted_at)
+                .div_ceil(NANOS_PER_MS)
+                .max(1);
             self.window.add(epoch, LATENCY_SUM, rt_ms);
             self.window.add(epoch, PASSES, 1);
             flight.passed.fetch_add(1, Ordering::Relaxed);

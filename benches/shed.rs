@@ -1,0 +1,120 @@
+//! `Shedder::allow` + `Permit::pass` against tokio's `Semaphore`, the primitive behind tower's
+//! `ConcurrencyLimit` (acquire a permit, release it on completion), in the same groups.
+//!
+//! ```text
+//! cargo bench -p admit-benches --bench shed
+//! ```
+//!
+//! - **not overloaded**: the CPU signal reads 0 ‰, so every request is admitted and completed.
+//!   The semaphore has permits to spare.
+//! - **overloaded**: the CPU reads 1000 ‰ and many requests are in flight, so every request is
+//!   refused. The semaphore has no permit left.
+//!
+//! The two-thread benches run the same loop on two threads at once against one shared shedder;
+//! the reported time is wall time divided by the calls each thread made.
+
+use std::hint::black_box;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use admit::clock::{Clock, CoarseClock, MonotonicClock};
+use admit::shed::Shedder;
+use admit::shed::cpu::ManualCpu;
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
+use tokio::sync::Semaphore;
+
+/// A shedder on `clock` whose CPU reads `cpu` ‰; overloaded ones hold requests in flight.
+fn shedder<C: Clock>(clock: C, overloaded: bool) -> Arc<Shedder<C, ManualCpu>> {
+    let cpu = ManualCpu::new(0);
+    let shedder = Arc::new(
+        Shedder::builder()
+            .clock(clock)
+            .cpu(cpu.clone())
+            .build()
+            .expect("valid configuration"),
+    );
+    if overloaded {
+        // 1000 in flight and a smoothed count far above the empty window's limit of 1.
+        let mut held: Vec<_> = (0..1100).map(|_| shedder.allow_owned().unwrap()).collect();
+        for permit in held.drain(..100) {
+            permit.pass();
+        }
+        std::mem::forget(held);
+        cpu.set(1000);
+        assert!(shedder.allow().is_err());
+    }
+    shedder
+}
+
+fn semaphore(overloaded: bool) -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(if overloaded { 0 } else { 1 << 20 }))
+}
+
+fn coarse() -> CoarseClock {
+    CoarseClock::start(Duration::from_millis(1)).expect("clock thread")
+}
+
+/// Runs `call` `iters` times on each of two threads at once; returns the wall time.
+fn on_two_threads(iters: u64, call: &(dyn Fn() -> bool + Sync)) -> Duration {
+    let start_line = Barrier::new(3);
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                start_line.wait();
+                for _ in 0..iters {
+                    black_box(call());
+                }
+            });
+        }
+        start_line.wait();
+        Instant::now()
+    })
+    .elapsed()
+}
+
+fn register(group: &mut BenchmarkGroup<'_, WallTime>, overloaded: bool, threads: usize) {
+    macro_rules! bench {
+        ($name:expr, $call:expr) => {{
+            let call = $call;
+            match threads {
+                1 => group.bench_function($name, |b| b.iter(|| black_box(call()))),
+                _ => group.bench_function($name, |b| {
+                    b.iter_custom(|iters| on_two_threads(iters, &call))
+                }),
+            };
+        }};
+    }
+    let monotonic = shedder(MonotonicClock::new(), overloaded);
+    bench!("admit/MonotonicClock", || match monotonic.allow() {
+        Ok(permit) => {
+            permit.pass();
+            true
+        }
+        Err(_) => false,
+    });
+    let cached = shedder(coarse(), overloaded);
+    bench!("admit/CoarseClock", || match cached.allow() {
+        Ok(permit) => {
+            permit.pass();
+            true
+        }
+        Err(_) => false,
+    });
+    let limit = semaphore(overloaded);
+    bench!("tokio/Semaphore", || limit.try_acquire().is_ok());
+}
+
+fn benches(c: &mut Criterion) {
+    for (scenario, overloaded) in [("not overloaded", false), ("overloaded", true)] {
+        for (threads, label) in [(1, "1 thread"), (2, "2 threads")] {
+            let mut group = c.benchmark_group(format!("shed/{scenario}/{label}"));
+            group.throughput(Throughput::Elements(1));
+            register(&mut group, overloaded, threads);
+            group.finish();
+        }
+    }
+}
+
+criterion_group!(shed, benches);
+criterion_main!(shed);
