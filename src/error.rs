@@ -88,6 +88,14 @@ pub enum ConfigError {
         /// The fewest buckets allowed.
         min: u32,
     },
+    /// The shedder's rolling window has more than `max` buckets: the window is scanned once per
+    /// bucket while the CPU is hot, and each bucket takes memory.
+    TooManyBuckets {
+        /// The bucket count that was given.
+        buckets: u32,
+        /// The most buckets allowed.
+        max: u32,
+    },
     /// `window / buckets` is shorter than `min`: latencies are measured in whole milliseconds,
     /// so shorter buckets cannot hold meaningful samples.
     BucketTooShort {
@@ -127,7 +135,7 @@ impl ConfigError {
             }
             ConfigError::TokenOverflow { .. } => "permits_per_second × warm_up_period",
             ConfigError::ColdRateBelowOne { .. } => "permits_per_second / cold_factor",
-            ConfigError::TooFewBuckets { .. } => "buckets",
+            ConfigError::TooFewBuckets { .. } | ConfigError::TooManyBuckets { .. } => "buckets",
             ConfigError::BucketTooShort { .. } => "window / buckets",
             ConfigError::CpuThresholdOutOfRange { .. } => "cpu_threshold",
             ConfigError::DurationTooLong { setting, .. } => setting,
@@ -190,6 +198,9 @@ impl fmt::Display for ConfigError {
                 "invalid `buckets` ({buckets}): the window needs at least {min}, because the \
                  bucket in progress is never counted"
             ),
+            ConfigError::TooManyBuckets { buckets, max } => {
+                write!(f, "invalid `buckets` ({buckets}): at most {max}")
+            }
             ConfigError::BucketTooShort {
                 window,
                 buckets,

@@ -153,3 +153,75 @@ fn go_zeros_adaptive_shedder_smoke_test() {
     assert_eq!(snapshot.flying, 0);
     assert_eq!(snapshot.passed + snapshot.failed + snapshot.dropped, 3000);
 }
+
+/// A reader scanning a bucket while late completions are still landing in it must never see a
+/// pass whose latency is missing from the bucket's sum: that would understate `min_rt` (down to
+/// 0 in an otherwise empty bucket) and with it the limit.
+#[test]
+fn a_bucket_never_shows_a_pass_without_its_latency() {
+    use std::cell::Cell;
+
+    use admit::clock::Clock;
+
+    const MS: u64 = 1_000_000;
+    thread_local! {
+        /// A clock reading this thread is stuck at (a stale reading), if any.
+        static STUCK: Cell<Option<u64>> = const { Cell::new(None) };
+    }
+    /// A shared clock that each thread may read late.
+    #[derive(Clone)]
+    struct LateClock(Arc<AtomicU64>);
+    impl Clock for LateClock {
+        fn now_nanos(&self) -> u64 {
+            STUCK
+                .with(Cell::get)
+                .unwrap_or_else(|| self.0.load(Ordering::Acquire))
+        }
+    }
+
+    const ROUNDS: u64 = 300;
+    const WRITERS: u64 = 2;
+    let now = Arc::new(AtomicU64::new(0));
+    let shedder = Arc::new(
+        Shedder::builder()
+            .clock(LateClock(now.clone()))
+            .cpu(ManualCpu::new(0))
+            .build()
+            .unwrap(),
+    );
+    let rounds = Arc::new(Barrier::new(WRITERS as usize + 1));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|writer| {
+            let (shedder, rounds) = (shedder.clone(), rounds.clone());
+            thread::spawn(move || {
+                for round in 0..ROUNDS {
+                    rounds.wait();
+                    // Complete 1000 ms requests into buckets behind the reader's, which are
+                    // visible to it.
+                    let round_start = (round + 1) * 10_000 * MS;
+                    let completed_at = round_start - (writer + 1) * 100 * MS + 50 * MS;
+                    for _ in 0..500 {
+                        STUCK.with(|t| t.set(Some(completed_at - 1000 * MS)));
+                        let permit = shedder.allow().unwrap();
+                        STUCK.with(|t| t.set(Some(completed_at)));
+                        permit.pass();
+                    }
+                    STUCK.with(|t| t.set(None));
+                    rounds.wait();
+                }
+            })
+        })
+        .collect();
+    let mut reads = 0;
+    for round in 0..ROUNDS {
+        now.store((round + 1) * 10_000 * MS, Ordering::Release);
+        rounds.wait();
+        for _ in 0..200 {
+            let snapshot = shedder.snapshot();
+            assert_eq!(snapshot.min_rt_ms, 1000, "read {reads}: {snapshot:?}");
+            reads += 1;
+        }
+        rounds.wait();
+    }
+    writers.into_iter().for_each(|w| w.join().unwrap());
+}

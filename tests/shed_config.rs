@@ -45,6 +45,29 @@ fn a_window_needs_two_buckets() {
 }
 
 #[test]
+fn a_window_has_at_most_65536_buckets() {
+    let long = Duration::from_secs(3600);
+    let err = build(long, 65_537, 900, ONE_SECOND).unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::TooManyBuckets {
+            buckets: 65_537,
+            max: 65_536
+        }
+    );
+    assert_eq!(err.setting(), "buckets");
+    let err = build(long, u32::MAX, 900, ONE_SECOND).unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::TooManyBuckets {
+            buckets: u32::MAX,
+            max: 65_536
+        }
+    );
+    assert!(build(long, 65_536, 900, ONE_SECOND).is_ok());
+}
+
+#[test]
 fn buckets_must_last_a_millisecond() {
     for (window, buckets) in [
         (Duration::ZERO, 50),

@@ -165,29 +165,114 @@ fn cgroup_child() {
         fs::write(Path::new(file), std::process::id().to_string()).unwrap();
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let burners: Vec<_> = (0..2)
-        .map(|_| {
-            let stop = stop.clone();
-            thread::spawn(move || {
-                let mut x = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-                }
-            })
-        })
-        .collect();
+    let burners: Vec<_> = (0..2).map(|_| burn(stop.clone())).collect();
+    report_raw_readings();
+    stop.store(true, Ordering::Relaxed);
+    burners.into_iter().for_each(|b| b.join().unwrap());
+}
+
+const PINNED_ENV: &str = "ADMIT_TEST_PINNED";
+
+/// Pins a process (or this thread, with `None`) to one CPU.
+fn pin(pid: Option<rustix::process::Pid>, cpu: usize) {
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu);
+    rustix::thread::sched_setaffinity(pid, &set).unwrap();
+}
+
+#[test]
+fn a_pinned_process_reads_the_load_of_its_own_cpus() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        println!("skipped: needs two CPUs");
+        return;
+    }
+    // A busy neighbour on CPU 1, outside this process.
+    let mut neighbour = Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    pin(Some(rustix::process::Pid::from_child(&neighbour)), 1);
+    let run = |burn: bool| {
+        let output = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "pinned_child", "--ignored", "--nocapture"])
+            .env(PINNED_ENV, if burn { "burn" } else { "idle" })
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(output.status.success(), "the child failed: {stdout}");
+        let line = stdout
+            .lines()
+            .find_map(|line| line.strip_prefix("READINGS "))
+            .expect("the child reported its readings")
+            .to_owned();
+        let (source, readings) = line.split_once(' ').unwrap();
+        let mut readings: Vec<u32> = readings.split(',').map(|r| r.parse().unwrap()).collect();
+        readings.sort_unstable();
+        (source.to_owned(), readings[readings.len() / 2], stdout)
+    };
+    let idle = run(false);
+    let busy = run(true);
+    let _ = neighbour.kill();
+    let _ = neighbour.wait();
+    // Pinned to CPU 0 of two, the child is measured on its own CPU time: the neighbour's full
+    // CPU 1 is not its load, and its own full CPU 0 is all of its capacity.
+    assert_eq!(idle.0, "ProcessTime", "{}", idle.2);
+    assert!(
+        idle.1 <= 200,
+        "an idle pinned process reads {} ‰: {}",
+        idle.1,
+        idle.2
+    );
+    assert!(
+        busy.1 >= 800,
+        "a busy pinned process reads {} ‰: {}",
+        busy.1,
+        busy.2
+    );
+}
+
+/// The child of `a_pinned_process_reads_the_load_of_its_own_cpus`: pins itself to CPU 0, idles
+/// or keeps that CPU busy, and reports eight raw readings. Does nothing when run directly.
+#[test]
+#[ignore = "run by a_pinned_process_reads_the_load_of_its_own_cpus in a child process"]
+fn pinned_child() {
+    let Ok(mode) = std::env::var(PINNED_ENV) else {
+        return;
+    };
+    // As `taskset -c 0` would at launch: the main thread, whose mask the signal reads as the
+    // process's, and this (test) thread, whose mask the threads it spawns inherit.
+    pin(Some(rustix::process::getpid()), 0);
+    pin(None, 0);
+    let stop = Arc::new(AtomicBool::new(false));
+    let burner = (mode == "burn").then(|| burn(stop.clone()));
+    report_raw_readings();
+    stop.store(true, Ordering::Relaxed);
+    if let Some(burner) = burner {
+        burner.join().unwrap();
+    }
+}
+
+/// A thread that keeps a CPU busy until `stop`.
+fn burn(stop: Arc<AtomicBool>) -> thread::JoinHandle<()> {
+    thread::spawn(move || {
+        let mut x = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+    })
+}
+
+/// Prints `READINGS <source> <r1>,…,<r8>`: eight raw readings, one per 250 ms tick.
+fn report_raw_readings() {
     let cpu = SystemCpu::with_smoothing(Smoothing::Raw);
     let mut readings = Vec::new();
     if let Some(first) = wait_for(Duration::from_secs(10), || cpu.load_permille()) {
         readings.push(first);
-        // One reading per 250 ms tick.
         for _ in 0..7 {
             thread::sleep(Duration::from_millis(250));
             readings.extend(cpu.load_permille());
         }
     }
-    stop.store(true, Ordering::Relaxed);
-    burners.into_iter().for_each(|b| b.join().unwrap());
     let readings: Vec<String> = readings.iter().map(u32::to_string).collect();
     println!("READINGS {:?} {}", cpu.source(), readings.join(","));
 }

@@ -33,7 +33,7 @@
 //! in progress ignored, `max_pass` at least 1, `min_rt` 1000 ms when there is no data and the
 //! per-bucket mean rounded half away from zero, latencies recorded as whole milliseconds rounded
 //! up, `max_flight` at least 1, the overload factor's clamp, and the smoothed concurrency updated
-//! only when a request completes, with the count after it left. Three differences:
+//! only when a request completes, with the count after it left. The differences:
 //!
 //! - A latency is recorded as at least 1 ms. go-zero's rounding up yields 0 only for a request
 //!   that took exactly 0 ns, which never happens on its clock but happens all the time on a
@@ -45,12 +45,21 @@
 //!   the bucket in progress: go-zero scans both windows under a lock on every hot decision. A
 //!   latency recorded late by a thread whose clock reading is a bucket old can therefore be
 //!   missed by the cache; go-zero has the same race.
+//! - A request's latency is measured from the clock reading its admission decision used;
+//!   go-zero reads the clock again after deciding, so its latencies also include the decision
+//!   (nanoseconds, or microseconds for the first hot decision of a bucket).
+//! - Per bucket, counts and latency sums saturate at 2^32 − 1 (go-zero sums in 64 bits); a
+//!   bucket whose latency sum saturated (4.3 million request-seconds in one bucket) is left out
+//!   of `min_rt` rather than letting it understate the latency.
 //!
 //! # Cost
 //!
 //! With a cool CPU, [`allow`](Shedder::allow) is a clock read, a CPU-signal load, a flag load and
-//! one atomic add; with a hot CPU, add the cached limit and a few loads. Completing a permit is
-//! a clock read and a handful of atomic updates. Nothing allocates, [`allow_owned`] included.
+//! one atomic add. With a hot CPU it also records the time of the overload (a compare-and-swap
+//! whenever the clock has moved on), reads the cached limit (three loads), and, for the first
+//! hot decision of each bucket, scans the window (two loads per bucket). A refusal counts
+//! itself (an atomic add and a compare-and-swap). Completing a permit is a clock read and a
+//! handful of atomic updates. Nothing allocates, [`allow_owned`] included.
 //!
 //! [`allow_owned`]: Shedder::allow_owned
 
@@ -83,15 +92,18 @@ const DEFAULT_MIN_RT_MS: u64 = 1000;
 const OVERLOAD_FACTOR_FLOOR: f64 = 0.1;
 const NANOS_PER_MS: u64 = 1_000_000;
 
-/// Window counters: latency sum (ms) and passes for each bucket, plus failures and drops.
-const LATENCY_SUM: usize = 0;
-const PASSES: usize = 1;
+/// Window counters: passes and their latency sum (ms) for each bucket, plus failures and drops.
+/// A pass adds its latency before counting itself (see the window's read order), so a bucket
+/// never shows a pass without its latency.
+const PASSES: usize = 0;
+const LATENCY_SUM: usize = 1;
 const OTHERS: usize = 2;
 
-/// The cached limit inputs: `[epoch (low 32 bits): 32 | max_pass: 22 | min_rt: 10]`.
-const MIN_RT_BITS: u32 = 10;
-const MAX_PASS_BITS: u32 = 22;
-const MAX_PASS_CAP: u64 = (1 << MAX_PASS_BITS) - 1;
+/// A latency sum at this value has saturated: its bucket's mean is unknown.
+const SATURATED: u64 = u32::MAX as u64;
+
+/// The most buckets a window may have.
+const MAX_BUCKETS: u32 = 65_536;
 
 /// An adaptive load shedder. Build one with [`Shedder::builder`].
 ///
@@ -145,8 +157,10 @@ struct Heat {
     overloaded_at: AtomicU64,
     dropped_recently: AtomicBool,
     dropped: AtomicU64,
-    /// See [`MIN_RT_BITS`]; `u64::MAX` until first computed.
-    limit_inputs: AtomicU64,
+    /// The epoch (plus one) whose `max_flight` is in `max_flight`; 0 while being written.
+    limit_epoch: AtomicU64,
+    /// `f64` bits of go-zero's `maxFlight` for `limit_epoch`.
+    max_flight: AtomicU64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -302,37 +316,44 @@ impl<C: Clock, S: CpuSignal> Shedder<C, S> {
         now.saturating_sub(self.config.origin_nanos) / self.config.bucket_nanos
     }
 
-    /// go-zero's `maxFlight`, from the inputs cached for the current bucket.
+    /// go-zero's `maxFlight`, cached once per bucket, since the window ignores the bucket in
+    /// progress. The two cache words are written like a sequence lock: the epoch word is
+    /// cleared, the value written, then the epoch set; a reader uses the value only if it saw
+    /// the same epoch before and after reading it.
+    #[inline]
     fn max_flight(&self, now: u64) -> f64 {
-        let (max_pass, min_rt) = self.limit_inputs(self.epoch(now));
+        let epoch = self.epoch(now);
+        let tag = epoch.wrapping_add(1).max(1);
+        let heat = &self.heat;
+        if heat.limit_epoch.load(Ordering::Acquire) == tag {
+            let cached = heat.max_flight.load(Ordering::Acquire);
+            if heat.limit_epoch.load(Ordering::Acquire) == tag {
+                return f64::from_bits(cached);
+            }
+        }
+        let (max_pass, min_rt) = self.scan(epoch);
+        let max_flight = self.max_flight_of(max_pass, min_rt);
+        heat.limit_epoch.store(0, Ordering::Release);
+        heat.max_flight
+            .store(max_flight.to_bits(), Ordering::Release);
+        heat.limit_epoch.store(tag, Ordering::Release);
+        max_flight
+    }
+
+    /// `max(maxPass · minRt · windowScale, 1)`, multiplied in go-zero's order.
+    fn max_flight_of(&self, max_pass: u64, min_rt: u64) -> f64 {
         (max_pass as f64 * min_rt as f64 * self.config.window_scale).max(1.0)
     }
 
-    /// `(max_pass, min_rt)` over the window at `epoch`: cached once per bucket, since the
-    /// window ignores the bucket in progress.
-    #[inline]
-    fn limit_inputs(&self, epoch: u64) -> (u64, u64) {
-        let cached = self.heat.limit_inputs.load(Ordering::Acquire);
-        let tag = epoch & u64::from(u32::MAX);
-        if cached != u64::MAX && cached >> 32 == tag {
-            let max_pass = (cached >> MIN_RT_BITS) & MAX_PASS_CAP;
-            let min_rt = cached & ((1 << MIN_RT_BITS) - 1);
-            return (max_pass, min_rt);
-        }
-        let (max_pass, min_rt) = self.scan(epoch);
-        let packed = tag << 32 | max_pass.min(MAX_PASS_CAP) << MIN_RT_BITS | min_rt;
-        self.heat.limit_inputs.store(packed, Ordering::Release);
-        (max_pass.min(MAX_PASS_CAP), min_rt)
-    }
-
-    /// go-zero's `maxPass` and `minRt`, read from the window.
+    /// go-zero's `maxPass` and `minRt`, read from the window. A bucket whose latency sum
+    /// saturated (2^32 − 1 ms) has no known mean and is left out of `minRt`.
     fn scan(&self, epoch: u64) -> (u64, u64) {
         let mut max_pass = 1;
         let mut min_rt = DEFAULT_MIN_RT_MS;
         for seen in self.window.visible(epoch, true) {
             let bucket = self.window.values(seen).0;
             max_pass = max_pass.max(bucket[PASSES]);
-            if bucket[PASSES] > 0 {
+            if bucket[PASSES] > 0 && bucket[LATENCY_SUM] < SATURATED {
                 let mean = (bucket[LATENCY_SUM] as f64 / bucket[PASSES] as f64).round() as u64;
                 min_rt = min_rt.min(mean);
             }
@@ -415,7 +436,6 @@ impl<C: Clock, S: CpuSignal> Shedder<C, S> {
         let epoch = self.epoch(now);
         let cpu = self.cpu.load_permille().map(|load| load.min(1000));
         let (max_pass, min_rt) = self.scan(epoch);
-        let max_pass = max_pass.min(MAX_PASS_CAP);
         let mut passes = 0;
         let mut latency = 0;
         let mut others = 0;
@@ -435,7 +455,7 @@ impl<C: Clock, S: CpuSignal> Shedder<C, S> {
             avg_flying: f64::from_bits(self.flight.avg_flying.load(Ordering::Acquire)),
             max_pass,
             min_rt_ms: min_rt,
-            max_flight: (max_pass as f64 * min_rt as f64 * self.config.window_scale).max(1.0),
+            max_flight: self.max_flight_of(max_pass, min_rt),
             overload_factor: self.overload_factor(cpu.unwrap_or(0)),
             hot: cpu.is_some_and(|load| load >= self.config.cpu_threshold)
                 || self.still_hot(now, false),
@@ -583,8 +603,8 @@ impl<C: Clock, S: CpuSignal> ShedderBuilder<C, S> {
         self
     }
 
-    /// How many buckets the window is divided into (default 50, so 100 ms buckets). At least
-    /// 2; a bucket must last at least 1 ms.
+    /// How many buckets the window is divided into (default 50, so 100 ms buckets). From 2 to
+    /// 65 536; a bucket must last at least 1 ms.
     pub fn buckets(mut self, buckets: u32) -> Self {
         self.buckets = buckets;
         self
@@ -635,6 +655,7 @@ impl<C: Clock, S: CpuSignal> ShedderBuilder<C, S> {
     ///
     /// A [`ConfigError`] naming the first invalid setting:
     /// [`TooFewBuckets`](ConfigError::TooFewBuckets) (fewer than 2),
+    /// [`TooManyBuckets`](ConfigError::TooManyBuckets) (more than 65 536),
     /// [`BucketTooShort`](ConfigError::BucketTooShort) (`window / buckets` under 1 ms),
     /// [`CpuThresholdOutOfRange`](ConfigError::CpuThresholdOutOfRange) (outside 1..=999 ‰) or
     /// [`DurationTooLong`](ConfigError::DurationTooLong).
@@ -643,6 +664,12 @@ impl<C: Clock, S: CpuSignal> ShedderBuilder<C, S> {
             return Err(ConfigError::TooFewBuckets {
                 buckets: self.buckets,
                 min: 2,
+            });
+        }
+        if self.buckets > MAX_BUCKETS {
+            return Err(ConfigError::TooManyBuckets {
+                buckets: self.buckets,
+                max: MAX_BUCKETS,
             });
         }
         let window_nanos =
@@ -684,7 +711,8 @@ impl<C: Clock, S: CpuSignal> ShedderBuilder<C, S> {
                 overloaded_at: AtomicU64::new(0),
                 dropped_recently: AtomicBool::new(false),
                 dropped: AtomicU64::new(0),
-                limit_inputs: AtomicU64::new(u64::MAX),
+                limit_epoch: AtomicU64::new(0),
+                max_flight: AtomicU64::new(0),
             }),
             window: RollingWindow::new(self.buckets as usize),
             config: Config {

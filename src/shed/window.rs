@@ -12,6 +12,11 @@
 //! Each bucket is independent words, each a compare-and-swap target packing
 //! `[epoch (low 32 bits): 32 | value: 32]`, so an add is exact even against a concurrent reset.
 //! Values saturate at `u32::MAX` instead of wrapping.
+//!
+//! A bucket's counters are read in index order ([`RollingWindow::values`]) and each is written
+//! by its own compare-and-swap. A caller that must never show one counter ahead of another
+//! (a pass count whose latency is not yet in the latency sum) writes the higher index first:
+//! whoever reads the lower index's new value then reads the higher one's too.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -85,11 +90,12 @@ impl RollingWindow {
     }
 
     /// Whether tag `held` is a later epoch than `own`: a later epoch in the same bucket is a
-    /// whole number of windows ahead, and we accept at most 64 windows. (Tags wrap every 2^32
-    /// epochs; a bucket untouched for that long must read as stale, not as the future.)
+    /// whole number of windows ahead, by less than 2^31 epochs. (Tags wrap every 2^32 epochs: a
+    /// bucket untouched for 2^31 epochs or more, 24.8 days with 1 ms buckets, can only be told
+    /// from a newer one by that whole-windows test.)
     fn is_newer(&self, held: u64, own: u64) -> bool {
         let ahead = held.wrapping_sub(own) & u64::from(u32::MAX);
-        ahead != 0 && ahead <= 64 * self.size() && ahead.is_multiple_of(self.size())
+        ahead != 0 && ahead < 1 << 31 && ahead.is_multiple_of(self.size())
     }
 
     /// The values `epoch` holds (zeros if its bucket holds another epoch).
@@ -264,6 +270,10 @@ mod tests {
         w.add(4, 0, 2);
         w.add(1, 0, 7); // three epochs behind: its value would already have left the window
         assert_eq!(w.values(4).0[0], 2);
+        // However late: 130 windows behind.
+        w.add(4 + 3 * 130, 0, 5);
+        w.add(4, 0, 7);
+        assert_eq!(w.values(4 + 3 * 130).0[0], 5);
     }
 
     #[test]

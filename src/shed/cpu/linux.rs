@@ -146,6 +146,11 @@ pub(crate) enum SourceKind {
 /// One reading.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Sample {
+    /// What this reading measured: the source's kind, or [`SourceKind::ProcessTime`] for a
+    /// cgroup source while the process's affinity mask covers fewer CPUs than the cgroup may use
+    /// (the cgroup's usage on the other CPUs is none of this process's load). Readings of
+    /// different kinds cannot be subtracted from each other.
+    pub(crate) kind: SourceKind,
     /// Cumulative CPU time used by what is measured, in nanoseconds (monotone; arbitrary origin).
     pub(crate) used_nanos: u64,
     /// CPUs available right now: the minimum of the tightest CFS quota on the cgroup's path up to
@@ -198,6 +203,8 @@ pub(crate) struct CpuUsageSource {
     /// `EINVAL` on machines with more CPUs than a `cpu_set_t` holds):
     /// `std::thread::available_parallelism` at discovery.
     fallback_cpus: f64,
+    /// `/sys/devices/system/cpu/online`: the CPUs a cgroup without a readable cpuset may use.
+    online: Option<File>,
 }
 
 impl CpuUsageSource {
@@ -230,12 +237,13 @@ impl CpuUsageSource {
 
         // A source is taken only if it can produce a sample now: a file that opens but does not
         // parse (an old kernel's root `cpu.stat` without `usage_usec`) moves on to the next kind.
+        let with_online = |mut source: CpuUsageSource| {
+            source.online = File::open(root.join("sys/devices/system/cpu/online")).ok();
+            source.verified()
+        };
         discover_v1(&entries, &mounts, root, fallback_cpus)
-            .and_then(CpuUsageSource::verified)
-            .or_else(|| {
-                discover_v2(&entries, &mounts, root, fallback_cpus)
-                    .and_then(CpuUsageSource::verified)
-            })
+            .and_then(with_online)
+            .or_else(|| discover_v2(&entries, &mounts, root, fallback_cpus).and_then(with_online))
             .or_else(|| {
                 CpuUsageSource {
                     kind: SourceKind::ProcessTime,
@@ -243,6 +251,7 @@ impl CpuUsageSource {
                     quotas: Vec::new(),
                     cpuset: None,
                     fallback_cpus,
+                    online: None,
                 }
                 .verified()
             })
@@ -254,60 +263,88 @@ impl CpuUsageSource {
     }
 
     /// What this source measures.
+    #[cfg(test)]
     pub(crate) fn kind(&self) -> SourceKind {
         self.kind
     }
 
-    /// One reading: the usage counter, then the limit. Does not allocate.
+    /// One reading: the limit, then the usage counter. Does not allocate.
+    ///
+    /// If the process's affinity mask covers fewer CPUs than the cgroup may use (its cpuset, or
+    /// all online CPUs), the cgroup's usage includes work on CPUs this process cannot run on, and
+    /// the reading is the process's own CPU time instead (kind [`SourceKind::ProcessTime`]),
+    /// against the mask and the quota. A server pinned to one core of two that keeps its core
+    /// busy then reads 1000 ‰, and one idling beside a busy neighbour reads ~0 ‰.
     ///
     /// `None` if a file can no longer be read or no longer parses (for example because the cgroup
     /// was removed).
     pub(crate) fn sample(&mut self) -> Option<Sample> {
         let mut buf = [0u8; READ_BUFFER];
-        let used_nanos = match &self.usage {
-            Usage::CpuStat(file) => {
-                let text = read_text(file, &mut buf).ok()?;
-                cpu_stat_usage_usec(text)?.saturating_mul(NANOS_PER_MICRO)
+        let mut quota = f64::INFINITY;
+        for level in &self.quotas {
+            if let Some(cpus) = level.read_cpus(&mut buf)? {
+                quota = quota.min(cpus);
             }
-            Usage::Cpuacct(file) => parse_uint(read_text(file, &mut buf).ok()?).ok()?,
-            Usage::ProcessTime => {
-                let now = clock_gettime(ClockId::ProcessCPUTime);
-                // The kernel keeps both fields non-negative and `tv_nsec` below one second.
-                u64::try_from(now.tv_sec)
-                    .unwrap_or(0)
-                    .saturating_mul(1_000_000_000)
-                    .saturating_add(u64::try_from(now.tv_nsec).unwrap_or(0))
-            }
+        }
+        let cpuset = match &self.cpuset {
+            Some(file) => cpu_count(file, &mut buf)?,
+            None => None,
+        };
+        let online = match &self.online {
+            Some(file) => cpu_count(file, &mut buf)?,
+            None => None,
+        };
+        let mask = affinity_cpus();
+        let cgroup_cpus = cpuset.or(online);
+        let narrowed = self.kind != SourceKind::ProcessTime
+            && matches!((mask, cgroup_cpus), (Some(mask), Some(cgroup)) if u64::from(mask) < cgroup);
+
+        let (kind, used_nanos) = if narrowed {
+            (SourceKind::ProcessTime, process_cpu_nanos())
+        } else {
+            let used = match &self.usage {
+                Usage::CpuStat(file) => {
+                    let text = read_text(file, &mut buf).ok()?;
+                    cpu_stat_usage_usec(text)?.saturating_mul(NANOS_PER_MICRO)
+                }
+                Usage::Cpuacct(file) => parse_uint(read_text(file, &mut buf).ok()?).ok()?,
+                Usage::ProcessTime => process_cpu_nanos(),
+            };
+            (self.kind, used)
         };
 
-        let mut limit = f64::INFINITY;
-        for quota in &self.quotas {
-            if let Some(cpus) = quota.read_cpus(&mut buf)? {
-                limit = limit.min(cpus);
-            }
-        }
-        if let Some(file) = &self.cpuset {
-            match read_text(file, &mut buf) {
-                Ok(text) => {
-                    let cpus = count_cpus(text).ok()?;
-                    // An empty set (a v1 cpuset nobody configured) bounds nothing.
-                    if cpus > 0 {
-                        limit = limit.min(cpus as f64);
-                    }
-                }
-                // A list too long for the buffer is not a failure; the mask still bounds.
-                Err(ReadError::TooLong) => {}
-                Err(ReadError::Io) => return None,
-            }
-        }
-        limit = limit.min(affinity_cpus().map_or(self.fallback_cpus, f64::from));
+        let mut limit = quota
+            .min(cpuset.map_or(f64::INFINITY, |cpus| cpus as f64))
+            .min(mask.map_or(self.fallback_cpus, f64::from));
         if !(limit.is_finite() && limit > 0.0) {
             limit = self.fallback_cpus;
         }
         Some(Sample {
+            kind,
             used_nanos,
             limit_cpus: limit,
         })
+    }
+}
+
+/// This process's CPU time (`CLOCK_PROCESS_CPUTIME_ID`), in nanoseconds.
+fn process_cpu_nanos() -> u64 {
+    let now = clock_gettime(ClockId::ProcessCPUTime);
+    // The kernel keeps both fields non-negative and `tv_nsec` below one second.
+    u64::try_from(now.tv_sec)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::try_from(now.tv_nsec).unwrap_or(0))
+}
+
+/// The number of CPUs in a CPU-list file: `Some(Some(n))`, `Some(None)` if the list is empty (a
+/// v1 cpuset nobody configured) or too long for the buffer (it bounds nothing then), `None` if
+/// the file cannot be read or parsed.
+fn cpu_count(file: &File, buf: &mut [u8]) -> Option<Option<u64>> {
+    match read_text(file, buf) {
+        Ok(text) => Some(Some(count_cpus(text).ok()?).filter(|&cpus| cpus > 0)),
+        Err(ReadError::TooLong) => Some(None),
+        Err(ReadError::Io) => None,
     }
 }
 
@@ -389,6 +426,7 @@ fn discover_v1(
         quotas,
         cpuset,
         fallback_cpus,
+        online: None,
     })
 }
 
@@ -423,6 +461,7 @@ fn discover_v2(
                 quotas,
                 cpuset,
                 fallback_cpus,
+                online: None,
             })
         })
 }
@@ -816,7 +855,9 @@ mod tests {
         fs.write("/sys/fs/cgroup/cpuset.cpus.effective", "0-63\n");
         fs.write("/sys/fs/cgroup/a/cpu.max", "150000 100000\n");
         fs.write("/sys/fs/cgroup/a/b/cpu.max", "max 100000\n");
-        fs.write("/sys/fs/cgroup/a/b/cpuset.cpus.effective", "0-3\n");
+        // A real cpuset always covers the process's mask (the kernel narrows the mask to it).
+        let all = format!("0-{}\n", mask() as u32 - 1);
+        fs.write("/sys/fs/cgroup/a/b/cpuset.cpus.effective", &all);
         fs.write(
             "/sys/fs/cgroup/a/b/cpu.stat",
             "usage_usec 123456\nuser_usec 100000\nsystem_usec 23456\n",
@@ -849,6 +890,7 @@ mod tests {
         assert!(limit <= mask());
 
         // A file that stops parsing fails the sample instead of producing a bogus value.
+        fs.write("/sys/fs/cgroup/a/b/cpuset.cpus.effective", &all);
         fs.write("/sys/fs/cgroup/a/b/cpu.stat", "user_usec 1\n");
         assert_eq!(src.sample(), None);
     }
@@ -943,7 +985,10 @@ mod tests {
             "/sys/fs/cgroup/cpu,cpuacct/svc/cpu.cfs_period_us",
             "100000\n",
         );
-        fs.write("/sys/fs/cgroup/cpuset/cpuset.cpus", "0-7\n");
+        fs.write(
+            "/sys/fs/cgroup/cpuset/cpuset.cpus",
+            &format!("0-{}\n", mask() as u32 - 1),
+        );
         let mut src = CpuUsageSource::discover_from(cgroup, mounts, fs.path()).unwrap();
         assert_eq!(src.kind(), SourceKind::CgroupV1);
         let s = src.sample().unwrap();
@@ -1004,10 +1049,50 @@ mod tests {
         assert_eq!(
             src.sample().unwrap(),
             Sample {
+                kind: SourceKind::CgroupV1,
                 used_nanos: 31,
                 limit_cpus: 1.0
             }
         );
+    }
+
+    /// A process pinned to fewer CPUs than its cgroup may use measures its own CPU time: the
+    /// cgroup's usage on the other CPUs is not its load.
+    #[test]
+    fn fake_affinity_narrower_than_the_cgroup() {
+        let fs = FakeRoot::new("narrow");
+        let mounts = "33 31 0:30 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct
+";
+        fs.write(
+            "/sys/fs/cgroup/cpuacct/svc/cpuacct.usage",
+            "5000000000
+",
+        );
+        let cgroup = "2:cpuacct:/svc
+";
+        // No cpuset: the online CPUs bound the cgroup. More of them than this process's mask.
+        fs.write(
+            "/sys/devices/system/cpu/online",
+            "0-4095
+",
+        );
+        let mut src = CpuUsageSource::discover_from(cgroup, mounts, fs.path()).unwrap();
+        assert_eq!(src.kind(), SourceKind::CgroupV1);
+        let sample = src.sample().unwrap();
+        assert_eq!(sample.kind, SourceKind::ProcessTime);
+        assert_eq!(sample.limit_cpus, mask());
+        assert_ne!(
+            sample.used_nanos, 5_000_000_000,
+            "the process's time, not the cgroup's"
+        );
+        // As many online CPUs as the mask holds: the cgroup is measured again.
+        fs.write(
+            "/sys/devices/system/cpu/online",
+            &format!("0-{}\n", mask() as u32 - 1),
+        );
+        let sample = src.sample().unwrap();
+        assert_eq!(sample.kind, SourceKind::CgroupV1);
+        assert_eq!(sample.used_nanos, 5_000_000_000);
     }
 
     #[test]

@@ -14,13 +14,17 @@
 //!
 //! On Linux the sampler finds the process's own cgroup (v2 through `/proc/self/cgroup` and
 //! `/proc/self/mountinfo`; v1 through its `cpuacct`/`cpu`/`cpuset` controllers), reads the
-//! cgroup's CPU usage, and divides by wall time times the limit, where the limit is the smallest
-//! of the CFS quota on the cgroup's path (`cpu.max`, `cpu.cfs_quota_us`), its cpuset, and the
-//! process's CPU affinity mask. A container limited to 0.5 CPU on a 16-core node therefore reads
-//! 1000 ‰ when it uses its half CPU, and a server pinned to one core of two reads 1000 ‰ when
-//! that core is busy. Without a readable cgroup it measures the process's own CPU time against
-//! its affinity mask. Elsewhere (other Unix systems) it measures the process's CPU time against
-//! the available parallelism; on other platforms it reports `None`.
+//! cgroup's CPU usage, and divides by wall time times the limit, where the limit is the smaller
+//! of the CFS quota on the cgroup's path (`cpu.max`, `cpu.cfs_quota_us`) and its cpuset. A
+//! container limited to 0.5 CPU on a 16-core node therefore reads 1000 ‰ when it uses its half
+//! CPU. A process whose CPU affinity mask covers fewer CPUs than its cgroup may use is measured
+//! by its own CPU time against those CPUs (and the quota) instead, since the cgroup's usage on
+//! the other CPUs is not its load: a server pinned to one core of two reads 1000 ‰ when that
+//! core is busy, and about 0 ‰ when it idles beside a busy neighbour. Without a readable cgroup
+//! it measures the process's own CPU time against its affinity mask. The sampler looks for the
+//! process's cgroup again every 10 s and whenever a read fails. Elsewhere (other Unix systems)
+//! it measures the process's CPU time against the available parallelism; on other platforms it
+//! reports `None`.
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod linux;

@@ -2,6 +2,8 @@
 
 /// What a source measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+// Without Unix nothing is ever measured, so nothing is ever of this kind.
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) enum SourceKind {
     /// `CLOCK_PROCESS_CPUTIME_ID` against the available parallelism.
     ProcessTime,
@@ -10,6 +12,8 @@ pub(crate) enum SourceKind {
 /// One reading.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Sample {
+    /// What the reading measured.
+    pub(crate) kind: SourceKind,
     /// Cumulative CPU time used by the process, in nanoseconds.
     pub(crate) used_nanos: u64,
     /// CPUs the process may use.
@@ -38,10 +42,6 @@ impl CpuUsageSource {
         }
     }
 
-    pub(crate) fn kind(&self) -> SourceKind {
-        SourceKind::ProcessTime
-    }
-
     /// The process's CPU time now.
     pub(crate) fn sample(&mut self) -> Option<Sample> {
         #[cfg(unix)]
@@ -53,6 +53,7 @@ impl CpuUsageSource {
                 .checked_mul(1_000_000_000)?
                 .checked_add(u64::try_from(now.tv_nsec).ok()?)?;
             Some(Sample {
+                kind: SourceKind::ProcessTime,
                 used_nanos,
                 limit_cpus: self.limit_cpus,
             })

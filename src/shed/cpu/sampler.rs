@@ -26,7 +26,8 @@ pub enum CpuSource {
     /// `cpu.cfs_quota_us`, `cpuset.cpus`).
     CgroupV1,
     /// The process's own CPU time, against its CPU affinity mask (or the available parallelism
-    /// where there is none): no readable cgroup.
+    /// where there is none): no readable cgroup, or a process pinned to fewer CPUs than its
+    /// cgroup may use.
     ProcessTime,
     /// Nothing could be measured: the signal reports `None`.
     Unavailable,
@@ -202,53 +203,91 @@ impl CpuSignal for SystemCpu {
     }
 }
 
-/// CPU utilisation in ‰ of `limit_cpus`: `1000 · used / (wall · limit)`, rounded and capped at
-/// 1000 (a reading can exceed the limit by the jitter between the kernel's accounting and our
-/// wall clock).
-pub(crate) fn utilisation_permille(used_nanos: u64, wall_nanos: u64, limit_cpus: f64) -> u32 {
+/// CPU utilisation in ‰ of `limit_cpus`: `1000 · used / (wall · limit)`, capped at 1000 (a
+/// reading can exceed the limit by the jitter between the kernel's accounting and our wall
+/// clock, and a CFS quota is enforced per period, not per instant). Unrounded: go-zero's average
+/// truncates it, the others round it.
+pub(crate) fn utilisation_permille(used_nanos: u64, wall_nanos: u64, limit_cpus: f64) -> f64 {
     if wall_nanos == 0 || limit_cpus.is_nan() || limit_cpus <= 0.0 {
-        return 0;
+        return 0.0;
     }
-    let permille = 1000.0 * used_nanos as f64 / (wall_nanos as f64 * limit_cpus);
-    permille.round().min(1000.0) as u32
+    (1000.0 * used_nanos as f64 / (wall_nanos as f64 * limit_cpus)).min(1000.0)
+}
+
+/// Ticks between two discoveries of the process's cgroup, so that a process moved to another
+/// cgroup is followed within 10 s.
+const REDISCOVER_TICKS: u32 = 40;
+
+/// Leaves the registry and the published values consistent however the sampler thread ends,
+/// a panic included: the next `SystemCpu` starts a new thread, and nobody reads a stale load.
+struct Stopping;
+
+impl Drop for Stopping {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            let mut registry = lock(&SAMPLER.registry);
+            registry.running = false;
+            for subscriber in registry.subscribers.iter().filter_map(Weak::upgrade) {
+                subscriber.published.store(UNKNOWN, Ordering::Release);
+            }
+            SAMPLER.raw.store(UNKNOWN, Ordering::Release);
+            SAMPLER
+                .source
+                .store(source_index(CpuSource::Unavailable), Ordering::Release);
+        }
+    }
 }
 
 /// The sampler thread: measures every tick and feeds every live subscriber, until none is left.
 fn run() {
+    let _stopping = Stopping;
+    SAMPLER.raw.store(UNKNOWN, Ordering::Release);
     let mut source = CpuUsageSource::discover();
     let mut previous: Option<(Instant, Sample)> = None;
     let mut subscribers = Vec::new();
+    let mut ticks = 0u32;
     loop {
+        ticks = ticks.wrapping_add(1);
         let reading = source.as_mut().and_then(|source| {
             let sample = source.sample()?;
             Some((Instant::now(), sample))
         });
-        let kind = source
-            .as_ref()
-            .map_or(CpuSource::Unavailable, |source| source.kind().into());
-        let (raw, elapsed) = match (previous, reading) {
-            (Some((then, before)), Some((now, after))) => {
+        // A delta needs two readings of the same kind.
+        let measured = match (previous, reading) {
+            (Some((then, before)), Some((now, after))) if before.kind == after.kind => {
                 let wall = now.saturating_duration_since(then);
                 let used = after.used_nanos.saturating_sub(before.used_nanos);
                 let wall_nanos = u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX);
-                let raw = utilisation_permille(used, wall_nanos, after.limit_cpus);
-                (Some(raw), wall)
+                let exact = utilisation_permille(used, wall_nanos, after.limit_cpus);
+                Some((exact, wall, CpuSource::from(after.kind)))
             }
-            _ => (None, Duration::ZERO),
+            _ => None,
         };
+        // After an outage, or when what is measured changes, averages start over.
+        let restart = reading.is_none()
+            || matches!((previous, reading), (Some((_, a)), Some((_, b))) if a.kind != b.kind);
         previous = reading;
-        if reading.is_none() {
-            // The cgroup may have been removed or the process moved: look again next tick.
+        if reading.is_none() || ticks.is_multiple_of(REDISCOVER_TICKS) {
+            // The cgroup may have been removed or the process moved: look again, and measure
+            // the next delta from the new source.
             source = CpuUsageSource::discover();
+            previous = source.as_mut().and_then(|source| {
+                let sample = source.sample()?;
+                Some((Instant::now(), sample))
+            });
         }
-        if raw.is_some() || reading.is_none() {
-            SAMPLER.raw.store(encode(raw), Ordering::Release);
-            let shown = if raw.is_some() {
-                kind
-            } else {
-                CpuSource::Unavailable
-            };
-            SAMPLER.source.store(source_index(shown), Ordering::Release);
+        match measured {
+            Some((exact, _, kind)) => {
+                SAMPLER.raw.store(exact.round() as u32, Ordering::Release);
+                SAMPLER.source.store(source_index(kind), Ordering::Release);
+            }
+            None if reading.is_none() => {
+                SAMPLER.raw.store(UNKNOWN, Ordering::Release);
+                SAMPLER
+                    .source
+                    .store(source_index(CpuSource::Unavailable), Ordering::Release);
+            }
+            None => {} // a first reading: nothing to compare it with yet
         }
 
         {
@@ -262,10 +301,20 @@ fn run() {
             subscribers.extend(registry.subscribers.iter().filter_map(Weak::upgrade));
         }
         for subscriber in subscribers.drain(..) {
-            let value = match raw {
-                Some(raw) => Some(lock(&subscriber.smoother).update(raw, elapsed)),
+            let mut smoother = lock(&subscriber.smoother);
+            if restart {
+                *smoother = Smoother::new(smoother.smoothing());
+            }
+            let value = match measured {
+                Some((exact, elapsed, _)) => {
+                    let raw = match smoother.smoothing() {
+                        Smoothing::GoZero => exact.trunc(),
+                        _ => exact.round(),
+                    };
+                    Some(smoother.update(raw as u32, elapsed))
+                }
                 None if reading.is_none() => None,
-                None => continue, // the first sample: nothing to report yet
+                None => continue,
             };
             subscriber.published.store(encode(value), Ordering::Release);
         }
@@ -281,11 +330,12 @@ mod tests {
     fn vector_21_utilisation_against_the_limit() {
         // 250 ms of CPU in 250 ms of wall time, limit 2 CPUs: half the limit.
         let quarter = 250_000_000;
-        assert_eq!(utilisation_permille(quarter, quarter, 2.0), 500);
+        assert_eq!(utilisation_permille(quarter, quarter, 2.0), 500.0);
         // The same against a 0.5 CPU quota: 2000 ‰, capped.
-        assert_eq!(utilisation_permille(quarter, quarter, 0.5), 1000);
-        assert_eq!(utilisation_permille(quarter, 2 * quarter, 1.0), 500);
-        assert_eq!(utilisation_permille(1, 0, 1.0), 0);
-        assert_eq!(utilisation_permille(1, 1, 0.0), 0);
+        assert_eq!(utilisation_permille(quarter, quarter, 0.5), 1000.0);
+        assert_eq!(utilisation_permille(quarter, 2 * quarter, 1.0), 500.0);
+        assert_eq!(utilisation_permille(2, 3, 1.0), 2000.0 / 3.0);
+        assert_eq!(utilisation_permille(1, 0, 1.0), 0.0);
+        assert_eq!(utilisation_permille(1, 1, 0.0), 0.0);
     }
 }
