@@ -4,63 +4,19 @@
 //! Allocations are counted per thread, since the system CPU signal's sampler thread allocates
 //! on its own schedule (off the hot path). One test in this file all the same.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use admit::clock::{ManualClock, MonotonicClock};
 use admit::shed::Shedder;
 use admit::shed::cpu::{ManualCpu, SystemCpu};
-
-struct CountingAllocator;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-fn count() {
-    // `try_with`: allocations during thread teardown, after the counter is gone, are not ours.
-    let _ = ALLOCATIONS.try_with(|count| count.set(count.get() + 1));
-}
-
-// SAFETY: forwards every call unchanged to the system allocator; only counts.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as our caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
-
-/// Heap allocations made by this thread while `f` runs.
-fn allocations_during(f: impl FnOnce()) -> usize {
-    let before = ALLOCATIONS.with(Cell::get);
-    f();
-    ALLOCATIONS.with(Cell::get) - before
-}
+use counting_alloc::allocations_during;
 
 #[test]
 fn admitting_completing_and_refusing_never_allocate() {
-    assert_eq!(
-        allocations_during(|| drop(std::hint::black_box(Box::new(1u64)))),
-        1
-    );
-
     let clock = ManualClock::new();
     let cpu = ManualCpu::new(0);
     let shedder = Arc::new(

@@ -1,0 +1,47 @@
+//! Capacity planning with queueing theory: how many servers meet a wait-time target.
+//!
+//! - [`MMc`]: the M/M/c (Erlang C) queue. Erlang B and C, the probability and distribution of
+//!   waiting, mean waits and queue lengths, occupancy, wait percentiles, and
+//!   [`min_servers`](MMc::min_servers) for a service-level or mean-wait [`Target`].
+//! - [`ErlangA`]: the M/M/N+M queue, whose customers abandon after an exponential patience.
+//! - [`ReplicaPlanner`]: turns server counts into replica counts that do not flap.
+//!
+//! Feed it the arrival rate and mean service time a
+//! [`ShedSnapshot`](crate::shed::ShedSnapshot) measures, or your metrics system's.
+//!
+//! # Exact at any scale
+//!
+//! The textbook series `Σ aᵏ/k!` overflows to NaN near `a ≈ 710` erlangs, and `aᶜ/c!` from
+//! `c = 171`. Here Erlang B comes from its forward recurrence, started `10√a` servers below the
+//! load from its overload asymptote (the error of the start is damped by `e^(−50)` on the way
+//! up), and C, `1 − C`, the service level and the mean wait from forms that never cancel, with
+//! the stability margin `cμ − λ` rounded once (`mul_add`). Against 60-digit references the
+//! results are within 1e-13 relative up to ten million erlangs, and a minimum-servers search is
+//! one upward pass of `O(√a)` steps: about 50 µs at a million erlangs. Nothing allocates.
+//!
+//! # Example
+//!
+//! ```
+//! use admit::erlang::{MMc, Target};
+//!
+//! // 1200 requests per second, 80 ms each: 96 erlangs.
+//! let api = MMc::new(1200.0, 1.0 / 0.08)?;
+//! // 95 % of requests should wait less than 10 ms for a worker.
+//! let workers = api.min_servers(Target::ServiceLevel { within: 0.010, at_least: 0.95 })?;
+//! let staffed = api.with_servers(workers)?;
+//! assert!(staffed.service_level(0.010)? >= 0.95);
+//! assert!(api.service_level(workers - 1, 0.010)? < 0.95);
+//! println!("{workers} workers, {:.0} % busy", staffed.occupancy() * 100.0);
+//! # Ok::<(), admit::erlang::ErlangError>(())
+//! ```
+
+mod abandon;
+mod error;
+mod loss;
+mod mmc;
+mod planner;
+
+pub use self::abandon::{ErlangA, ImpatientTarget};
+pub use self::error::ErlangError;
+pub use self::mmc::{MMc, Staffed, StaffingOptions, Target};
+pub use self::planner::{PlannerConfig, ReplicaPlanner};

@@ -1,0 +1,266 @@
+//! Turning server counts into stable replica counts.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::{ErlangError, MMc, Target};
+
+/// How a [`ReplicaPlanner`] converts servers to replicas and damps changes.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use admit::erlang::PlannerConfig;
+///
+/// let config = PlannerConfig {
+///     per_replica: 8,
+///     max_replicas: 50,
+///     scale_down_hold: Duration::from_secs(120),
+///     ..PlannerConfig::default()
+/// };
+/// assert_eq!(config.min_replicas, 1);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlannerConfig {
+    /// Servers (concurrent requests) one replica provides: replicas = ⌈servers / per_replica⌉.
+    /// At least 1. Default 1.
+    pub per_replica: u64,
+    /// The fewest replicas ever recommended. Default 1.
+    pub min_replicas: u64,
+    /// The most replicas ever recommended (at least `min_replicas` and 1). Default 1000.
+    pub max_replicas: u64,
+    /// Scaling up adds at least this many replicas (headroom), bounded by `max_replicas`. At
+    /// least 1. Default 1.
+    pub min_step_up: u64,
+    /// Scaling up adds at most this many replicas per decision (at least `min_step_up`).
+    /// Default: unlimited.
+    pub max_step_up: u64,
+    /// Scaling down removes at most this many replicas per decision. At least 1. Default:
+    /// unlimited.
+    pub max_step_down: u64,
+    /// Scaling down goes no lower than the highest recommendation of this recent period
+    /// (Kubernetes' HPA default is 300 s). Default 300 s.
+    pub scale_down_hold: Duration,
+    /// The tolerance band of [`ReplicaPlanner::plan`], in units of the target: replicas are
+    /// removed only below the count that a target stricter by `tolerance` needs (a service level
+    /// `at_least + tolerance`, a mean wait `at_most / (1 + tolerance)`), and added above the
+    /// count the target itself needs. At least 0. Default 0.01.
+    pub tolerance: f64,
+}
+
+impl Default for PlannerConfig {
+    fn default() -> Self {
+        PlannerConfig {
+            per_replica: 1,
+            min_replicas: 1,
+            max_replicas: 1000,
+            min_step_up: 1,
+            max_step_up: u64::MAX,
+            max_step_down: u64::MAX,
+            scale_down_hold: Duration::from_secs(300),
+            tolerance: 0.01,
+        }
+    }
+}
+
+impl PlannerConfig {
+    fn validate(&self) -> Result<(), ErlangError> {
+        let checks: [(&'static str, u64, bool); 5] = [
+            ("per_replica", self.per_replica, self.per_replica >= 1),
+            (
+                "max_replicas",
+                self.max_replicas,
+                self.max_replicas >= self.min_replicas.max(1),
+            ),
+            ("min_step_up", self.min_step_up, self.min_step_up >= 1),
+            (
+                "max_step_up",
+                self.max_step_up,
+                self.max_step_up >= self.min_step_up,
+            ),
+            ("max_step_down", self.max_step_down, self.max_step_down >= 1),
+        ];
+        for (field, value, valid) in checks {
+            if !valid {
+                return Err(ErlangError::OutOfRange {
+                    field,
+                    value: value as f64,
+                });
+            }
+        }
+        if !(self.tolerance.is_finite() && self.tolerance >= 0.0) {
+            return Err(ErlangError::OutOfRange {
+                field: "tolerance",
+                value: self.tolerance,
+            });
+        }
+        Ok(())
+    }
+
+    fn replicas_for(&self, servers: u64) -> u64 {
+        servers
+            .div_ceil(self.per_replica)
+            .clamp(self.min_replicas, self.max_replicas)
+    }
+}
+
+/// Turns required server counts into a replica count that does not flap.
+///
+/// Each decision takes two recommendations, in servers: `up`, what the target needs now, and
+/// `down`, what a slightly stricter target needs (so `down ≥ up`). The planner then
+///
+/// 1. **scales up at once** when `up` needs more replicas than it has, by at least
+///    `min_step_up` and at most `max_step_up`, up to `max_replicas`;
+/// 2. **scales down only to the highest `down` of the last `scale_down_hold`**, by at most
+///    `max_step_down` per decision: one quiet sample never removes replicas, and the hold is
+///    measured over the recommendations, not from the last change (measuring from the last
+///    change lets a single low sample after a quiet period scale down at once);
+/// 3. otherwise **keeps its count**: between `up` and `down` lies a dead band, so the output
+///    cannot oscillate around the threshold.
+///
+/// Time is an argument, so the planner is deterministic; it only needs to be non-decreasing
+/// (an earlier time counts as the latest one seen).
+///
+/// # Kubernetes
+///
+/// Publish either the replica count with a target of 1, or the server count `c` with a target
+/// of `per_replica` (the HPA then computes `⌈c / per_replica⌉`, and the planner's hysteresis is
+/// in server units). Mind two HPA behaviours: its default 10 % tolerance ignores a desired
+/// change within ±10 % of the current count (set `behavior.scaleUp.tolerance: 0` where
+/// available), and its own default 300 s scale-down stabilisation adds to `scale_down_hold`
+/// (disable one or accept the longer of the two).
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use admit::erlang::{MMc, PlannerConfig, ReplicaPlanner, Target};
+///
+/// let config = PlannerConfig { per_replica: 8, max_replicas: 100, ..PlannerConfig::default() };
+/// let mut planner = ReplicaPlanner::new(config, 1)?;
+/// let target = Target::ServiceLevel { within: 0.05, at_least: 0.95 };
+///
+/// // 1200 req/s at 80 ms each: 96 erlangs.
+/// let busy = MMc::new(1200.0, 12.5)?;
+/// let replicas = planner.plan(Duration::from_secs(0), &busy, target)?;
+/// assert_eq!(replicas, 13); // 100 workers
+///
+/// // One quiet minute later: still held up by the busy sample (hold: 300 s).
+/// let quiet = MMc::new(300.0, 12.5)?;
+/// assert_eq!(planner.plan(Duration::from_secs(60), &quiet, target)?, 13);
+/// // Once the busy sample has left the hold window, it scales down.
+/// assert_eq!(planner.plan(Duration::from_secs(361), &quiet, target)?, 4); // 28 workers
+/// # Ok::<(), admit::erlang::ErlangError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct ReplicaPlanner {
+    config: PlannerConfig,
+    replicas: u64,
+    now: Duration,
+    /// `(time, down recommendation)` over the hold window, with strictly decreasing
+    /// recommendations: the front is the window's maximum.
+    recent: VecDeque<(Duration, u64)>,
+    /// No decision made yet.
+    fresh: bool,
+}
+
+impl ReplicaPlanner {
+    /// A planner currently at `replicas`.
+    ///
+    /// The starting count counts as a recommendation made at the first decision, so a new
+    /// planner (a restarted scaler, say) does not scale down within its first hold period.
+    ///
+    /// # Errors
+    ///
+    /// [`OutOfRange`](ErlangError::OutOfRange) naming the first invalid setting of `config`.
+    pub fn new(config: PlannerConfig, replicas: u64) -> Result<Self, ErlangError> {
+        config.validate()?;
+        Ok(ReplicaPlanner {
+            config,
+            replicas,
+            now: Duration::ZERO,
+            recent: VecDeque::new(),
+            fresh: true,
+        })
+    }
+
+    /// The current recommendation.
+    pub fn replicas(&self) -> u64 {
+        self.replicas
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &PlannerConfig {
+        &self.config
+    }
+
+    /// One decision at time `now` from two server counts: `up_servers` (what the target needs)
+    /// and `down_servers` (what a stricter target needs; taken as at least `up_servers`).
+    /// Returns the new replica count.
+    pub fn observe(&mut self, now: Duration, up_servers: u64, down_servers: u64) -> u64 {
+        let config = &self.config;
+        self.now = self.now.max(now);
+        let up = config.replicas_for(up_servers);
+        let down = config.replicas_for(down_servers.max(up_servers));
+        if self.fresh {
+            self.fresh = false;
+            self.recent.push_back((self.now, self.replicas));
+        }
+
+        while self.recent.back().is_some_and(|&(_, held)| held <= down) {
+            self.recent.pop_back();
+        }
+        self.recent.push_back((self.now, down));
+        while self
+            .recent
+            .front()
+            .is_some_and(|&(at, _)| at + config.scale_down_hold < self.now)
+        {
+            self.recent.pop_front();
+        }
+        let hold = self.recent.front().map_or(down, |&(_, held)| held);
+
+        let current = self.replicas;
+        self.replicas = if up > current {
+            let step = (up - current).clamp(config.min_step_up, config.max_step_up);
+            current.saturating_add(step).min(config.max_replicas)
+        } else if current > config.max_replicas {
+            config.max_replicas
+        } else if hold < current {
+            hold.max(current.saturating_sub(config.max_step_down))
+        } else {
+            current
+        };
+        self.replicas
+    }
+
+    /// One decision at time `now` for `queue` and `target`: the servers `target` needs, and
+    /// those the target made stricter by [`PlannerConfig::tolerance`] needs, through
+    /// [`observe`](Self::observe).
+    ///
+    /// # Errors
+    ///
+    /// Any error of [`MMc::min_servers`]; [`OutOfRange`](ErlangError::OutOfRange) if the
+    /// tolerance makes a service-level target reach 1.
+    pub fn plan(&mut self, now: Duration, queue: &MMc, target: Target) -> Result<u64, ErlangError> {
+        let stricter = match target {
+            Target::ServiceLevel { within, at_least } => {
+                let at_least = at_least + self.config.tolerance;
+                if at_least >= 1.0 {
+                    return Err(ErlangError::OutOfRange {
+                        field: "tolerance",
+                        value: self.config.tolerance,
+                    });
+                }
+                Target::ServiceLevel { within, at_least }
+            }
+            Target::MeanWait { at_most } => Target::MeanWait {
+                at_most: at_most / (1.0 + self.config.tolerance),
+            },
+        };
+        let up = queue.min_servers(target)?;
+        let down = queue.min_servers(stricter)?;
+        Ok(self.observe(now, up, down))
+    }
+}

@@ -1,0 +1,299 @@
+//! The replica planner: immediate scale-up, held scale-down, no flapping in the band.
+
+use std::time::Duration;
+
+use admit::erlang::{ErlangError, MMc, PlannerConfig, ReplicaPlanner, Target};
+use proptest::prelude::*;
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+fn planner(config: PlannerConfig, replicas: u64) -> ReplicaPlanner {
+    ReplicaPlanner::new(config, replicas).unwrap()
+}
+
+#[test]
+fn a_single_low_sample_does_not_scale_down_before_the_hold_ends() {
+    let config = PlannerConfig {
+        scale_down_hold: secs(120),
+        ..PlannerConfig::default()
+    };
+    let mut p = planner(config, 1);
+    assert_eq!(p.observe(secs(0), 10, 10), 10, "scales up at once");
+    // A long quiet period first: the hold is over the recommendations, not since the change.
+    for t in (30..=600).step_by(30) {
+        assert_eq!(p.observe(secs(t), 10, 10), 10);
+    }
+    assert_eq!(
+        p.observe(secs(630), 2, 2),
+        10,
+        "one low sample after a quiet period"
+    );
+    assert_eq!(p.observe(secs(700), 2, 2), 10);
+    assert_eq!(
+        p.observe(secs(720), 2, 2),
+        10,
+        "600 s + 120 s hold: still held"
+    );
+    assert_eq!(
+        p.observe(secs(710), 2, 2),
+        10,
+        "an earlier time counts as the latest"
+    );
+    assert_eq!(
+        p.observe(secs(721), 2, 2),
+        2,
+        "the high sample has left the window"
+    );
+}
+
+#[test]
+fn a_new_planner_holds_its_starting_count() {
+    let config = PlannerConfig {
+        scale_down_hold: secs(60),
+        ..PlannerConfig::default()
+    };
+    let mut p = planner(config, 20);
+    assert_eq!(
+        p.observe(secs(100), 3, 3),
+        20,
+        "no drop right after a (re)start"
+    );
+    assert_eq!(p.observe(secs(160), 3, 3), 20);
+    assert_eq!(p.observe(secs(161), 3, 3), 3);
+}
+
+#[test]
+fn scale_down_goes_only_to_the_highest_recent_recommendation() {
+    let config = PlannerConfig {
+        scale_down_hold: secs(60),
+        ..PlannerConfig::default()
+    };
+    let mut p = planner(config, 20);
+    assert_eq!(p.observe(secs(0), 5, 8), 20);
+    assert_eq!(p.observe(secs(30), 5, 12), 20);
+    assert_eq!(
+        p.observe(secs(61), 3, 4),
+        12,
+        "12 is still within the last 60 s"
+    );
+    assert_eq!(p.observe(secs(91), 3, 4), 4);
+}
+
+#[test]
+fn steps_are_bounded_both_ways() {
+    let config = PlannerConfig {
+        min_step_up: 3,
+        max_step_up: 5,
+        max_step_down: 2,
+        max_replicas: 100,
+        scale_down_hold: Duration::ZERO,
+        ..PlannerConfig::default()
+    };
+    let mut p = planner(config, 10);
+    assert_eq!(
+        p.observe(secs(0), 11, 11),
+        13,
+        "at least min_step_up: headroom"
+    );
+    assert_eq!(
+        p.observe(secs(1), 40, 40),
+        18,
+        "at most max_step_up per decision"
+    );
+    assert_eq!(p.observe(secs(2), 40, 40), 23);
+    assert_eq!(
+        p.observe(secs(3), 1, 1),
+        21,
+        "at most max_step_down per decision"
+    );
+    assert_eq!(p.observe(secs(4), 1, 1), 19);
+}
+
+#[test]
+fn replicas_are_servers_over_capacity_clamped_to_the_range() {
+    let config = PlannerConfig {
+        per_replica: 8,
+        min_replicas: 2,
+        max_replicas: 10,
+        scale_down_hold: Duration::ZERO,
+        ..PlannerConfig::default()
+    };
+    let mut p = planner(config, 2);
+    assert_eq!(p.observe(secs(0), 17, 17), 3); // ⌈17 / 8⌉
+    assert_eq!(p.observe(secs(1), 1000, 1000), 10);
+    assert_eq!(p.observe(secs(2), 0, 0), 2);
+    // Started above the range: brought back into it at once.
+    let mut high = planner(config, 50);
+    assert_eq!(high.observe(secs(0), 16, 16), 10);
+}
+
+#[test]
+fn oscillating_load_inside_the_tolerance_band_never_changes_the_output() {
+    let config = PlannerConfig {
+        tolerance: 0.02,
+        scale_down_hold: Duration::ZERO,
+        ..PlannerConfig::default()
+    };
+    let target = Target::ServiceLevel {
+        within: 0.01,
+        at_least: 0.9,
+    };
+    let mut p = planner(config, 1);
+    let base = MMc::new(1000.0, 10.0).unwrap(); // 100 erlangs
+    let settled = p.plan(secs(0), &base, target).unwrap();
+    // Find a load swing the band absorbs: the target alone never asks for more than we have,
+    // and the stricter target never allows fewer.
+    let mut swings = 0;
+    for step in 1..=200u64 {
+        let wobble = if step % 2 == 0 { 0.996 } else { 1.0 };
+        let queue = MMc::new(1000.0 * wobble, 10.0).unwrap();
+        let up = queue.min_servers(target).unwrap();
+        assert!(up <= settled, "the swing leaves the band: {up} > {settled}");
+        assert_eq!(
+            p.plan(secs(step), &queue, target).unwrap(),
+            settled,
+            "step {step}"
+        );
+        swings += 1;
+    }
+    assert_eq!(swings, 200);
+}
+
+#[test]
+fn plan_checks_its_targets() {
+    let mut p = planner(
+        PlannerConfig {
+            tolerance: 0.05,
+            ..PlannerConfig::default()
+        },
+        1,
+    );
+    let queue = MMc::new(10.0, 1.0).unwrap();
+    let too_strict = Target::ServiceLevel {
+        within: 0.1,
+        at_least: 0.96,
+    };
+    assert_eq!(
+        p.plan(secs(0), &queue, too_strict),
+        Err(ErlangError::OutOfRange {
+            field: "tolerance",
+            value: 0.05
+        })
+    );
+    let mean_wait = Target::MeanWait { at_most: 0.05 };
+    assert!(p.plan(secs(0), &queue, mean_wait).unwrap() >= 11);
+}
+
+#[test]
+fn invalid_configurations_are_refused() {
+    let defaults = PlannerConfig::default();
+    for (field, config) in [
+        (
+            "per_replica",
+            PlannerConfig {
+                per_replica: 0,
+                ..defaults
+            },
+        ),
+        (
+            "max_replicas",
+            PlannerConfig {
+                min_replicas: 5,
+                max_replicas: 4,
+                ..defaults
+            },
+        ),
+        (
+            "max_replicas",
+            PlannerConfig {
+                max_replicas: 0,
+                min_replicas: 0,
+                ..defaults
+            },
+        ),
+        (
+            "min_step_up",
+            PlannerConfig {
+                min_step_up: 0,
+                ..defaults
+            },
+        ),
+        (
+            "max_step_up",
+            PlannerConfig {
+                min_step_up: 3,
+                max_step_up: 2,
+                ..defaults
+            },
+        ),
+        (
+            "max_step_down",
+            PlannerConfig {
+                max_step_down: 0,
+                ..defaults
+            },
+        ),
+        (
+            "tolerance",
+            PlannerConfig {
+                tolerance: -0.1,
+                ..defaults
+            },
+        ),
+        (
+            "tolerance",
+            PlannerConfig {
+                tolerance: f64::NAN,
+                ..defaults
+            },
+        ),
+    ] {
+        assert!(
+            matches!(ReplicaPlanner::new(config, 1), Err(ErlangError::OutOfRange { field: f, .. }) if f == field),
+            "{field}"
+        );
+    }
+}
+
+proptest! {
+    /// Whatever the sequence of recommendations: the output stays within [min, max], it scales
+    /// down only to what the hold window allows, and it scales up at once.
+    #[test]
+    fn decisions_respect_range_hold_and_urgency(
+        samples in proptest::collection::vec((0u64..30, 0u64..400, 0u64..50), 1..200),
+        hold in 0u64..120,
+    ) {
+        let config = PlannerConfig {
+            per_replica: 4,
+            min_replicas: 2,
+            max_replicas: 60,
+            scale_down_hold: secs(hold),
+            ..PlannerConfig::default()
+        };
+        let mut p = planner(config, 2);
+        let mut now = 0;
+        let mut history: Vec<(u64, u64)> = Vec::new(); // (time, down replicas)
+        for (gap, up, extra) in samples {
+            now += gap;
+            let before = p.replicas();
+            let after = p.observe(secs(now), up, up + extra);
+            let to_replicas = |servers: u64| servers.div_ceil(4).clamp(2, 60);
+            history.push((now, to_replicas(up + extra)));
+            prop_assert!((2..=60).contains(&after));
+            if to_replicas(up) > before {
+                prop_assert!(after >= to_replicas(up), "scale-up waited");
+            }
+            if after < before {
+                let hold_max = history
+                    .iter()
+                    .filter(|&&(at, _)| at + hold >= now)
+                    .map(|&(_, down)| down)
+                    .max()
+                    .unwrap();
+                prop_assert_eq!(after, hold_max, "scaled down past the hold");
+            }
+        }
+    }
+}

@@ -1,0 +1,345 @@
+//! Properties and large-scale checks of the Erlang module.
+
+use admit::erlang::{ErlangA, ErlangError, ImpatientTarget, MMc, StaffingOptions, Target};
+use proptest::prelude::*;
+
+/// Loads from a fraction of an erlang to ten million, with varied service rates.
+fn queue() -> impl Strategy<Value = MMc> {
+    (
+        prop_oneof![0.01f64..10.0, 10.0f64..1e3, 1e3f64..1e5, 1e5f64..1e7],
+        prop_oneof![Just(1.0), 0.01f64..100.0],
+    )
+        .prop_map(|(load, mu)| MMc::new(load * mu, mu).unwrap())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn probabilities_stay_in_the_unit_interval(queue in queue(), offset in -30.0f64..60.0, t in 0.0f64..10.0) {
+        let a = queue.offered_load();
+        let servers = (a + offset * a.sqrt()).max(1.0).ceil() as u64;
+        let b = queue.erlang_b(servers).unwrap();
+        prop_assert!((0.0..=1.0).contains(&b), "B = {b}");
+        match queue.with_servers(servers) {
+            Ok(staffed) => {
+                let c = staffed.prob_wait();
+                prop_assert!((0.0..=1.0).contains(&c) && c >= b, "C = {c}, B = {b}");
+                let sl = staffed.service_level(t).unwrap();
+                let tail = staffed.prob_wait_exceeds(t).unwrap();
+                prop_assert!((0.0..=1.0).contains(&sl) && (0.0..=1.0).contains(&tail));
+                prop_assert!((sl + tail - 1.0).abs() < 1e-12, "SL {sl} + tail {tail}");
+                prop_assert!(staffed.mean_wait() >= 0.0 && staffed.mean_wait().is_finite());
+                prop_assert!(staffed.occupancy() < 1.0);
+            }
+            Err(ErlangError::Unstable { rho }) => prop_assert!(rho >= 1.0),
+            Err(other) => prop_assert!(false, "{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_service_level_never_falls_as_servers_are_added(queue in queue(), t in 0.0f64..2.0) {
+        let a = queue.offered_load();
+        let first = a.floor() as u64 + 1;
+        let (mut previous_level, mut previous_tail) = (0.0, 1.0);
+        for servers in first..first + 40 {
+            let Ok(staffed) = queue.with_servers(servers) else { continue };
+            // The tail P(Wq > t) keeps full relative accuracy: it never rises.
+            let tail = staffed.prob_wait_exceeds(t).unwrap();
+            prop_assert!(tail <= previous_tail, "tail({servers}) = {tail} > {previous_tail}");
+            // SL = 1 − tail rounds near 1: it never falls by more than that rounding.
+            let level = staffed.service_level(t).unwrap();
+            prop_assert!(level >= previous_level - 4.0 * f64::EPSILON, "SL({servers}) = {level} < {previous_level}");
+            (previous_level, previous_tail) = (level, tail);
+        }
+    }
+
+    #[test]
+    fn min_servers_is_the_smallest_that_meets_the_target(
+        queue in queue(),
+        within in prop_oneof![Just(0.0), 0.0f64..1.0],
+        at_least in prop_oneof![0.0f64..0.5, 0.5f64..0.999, Just(0.999_999)],
+    ) {
+        let servers = queue.min_servers(Target::ServiceLevel { within, at_least }).unwrap();
+        // Compared through the tail, as the search does: accurate even next to 1.
+        let tail = 1.0 - at_least;
+        prop_assert!(queue.prob_wait_exceeds(servers, within).unwrap() <= tail);
+        match queue.prob_wait_exceeds(servers - 1, within) {
+            Ok(below) => prop_assert!(below > tail, "c − 1 = {} also meets it", servers - 1),
+            Err(ErlangError::Unstable { .. } | ErlangError::ZeroServers) => {}
+            Err(other) => prop_assert!(false, "{other:?}"),
+        }
+    }
+
+    #[test]
+    fn min_servers_for_a_mean_wait_is_the_smallest(queue in queue(), at_most in 1e-6f64..10.0) {
+        let servers = queue.min_servers(Target::MeanWait { at_most }).unwrap();
+        prop_assert!(queue.mean_wait(servers).unwrap() <= at_most);
+        if let Ok(below) = queue.mean_wait(servers - 1) {
+            prop_assert!(below > at_most);
+        }
+    }
+}
+
+#[test]
+fn halfin_whitt_agrees_at_every_scale() {
+    // ⌈a + β√a⌉ − c* is 0 or −1 for P(wait) ≤ 0.2 and −1 or −2 for ≤ 0.01 (spec §3.2).
+    for a in [10.0, 100.0, 1e3, 1e4, 1e5, 1e6, 1e7] {
+        let queue = MMc::new(a, 1.0).unwrap();
+        for (at_least, beta, allowed) in
+            [(0.8, 1.061516275, [0, -1]), (0.99, 2.374888148, [-1, -2])]
+        {
+            let exact = queue
+                .min_servers(Target::ServiceLevel {
+                    within: 0.0,
+                    at_least,
+                })
+                .unwrap();
+            let approx = (a + beta * a.sqrt()).ceil() as i64;
+            let diff = approx - exact as i64;
+            assert!(
+                allowed.contains(&diff),
+                "a {a}, p {at_least}: exact {exact}, H–W {approx}"
+            );
+        }
+    }
+}
+
+#[test]
+fn huge_loads_stay_finite_where_the_series_overflows() {
+    // The textbook series returns NaN from a ≈ 710; at 1e7 erlangs every value is sound.
+    let queue = MMc::new(1e7, 1.0).unwrap();
+    let servers = queue
+        .min_servers(Target::ServiceLevel {
+            within: 0.01,
+            at_least: 0.8,
+        })
+        .unwrap();
+    let staffed = queue.with_servers(servers).unwrap();
+    assert!(servers > 10_000_000 && servers < 10_010_000, "{servers}");
+    for value in [staffed.erlang_b(), staffed.prob_wait(), staffed.mean_wait()] {
+        assert!(value.is_finite() && value > 0.0 && value < 1.0, "{value}");
+    }
+    assert!(staffed.service_level(0.01).unwrap() >= 0.8);
+}
+
+#[test]
+fn an_empty_system_waits_for_nothing() {
+    let queue = MMc::new(0.0, 2.0).unwrap();
+    let staffed = queue.with_servers(1).unwrap();
+    assert_eq!(queue.offered_load(), 0.0);
+    assert_eq!(staffed.erlang_b(), 0.0);
+    assert_eq!(staffed.prob_wait(), 0.0);
+    assert_eq!(staffed.mean_wait(), 0.0);
+    assert_eq!(staffed.mean_queue_len(), 0.0);
+    assert_eq!(staffed.occupancy(), 0.0);
+    assert_eq!(staffed.service_level(0.0), Ok(1.0));
+    assert_eq!(staffed.wait_percentile(0.99), Ok(0.0));
+    let target = Target::ServiceLevel {
+        within: 0.0,
+        at_least: 0.99,
+    };
+    assert_eq!(queue.min_servers(target), Ok(1));
+    let floor = StaffingOptions {
+        min_servers: 3,
+        ..StaffingOptions::default()
+    };
+    assert_eq!(queue.min_servers_with(target, &floor), Ok(3));
+    // −0.0 is 0.
+    assert_eq!(MMc::new(-0.0, 1.0).unwrap().offered_load(), 0.0);
+}
+
+#[test]
+fn staffing_options_adjust_and_bound_the_answer() {
+    let queue = MMc::new(100.0, 1.0).unwrap();
+    let target = Target::ServiceLevel {
+        within: 0.1,
+        at_least: 0.9,
+    };
+    let plain = queue.min_servers(target).unwrap();
+    let with = |options: StaffingOptions| queue.min_servers_with(target, &options);
+    let defaults = StaffingOptions::default();
+    assert_eq!(with(defaults), Ok(plain));
+    assert_eq!(
+        with(StaffingOptions {
+            max_occupancy: Some(0.5),
+            ..defaults
+        }),
+        Ok(200)
+    );
+    assert_eq!(
+        with(StaffingOptions {
+            shrinkage: 0.2,
+            ..defaults
+        }),
+        Ok((plain as f64 / 0.8).ceil() as u64)
+    );
+    assert_eq!(
+        with(StaffingOptions {
+            min_servers: 500,
+            ..defaults
+        }),
+        Ok(500)
+    );
+    assert_eq!(
+        with(StaffingOptions {
+            max_servers: Some(plain - 1),
+            ..defaults
+        }),
+        Err(ErlangError::Unreachable {
+            max_servers: plain - 1
+        })
+    );
+    for (field, options) in [
+        (
+            "max_occupancy",
+            StaffingOptions {
+                max_occupancy: Some(0.0),
+                ..defaults
+            },
+        ),
+        (
+            "max_occupancy",
+            StaffingOptions {
+                max_occupancy: Some(1.5),
+                ..defaults
+            },
+        ),
+        (
+            "max_occupancy",
+            StaffingOptions {
+                max_occupancy: Some(f64::NAN),
+                ..defaults
+            },
+        ),
+        (
+            "shrinkage",
+            StaffingOptions {
+                shrinkage: 1.0,
+                ..defaults
+            },
+        ),
+        (
+            "shrinkage",
+            StaffingOptions {
+                shrinkage: -0.1,
+                ..defaults
+            },
+        ),
+    ] {
+        assert!(
+            matches!(with(options), Err(ErlangError::OutOfRange { field: f, .. }) if f == field),
+            "{options:?}"
+        );
+    }
+}
+
+#[test]
+fn target_validation() {
+    let queue = MMc::new(5.0, 1.0).unwrap();
+    let level = |within, at_least| queue.min_servers(Target::ServiceLevel { within, at_least });
+    assert_eq!(
+        level(1.0, 1.0),
+        Err(ErlangError::TargetOutOfRange { target: 1.0 })
+    );
+    assert_eq!(
+        level(1.0, -0.1),
+        Err(ErlangError::TargetOutOfRange { target: -0.1 })
+    );
+    assert_eq!(
+        level(f64::INFINITY, 0.5),
+        Err(ErlangError::NonFinite { field: "within" })
+    );
+    assert_eq!(
+        level(-1.0, 0.5),
+        Err(ErlangError::Negative { field: "within" })
+    );
+    // p = 0 is met by the smallest stable system.
+    assert_eq!(level(0.0, 0.0), Ok(6));
+    let wait = |at_most| queue.min_servers(Target::MeanWait { at_most });
+    assert_eq!(
+        wait(0.0),
+        Err(ErlangError::OutOfRange {
+            field: "at_most",
+            value: 0.0
+        })
+    );
+    assert_eq!(wait(-1.0), Err(ErlangError::Negative { field: "at_most" }));
+    assert_eq!(
+        queue.wait_percentile(6, 1.0),
+        Err(ErlangError::TargetOutOfRange { target: 1.0 })
+    );
+    assert_eq!(
+        queue.wait_percentile(6, f64::NAN),
+        Err(ErlangError::NonFinite { field: "q" })
+    );
+    assert_eq!(queue.occupancy(5), Err(ErlangError::Unstable { rho: 1.0 }));
+    assert_eq!(queue.erlang_b(0), Err(ErlangError::ZeroServers));
+    // Erlang B alone stays defined in overload.
+    assert!(queue.erlang_b(3).unwrap() > 0.3);
+}
+
+#[test]
+fn erlang_a_limits() {
+    // θ = μ: M/M/∞, so P(W > 0) = P(Poisson(10) ≥ 12).
+    let infinite = ErlangA::new(10.0, 1.0, 1.0).unwrap();
+    let p = infinite.prob_wait(12).unwrap();
+    assert!((p - 0.303_223_853_696_893_3).abs() < 1e-14, "{p}");
+    // θ → 0: Erlang C.
+    let patient = ErlangA::new(10.0, 1.0, 1e-9).unwrap();
+    let erlang_c = MMc::new(10.0, 1.0).unwrap().prob_wait(12).unwrap();
+    let p = patient.prob_wait(12).unwrap();
+    assert!(
+        ((p - erlang_c) / erlang_c).abs() < 1e-7,
+        "{p} vs {erlang_c}"
+    );
+    // λ = 0: nobody waits; P(Ab | W > 0) takes its limit 1/(x + 1).
+    let empty = ErlangA::new(0.0, 1.0, 0.5).unwrap();
+    assert_eq!(empty.prob_wait(3), Ok(0.0));
+    assert_eq!(empty.prob_abandon(3), Ok(0.0));
+    assert_eq!(empty.prob_abandon_given_wait(3), Ok(1.0 / 7.0));
+    assert_eq!(empty.service_level(3, 1.0), Ok(1.0));
+    // Fewer servers than the load is fine with abandonment, and a heavy overload stays finite.
+    let overloaded = ErlangA::new(5_000.0, 1.0, 0.01).unwrap();
+    for n in [100, 1_000, 4_000] {
+        let p_wait = overloaded.prob_wait(n).unwrap();
+        let p_ab = overloaded.prob_abandon(n).unwrap();
+        assert!(
+            (0.0..=1.0).contains(&p_wait) && (0.0..=1.0).contains(&p_ab),
+            "{n}: {p_wait} {p_ab}"
+        );
+        let served = overloaded.service_level(n, 1.0).unwrap();
+        assert!((0.0..=1.0).contains(&served), "{served}");
+    }
+    assert_eq!(
+        ErlangA::new(1.0, 1.0, 0.0),
+        Err(ErlangError::NonPositiveRate {
+            field: "abandon_rate"
+        })
+    );
+    assert_eq!(infinite.prob_wait(0), Err(ErlangError::ZeroServers));
+}
+
+#[test]
+fn erlang_a_min_servers_is_the_smallest() {
+    let queue = ErlangA::new(50.0, 1.0, 0.2).unwrap();
+    let target = ImpatientTarget::ServedWithin {
+        within: 0.5,
+        at_least: 0.9,
+    };
+    let n = queue.min_servers(target).unwrap();
+    assert!(queue.service_level(n, 0.5).unwrap() >= 0.9);
+    assert!(queue.service_level(n - 1, 0.5).unwrap() < 0.9);
+    let n = queue
+        .min_servers(ImpatientTarget::AbandonAtMost { at_most: 0.01 })
+        .unwrap();
+    assert!(queue.prob_abandon(n).unwrap() <= 0.01);
+    assert!(queue.prob_abandon(n - 1).unwrap() > 0.01);
+    assert_eq!(
+        queue.min_servers(ImpatientTarget::AbandonAtMost { at_most: 0.0 }),
+        Err(ErlangError::OutOfRange {
+            field: "at_most",
+            value: 0.0
+        })
+    );
+}
