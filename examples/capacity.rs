@@ -96,9 +96,18 @@ fn flag(field: &str) -> &str {
 /// Explains an error in the command line's own terms.
 fn explain(err: ErlangError) -> String {
     match err {
+        ErlangError::NonFinite {
+            field: "service_rate",
+        } => "--service-time is too small".into(),
         ErlangError::NonFinite { field } => format!("{} must be a finite number", flag(field)),
         ErlangError::Negative { field } => format!("{} must not be negative", flag(field)),
-        ErlangError::NonPositiveRate { .. } => "--service-time must be greater than 0".into(),
+        ErlangError::NonPositiveRate { .. } => {
+            "--service-time must be a positive, finite number of seconds".into()
+        }
+        ErlangError::OutOfRange {
+            field: "offered_load",
+            value,
+        } => format!("--rate × --service-time is {value:e} erlangs: at most 1e12 are supported"),
         ErlangError::TargetOutOfRange { target } => {
             format!("--target {target} must be at least 0 and below 1")
         }

@@ -11,8 +11,9 @@
 //! - [`shed`]: an adaptive load shedder (go-zero's algorithm). It refuses requests only while the
 //!   CPU is hot *and* more requests are in flight than the service has recently shown it can
 //!   carry, measured with a CPU signal that understands container quotas.
-//! - [`erlang`]: capacity planning. Erlang C and Erlang-A, exact from one to ten million erlangs,
-//!   the fewest servers that meet a wait-time target, and a replica planner with hysteresis.
+//! - [`erlang`]: capacity planning. Erlang C exact to 1e-13 from a fraction of an erlang to ten
+//!   million, Erlang-A for customers who give up, the fewest servers that meet a wait-time
+//!   target, and a replica planner with hysteresis.
 //! - [`clock`]: the injectable time source every limiter reads, including a [`clock::ManualClock`]
 //!   that makes tests deterministic.
 //!

@@ -129,59 +129,117 @@ fn replicas_are_servers_over_capacity_clamped_to_the_range() {
     assert_eq!(high.observe(secs(0), 16, 16), 10);
 }
 
+/// The loads the band test wavers between: `low`, and the smallest `high` above it that needs
+/// one more server.
+fn wavering_loads(target: Target) -> (MMc, MMc) {
+    let low = MMc::new(1000.0, 10.0).unwrap(); // 100 erlangs
+    let needed = low.min_servers(target).unwrap();
+    let high = (1..)
+        .map(|step| MMc::new(1000.0 + f64::from(step) * 0.5, 10.0).unwrap())
+        .find(|queue| queue.min_servers(target).unwrap() > needed)
+        .unwrap();
+    (low, high)
+}
+
 #[test]
-fn oscillating_load_inside_the_tolerance_band_never_changes_the_output() {
-    let config = PlannerConfig {
-        tolerance: 0.02,
-        scale_down_hold: Duration::ZERO,
-        ..PlannerConfig::default()
-    };
+fn a_load_wavering_inside_the_tolerance_band_never_changes_the_output() {
     let target = Target::ServiceLevel {
         within: 0.01,
         at_least: 0.9,
     };
+    let (low, high) = wavering_loads(target);
+    let config = PlannerConfig {
+        tolerance: 0.5,
+        scale_down_hold: Duration::ZERO,
+        ..PlannerConfig::default()
+    };
     let mut p = planner(config, 1);
-    let base = MMc::new(1000.0, 10.0).unwrap(); // 100 erlangs
-    let settled = p.plan(secs(0), &base, target).unwrap();
-    // Find a load swing the band absorbs: the target alone never asks for more than we have,
-    // and the stricter target never allows fewer.
-    let mut swings = 0;
-    for step in 1..=200u64 {
-        let wobble = if step % 2 == 0 { 0.996 } else { 1.0 };
-        let queue = MMc::new(1000.0 * wobble, 10.0).unwrap();
-        let up = queue.min_servers(target).unwrap();
-        assert!(up <= settled, "the swing leaves the band: {up} > {settled}");
+    let settled = p.plan(secs(0), &high, target).unwrap();
+    assert_eq!(settled, high.min_servers(target).unwrap());
+    // The premise: the low load needs one server fewer, but not fewer once the band applies.
+    assert_eq!(low.min_servers(target).unwrap(), settled - 1);
+    for step in 1..=100u64 {
+        let queue = if step % 2 == 0 { &high } else { &low };
         assert_eq!(
-            p.plan(secs(step), &queue, target).unwrap(),
+            p.plan(secs(step), queue, target).unwrap(),
             settled,
             "step {step}"
         );
-        swings += 1;
     }
-    assert_eq!(swings, 200);
+    // Without a band (and without a hold) the same waver flaps.
+    let mut bare = planner(
+        PlannerConfig {
+            tolerance: 0.0,
+            ..config
+        },
+        1,
+    );
+    let outputs: Vec<u64> = (0..10u64)
+        .map(|step| {
+            let queue = if step % 2 == 0 { &high } else { &low };
+            bare.plan(secs(step), queue, target).unwrap()
+        })
+        .collect();
+    assert!(
+        outputs.windows(2).all(|pair| pair[0] != pair[1]),
+        "{outputs:?}"
+    );
+}
+
+#[test]
+fn the_headroom_of_a_minimum_step_is_held() {
+    let config = PlannerConfig {
+        min_step_up: 5,
+        ..PlannerConfig::default()
+    };
+    let mut p = planner(config, 10);
+    assert_eq!(p.observe(secs(0), 11, 11), 15);
+    assert_eq!(
+        p.observe(secs(15), 11, 11),
+        15,
+        "not taken back at the next decision"
+    );
+    assert_eq!(
+        p.observe(secs(301), 11, 11),
+        11,
+        "released once the hold has passed"
+    );
+}
+
+#[test]
+fn a_hold_longer_than_time_itself_does_not_overflow() {
+    let config = PlannerConfig {
+        scale_down_hold: Duration::MAX,
+        ..PlannerConfig::default()
+    };
+    let mut p = planner(config, 10);
+    assert_eq!(p.observe(Duration::MAX, 2, 2), 10);
+    assert_eq!(p.observe(Duration::from_secs(5), 2, 2), 10);
 }
 
 #[test]
 fn plan_checks_its_targets() {
-    let mut p = planner(
-        PlannerConfig {
-            tolerance: 0.05,
-            ..PlannerConfig::default()
-        },
-        1,
-    );
+    let mut p = planner(PlannerConfig::default(), 1);
     let queue = MMc::new(10.0, 1.0).unwrap();
-    let too_strict = Target::ServiceLevel {
+    // A 0.99 target with the default 10 % band asks for 0.99909…: still below 1.
+    let strict = Target::ServiceLevel {
         within: 0.1,
-        at_least: 0.96,
+        at_least: 0.99,
     };
-    assert_eq!(
-        p.plan(secs(0), &queue, too_strict),
-        Err(ErlangError::OutOfRange {
-            field: "tolerance",
-            value: 0.05
-        })
-    );
+    assert!(p.plan(secs(0), &queue, strict).unwrap() >= 11);
+    for at_least in [1.0, 2.0] {
+        assert_eq!(
+            p.plan(
+                secs(0),
+                &queue,
+                Target::ServiceLevel {
+                    within: 0.1,
+                    at_least
+                }
+            ),
+            Err(ErlangError::TargetOutOfRange { target: at_least })
+        );
+    }
     let mean_wait = Target::MeanWait { at_most: 0.05 };
     assert!(p.plan(secs(0), &queue, mean_wait).unwrap() >= 11);
 }

@@ -1,4 +1,6 @@
 //! Properties and large-scale checks of the Erlang module.
+// The references are quoted to the 17 significant digits they were computed to.
+#![allow(clippy::excessive_precision)]
 
 use admit::erlang::{ErlangA, ErlangError, ImpatientTarget, MMc, StaffingOptions, Target};
 use proptest::prelude::*;
@@ -206,13 +208,6 @@ fn staffing_options_adjust_and_bound_the_answer() {
             },
         ),
         (
-            "max_occupancy",
-            StaffingOptions {
-                max_occupancy: Some(f64::NAN),
-                ..defaults
-            },
-        ),
-        (
             "shrinkage",
             StaffingOptions {
                 shrinkage: 1.0,
@@ -232,6 +227,22 @@ fn staffing_options_adjust_and_bound_the_answer() {
             "{options:?}"
         );
     }
+}
+
+#[test]
+fn non_finite_options_are_named() {
+    let queue = MMc::new(100.0, 1.0).unwrap();
+    let target = Target::MeanWait { at_most: 0.1 };
+    let nan_occupancy = StaffingOptions {
+        max_occupancy: Some(f64::NAN),
+        ..StaffingOptions::default()
+    };
+    assert_eq!(
+        queue.min_servers_with(target, &nan_occupancy),
+        Err(ErlangError::NonFinite {
+            field: "max_occupancy"
+        })
+    );
 }
 
 #[test]
@@ -337,9 +348,293 @@ fn erlang_a_min_servers_is_the_smallest() {
     assert!(queue.prob_abandon(n - 1).unwrap() > 0.01);
     assert_eq!(
         queue.min_servers(ImpatientTarget::AbandonAtMost { at_most: 0.0 }),
+        Err(ErlangError::TargetOutOfRange { target: 0.0 })
+    );
+    assert_eq!(
+        queue.min_servers(ImpatientTarget::AbandonAtMost { at_most: 1.0 }),
+        Err(ErlangError::TargetOutOfRange { target: 1.0 })
+    );
+}
+
+/// 45-digit references (mpmath, `B = pois(c; a)/Q(c+1, a)` with `a = λ/μ` exact) at loads up to
+/// ten million erlangs with service rates whose `λ/μ` does not round exactly:
+/// `(λ, μ, c, t, B, C, P(Wq > t), E[Wq])`.
+type LargeLoad = (f64, f64, u64, f64, f64, f64, f64, f64);
+const LARGE_LOADS: [LargeLoad; 6] = [
+    (
+        1330000.0,
+        13.3,
+        100475,
+        0.01,
+        0.000_437_083_438_875_117_38,
+        0.084_664_068_042_253_588,
+        3.098_455_319_609_841_6e-29,
+        1.340_151_452_983_816_9e-5,
+    ),
+    (
+        370000.0,
+        0.37,
+        1002001,
+        0.5,
+        5.515_284_924_791_770_4e-5,
+        0.026_876_995_121_971_026,
+        4.571_702_161_759_637e-163,
+        3.630_211_262_202_842_8e-5,
+    ),
+    (
+        12500000.0,
+        12.5,
+        1000500,
+        0.0,
+        0.000_508_881_860_540_903_66,
+        0.504_654_034_713_444_94,
+        0.504_654_034_713_444_94,
+        8.074_464_555_415_119e-5,
+    ),
+    (
+        133000000.0,
+        13.3,
+        10003163,
+        0.001,
+        9.090_663_559_016_941_4e-5,
+        0.223_315_097_081_364_88,
+        1.199_668_481_754_397_9e-19,
+        5.308_444_136_296_966_4e-6,
+    ),
+    (
+        3700000.0,
+        0.37,
+        10009487,
+        0.1,
+        1.404_478_116_020_329_7e-6,
+        0.001_479_637_846_983_548_1,
+        5.303_232_752_647_733_5e-156,
+        4.215_264_264_850_526_2e-7,
+    ),
+    (
+        864.197523,
+        0.007,
+        124336,
+        10.0,
+        5.010_468_887_429_002_7e-5,
+        0.007_036_186_316_870_054,
+        1.314_568_828_617_859_8e-29,
+        0.001_143_263_077_735_132_7,
+    ),
+];
+
+#[test]
+fn large_loads_match_high_precision_references() {
+    for (lambda, mu, servers, t, b, c, tail, mean_wait) in LARGE_LOADS {
+        let staffed = MMc::new(lambda, mu).unwrap().with_servers(servers).unwrap();
+        for (what, actual, expected) in [
+            ("B", staffed.erlang_b(), b),
+            ("C", staffed.prob_wait(), c),
+            ("tail", staffed.prob_wait_exceeds(t).unwrap(), tail),
+            ("E[Wq]", staffed.mean_wait(), mean_wait),
+        ] {
+            let error = ((actual - expected) / expected).abs();
+            assert!(
+                error < 1e-13,
+                "λ {lambda}, μ {mu}, c {servers}: {what} off by {error:e}"
+            );
+        }
+    }
+}
+
+/// 200-digit references (mpmath, `A = ₁F₁(1; x+1; y)`) for fewer servers than the load:
+/// `(λ, μ, θ, N, t, [P(W>0), P(Ab), P(V>t), served within t, P(W≤t)])`.
+type FewerServers = (f64, f64, f64, u64, f64, [f64; 5]);
+const FEWER_SERVERS: [FewerServers; 4] = [
+    (
+        10.0,
+        1.0,
+        0.01,
+        8,
+        1.0,
+        [
+            0.999_999_999_987_124_7,
+            0.200_000_000_002_691_46,
+            0.999_999_999_823_007_93,
+            1.759_250_839_241_337_1e-10,
+            0.009_950_166_426_062_919_1,
+        ],
+    ),
+    (
+        1000.0,
+        1.0,
+        1.0,
+        500,
+        0.01,
+        [
+            1.0,
+            0.5,
+            1.0,
+            5.921_398_106_880_907_4e-67,
+            0.009_950_166_250_831_946_6,
+        ],
+    ),
+    (
+        50.0,
+        1.0,
+        0.2,
+        40,
+        0.5,
+        [
+            0.999_606_329_069_947_55,
+            0.200_026_128_523_624_98,
+            0.964_259_730_528_178_16,
+            0.033_209_929_696_922_108,
+            0.127_501_715_112_833_13,
+        ],
+    ),
+    (
+        10.0,
+        1.0,
+        1e-3,
+        8,
+        1.0,
+        [
+            1.0,
+            0.2,
+            1.0,
+            6.008_290_628_368_600_1e-95,
+            0.000_999_500_166_625_008_35,
+        ],
+    ),
+];
+
+#[test]
+fn erlang_a_with_fewer_servers_than_the_load() {
+    for (lambda, mu, theta, n, t, expected) in FEWER_SERVERS {
+        let queue = ErlangA::new(lambda, mu, theta).unwrap();
+        let actual = [
+            queue.prob_wait(n).unwrap(),
+            queue.prob_abandon(n).unwrap(),
+            queue.prob_virtual_wait_exceeds(n, t).unwrap(),
+            queue.service_level(n, t).unwrap(),
+            queue.prob_wait_within(n, t).unwrap(),
+        ];
+        for (i, (actual, expected)) in actual.into_iter().zip(expected).enumerate() {
+            assert!((0.0..=1.0).contains(&actual));
+            // The served-within-t fraction is computed as a difference: accurate in absolute
+            // terms (1e-12) when it is tiny; everything else relative.
+            let error = if i == 3 {
+                (actual - expected).abs()
+            } else {
+                ((actual - expected) / expected).abs()
+            };
+            assert!(
+                error < 1e-11,
+                "λ {lambda}, θ {theta}, N {n}: quantity {i} = {actual:e}, expected {expected:e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn erlang_a_refuses_overloads_too_deep_to_sum() {
+    // (λ − Nμ)/θ = 2e8 growing terms: refused at once instead of summing for seconds.
+    let patient = ErlangA::new(10.0, 1.0, 1e-8).unwrap();
+    let started = std::time::Instant::now();
+    assert_eq!(
+        patient.prob_wait(8),
         Err(ErlangError::OutOfRange {
-            field: "at_most",
-            value: 0.0
+            field: "abandon_rate",
+            value: 1e-8
         })
     );
+    assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    // With enough servers the same queue is fine.
+    assert!(patient.prob_wait(12).unwrap() < 1.0);
+    assert_eq!(
+        ErlangA::new(1.0, 1.0, 1e-320).unwrap().prob_wait(1),
+        Err(ErlangError::OutOfRange {
+            field: "abandon_rate",
+            value: 1e-320
+        })
+    );
+}
+
+#[test]
+fn loads_beyond_the_supported_range_are_refused() {
+    for (lambda, mu) in [(1.0, 1e-320), (1e20, 1.0), (1e13, 1.0)] {
+        assert!(
+            matches!(
+                MMc::new(lambda, mu),
+                Err(ErlangError::OutOfRange {
+                    field: "offered_load",
+                    ..
+                })
+            ),
+            "{lambda}/{mu}"
+        );
+    }
+    assert!(MMc::new(1e12, 1.0).is_ok());
+    // Finiteness is checked for every input before any sign or range.
+    assert_eq!(
+        MMc::new(-1.0, f64::NAN),
+        Err(ErlangError::NonFinite {
+            field: "service_rate"
+        })
+    );
+    assert_eq!(
+        ErlangA::new(-1.0, 1.0, f64::NAN),
+        Err(ErlangError::NonFinite {
+            field: "abandon_rate"
+        })
+    );
+    let queue = MMc::new(5.0, 1.0).unwrap();
+    assert_eq!(
+        queue.min_servers(Target::ServiceLevel {
+            within: -1.0,
+            at_least: f64::NAN
+        }),
+        Err(ErlangError::NonFinite { field: "at_least" })
+    );
+}
+
+#[test]
+fn wait_percentiles_are_never_negative() {
+    // q at 1 − C, where a separately rounded 1 − C used to give −1.9e-10.
+    let staffed = MMc::new(278.22817252422936, 1.0)
+        .unwrap()
+        .with_servers(379)
+        .unwrap();
+    assert!(staffed.wait_percentile(0.9999999940406185).unwrap() >= 0.0);
+    for a in [1.0, 7.3, 278.22817252422936, 1e4] {
+        let queue = MMc::new(a, 1.0).unwrap();
+        for servers in [a.ceil() as u64 + 1, (a + 3.0 * a.sqrt()) as u64 + 2] {
+            let staffed = queue.with_servers(servers).unwrap();
+            let c = staffed.prob_wait();
+            for q in [
+                1.0 - c,
+                (1.0 - c).next_up(),
+                (1.0 - c).next_down(),
+                0.5,
+                0.999999,
+            ] {
+                if (0.0..1.0).contains(&q) {
+                    let t = staffed.wait_percentile(q).unwrap();
+                    assert!(t >= 0.0, "a {a}, c {servers}, q {q}: {t}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn shrinkage_rounds_up_exactly() {
+    let queue = MMc::new(10.0, 1.0).unwrap();
+    let target = Target::ServiceLevel {
+        within: 0.0,
+        at_least: 0.0,
+    };
+    let options = StaffingOptions {
+        min_servers: 21,
+        shrinkage: 0.3,
+        ..StaffingOptions::default()
+    };
+    // 30 · 0.7 = 21 exactly enough; 21 / 0.7 rounds to 30.000000000000004.
+    assert_eq!(queue.min_servers_with(target, &options), Ok(30));
 }

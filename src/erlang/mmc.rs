@@ -1,7 +1,7 @@
 //! The M/M/c queue: Erlang B, Erlang C, waits and staffing.
 
 use super::ErlangError;
-use super::loss::{erlang_b, step, warm_start};
+use super::loss::{Rates, warm_start};
 
 /// An M/M/c queue: Poisson arrivals at `arrival_rate`, exponential service at `service_rate`
 /// per server, first come first served, unlimited queue.
@@ -30,8 +30,7 @@ use super::loss::{erlang_b, step, warm_start};
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MMc {
-    arrival_rate: f64,
-    service_rate: f64,
+    rates: Rates,
     load: f64,
 }
 
@@ -94,7 +93,11 @@ impl Default for StaffingOptions {
     }
 }
 
-fn finite(value: f64, field: &'static str) -> Result<f64, ErlangError> {
+/// The largest offered load supported: a search walks `O(√a)` servers (0.2 s at this load),
+/// and server counts stay exact in `f64`.
+pub(crate) const MAX_LOAD: f64 = 1e12;
+
+pub(crate) fn finite(value: f64, field: &'static str) -> Result<f64, ErlangError> {
     if value.is_finite() {
         Ok(value)
     } else {
@@ -126,6 +129,24 @@ pub(crate) fn target(value: f64, field: &'static str) -> Result<f64, ErlangError
     Ok(value + 0.0)
 }
 
+/// The validated rates of a queue (finiteness of both first, then signs) and its load.
+pub(crate) fn rates(arrival_rate: f64, service_rate: f64) -> Result<(Rates, f64), ErlangError> {
+    finite(arrival_rate, "arrival_rate")?;
+    finite(service_rate, "service_rate")?;
+    let rates = Rates {
+        arrival: non_negative(arrival_rate, "arrival_rate")?,
+        service: positive_rate(service_rate, "service_rate")?,
+    };
+    let load = rates.load();
+    if load > MAX_LOAD {
+        return Err(ErlangError::OutOfRange {
+            field: "offered_load",
+            value: load,
+        });
+    }
+    Ok((rates, load))
+}
+
 /// The built-in search cap: `a + 60√a + 100` servers, far beyond any valid target's answer
 /// (past `a + 40√a` Erlang B is below 1e-300).
 pub(crate) fn search_cap(load: f64) -> u64 {
@@ -133,8 +154,8 @@ pub(crate) fn search_cap(load: f64) -> u64 {
 }
 
 /// `c·μ − λ` with a single rounding: its sign is an exact stability test.
-fn spare_capacity(servers: u64, service_rate: f64, arrival_rate: f64) -> f64 {
-    (servers as f64).mul_add(service_rate, -arrival_rate)
+fn spare_capacity(servers: u64, rates: Rates) -> f64 {
+    (servers as f64).mul_add(rates.service, -rates.arrival)
 }
 
 impl MMc {
@@ -142,27 +163,23 @@ impl MMc {
     ///
     /// # Errors
     ///
-    /// [`NonFinite`](ErlangError::NonFinite), [`Negative`](ErlangError::Negative) (λ < 0) or
-    /// [`NonPositiveRate`](ErlangError::NonPositiveRate) (μ ≤ 0). λ = 0 is a valid, empty
-    /// system.
+    /// [`NonFinite`](ErlangError::NonFinite), [`Negative`](ErlangError::Negative) (λ < 0),
+    /// [`NonPositiveRate`](ErlangError::NonPositiveRate) (μ ≤ 0), or
+    /// [`OutOfRange`](ErlangError::OutOfRange) for an offered load `λ/μ` above 10¹² erlangs.
+    /// λ = 0 is a valid, empty system.
     pub fn new(arrival_rate: f64, service_rate: f64) -> Result<Self, ErlangError> {
-        let arrival_rate = non_negative(arrival_rate, "arrival_rate")?;
-        let service_rate = positive_rate(service_rate, "service_rate")?;
-        Ok(MMc {
-            arrival_rate,
-            service_rate,
-            load: arrival_rate / service_rate,
-        })
+        let (rates, load) = rates(arrival_rate, service_rate)?;
+        Ok(MMc { rates, load })
     }
 
     /// λ, arrivals per time unit.
     pub fn arrival_rate(&self) -> f64 {
-        self.arrival_rate
+        self.rates.arrival
     }
 
     /// μ, services per time unit per server.
     pub fn service_rate(&self) -> f64 {
-        self.service_rate
+        self.rates.service
     }
 
     /// The offered load `a = λ/μ`, in erlangs: the average number of busy servers.
@@ -180,7 +197,7 @@ impl MMc {
         if servers == 0 {
             return Err(ErlangError::ZeroServers);
         }
-        Ok(erlang_b(servers, self.load))
+        Ok(self.rates.erlang_b(servers))
     }
 
     /// The system with `servers` servers, evaluated once for several queries.
@@ -193,7 +210,7 @@ impl MMc {
         if servers == 0 {
             return Err(ErlangError::ZeroServers);
         }
-        let spare = spare_capacity(servers, self.service_rate, self.arrival_rate);
+        let spare = spare_capacity(servers, self.rates);
         let rho = self.load / servers as f64;
         if spare <= 0.0 {
             return Err(ErlangError::Unstable { rho });
@@ -201,7 +218,7 @@ impl MMc {
         Ok(Staffed::new(
             *self,
             servers,
-            erlang_b(servers, self.load),
+            self.rates.erlang_b(servers),
             spare,
         ))
     }
@@ -273,7 +290,7 @@ impl MMc {
     /// The fewest servers that meet `target`.
     ///
     /// One upward pass of the Erlang B recurrence from a warm start: `O(√a)` steps, about
-    /// 50 µs at a million erlangs. It compares the tail `P(Wq > t)` with `1 − at_least`, which
+    /// 65 µs at a million erlangs. It compares the tail `P(Wq > t)` with `1 − at_least`, which
     /// stays exact for targets as close to 1 as `1 − 1e-12`.
     ///
     /// # Errors
@@ -301,7 +318,7 @@ impl MMc {
         let test = Test::new(target)?;
         options.validate()?;
         let cap = options.max_servers.unwrap_or_else(|| search_cap(self.load));
-        let servers = if self.arrival_rate == 0.0 {
+        let servers = if self.rates.arrival == 0.0 {
             1
         } else {
             self.first_meeting(&test, cap)?
@@ -313,8 +330,8 @@ impl MMc {
     fn first_meeting(&self, test: &Test, cap: u64) -> Result<u64, ErlangError> {
         let (start, mut b) = warm_start(self.load, self.load);
         for servers in start + 1..=cap {
-            b = step(self.load, servers, b);
-            let spare = spare_capacity(servers, self.service_rate, self.arrival_rate);
+            b = self.rates.step(servers, b);
+            let spare = spare_capacity(servers, self.rates);
             if spare > 0.0 && test.holds(&Staffed::new(*self, servers, b, spare)) {
                 return Ok(servers);
             }
@@ -335,6 +352,8 @@ impl Test {
     fn new(target: Target) -> Result<Self, ErlangError> {
         match target {
             Target::ServiceLevel { within, at_least } => {
+                finite(within, "within")?;
+                finite(at_least, "at_least")?;
                 let within = non_negative(within, "within")?;
                 let at_least = self::target(at_least, "at_least")?;
                 // Exact for at_least ≥ 0.5 (Sterbenz); the tail keeps full relative accuracy.
@@ -366,13 +385,15 @@ impl Test {
 
 impl StaffingOptions {
     fn validate(&self) -> Result<(), ErlangError> {
-        if let Some(occupancy) = self.max_occupancy
-            && !(occupancy > 0.0 && occupancy <= 1.0)
-        {
-            return Err(ErlangError::OutOfRange {
-                field: "max_occupancy",
-                value: occupancy,
-            });
+        finite(self.shrinkage, "shrinkage")?;
+        if let Some(occupancy) = self.max_occupancy {
+            finite(occupancy, "max_occupancy")?;
+            if !(occupancy > 0.0 && occupancy <= 1.0) {
+                return Err(ErlangError::OutOfRange {
+                    field: "max_occupancy",
+                    value: occupancy,
+                });
+            }
         }
         if !(0.0..1.0).contains(&self.shrinkage) {
             return Err(ErlangError::OutOfRange {
@@ -389,7 +410,13 @@ impl StaffingOptions {
             servers = servers.max((load / occupancy).ceil() as u64);
         }
         if self.shrinkage > 0.0 {
-            servers = (servers as f64 / (1.0 - self.shrinkage)).ceil() as u64;
+            // The fewest n with n·(1 − shrinkage) ≥ servers; the division can round an ulp up.
+            let available = 1.0 - self.shrinkage;
+            let mut staffed = (servers as f64 / available).ceil() as u64;
+            if (staffed - 1) as f64 * available >= servers as f64 {
+                staffed -= 1;
+            }
+            servers = staffed;
         }
         if servers > cap {
             return Err(ErlangError::Unreachable { max_servers: cap });
@@ -427,7 +454,7 @@ pub struct Staffed {
 
 impl Staffed {
     fn new(queue: MMc, servers: u64, erlang_b: f64, spare: f64) -> Self {
-        let capacity = servers as f64 * queue.service_rate;
+        let capacity = servers as f64 * queue.rates.service;
         let idle = spare / capacity; // s = 1 − ρ
         let rho = queue.load / servers as f64;
         let denominator = idle + rho * erlang_b;
@@ -495,7 +522,7 @@ impl Staffed {
 
     /// `E[Lq] = λ · E[Wq]`.
     pub fn mean_queue_len(&self) -> f64 {
-        self.queue.arrival_rate * self.mean_wait()
+        self.queue.rates.arrival * self.mean_wait()
     }
 
     /// `a / c`.
@@ -510,9 +537,11 @@ impl Staffed {
     /// `q` outside `[0, 1)`.
     pub fn wait_percentile(&self, q: f64) -> Result<f64, ErlangError> {
         let q = target(q, "q")?;
-        if q <= self.no_wait {
+        // Compared through the tails (1 − q is exact for q ≥ 0.5): no wait is needed when the
+        // fraction that waits at all is within 1 − q.
+        if self.wait <= 1.0 - q {
             return Ok(0.0);
         }
-        Ok((self.wait.ln() - (-q).ln_1p()) / self.spare)
+        Ok(((self.wait.ln() - (-q).ln_1p()) / self.spare).max(0.0))
     }
 }

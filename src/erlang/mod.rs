@@ -14,10 +14,17 @@
 //! The textbook series `Σ aᵏ/k!` overflows to NaN near `a ≈ 710` erlangs, and `aᶜ/c!` from
 //! `c = 171`. Here Erlang B comes from its forward recurrence, started `10√a` servers below the
 //! load from its overload asymptote (the error of the start is damped by `e^(−50)` on the way
-//! up), and C, `1 − C`, the service level and the mean wait from forms that never cancel, with
-//! the stability margin `cμ − λ` rounded once (`mul_add`). Against 60-digit references the
-//! results are within 1e-13 relative up to ten million erlangs, and a minimum-servers search is
-//! one upward pass of `O(√a)` steps: about 50 µs at a million erlangs. Nothing allocates.
+//! up) and stepped with the exact rates rather than a rounded `λ/μ`; C, `1 − C`, the service
+//! level and the mean wait come from forms that never cancel, with the stability margin `cμ − λ`
+//! rounded once (`mul_add`). Against high-precision references the results are within 1e-13
+//! relative up to ten million erlangs, and a minimum-servers search is one upward pass of
+//! `O(√a)` steps: about 65 µs at a million erlangs. The math allocates nothing. Loads up to
+//! 10¹² erlangs are accepted.
+//!
+//! Erlang-A sums a series per query. It is accurate to about 1e-13 while there are at least as
+//! many servers as the load, and to about 1e-11 in overload; an overload so deep that the
+//! series would need more than a million growing terms (`(λ − Nμ)/θ > 10⁶`, very patient
+//! customers) is refused with [`ErlangError::OutOfRange`].
 //!
 //! # Example
 //!

@@ -42,10 +42,10 @@ pub struct PlannerConfig {
     /// Scaling down goes no lower than the highest recommendation of this recent period
     /// (Kubernetes' HPA default is 300 s). Default 300 s.
     pub scale_down_hold: Duration,
-    /// The tolerance band of [`ReplicaPlanner::plan`], in units of the target: replicas are
-    /// removed only below the count that a target stricter by `tolerance` needs (a service level
-    /// `at_least + tolerance`, a mean wait `at_most / (1 + tolerance)`), and added above the
-    /// count the target itself needs. At least 0. Default 0.01.
+    /// The tolerance band of [`ReplicaPlanner::plan`], relative: replicas are added above the
+    /// count the target needs, and removed only below the count that a target stricter by
+    /// `1 + tolerance` needs (a fraction waiting too long of `(1 − at_least) / (1 + tolerance)`,
+    /// a mean wait of `at_most / (1 + tolerance)`). At least 0. Default 0.1.
     pub tolerance: f64,
 }
 
@@ -59,7 +59,7 @@ impl Default for PlannerConfig {
             max_step_up: u64::MAX,
             max_step_down: u64::MAX,
             scale_down_hold: Duration::from_secs(300),
-            tolerance: 0.01,
+            tolerance: 0.1,
         }
     }
 }
@@ -116,11 +116,16 @@ impl PlannerConfig {
 ///    `max_step_down` per decision: one quiet sample never removes replicas, and the hold is
 ///    measured over the recommendations, not from the last change (measuring from the last
 ///    change lets a single low sample after a quiet period scale down at once);
-/// 3. otherwise **keeps its count**: between `up` and `down` lies a dead band, so the output
-///    cannot oscillate around the threshold.
+/// 3. otherwise **keeps its count**. Between `up` and `down` lies a dead band, and scaling up
+///    also enters the new count into the hold window (so the `min_step_up` headroom is kept
+///    for a hold period): a load that wavers around a threshold does not make the output
+///    oscillate. How wide the band is in servers depends on `tolerance` and the load; at a
+///    zero-width band the hold window alone damps changes.
 ///
 /// Time is an argument, so the planner is deterministic; it only needs to be non-decreasing
-/// (an earlier time counts as the latest one seen).
+/// (an earlier time counts as the latest one seen). Step limits apply per decision: make one
+/// per period (for KEDA, per polling interval). Nothing is clamped before the first decision:
+/// [`replicas`](Self::replicas) returns the starting count until then.
 ///
 /// # Kubernetes
 ///
@@ -208,23 +213,26 @@ impl ReplicaPlanner {
             self.recent.push_back((self.now, self.replicas));
         }
 
-        while self.recent.back().is_some_and(|&(_, held)| held <= down) {
-            self.recent.pop_back();
-        }
-        self.recent.push_back((self.now, down));
+        self.remember(down);
+        let hold_period = self.config.scale_down_hold;
+        let now = self.now;
         while self
             .recent
             .front()
-            .is_some_and(|&(at, _)| at + config.scale_down_hold < self.now)
+            .is_some_and(|&(at, _)| now.saturating_sub(at) > hold_period)
         {
             self.recent.pop_front();
         }
         let hold = self.recent.front().map_or(down, |&(_, held)| held);
+        let config = &self.config;
 
         let current = self.replicas;
         self.replicas = if up > current {
             let step = (up - current).clamp(config.min_step_up, config.max_step_up);
-            current.saturating_add(step).min(config.max_replicas)
+            let raised = current.saturating_add(step).min(config.max_replicas);
+            // The headroom counts as a recommendation: it is not taken back at once.
+            self.remember(raised);
+            raised
         } else if current > config.max_replicas {
             config.max_replicas
         } else if hold < current {
@@ -235,31 +243,38 @@ impl ReplicaPlanner {
         self.replicas
     }
 
+    /// Enters a recommendation made now into the hold window, which keeps only the ones that
+    /// can still be its maximum (strictly decreasing from the front).
+    fn remember(&mut self, replicas: u64) {
+        while self
+            .recent
+            .back()
+            .is_some_and(|&(_, held)| held <= replicas)
+        {
+            self.recent.pop_back();
+        }
+        self.recent.push_back((self.now, replicas));
+    }
+
     /// One decision at time `now` for `queue` and `target`: the servers `target` needs, and
     /// those the target made stricter by [`PlannerConfig::tolerance`] needs, through
     /// [`observe`](Self::observe).
     ///
     /// # Errors
     ///
-    /// Any error of [`MMc::min_servers`]; [`OutOfRange`](ErlangError::OutOfRange) if the
-    /// tolerance makes a service-level target reach 1.
+    /// Any error of [`MMc::min_servers`].
     pub fn plan(&mut self, now: Duration, queue: &MMc, target: Target) -> Result<u64, ErlangError> {
+        let up = queue.min_servers(target)?;
+        let factor = 1.0 + self.config.tolerance;
         let stricter = match target {
-            Target::ServiceLevel { within, at_least } => {
-                let at_least = at_least + self.config.tolerance;
-                if at_least >= 1.0 {
-                    return Err(ErlangError::OutOfRange {
-                        field: "tolerance",
-                        value: self.config.tolerance,
-                    });
-                }
-                Target::ServiceLevel { within, at_least }
-            }
+            Target::ServiceLevel { within, at_least } => Target::ServiceLevel {
+                within,
+                at_least: 1.0 - (1.0 - at_least) / factor,
+            },
             Target::MeanWait { at_most } => Target::MeanWait {
-                at_most: at_most / (1.0 + self.config.tolerance),
+                at_most: at_most / factor,
             },
         };
-        let up = queue.min_servers(target)?;
         let down = queue.min_servers(stricter)?;
         Ok(self.observe(now, up, down))
     }
