@@ -14,12 +14,12 @@
 //! the reported time is wall time divided by the calls each thread made.
 
 use std::hint::black_box;
-use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
-use admit::clock::{Clock, CoarseClock, MonotonicClock};
+use admit::clock::{Clock, MonotonicClock};
 use admit::shed::Shedder;
 use admit::shed::cpu::ManualCpu;
+use admit_benches::{coarse_clock, on_two_threads};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use tokio::sync::Semaphore;
@@ -51,28 +51,6 @@ fn semaphore(overloaded: bool) -> Arc<Semaphore> {
     Arc::new(Semaphore::new(if overloaded { 0 } else { 1 << 20 }))
 }
 
-fn coarse() -> CoarseClock {
-    CoarseClock::start(Duration::from_millis(1)).expect("clock thread")
-}
-
-/// Runs `call` `iters` times on each of two threads at once; returns the wall time.
-fn on_two_threads(iters: u64, call: &(dyn Fn() -> bool + Sync)) -> Duration {
-    let start_line = Barrier::new(3);
-    std::thread::scope(|scope| {
-        for _ in 0..2 {
-            scope.spawn(|| {
-                start_line.wait();
-                for _ in 0..iters {
-                    black_box(call());
-                }
-            });
-        }
-        start_line.wait();
-        Instant::now()
-    })
-    .elapsed()
-}
-
 fn register(group: &mut BenchmarkGroup<'_, WallTime>, overloaded: bool, threads: usize) {
     macro_rules! bench {
         ($name:expr, $call:expr) => {{
@@ -93,7 +71,7 @@ fn register(group: &mut BenchmarkGroup<'_, WallTime>, overloaded: bool, threads:
         }
         Err(_) => false,
     });
-    let cached = shedder(coarse(), overloaded);
+    let cached = shedder(coarse_clock(), overloaded);
     bench!("admit/CoarseClock", || match cached.allow() {
         Ok(permit) => {
             permit.pass();

@@ -19,11 +19,11 @@
 
 use std::hint::black_box;
 use std::num::NonZeroU32;
-use std::sync::Barrier;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use admit::clock::{Clock, CoarseClock, MonotonicClock};
+use admit::clock::{Clock, MonotonicClock};
 use admit::warmup::WarmUp;
+use admit_benches::{coarse_clock, on_two_threads};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use governor::clock::{
@@ -63,32 +63,8 @@ fn governor<C: GovernorClock>(rate: u32, clock: C) -> Governor<C> {
     limiter
 }
 
-fn coarse() -> CoarseClock {
-    CoarseClock::start(Duration::from_millis(1)).expect("clock thread")
-}
-
 fn quanta_upkeep() -> QuantaUpkeepClock {
     QuantaUpkeepClock::from_interval(Duration::from_millis(1)).expect("upkeep thread")
-}
-
-/// Runs `call` `iters` times on each of two threads at once; returns the wall time.
-fn on_two_threads(iters: u64, call: &(dyn Fn() -> bool + Sync)) -> Duration {
-    let start_line = Barrier::new(3);
-    std::thread::scope(|scope| {
-        for _ in 0..2 {
-            scope.spawn(|| {
-                start_line.wait();
-                for _ in 0..iters {
-                    black_box(call());
-                }
-            });
-        }
-        start_line.wait();
-        let start = Instant::now();
-        // The scope joins both threads before returning.
-        start
-    })
-    .elapsed()
 }
 
 /// Registers every limiter-and-clock pairing in `group`, called from `threads` threads.
@@ -110,7 +86,11 @@ fn pairings(group: &mut BenchmarkGroup<'_, WallTime>, rate: u32, threads: usize)
         admit(rate, MonotonicClock::new()),
         try_acquire
     );
-    bench!("admit/CoarseClock", admit(rate, coarse()), try_acquire);
+    bench!(
+        "admit/CoarseClock",
+        admit(rate, coarse_clock()),
+        try_acquire
+    );
     bench!(
         "governor/MonotonicClock",
         governor(rate, GovernorMonotonic),
