@@ -1,11 +1,50 @@
 //! The permits an admitted request holds until it completes.
 
 use std::fmt;
+use std::ops::Deref;
 use std::sync::Arc;
 
 use super::Shedder;
 use crate::clock::Clock;
 use crate::shed::cpu::CpuSignal;
+
+/// What both permit kinds hold: the shedder (borrowed or shared), the admission time, and
+/// whether the request is still open. Ending it records the outcome exactly once; dropping it
+/// open records a failure.
+struct Completion<P: Deref<Target = Shedder<C, S>>, C: Clock, S: CpuSignal> {
+    shedder: P,
+    admitted_at: u64,
+    open: bool,
+}
+
+impl<P: Deref<Target = Shedder<C, S>>, C: Clock, S: CpuSignal> Completion<P, C, S> {
+    fn new(shedder: P, admitted_at: u64) -> Self {
+        Completion {
+            shedder,
+            admitted_at,
+            open: true,
+        }
+    }
+
+    fn finish(mut self, passed: bool) {
+        self.open = false;
+        self.shedder.complete(self.admitted_at, passed);
+    }
+
+    fn debug(&self, f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
+        f.debug_struct(name)
+            .field("admitted_at_nanos", &self.admitted_at)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: Deref<Target = Shedder<C, S>>, C: Clock, S: CpuSignal> Drop for Completion<P, C, S> {
+    fn drop(&mut self) {
+        if self.open {
+            self.shedder.complete(self.admitted_at, false);
+        }
+    }
+}
 
 /// An admitted request, borrowed from its [`Shedder`]. Call [`pass`](Permit::pass) when it
 /// succeeds or [`fail`](Permit::fail) when it does not; dropping it without either counts as a
@@ -15,48 +54,28 @@ use crate::shed::cpu::CpuSignal;
 /// failures and cancellations just end the request. Use [`Shedder::allow_owned`] for a permit
 /// that can move into a future or another thread.
 #[must_use = "dropping a permit at once counts the request as failed"]
-pub struct Permit<'a, C: Clock, S: CpuSignal> {
-    shedder: &'a Shedder<C, S>,
-    admitted_at: u64,
-    open: bool,
-}
+pub struct Permit<'a, C: Clock, S: CpuSignal>(Completion<&'a Shedder<C, S>, C, S>);
 
 impl<'a, C: Clock, S: CpuSignal> Permit<'a, C, S> {
     pub(crate) fn new(shedder: &'a Shedder<C, S>, admitted_at: u64) -> Self {
-        Permit {
-            shedder,
-            admitted_at,
-            open: true,
-        }
+        Permit(Completion::new(shedder, admitted_at))
     }
 
     /// The request succeeded: it counts towards the service's measured throughput and latency.
-    pub fn pass(mut self) {
-        self.open = false;
-        self.shedder.complete(self.admitted_at, true);
+    pub fn pass(self) {
+        self.0.finish(true);
     }
 
     /// The request failed (for example it timed out): it leaves the in-flight count and is
     /// recorded as a failure, but teaches the shedder nothing about capacity.
-    pub fn fail(mut self) {
-        self.open = false;
-        self.shedder.complete(self.admitted_at, false);
-    }
-}
-
-impl<C: Clock, S: CpuSignal> Drop for Permit<'_, C, S> {
-    fn drop(&mut self) {
-        if self.open {
-            self.shedder.complete(self.admitted_at, false);
-        }
+    pub fn fail(self) {
+        self.0.finish(false);
     }
 }
 
 impl<C: Clock, S: CpuSignal> fmt::Debug for Permit<'_, C, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Permit")
-            .field("admitted_at_nanos", &self.admitted_at)
-            .finish_non_exhaustive()
+        self.0.debug(f, "Permit")
     }
 }
 
@@ -64,51 +83,31 @@ impl<C: Clock, S: CpuSignal> fmt::Debug for Permit<'_, C, S> {
 /// spawned task or a response future. Otherwise exactly a [`Permit`]: [`pass`](Self::pass),
 /// [`fail`](Self::fail), and dropping it counts as a failure.
 #[must_use = "dropping a permit at once counts the request as failed"]
-pub struct OwnedPermit<C: Clock, S: CpuSignal> {
-    shedder: Arc<Shedder<C, S>>,
-    admitted_at: u64,
-    open: bool,
-}
+pub struct OwnedPermit<C: Clock, S: CpuSignal>(Completion<Arc<Shedder<C, S>>, C, S>);
 
 impl<C: Clock, S: CpuSignal> OwnedPermit<C, S> {
     pub(crate) fn new(shedder: Arc<Shedder<C, S>>, admitted_at: u64) -> Self {
-        OwnedPermit {
-            shedder,
-            admitted_at,
-            open: true,
-        }
+        OwnedPermit(Completion::new(shedder, admitted_at))
     }
 
     /// The request succeeded: it counts towards the service's measured throughput and latency.
-    pub fn pass(mut self) {
-        self.open = false;
-        self.shedder.complete(self.admitted_at, true);
+    pub fn pass(self) {
+        self.0.finish(true);
     }
 
     /// The request failed: it leaves the in-flight count and is recorded as a failure.
-    pub fn fail(mut self) {
-        self.open = false;
-        self.shedder.complete(self.admitted_at, false);
+    pub fn fail(self) {
+        self.0.finish(false);
     }
 
     /// The shedder this permit belongs to.
     pub fn shedder(&self) -> &Arc<Shedder<C, S>> {
-        &self.shedder
-    }
-}
-
-impl<C: Clock, S: CpuSignal> Drop for OwnedPermit<C, S> {
-    fn drop(&mut self) {
-        if self.open {
-            self.shedder.complete(self.admitted_at, false);
-        }
+        &self.0.shedder
     }
 }
 
 impl<C: Clock, S: CpuSignal> fmt::Debug for OwnedPermit<C, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OwnedPermit")
-            .field("admitted_at_nanos", &self.admitted_at)
-            .finish_non_exhaustive()
+        self.0.debug(f, "OwnedPermit")
     }
 }
