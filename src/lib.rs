@@ -55,6 +55,9 @@
 pub mod clock;
 pub mod erlang;
 mod error;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod respond;
 pub mod shed;
 mod sync;
 pub mod warmup;

@@ -63,9 +63,19 @@
 //!
 //! [`allow_owned`]: Shedder::allow_owned
 
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod classify;
 pub mod cpu;
-mod error;
+pub mod error;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod future;
+#[cfg(feature = "tower")]
+mod layer;
 mod permit;
+#[cfg(feature = "tower")]
+mod service;
 mod window;
 
 use std::fmt;
@@ -77,7 +87,13 @@ use crossbeam_utils::CachePadded;
 
 use self::cpu::{CpuSignal, SystemCpu};
 pub use self::error::{OverloadReason, Overloaded};
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub use self::layer::ShedLayer;
 pub use self::permit::{OwnedPermit, Permit};
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub use self::service::ShedService;
 use self::window::RollingWindow;
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};

@@ -125,3 +125,57 @@ impl Error for AcquireError {
         }
     }
 }
+
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub use self::rejection::WarmUpRejection;
+
+#[cfg(feature = "tower")]
+mod rejection {
+    use std::error::Error;
+    use std::fmt;
+
+    /// The error a [`WarmUpLayer`](crate::warmup::WarmUpLayer) service returns, boxed, for a request it
+    /// refused (with the default [`BoxErrorResponder`](crate::respond::BoxErrorResponder)).
+    ///
+    /// It is zero-sized, so boxing it into a [`BoxError`](crate::respond::BoxError) allocates
+    /// nothing. Test for it with `error.is::<WarmUpRejection>()`. It carries no retry hint; the
+    /// [`HttpResponder`](crate::respond::HttpResponder) and
+    /// [`GrpcResponder`](crate::respond::GrpcResponder) send one.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use admit::respond::BoxError;
+    /// use admit::warmup::error::WarmUpRejection;
+    ///
+    /// let error: BoxError = Box::new(WarmUpRejection::new());
+    /// assert!(error.is::<WarmUpRejection>());
+    /// assert_eq!(error.to_string(), "rate limit reached");
+    /// ```
+    #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+    pub struct WarmUpRejection {
+        _private: (),
+    }
+
+    impl WarmUpRejection {
+        /// A rejection.
+        pub const fn new() -> Self {
+            WarmUpRejection { _private: () }
+        }
+    }
+
+    impl fmt::Debug for WarmUpRejection {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("WarmUpRejection")
+        }
+    }
+
+    impl fmt::Display for WarmUpRejection {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("rate limit reached")
+        }
+    }
+
+    impl Error for WarmUpRejection {}
+}

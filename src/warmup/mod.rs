@@ -99,15 +99,33 @@
 //! ```
 
 mod curve;
-mod error;
+pub mod error;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod future;
+#[cfg(feature = "tonic")]
+mod interceptor;
+#[cfg(feature = "tower")]
+mod layer;
 mod sentinel;
+#[cfg(feature = "tower")]
+mod service;
 
 use std::fmt;
 use std::time::Duration;
 
 pub use self::curve::Curve;
 pub use self::error::{AcquireError, Rejected};
+#[cfg(feature = "tonic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
+pub use self::interceptor::WarmUpInterceptor;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub use self::layer::WarmUpLayer;
 use self::sentinel::SentinelWindow;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub use self::service::WarmUpService;
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
 

@@ -1,0 +1,195 @@
+//! How the tower layers answer the requests they refuse.
+//!
+//! [`ShedLayer`](crate::shed::ShedLayer) and [`WarmUpLayer`](crate::warmup::WarmUpLayer) decide in
+//! `call` whether a request may reach the inner service. When one refuses, a [`Respond`]
+//! implementation turns the refusal (an [`Overloaded`] or a [`Rejected`], both carrying a retry
+//! hint) into what the service returns. Three come with the crate:
+//!
+//! | responder | service error | a refusal becomes | for |
+//! |---|---|---|---|
+//! | [`BoxErrorResponder`] (default) | [`BoxError`] | `Err` of a zero-sized [`ShedRejection`] or [`WarmUpRejection`] | any tower stack; axum with `HandleErrorLayer` |
+//! | [`HttpResponder`] (`http` feature) | unchanged | an empty response, 503 (or 429) with `Retry-After` | axum, hyper, tower-http stacks |
+//! | [`GrpcResponder`] (`tonic` feature) | unchanged | a gRPC status response, `RESOURCE_EXHAUSTED` (or `UNAVAILABLE`) with `grpc-retry-pushback-ms` | tonic servers |
+//!
+//! Implement [`Respond`] yourself for anything else, for example a JSON error body.
+//!
+//! # Which one
+//!
+//! A boxed error is tower's convention and works everywhere, but it carries no retry hint
+//! (boxing a value that carries one would allocate on every refusal) and it needs a handler:
+//! axum answers an error that reaches it by closing the connection, so put a
+//! `HandleErrorLayer` above the layer, and tonic resets the stream for an error it does not
+//! recognise. [`HttpResponder`] and [`GrpcResponder`] answer the client themselves, keep the
+//! inner service's error type, and include the retry hint.
+//!
+//! [`Overloaded`]: crate::shed::Overloaded
+//! [`Rejected`]: crate::warmup::Rejected
+//! [`ShedRejection`]: crate::shed::error::ShedRejection
+//! [`WarmUpRejection`]: crate::warmup::error::WarmUpRejection
+
+#[cfg(feature = "tonic")]
+mod grpc;
+#[cfg(feature = "http")]
+mod http;
+
+use std::error::Error;
+use std::time::Duration;
+
+#[cfg(feature = "tonic")]
+pub use self::grpc::GrpcResponder;
+#[cfg(feature = "http")]
+pub use self::http::HttpResponder;
+use crate::shed::Overloaded;
+use crate::shed::error::ShedRejection;
+use crate::warmup::Rejected;
+use crate::warmup::error::WarmUpRejection;
+
+/// tower's boxed error type: what [`BoxErrorResponder`] services return.
+pub type BoxError = Box<dyn Error + Send + Sync>;
+
+/// A limiter's refusal of one request, as the layers hand it to a [`Respond`]er.
+///
+/// Implemented by [`Overloaded`] (the shedder) and [`Rejected`] (the warm-up bucket); write a
+/// responder generic over `Refusal` to serve both layers.
+pub trait Refusal: Copy + Error + Send + Sync + 'static {
+    /// The zero-sized error [`BoxErrorResponder`] boxes for this refusal: boxing it allocates
+    /// nothing.
+    type Boxed: Error + Default + Send + Sync + 'static;
+
+    /// How long the client should wait before trying again (see [`Overloaded::retry_after`]
+    /// and [`Rejected::retry_after`]).
+    fn retry_after(&self) -> Duration;
+
+    /// The [`Retry-After`](https://www.rfc-editor.org/rfc/rfc9110#section-10.2.3) value for this
+    /// refusal: the retry hint in whole seconds, rounded up, at least 1.
+    fn retry_after_secs(&self) -> u64 {
+        let hint = self.retry_after();
+        let secs = hint.as_secs() + u64::from(hint.subsec_nanos() > 0);
+        secs.max(1)
+    }
+
+    /// The retry hint in whole milliseconds, rounded up and capped at `i32::MAX`: the value of
+    /// gRPC's `grpc-retry-pushback-ms`, a signed 32-bit count.
+    fn retry_after_millis(&self) -> i32 {
+        let hint = self.retry_after();
+        let millis = hint.as_millis() + u128::from(!hint.subsec_nanos().is_multiple_of(1_000_000));
+        i32::try_from(millis).unwrap_or(i32::MAX)
+    }
+}
+
+impl Refusal for Overloaded {
+    type Boxed = ShedRejection;
+
+    fn retry_after(&self) -> Duration {
+        Overloaded::retry_after(self)
+    }
+}
+
+impl Refusal for Rejected {
+    type Boxed = WarmUpRejection;
+
+    fn retry_after(&self) -> Duration {
+        Rejected::retry_after(self)
+    }
+}
+
+/// Turns a layer's refusal into what its service returns, and the inner service's errors into
+/// the service's error type.
+///
+/// `F` is the refusal ([`Overloaded`] or [`Rejected`]), `T` the inner service's response and
+/// `E` its error.
+///
+/// # Example
+///
+/// A responder that answers refusals with a JSON body:
+///
+/// ```
+/// use admit::respond::{Refusal, Respond};
+///
+/// use admit::warmup::{WarmUp, WarmUpLayer};
+///
+/// #[derive(Clone, Debug)]
+/// struct JsonRefusal;
+///
+/// impl<F: Refusal, E> Respond<F, http::Response<String>, E> for JsonRefusal {
+///     type Error = E;
+///
+///     fn respond(&self, refusal: F) -> Result<http::Response<String>, E> {
+///         let body = format!(r#"{{"error":"busy","retry_after_s":{}}}"#, refusal.retry_after_secs());
+///         Ok(http::Response::builder()
+///             .status(503)
+///             .header("content-type", "application/json")
+///             .body(body)
+///             .expect("a valid response"))
+///     }
+///
+///     fn inner_error(error: E) -> E {
+///         error
+///     }
+/// }
+///
+/// let layer = WarmUpLayer::new(WarmUp::builder(100.0).build()?).respond_with(JsonRefusal);
+/// # let _ = layer;
+/// # Ok::<(), admit::ConfigError>(())
+/// ```
+pub trait Respond<F, T, E> {
+    /// The layered service's error type.
+    type Error;
+
+    /// What the service returns for a refused request.
+    fn respond(&self, refusal: F) -> Result<T, Self::Error>;
+
+    /// Converts an error of the inner service (from `poll_ready` or its response future).
+    fn inner_error(error: E) -> Self::Error;
+}
+
+/// Refusals become errors, tower style: the service's error is a [`BoxError`], and a refusal
+/// is a boxed zero-sized [`ShedRejection`] or [`WarmUpRejection`] (boxing them allocates
+/// nothing). Inner errors are boxed with `Into<BoxError>`.
+///
+/// Test for a refusal with `error.is::<ShedRejection>()`. The boxed error carries no retry
+/// hint; use [`HttpResponder`] or [`GrpcResponder`] to send one.
+///
+/// With axum, answer the error in a `HandleErrorLayer` placed above the layer:
+///
+/// ```
+/// use std::sync::Arc;
+/// use axum::{Router, error_handling::HandleErrorLayer, http::StatusCode, routing::get};
+/// use admit::respond::BoxError;
+/// use admit::shed::{ShedLayer, Shedder, error::ShedRejection};
+/// use tower::ServiceBuilder;
+///
+/// async fn refused(error: BoxError) -> StatusCode {
+///     if error.is::<ShedRejection>() {
+///         StatusCode::SERVICE_UNAVAILABLE
+///     } else {
+///         StatusCode::INTERNAL_SERVER_ERROR
+///     }
+/// }
+///
+/// let shedder = Arc::new(Shedder::builder().build()?);
+/// let app: Router = Router::new().route("/", get(|| async { "hello" })).layer(
+///     ServiceBuilder::new()
+///         .layer(HandleErrorLayer::new(refused))
+///         .layer(ShedLayer::new(shedder)),
+/// );
+/// # let _ = app;
+/// # Ok::<(), admit::ConfigError>(())
+/// ```
+///
+/// [`ShedRejection`]: crate::shed::error::ShedRejection
+/// [`WarmUpRejection`]: crate::warmup::error::WarmUpRejection
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BoxErrorResponder;
+
+impl<F: Refusal, T, E: Into<BoxError>> Respond<F, T, E> for BoxErrorResponder {
+    type Error = BoxError;
+
+    fn respond(&self, _refusal: F) -> Result<T, BoxError> {
+        Err(Box::new(F::Boxed::default()))
+    }
+
+    fn inner_error(error: E) -> BoxError {
+        error.into()
+    }
+}
