@@ -17,6 +17,20 @@
 //! - [`clock`]: the injectable time source every limiter reads, including a [`clock::ManualClock`]
 //!   that makes tests deterministic.
 //!
+//! Both limiters are also tower middleware, for axum, tonic and any tower stack:
+//! [`shed::ShedLayer`] and [`warmup::WarmUpLayer`], deciding each request in `call` with shared
+//! state, releasing a cancelled request's slot, and answering refusals the way you choose
+//! ([`respond`]): a boxed zero-sized error, an HTTP 503 (or 429) with `Retry-After`, or a gRPC
+//! `RESOURCE_EXHAUSTED` with `grpc-retry-pushback-ms`.
+//!
+//! # Features
+//!
+//! | feature | default | adds |
+//! |---|---|---|
+//! | `tower` | yes | [`shed::ShedLayer`], [`warmup::WarmUpLayer`], [`respond`], [`shed::classify`] |
+//! | `http` | no | answering refusals with HTTP responses, go-zero's HTTP and gRPC classifiers |
+//! | `tonic` | no | answering refusals with `tonic::Status`, `From` conversions into it, [`warmup::WarmUpInterceptor`] |
+//!
 //! The hot paths are lock-free and allocation-free: a decision is a clock read and a few atomic
 //! operations.
 //!

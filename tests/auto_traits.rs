@@ -38,3 +38,67 @@ fn small_values_are_copy() {
     copyable::<Curve>();
     copyable::<MonotonicClock>();
 }
+
+/// The tower layers, their services and futures move across threads and tasks, as axum
+/// (`Clone + Send + Sync` services, `Send` futures) and tonic require.
+#[cfg(feature = "tonic")]
+mod layers {
+    use std::convert::Infallible;
+    use std::future::Ready;
+
+    use admit::clock::ManualClock;
+    use admit::respond::{BoxErrorResponder, GrpcResponder, HttpResponder};
+    use admit::shed::classify::{ErrorsFail, ErrorsPass, GoZeroGrpc, GoZeroHttp};
+    use admit::shed::cpu::{ManualCpu, SystemCpu};
+    use admit::shed::error::ShedRejection;
+    use admit::shed::{ShedLayer, ShedService};
+    use admit::warmup::error::WarmUpRejection;
+    use admit::warmup::{WarmUpInterceptor, WarmUpLayer, WarmUpService};
+
+    use super::{boxable_error, shareable};
+
+    fn clonable<T: Clone + Send + Sync + 'static>() {}
+    fn sendable<T: Send + 'static>() {}
+
+    type Inner = Ready<Result<http::Response<()>, Infallible>>;
+
+    #[test]
+    fn layers_services_and_futures_are_send() {
+        clonable::<ShedLayer>();
+        clonable::<ShedLayer<ManualClock, ManualCpu, GoZeroHttp, HttpResponder>>();
+        clonable::<ShedLayer<ManualClock, SystemCpu, GoZeroGrpc, GrpcResponder>>();
+        clonable::<ShedLayer<ManualClock, SystemCpu, ErrorsFail, BoxErrorResponder>>();
+        clonable::<ShedService<(), ManualClock, ManualCpu, ErrorsPass, BoxErrorResponder>>();
+        clonable::<WarmUpLayer>();
+        clonable::<WarmUpLayer<ManualClock, HttpResponder>>();
+        clonable::<WarmUpService<(), ManualClock, GrpcResponder>>();
+        clonable::<WarmUpInterceptor>();
+        sendable::<
+            admit::shed::future::ResponseFuture<
+                Inner,
+                ManualClock,
+                SystemCpu,
+                GoZeroHttp,
+                HttpResponder,
+            >,
+        >();
+        sendable::<admit::warmup::future::ResponseFuture<Inner, BoxErrorResponder>>();
+        shareable::<
+            admit::shed::future::ResponseFuture<
+                Inner,
+                ManualClock,
+                SystemCpu,
+                GoZeroHttp,
+                HttpResponder,
+            >,
+        >();
+    }
+
+    #[test]
+    fn rejections_are_zero_sized_errors() {
+        boxable_error::<ShedRejection>();
+        boxable_error::<WarmUpRejection>();
+        assert_eq!(size_of::<ShedRejection>(), 0);
+        assert_eq!(size_of::<WarmUpRejection>(), 0);
+    }
+}

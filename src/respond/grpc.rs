@@ -142,3 +142,54 @@ impl From<WarmUpRejection> for Status {
         status(Code::ResourceExhausted, rejection.to_string(), None)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tonic::{Code, Status};
+
+    use super::{GrpcResponder, RETRY_PUSHBACK};
+    use crate::shed::error::ShedRejection;
+    use crate::shed::{OverloadReason, Overloaded};
+    use crate::warmup::AcquireError;
+
+    fn pushback(status: &Status) -> Option<&str> {
+        status
+            .metadata()
+            .get(RETRY_PUSHBACK)
+            .map(|value| value.to_str().unwrap())
+    }
+
+    #[test]
+    fn refusals_become_statuses_with_pushback() {
+        let overloaded = Overloaded::new(OverloadReason::CoolOff, 1_500_000);
+        let status = Status::from(overloaded);
+        assert_eq!(status.code(), Code::ResourceExhausted);
+        assert_eq!(pushback(&status), Some("2"));
+        assert_eq!(status.message(), overloaded.to_string());
+
+        let status = GrpcResponder::unavailable().status(overloaded);
+        assert_eq!(status.code(), Code::Unavailable);
+        assert_eq!(pushback(&status), Some("2"));
+
+        let never = Status::from(AcquireError::ExceedsCapacity {
+            requested: 5,
+            capacity: 3,
+        });
+        assert_eq!(pushback(&never), Some("-1"), "do not retry");
+        let boxed = Status::from(ShedRejection::new());
+        assert_eq!(boxed.code(), Code::ResourceExhausted);
+        assert_eq!(pushback(&boxed), None);
+    }
+
+    #[test]
+    fn the_response_is_trailers_only() {
+        let overloaded = Overloaded::new(OverloadReason::Cpu, 100_000_000);
+        let response: http::Response<()> =
+            super::Respond::<_, _, ()>::respond(&GrpcResponder::default(), overloaded).unwrap();
+        assert_eq!(response.status(), 200);
+        let headers = response.headers();
+        assert_eq!(headers["grpc-status"], "8");
+        assert_eq!(headers[RETRY_PUSHBACK], "100");
+        assert_eq!(headers["content-type"], "application/grpc");
+    }
+}

@@ -193,3 +193,32 @@ impl<F: Refusal, T, E: Into<BoxError>> Respond<F, T, E> for BoxErrorResponder {
         error.into()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Refusal;
+    use crate::shed::{OverloadReason, Overloaded};
+
+    fn hint(nanos: u64) -> Overloaded {
+        Overloaded::new(OverloadReason::Cpu, nanos)
+    }
+
+    #[test]
+    fn retry_after_rounds_up_to_at_least_one_second() {
+        assert_eq!(hint(0).retry_after_secs(), 1);
+        assert_eq!(hint(1).retry_after_secs(), 1);
+        assert_eq!(hint(1_000_000_000).retry_after_secs(), 1);
+        assert_eq!(hint(1_000_000_001).retry_after_secs(), 2);
+        assert_eq!(hint(u64::MAX).retry_after_secs(), 18_446_744_074);
+    }
+
+    #[test]
+    fn pushback_rounds_up_to_whole_milliseconds_within_i32() {
+        assert_eq!(hint(0).retry_after_millis(), 0);
+        assert_eq!(hint(1).retry_after_millis(), 1);
+        assert_eq!(hint(1_000_000).retry_after_millis(), 1);
+        assert_eq!(hint(1_500_000).retry_after_millis(), 2);
+        assert_eq!(hint(2_147_483_647_000_000).retry_after_millis(), i32::MAX);
+        assert_eq!(hint(u64::MAX).retry_after_millis(), i32::MAX);
+    }
+}

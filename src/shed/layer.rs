@@ -33,6 +33,16 @@ use crate::respond::BoxErrorResponder;
 /// - [`http`](Self::http) answers `503 Service Unavailable` with `Retry-After` itself;
 /// - [`grpc`](Self::grpc) answers a `RESOURCE_EXHAUSTED` status with `grpc-retry-pushback-ms`.
 ///
+/// # Where it goes in the stack
+///
+/// Put it inside any other layer that refuses requests, such as a
+/// [`WarmUpLayer`](crate::warmup::WarmUpLayer) or an authentication check, so that it sees
+/// only the requests that reach the service. A refusal from a layer inside it arrives as an
+/// error or an error response, which the classifier may count as a pass (the default counts
+/// every completed request), and its near-zero latency would convince the shedder that the
+/// service is faster than it is. With tower's `ServiceBuilder` and tonic's `Server::layer` the
+/// first layer added is the outermost; with axum's `Router::layer` the last call is.
+///
 /// # Example
 ///
 /// ```

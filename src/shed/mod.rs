@@ -25,6 +25,9 @@
 //! without either counts as a failure: a cancelled request did no useful work. Only passes feed
 //! the throughput and latency the limit is computed from.
 //!
+//! In a tower stack (axum, tonic, hyper), [`ShedLayer`] does all of this per request; its
+//! [classifier](classify) decides pass or fail from the response.
+//!
 //! # Parity with go-zero
 //!
 //! The decision reproduces go-zero's `adaptiveShedder` (`core/load`, 2024) exactly: the `>=` CPU

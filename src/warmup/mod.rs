@@ -56,6 +56,11 @@
 //!   later, so concurrent callers overshoot the limit; here an admission is a single
 //!   compare-and-swap on the window, which no caller can slip past.
 //!
+//! # In a tower stack
+//!
+//! [`WarmUpLayer`] takes one permit per request in axum, tonic or any tower stack, and
+//! [`WarmUpInterceptor`] does the same as a tonic interceptor (`tonic` feature).
+//!
 //! # Cost
 //!
 //! `try_acquire` reads the clock once, loads three words and, when it admits, performs one

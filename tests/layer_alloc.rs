@@ -1,0 +1,116 @@
+//! The layers add no heap allocation per request: admitted requests through `ShedLayer` and
+//! `WarmUpLayer` (boxed-error and HTTP responders), and refusals answered with the boxed,
+//! zero-sized errors. The inner service here allocates nothing itself, so every allocation
+//! counted would be the layers'.
+//!
+//! Allocations are counted per thread; one test in this file.
+
+#![cfg(feature = "http")]
+
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+
+use std::convert::Infallible;
+use std::future::{Future, ready};
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use admit::clock::ManualClock;
+use admit::shed::Shedder;
+use admit::shed::cpu::ManualCpu;
+use admit::shed::{ShedLayer, error::ShedRejection};
+use admit::warmup::{WarmUp, WarmUpLayer, error::WarmUpRejection};
+use counting_alloc::allocations_during;
+use http::Response;
+use tower::{Layer, Service};
+
+/// Drives one request through `service`: readiness, call, and the response future.
+fn request<S: Service<()>>(service: &mut S) -> Result<S::Response, S::Error> {
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(service.poll_ready(&mut cx).is_ready());
+    let mut future = pin!(service.call(()));
+    match future.as_mut().poll(&mut cx) {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("the inner service is always ready"),
+    }
+}
+
+#[test]
+fn layers_allocate_nothing_per_request() {
+    // An inner service that allocates nothing: an empty `Response` has an unallocated header
+    // map.
+    let inner = tower::service_fn(|()| ready(Ok::<_, Infallible>(Response::new(()))));
+    let clock = ManualClock::new();
+    let cpu = ManualCpu::new(0);
+    let shedder = Arc::new(
+        Shedder::builder()
+            .clock(clock.clone())
+            .cpu(cpu.clone())
+            .build()
+            .unwrap(),
+    );
+    let fast = Arc::new(
+        WarmUp::builder(1_000_000.0)
+            .clock(clock.clone())
+            .start_warm(true)
+            .build()
+            .unwrap(),
+    );
+    let slow = Arc::new(WarmUp::builder(3.0).clock(clock.clone()).build().unwrap());
+
+    let mut shed_boxed = ShedLayer::new(shedder.clone()).layer(inner);
+    let mut shed_http = ShedLayer::new(shedder.clone()).http().layer(inner);
+    let mut warm_boxed = WarmUpLayer::new(fast.clone()).layer(inner);
+    let mut warm_http = WarmUpLayer::new(fast.clone()).http().layer(inner);
+    let mut warm_refusing = WarmUpLayer::new(slow.clone()).layer(inner);
+    // The layers as axum's `Router::layer` uses them: a fresh service per request.
+    let per_request = ShedLayer::new(shedder.clone()).http();
+
+    // Warm up the lazily initialised parts (the first window, thread-locals).
+    request(&mut shed_boxed).unwrap();
+    request(&mut warm_boxed).unwrap();
+
+    let mut held = Vec::with_capacity(20);
+    let (mut admitted, mut refused_shed, mut refused_warm) = (0u32, 0u32, 0u32);
+    let allocations = allocations_during(|| {
+        for round in 0..3_000u32 {
+            if round % 10 == 0 {
+                clock.advance(Duration::from_millis(7));
+            }
+            request(&mut shed_boxed).unwrap();
+            request(&mut shed_http).unwrap();
+            request(&mut warm_boxed).unwrap();
+            request(&mut warm_http).unwrap();
+            let mut fresh = per_request.clone().layer(inner);
+            request(&mut fresh).unwrap();
+            admitted += 5;
+            match request(&mut warm_refusing) {
+                Ok(_) => admitted += 1,
+                Err(error) => {
+                    assert!(error.is::<WarmUpRejection>());
+                    refused_warm += 1;
+                }
+            }
+        }
+        // Overload the shedder and refuse with the boxed error.
+        held.extend((0..20).map(|_| shedder.allow_owned().unwrap()));
+        for permit in held.drain(..5) {
+            permit.pass();
+        }
+        cpu.set(1000);
+        for _ in 0..1_000 {
+            let error = request(&mut shed_boxed).unwrap_err();
+            assert!(error.is::<ShedRejection>());
+            refused_shed += 1;
+        }
+    });
+    assert_eq!(
+        allocations,
+        0,
+        "{allocations} allocations for {admitted} admitted and {} refused requests",
+        refused_shed + refused_warm
+    );
+    assert!(admitted >= 15_000 && refused_warm > 0 && refused_shed == 1_000);
+}

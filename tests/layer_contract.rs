@@ -1,0 +1,451 @@
+//! The tower contract of `ShedLayer` and `WarmUpLayer`, against tower-test's mock service:
+//! readiness reserves nothing, refused requests never reach the inner service, dropping a
+//! response future ends the request as a failure, the classifiers decide as documented, and
+//! every service a layer makes shares one limiter.
+//!
+//! Futures are polled by hand with a no-op waker: nothing here sleeps or needs a runtime.
+
+#![cfg(feature = "http")]
+
+use std::convert::Infallible;
+use std::future::{Future, Ready, ready};
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use admit::clock::ManualClock;
+use admit::respond::{BoxError, HttpResponder, Refusal};
+use admit::shed::classify::{ErrorsFail, ErrorsPass, GoZeroGrpc, GoZeroHttp, Outcome};
+use admit::shed::cpu::ManualCpu;
+use admit::shed::error::ShedRejection;
+use admit::shed::{OverloadReason, ShedLayer, Shedder};
+use admit::warmup::error::WarmUpRejection;
+use admit::warmup::{WarmUp, WarmUpLayer};
+use http::{Response, StatusCode};
+use tower::{Layer, Service};
+use tower_test::mock;
+
+type TestShedder = Shedder<ManualClock, ManualCpu>;
+
+struct Fixture {
+    clock: ManualClock,
+    cpu: ManualCpu,
+    shedder: Arc<TestShedder>,
+}
+
+fn fixture() -> Fixture {
+    let clock = ManualClock::new();
+    let cpu = ManualCpu::new(0);
+    let shedder = Arc::new(
+        Shedder::builder()
+            .clock(clock.clone())
+            .cpu(cpu.clone())
+            .build()
+            .unwrap(),
+    );
+    Fixture {
+        clock,
+        cpu,
+        shedder,
+    }
+}
+
+impl Fixture {
+    /// Makes the shedder refuse: requests held in flight (returned; keep them alive) and a hot
+    /// CPU. With no data in the window its limit is 10 × 0.1 = 1 request.
+    fn overload(&self) -> Vec<admit::shed::OwnedPermit<ManualClock, ManualCpu>> {
+        let mut held: Vec<_> = (0..20)
+            .map(|_| self.shedder.allow_owned().unwrap())
+            .collect();
+        for permit in held.drain(..5) {
+            permit.pass();
+        }
+        self.cpu.set(1000);
+        held
+    }
+}
+
+fn poll_once<F: Future>(future: F) -> Poll<F::Output> {
+    let mut future = pin!(future);
+    future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+}
+
+fn ready_now<F: Future>(future: F) -> F::Output {
+    match poll_once(future) {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("the future was expected to be ready at once"),
+    }
+}
+
+fn poll_ready<S: Service<R>, R>(service: &mut S) -> Poll<Result<(), S::Error>> {
+    service.poll_ready(&mut Context::from_waker(Waker::noop()))
+}
+
+/// An always-ready inner service answering with `status` (and, for gRPC, a `grpc-status`).
+fn answering(
+    status: StatusCode,
+    grpc_status: Option<&'static str>,
+) -> impl Service<
+    (),
+    Response = Response<()>,
+    Error = Infallible,
+    Future = Ready<Result<Response<()>, Infallible>>,
+> + Clone {
+    tower::service_fn(move |()| {
+        let mut response = Response::new(());
+        *response.status_mut() = status;
+        if let Some(code) = grpc_status {
+            response
+                .headers_mut()
+                .insert("grpc-status", http::HeaderValue::from_static(code));
+        }
+        ready(Ok(response))
+    })
+}
+
+#[test]
+fn poll_ready_on_many_clones_reserves_nothing() {
+    let f = fixture();
+    let limiter = Arc::new(WarmUp::builder(9.0).clock(f.clock.clone()).build().unwrap());
+    let (inner, mut handle) = mock::pair::<(), ()>();
+    handle.allow(1000);
+    // The warm-up bucket outside: the shedder sees only the requests it lets through.
+    let stack = tower::ServiceBuilder::new()
+        .layer(WarmUpLayer::new(limiter.clone()))
+        .layer(ShedLayer::new(f.shedder.clone()))
+        .service(inner);
+
+    let mut clones: Vec<_> = (0..100).map(|_| stack.clone()).collect();
+    for service in &mut clones {
+        assert!(matches!(poll_ready(service), Poll::Ready(Ok(()))));
+    }
+    let shed = f.shedder.snapshot();
+    assert_eq!(
+        (shed.flying, shed.passed, shed.failed, shed.dropped),
+        (0, 0, 0, 0),
+        "readiness must not touch the shedder"
+    );
+    assert_eq!(
+        limiter.snapshot().window_passes,
+        0,
+        "readiness must not take permits"
+    );
+    // All 100 clones are ready, yet the cold limit of 3 per second still holds for calls.
+    let mut admitted = 0;
+    for service in &mut clones {
+        let future = service.call(());
+        if let Poll::Ready(Some((_, send))) = handle.poll_request() {
+            send.send_response(());
+        }
+        if ready_now(future).is_ok() {
+            admitted += 1;
+        }
+    }
+    assert_eq!(admitted, 3);
+    assert_eq!(f.shedder.snapshot().passed, 3);
+}
+
+#[test]
+fn readiness_follows_the_inner_service() {
+    let f = fixture();
+    let (inner, mut handle) = mock::pair::<(), ()>();
+    let mut service = ShedLayer::new(f.shedder.clone()).layer(inner);
+    handle.allow(0);
+    assert!(poll_ready(&mut service).is_pending());
+    handle.allow(1);
+    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    handle.send_error("broken");
+    let error = match poll_ready(&mut service) {
+        Poll::Ready(Err(error)) => error,
+        other => panic!("expected the inner error, got {other:?}"),
+    };
+    assert_eq!(error.to_string(), "broken");
+    assert_eq!(f.shedder.snapshot().flying, 0);
+}
+
+#[test]
+fn a_refused_call_never_reaches_the_inner_service() {
+    let f = fixture();
+    let _held = f.overload();
+    let (inner, mut handle) = mock::pair::<(), ()>();
+    handle.allow(10);
+    let mut service = ShedLayer::new(f.shedder.clone()).layer(inner);
+    let dropped_before = f.shedder.snapshot().dropped;
+
+    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    let error: BoxError = ready_now(service.call(())).unwrap_err();
+    assert!(error.is::<ShedRejection>(), "got {error}");
+    assert!(
+        handle.poll_request().is_pending(),
+        "the inner service was called"
+    );
+    assert_eq!(f.shedder.snapshot().dropped, dropped_before + 1);
+
+    // The same for the warm-up bucket: 3 rps, 1 while cold.
+    let limiter = WarmUp::builder(3.0).clock(f.clock.clone()).build().unwrap();
+    let (inner, mut handle) = mock::pair::<(), ()>();
+    handle.allow(10);
+    let mut service = WarmUpLayer::new(limiter).layer(inner);
+    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    let first = service.call(());
+    let (_, send) = match handle.poll_request() {
+        Poll::Ready(Some(request)) => request,
+        _ => panic!("the admitted request did not reach the inner service"),
+    };
+    send.send_response(());
+    assert!(ready_now(first).is_ok());
+    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    let error = ready_now(service.call(())).unwrap_err();
+    assert!(error.is::<WarmUpRejection>(), "got {error}");
+    assert!(handle.poll_request().is_pending());
+}
+
+#[test]
+fn dropping_a_pending_future_ends_the_request_as_a_failure() {
+    let f = fixture();
+    let (inner, mut handle) = mock::pair::<(), ()>();
+    handle.allow(1);
+    let mut service = ShedLayer::new(f.shedder.clone()).layer(inner);
+    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    let mut future = Box::pin(service.call(()));
+    assert!(poll_once(future.as_mut()).is_pending());
+    assert_eq!(f.shedder.snapshot().flying, 1);
+
+    f.clock.advance(Duration::from_millis(40));
+    drop(future);
+    let snapshot = f.shedder.snapshot();
+    assert_eq!(snapshot.flying, 0, "the in-flight slot was not released");
+    assert_eq!((snapshot.passed, snapshot.failed), (0, 1));
+    // No latency sample: after the bucket ends, the window still has no pass to average.
+    f.clock.advance(Duration::from_secs(1));
+    assert_eq!(f.shedder.snapshot().mean_service_time_ms, None);
+
+    // A future dropped before it was ever polled counts the same way.
+    handle.allow(1);
+    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    drop(service.call(()));
+    let snapshot = f.shedder.snapshot();
+    assert_eq!((snapshot.flying, snapshot.failed), (0, 2));
+}
+
+#[test]
+fn a_completed_request_records_its_latency() {
+    let f = fixture();
+    let (inner, mut handle) = mock::pair::<(), ()>();
+    handle.allow(1);
+    let mut service = ShedLayer::new(f.shedder.clone()).layer(inner);
+    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    let mut future = Box::pin(service.call(()));
+    let (_, send) = match handle.poll_request() {
+        Poll::Ready(Some(request)) => request,
+        _ => panic!("no request"),
+    };
+    f.clock.advance(Duration::from_millis(30));
+    send.send_response(());
+    assert!(matches!(poll_once(future.as_mut()), Poll::Ready(Ok(()))));
+    f.clock.advance(Duration::from_millis(100));
+    let snapshot = f.shedder.snapshot();
+    assert_eq!((snapshot.flying, snapshot.passed), (0, 1));
+    assert_eq!(snapshot.mean_service_time_ms, Some(30.0));
+}
+
+/// Runs one request answered with `status`/`grpc_status` through a shed layer with
+/// `classifier` and reports whether it passed.
+fn outcome_of<K>(classifier: K, status: StatusCode, grpc_status: Option<&'static str>) -> Outcome
+where
+    K: admit::shed::classify::Classify<Response<()>, Infallible> + Clone,
+{
+    let f = fixture();
+    let mut service = ShedLayer::new(f.shedder.clone())
+        .classify(classifier)
+        .respond_with(HttpResponder::default())
+        .layer(answering(status, grpc_status));
+    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    ready_now(service.call(())).unwrap();
+    let snapshot = f.shedder.snapshot();
+    assert_eq!(snapshot.flying, 0);
+    match (snapshot.passed, snapshot.failed) {
+        (1, 0) => Outcome::Pass,
+        (0, 1) => Outcome::Fail,
+        other => panic!("unexpected counts {other:?}"),
+    }
+}
+
+#[test]
+fn go_zero_http_fails_only_503() {
+    assert_eq!(outcome_of(GoZeroHttp, StatusCode::OK, None), Outcome::Pass);
+    assert_eq!(
+        outcome_of(GoZeroHttp, StatusCode::INTERNAL_SERVER_ERROR, None),
+        Outcome::Pass
+    );
+    assert_eq!(
+        outcome_of(GoZeroHttp, StatusCode::TOO_MANY_REQUESTS, None),
+        Outcome::Pass
+    );
+    assert_eq!(
+        outcome_of(GoZeroHttp, StatusCode::SERVICE_UNAVAILABLE, None),
+        Outcome::Fail
+    );
+}
+
+#[test]
+fn go_zero_grpc_fails_only_deadline_exceeded() {
+    assert_eq!(outcome_of(GoZeroGrpc, StatusCode::OK, None), Outcome::Pass);
+    assert_eq!(
+        outcome_of(GoZeroGrpc, StatusCode::OK, Some("0")),
+        Outcome::Pass
+    );
+    // INTERNAL, UNAVAILABLE, RESOURCE_EXHAUSTED: errors pass, as in go-zero.
+    for code in ["13", "14", "8", "40"] {
+        assert_eq!(
+            outcome_of(GoZeroGrpc, StatusCode::OK, Some(code)),
+            Outcome::Pass,
+            "grpc-status {code}"
+        );
+    }
+    assert_eq!(
+        outcome_of(GoZeroGrpc, StatusCode::OK, Some("4")),
+        Outcome::Fail
+    );
+    // The HTTP status means nothing to gRPC.
+    assert_eq!(
+        outcome_of(GoZeroGrpc, StatusCode::SERVICE_UNAVAILABLE, None),
+        Outcome::Pass
+    );
+}
+
+#[test]
+fn custom_closures_classify() {
+    let server_errors_fail = |result: Result<&Response<()>, &Infallible>| match result {
+        Ok(response) if response.status().is_server_error() => Outcome::Fail,
+        _ => Outcome::Pass,
+    };
+    assert_eq!(
+        outcome_of(server_errors_fail, StatusCode::BAD_GATEWAY, None),
+        Outcome::Fail
+    );
+    assert_eq!(
+        outcome_of(server_errors_fail, StatusCode::NOT_FOUND, None),
+        Outcome::Pass
+    );
+}
+
+/// Runs one request whose inner service fails through a shed layer with `classifier`.
+fn error_outcome<K>(classifier: K) -> (Outcome, BoxError)
+where
+    K: admit::shed::classify::Classify<Response<()>, &'static str> + Clone,
+{
+    let f = fixture();
+    let inner = tower::service_fn(|()| ready(Err::<Response<()>, _>("inner failure")));
+    let mut service = ShedLayer::new(f.shedder.clone())
+        .classify(classifier)
+        .layer(inner);
+    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    let error = ready_now(service.call(())).unwrap_err();
+    let snapshot = f.shedder.snapshot();
+    let outcome = match (snapshot.passed, snapshot.failed) {
+        (1, 0) => Outcome::Pass,
+        (0, 1) => Outcome::Fail,
+        other => panic!("unexpected counts {other:?}"),
+    };
+    (outcome, error)
+}
+
+#[test]
+fn inner_errors_are_classified_and_passed_through() {
+    let (outcome, error) = error_outcome(ErrorsPass);
+    assert_eq!(outcome, Outcome::Pass, "go-zero parity: errors pass");
+    assert_eq!(error.to_string(), "inner failure");
+    assert!(!error.is::<ShedRejection>());
+    assert_eq!(error_outcome(ErrorsFail).0, Outcome::Fail);
+    assert_eq!(
+        error_outcome(GoZeroHttp).0,
+        Outcome::Fail,
+        "no response at all"
+    );
+    assert_eq!(error_outcome(GoZeroGrpc).0, Outcome::Pass);
+}
+
+#[test]
+fn the_http_responder_answers_503_with_retry_after_and_keeps_the_error_type() {
+    let f = fixture();
+    let _held = f.overload();
+    let mut service = ShedLayer::new(f.shedder.clone())
+        .http()
+        .layer(answering(StatusCode::OK, None));
+    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    // `Error = Infallible`: the refusal is a response.
+    let response: Result<Response<()>, Infallible> = ready_now(service.call(()));
+    let response = response.unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    // CPU refusal: retry after one bucket (100 ms), rounded up to a whole second.
+    assert_eq!(response.headers()["retry-after"], "1");
+
+    // Cooling off: the CPU has dropped, 0.3 s of the 1 s cool-off have passed.
+    f.cpu.set(0);
+    f.clock.advance(Duration::from_millis(300));
+    let overloaded = f.shedder.allow().unwrap_err();
+    assert_eq!(overloaded.reason(), OverloadReason::CoolOff);
+    assert_eq!(overloaded.retry_after(), Duration::from_millis(700));
+    let response = ready_now(service.call(())).unwrap();
+    assert_eq!(response.headers()["retry-after"], "1");
+    assert_eq!(response.headers().len(), 1);
+
+    // And a warm-up refusal with a 429.
+    let limiter = WarmUp::builder(3.0).clock(f.clock.clone()).build().unwrap();
+    let mut service = WarmUpLayer::new(limiter)
+        .respond_with(HttpResponder::too_many_requests())
+        .layer(answering(StatusCode::OK, None));
+    assert_eq!(
+        ready_now(service.call(())).unwrap().status(),
+        StatusCode::OK
+    );
+    let refused = ready_now(service.call(())).unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(refused.headers()["retry-after"], "1");
+}
+
+#[test]
+fn retry_hints_round_up() {
+    let clock = ManualClock::new();
+    // 3 rps, cold limit 1: the retry hint is the time until the pass leaves the window.
+    let limiter = WarmUp::builder(3.0).clock(clock.clone()).build().unwrap();
+    limiter.try_acquire().unwrap();
+    clock.advance(Duration::from_millis(1));
+    let rejected = limiter.try_acquire().unwrap_err();
+    assert_eq!(rejected.retry_after(), Duration::from_millis(999));
+    assert_eq!(rejected.retry_after_secs(), 1);
+    assert_eq!(rejected.retry_after_millis(), 999);
+    clock.advance(Duration::from_nanos(1));
+    let rejected = limiter.try_acquire().unwrap_err();
+    assert_eq!(rejected.retry_after(), Duration::from_nanos(998_999_999));
+    assert_eq!(rejected.retry_after_millis(), 999, "rounded up");
+    assert_eq!(rejected.retry_after_secs(), 1);
+}
+
+#[test]
+fn every_service_from_one_layer_shares_the_limiter() {
+    let f = fixture();
+    let layer = ShedLayer::new(f.shedder.clone());
+    // As axum's `Router::layer` does: a fresh `layer()` per request, on clones of the layer.
+    for _ in 0..5 {
+        let mut service = layer.clone().layer(answering(StatusCode::OK, None));
+        ready_now(service.call(())).unwrap();
+    }
+    assert_eq!(f.shedder.snapshot().passed, 5);
+    assert!(Arc::ptr_eq(layer.shedder(), &f.shedder));
+
+    let limiter = Arc::new(WarmUp::builder(9.0).clock(f.clock.clone()).build().unwrap());
+    let layer = WarmUpLayer::new(limiter.clone());
+    let admitted = (0..5)
+        .filter(|_| {
+            let mut service = layer.layer(answering(StatusCode::OK, None));
+            ready_now(service.call(())).is_ok()
+        })
+        .count();
+    assert_eq!(admitted, 3, "the cold limit holds across layer() calls");
+    assert_eq!(limiter.snapshot().window_passes, 3);
+}
