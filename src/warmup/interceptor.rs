@@ -25,12 +25,14 @@ use crate::respond::GrpcResponder;
 /// ```
 /// use admit::warmup::{WarmUp, WarmUpInterceptor};
 /// use tonic_health::pb::health_server::HealthServer;
+/// use tonic_health::server::{HealthService, health_reporter};
 ///
 /// let limiter = WarmUp::builder(1000.0).build()?;
-/// let (_reporter, health) = tonic_health::server::health_reporter();
+/// let (reporter, _) = health_reporter();
+/// let health = HealthService::from_health_reporter(reporter);
 /// let service = HealthServer::with_interceptor(health, WarmUpInterceptor::new(limiter));
-/// // tonic::transport::Server::builder().add_service(service).serve(addr).await?;
-/// # let _ = service;
+/// let _router = tonic::transport::Server::builder().add_service(service);
+/// // ….serve(address).await?
 /// # Ok::<(), admit::ConfigError>(())
 /// ```
 pub struct WarmUpInterceptor<C = MonotonicClock> {

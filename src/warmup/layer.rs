@@ -15,8 +15,11 @@ use crate::respond::BoxErrorResponder;
 ///
 /// The layer holds the limiter in an `Arc`, created before the layer: every service it
 /// produces, and every clone of them, shares that one limiter. This matters because axum's
-/// `Router::layer` calls [`Layer::layer`] for every request to a route, and tonic and hyper
-/// clone services per connection; per-service state would limit nothing.
+/// `Router::layer` calls [`Layer::layer`] again for every connection (under `axum::serve`) or
+/// even every request (when the router is itself used as a service, for example wrapped in
+/// another layer or nested), and tonic and hyper clone services per connection: state kept
+/// per service would limit nothing. (tower's own `ConcurrencyLimitLayer` makes a new
+/// semaphore in each `layer` call and is caught by exactly this.)
 ///
 /// Each request is decided in `call` ([`WarmUp::try_acquire`]); `poll_ready` only forwards the
 /// inner service's readiness, so idle connections hold nothing. The admitted path allocates

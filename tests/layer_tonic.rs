@@ -1,0 +1,379 @@
+//! End to end: the shedder's and the warm-up bucket's gRPC answers in a real tonic server on
+//! loopback (tonic-health's health service), called by a real tonic client.
+//!
+//! Everything that decides is manual (the shedder's clock and CPU, the bucket's clock), so the
+//! outcomes are exact; every network await is bounded by a timeout and no test asserts on
+//! timings.
+#![cfg(feature = "tonic")]
+
+#[path = "support/servers.rs"]
+mod servers;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use admit::clock::ManualClock;
+use admit::respond::GrpcResponder;
+use admit::shed::ShedLayer;
+use admit::warmup::{WarmUp, WarmUpInterceptor, WarmUpLayer};
+use servers::{Rig, bounded};
+use tokio::task::JoinHandle;
+use tonic::Code;
+use tonic::transport::server::TcpIncoming;
+use tonic::transport::{Channel, Server};
+use tonic_health::ServingStatus;
+use tonic_health::pb::health_check_response::ServingStatus as WireStatus;
+use tonic_health::pb::health_client::HealthClient;
+use tonic_health::pb::health_server::{Health, HealthServer};
+use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
+use tonic_health::server::{HealthReporter, HealthService};
+
+/// The service name the tests mark SERVING and check.
+const SERVICE: &str = "admit.test.Echo";
+
+/// A server task on a loopback port, stopped when dropped.
+struct TestServer {
+    addr: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A loopback listener for `serve_with_incoming`, and its address.
+async fn listen() -> (SocketAddr, TcpIncoming) {
+    let listener = bounded("bind", tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .await
+        .expect("bind a loopback port");
+    let addr = listener.local_addr().expect("the bound address");
+    (addr, TcpIncoming::from(listener))
+}
+
+/// Runs `serve` (a tonic server's `serve_with_incoming` future) in a task.
+fn spawn_server<F>(addr: SocketAddr, serve: F) -> TestServer
+where
+    F: Future<Output = Result<(), tonic::transport::Error>> + Send + 'static,
+{
+    let task = tokio::spawn(async move {
+        serve.await.expect("the server runs");
+    });
+    TestServer { addr, task }
+}
+
+/// A health reporter with [`SERVICE`] marked SERVING.
+async fn reporter() -> HealthReporter {
+    let reporter = HealthReporter::new();
+    bounded(
+        "mark the service serving",
+        reporter.set_service_status(SERVICE, ServingStatus::Serving),
+    )
+    .await;
+    reporter
+}
+
+/// A client connected to `server`.
+async fn client(server: &TestServer) -> HealthClient<Channel> {
+    let endpoint = Channel::from_shared(format!("http://{}", server.addr)).expect("a valid URI");
+    let channel = bounded("connect", endpoint.connect())
+        .await
+        .expect("connect to the test server");
+    HealthClient::new(channel)
+}
+
+/// One health check of `service`, bounded.
+async fn check(
+    client: &mut HealthClient<Channel>,
+    service: &str,
+) -> Result<HealthCheckResponse, tonic::Status> {
+    let request = HealthCheckRequest {
+        service: service.to_owned(),
+    };
+    bounded("health check", client.check(request))
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+/// Checks [`SERVICE`] and fails the test unless the server answered SERVING.
+async fn check_serving(client: &mut HealthClient<Channel>, what: &str) {
+    match check(client, SERVICE).await {
+        Ok(response) => assert_eq!(
+            response.status,
+            WireStatus::Serving as i32,
+            "{what}: the health service answers SERVING: {response:?}"
+        ),
+        Err(status) => panic!("{what}: expected OK, got {status:?}"),
+    }
+}
+
+/// Checks [`SERVICE`], expects a refusal with `code`, and returns its
+/// `grpc-retry-pushback-ms` (which must be present and an integer).
+async fn check_refused(client: &mut HealthClient<Channel>, code: Code, what: &str) -> i64 {
+    let status = match check(client, SERVICE).await {
+        Ok(response) => panic!("{what}: expected {code:?}, got OK {response:?}"),
+        Err(status) => status,
+    };
+    assert_eq!(status.code(), code, "{what}: {status:?}");
+    let pushback = status
+        .metadata()
+        .get("grpc-retry-pushback-ms")
+        .unwrap_or_else(|| {
+            panic!("{what}: the refusal carries grpc-retry-pushback-ms: {status:?}")
+        });
+    let text = pushback
+        .to_str()
+        .unwrap_or_else(|e| panic!("{what}: pushback {pushback:?} is not ASCII: {e}"));
+    text.parse()
+        .unwrap_or_else(|e| panic!("{what}: pushback {text:?} is not an integer: {e}"))
+}
+
+/// tonic-health's health service, counting the checks that reach it: it shows whether a
+/// refused call got as far as the handler.
+struct CountingHealth {
+    inner: HealthService,
+    checks: Arc<AtomicUsize>,
+}
+
+/// A [`CountingHealth`] with [`SERVICE`] marked SERVING, and its check counter.
+async fn counting_health() -> (CountingHealth, Arc<AtomicUsize>) {
+    let checks = Arc::new(AtomicUsize::new(0));
+    let health = CountingHealth {
+        inner: HealthService::from_health_reporter(reporter().await),
+        checks: checks.clone(),
+    };
+    (health, checks)
+}
+
+#[tonic::async_trait]
+impl Health for CountingHealth {
+    type WatchStream = <HealthService as Health>::WatchStream;
+
+    async fn check(
+        &self,
+        request: tonic::Request<HealthCheckRequest>,
+    ) -> Result<tonic::Response<HealthCheckResponse>, tonic::Status> {
+        self.checks.fetch_add(1, Ordering::SeqCst);
+        self.inner.check(request).await
+    }
+
+    async fn watch(
+        &self,
+        request: tonic::Request<HealthCheckRequest>,
+    ) -> Result<tonic::Response<Self::WatchStream>, tonic::Status> {
+        self.inner.watch(request).await
+    }
+}
+
+/// `Server::builder().layer(ShedLayer::grpc())`: OK while cool, `RESOURCE_EXHAUSTED` with a
+/// positive pushback in overload (without reaching the service), OK again after the cool-off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shed_layer_grpc_answers_resource_exhausted_in_overload_and_recovers() {
+    let rig = Rig::new();
+    let (health, reached) = counting_health().await;
+    let health = HealthServer::new(health);
+    let (addr, incoming) = listen().await;
+    let serve = Server::builder()
+        .layer(ShedLayer::new(rig.shedder.clone()).grpc())
+        .add_service(health)
+        .serve_with_incoming(incoming);
+    let server = spawn_server(addr, serve);
+    let mut client = client(&server).await;
+
+    for i in 0..3 {
+        check_serving(&mut client, &format!("call {i} while cool")).await;
+    }
+    let cool = rig.shedder.snapshot();
+    assert_eq!(
+        (cool.passed, cool.dropped, cool.flying),
+        (3, 0, 0),
+        "3 calls completed and passed: {cool:?}"
+    );
+    assert_eq!(reached.load(Ordering::SeqCst), 3);
+
+    let held = rig.force_overload();
+    for i in 0..4 {
+        let pushback = check_refused(
+            &mut client,
+            Code::ResourceExhausted,
+            &format!("call {i} in overload"),
+        )
+        .await;
+        assert!(
+            pushback > 0,
+            "call {i}: the pushback is positive: {pushback}"
+        );
+    }
+    let overloaded = rig.shedder.snapshot();
+    assert_eq!(
+        (overloaded.passed, overloaded.dropped, overloaded.failed),
+        (3 + 5, 4, 0),
+        "refused calls pass nothing and are counted as dropped: {overloaded:?}"
+    );
+    assert_eq!(
+        reached.load(Ordering::SeqCst),
+        3,
+        "refused calls never reached the handler"
+    );
+
+    rig.cool_down();
+    for i in 0..2 {
+        check_serving(&mut client, &format!("call {i} after the cool-off")).await;
+    }
+    let recovered = rig.shedder.snapshot();
+    assert_eq!(
+        (recovered.passed, recovered.dropped, recovered.failed),
+        (3 + 5 + 2, 4, 0),
+        "{recovered:?}"
+    );
+    assert_eq!(reached.load(Ordering::SeqCst), 5);
+    drop(held);
+}
+
+/// `respond_with(GrpcResponder::unavailable())` answers `UNAVAILABLE` instead, still with the
+/// pushback.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shed_layer_grpc_can_answer_unavailable() {
+    let rig = Rig::new();
+    let health = HealthServer::new(HealthService::from_health_reporter(reporter().await));
+    let (addr, incoming) = listen().await;
+    let serve = Server::builder()
+        .layer(
+            ShedLayer::new(rig.shedder.clone())
+                .grpc()
+                .respond_with(GrpcResponder::unavailable()),
+        )
+        .add_service(health)
+        .serve_with_incoming(incoming);
+    let server = spawn_server(addr, serve);
+    let mut client = client(&server).await;
+
+    check_serving(&mut client, "while cool").await;
+    let held = rig.force_overload();
+    let pushback = check_refused(&mut client, Code::Unavailable, "in overload").await;
+    assert!(pushback > 0, "the pushback is positive: {pushback}");
+    let snapshot = rig.shedder.snapshot();
+    assert_eq!(
+        (snapshot.passed, snapshot.dropped),
+        (1 + 5, 1),
+        "{snapshot:?}"
+    );
+    drop(held);
+}
+
+/// go-zero's gRPC rule: an admitted call answered with an error status other than
+/// `DEADLINE_EXCEEDED` (here `NOT_FOUND` for an unknown service) still passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shed_layer_grpc_counts_an_error_status_as_passed() {
+    let rig = Rig::new();
+    let health = HealthServer::new(HealthService::from_health_reporter(reporter().await));
+    let (addr, incoming) = listen().await;
+    let serve = Server::builder()
+        .layer(ShedLayer::new(rig.shedder.clone()).grpc())
+        .add_service(health)
+        .serve_with_incoming(incoming);
+    let server = spawn_server(addr, serve);
+    let mut client = client(&server).await;
+
+    let status = check(&mut client, "no.such.Service")
+        .await
+        .expect_err("an unknown service is an error");
+    assert_eq!(status.code(), Code::NotFound, "{status:?}");
+    let snapshot = rig.shedder.snapshot();
+    assert_eq!(
+        (snapshot.passed, snapshot.failed, snapshot.flying),
+        (1, 0, 0),
+        "{snapshot:?}"
+    );
+}
+
+/// A 3-per-second bucket on a frozen manual clock: 1 permit while cold.
+fn cold_limit_one() -> Arc<WarmUp<ManualClock>> {
+    let limiter = WarmUp::builder(3.0)
+        .clock(ManualClock::new())
+        .build()
+        .expect("a valid warm-up configuration");
+    Arc::new(limiter)
+}
+
+/// `WarmUpInterceptor` on the health service: the second call in the cold second is refused
+/// with `RESOURCE_EXHAUSTED` and a positive pushback.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warm_up_interceptor_refuses_beyond_the_cold_limit() {
+    let (health, reached) = counting_health().await;
+    let health = HealthServer::with_interceptor(health, WarmUpInterceptor::new(cold_limit_one()));
+    let (addr, incoming) = listen().await;
+    let serve = Server::builder()
+        .add_service(health)
+        .serve_with_incoming(incoming);
+    let server = spawn_server(addr, serve);
+    let mut client = client(&server).await;
+
+    check_serving(&mut client, "the first call").await;
+    let pushback = check_refused(&mut client, Code::ResourceExhausted, "the second call").await;
+    assert!(pushback > 0, "the pushback is positive: {pushback}");
+    let pushback = check_refused(&mut client, Code::ResourceExhausted, "the third call").await;
+    assert!(pushback > 0, "the pushback is positive: {pushback}");
+    assert_eq!(
+        reached.load(Ordering::SeqCst),
+        1,
+        "the interceptor stopped the refused calls before the handler"
+    );
+}
+
+/// `WarmUpInterceptor::code(Code::Unavailable)` refuses with `UNAVAILABLE`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warm_up_interceptor_can_answer_unavailable() {
+    let (health, reached) = counting_health().await;
+    let interceptor = WarmUpInterceptor::new(cold_limit_one()).code(Code::Unavailable);
+    let health = HealthServer::with_interceptor(health, interceptor);
+    let (addr, incoming) = listen().await;
+    let serve = Server::builder()
+        .add_service(health)
+        .serve_with_incoming(incoming);
+    let server = spawn_server(addr, serve);
+    let mut client = client(&server).await;
+
+    check_serving(&mut client, "the first call").await;
+    let pushback = check_refused(&mut client, Code::Unavailable, "the second call").await;
+    assert!(pushback > 0, "the pushback is positive: {pushback}");
+    assert_eq!(
+        reached.load(Ordering::SeqCst),
+        1,
+        "only the admitted call reached the handler"
+    );
+}
+
+/// `Server::builder().layer(WarmUpLayer::grpc())`: the second call in the cold second is refused
+/// with `RESOURCE_EXHAUSTED` and a positive pushback, without reaching the service.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warm_up_layer_grpc_refuses_beyond_the_cold_limit() {
+    let limiter = cold_limit_one();
+    let (health, reached) = counting_health().await;
+    let health = HealthServer::new(health);
+    let (addr, incoming) = listen().await;
+    let serve = Server::builder()
+        .layer(WarmUpLayer::new(limiter).grpc())
+        .add_service(health)
+        .serve_with_incoming(incoming);
+    let server = spawn_server(addr, serve);
+    let mut client = client(&server).await;
+
+    check_serving(&mut client, "the first call").await;
+    for i in 0..2 {
+        let pushback = check_refused(
+            &mut client,
+            Code::ResourceExhausted,
+            &format!("refused call {i}"),
+        )
+        .await;
+        assert!(pushback > 0, "the pushback is positive: {pushback}");
+    }
+    assert_eq!(
+        reached.load(Ordering::SeqCst),
+        1,
+        "only the admitted call reached the handler"
+    );
+}
