@@ -449,3 +449,61 @@ fn every_service_from_one_layer_shares_the_limiter() {
     assert_eq!(admitted, 3, "the cold limit holds across layer() calls");
     assert_eq!(limiter.snapshot().window_passes, 3);
 }
+
+#[test]
+fn refusals_by_admit_limiters_further_in_count_as_failures() {
+    let f = fixture();
+    // The wrong order: a per-client bucket answering 429 inside the shedder.
+    let limiter = WarmUp::builder(3.0).clock(f.clock.clone()).build().unwrap();
+    let mut service = tower::ServiceBuilder::new()
+        .layer(ShedLayer::new(f.shedder.clone()).http())
+        .layer(WarmUpLayer::new(limiter).respond_with(HttpResponder::too_many_requests()))
+        .service(answering(StatusCode::OK, None));
+    assert_eq!(
+        ready_now(service.call(())).unwrap().status(),
+        StatusCode::OK
+    );
+    let refused = ready_now(service.call(())).unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(
+        refused
+            .extensions()
+            .get::<admit::respond::Refused>()
+            .is_some()
+    );
+    let snapshot = f.shedder.snapshot();
+    assert_eq!(
+        (snapshot.passed, snapshot.failed),
+        (1, 1),
+        "the bucket's instant refusal must not count as a fast success"
+    );
+}
+
+/// tonic puts `Server::layer` layers outside each service's interceptors: a
+/// `WarmUpInterceptor` refusal reaches the shed layer as a status response.
+#[cfg(feature = "tonic")]
+#[test]
+fn grpc_statuses_from_admit_refusals_count_as_failures() {
+    let f = fixture();
+    let limiter = Arc::new(WarmUp::builder(3.0).clock(f.clock.clone()).build().unwrap());
+    let inner_limiter = limiter.clone();
+    // What tonic makes of an interceptor's `Err(status)`: `status.into_http()`.
+    let inner = tower::service_fn(move |()| {
+        let response = match inner_limiter.try_acquire() {
+            Ok(()) => Response::new(()),
+            Err(rejected) => tonic::Status::from(rejected).into_http(),
+        };
+        ready(Ok::<_, Infallible>(response))
+    });
+    let mut service = ShedLayer::new(f.shedder.clone()).grpc().layer(inner);
+    ready_now(service.call(())).unwrap();
+    let refused = ready_now(service.call(())).unwrap();
+    assert_eq!(refused.headers()["grpc-status"], "8");
+    // An application's own RESOURCE_EXHAUSTED still passes, as in go-zero.
+    let mut own = ShedLayer::new(f.shedder.clone())
+        .grpc()
+        .layer(answering(StatusCode::OK, Some("8")));
+    ready_now(own.call(())).unwrap();
+    let snapshot = f.shedder.snapshot();
+    assert_eq!((snapshot.passed, snapshot.failed), (2, 1));
+}

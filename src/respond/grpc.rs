@@ -1,9 +1,12 @@
 //! Refusals answered as gRPC statuses.
 
+use std::error::Error;
+use std::sync::Arc;
+
 use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::{Code, Status};
 
-use super::{Refusal, Respond};
+use super::{Refusal, Refused, Respond};
 use crate::shed::Overloaded;
 use crate::shed::error::ShedRejection;
 use crate::warmup::error::WarmUpRejection;
@@ -64,11 +67,16 @@ impl GrpcResponder {
 
     /// The status for `refusal`: this responder's code, the refusal's message, and the retry
     /// hint as `grpc-retry-pushback-ms`.
+    ///
+    /// The status's [`source`](Error::source) is the refusal's zero-sized boxed error
+    /// ([`ShedRejection`] or [`WarmUpRejection`]), which is how the go-zero classifiers
+    /// recognise it.
     pub fn status<F: Refusal>(&self, refusal: F) -> Status {
         status(
             self.code,
             refusal.to_string(),
             Some(refusal.retry_after_millis()),
+            Arc::new(F::Boxed::default()),
         )
     }
 }
@@ -83,7 +91,9 @@ impl<F: Refusal, B: Default, E> Respond<F, http::Response<B>, E> for GrpcRespond
     type Error = E;
 
     fn respond(&self, refusal: F) -> Result<http::Response<B>, E> {
-        Ok(self.status(refusal).into_http())
+        let mut response = self.status(refusal).into_http();
+        response.extensions_mut().insert(Refused);
+        Ok(response)
     }
 
     fn inner_error(error: E) -> E {
@@ -91,13 +101,28 @@ impl<F: Refusal, B: Default, E> Respond<F, http::Response<B>, E> for GrpcRespond
     }
 }
 
-/// A status with `code`, `message` and, when known, the retry pushback in milliseconds.
-pub(crate) fn status(code: Code, message: impl Into<String>, pushback_ms: Option<i32>) -> Status {
+/// A status with `code`, `message`, when known the retry pushback in milliseconds, and
+/// `source`, the refusal's boxed error.
+fn status(
+    code: Code,
+    message: impl Into<String>,
+    pushback_ms: Option<i32>,
+    source: Arc<dyn Error + Send + Sync>,
+) -> Status {
     let mut metadata = MetadataMap::new();
     if let Some(ms) = pushback_ms {
         metadata.insert(RETRY_PUSHBACK, MetadataValue::from(ms));
     }
-    Status::with_metadata(code, message, metadata)
+    let mut status = Status::with_metadata(code, message, metadata);
+    status.set_source(source);
+    status
+}
+
+/// Whether `status` comes from an admit refusal.
+pub(crate) fn is_refusal(status: &Status) -> bool {
+    status
+        .source()
+        .is_some_and(|source| source.is::<ShedRejection>() || source.is::<WarmUpRejection>())
 }
 
 /// `RESOURCE_EXHAUSTED` with the retry hint as `grpc-retry-pushback-ms`.
@@ -122,8 +147,9 @@ impl From<AcquireError> for Status {
             AcquireError::Rejected(rejected) => rejected.into(),
             AcquireError::ExceedsCapacity { .. } => status(
                 Code::ResourceExhausted,
-                "request exceeds the rate limit's capacity",
+                error.to_string(),
                 Some(-1),
+                Arc::new(WarmUpRejection::new()),
             ),
         }
     }
@@ -132,14 +158,24 @@ impl From<AcquireError> for Status {
 /// `RESOURCE_EXHAUSTED`, without a pushback (the boxed error carries no retry hint).
 impl From<ShedRejection> for Status {
     fn from(rejection: ShedRejection) -> Status {
-        status(Code::ResourceExhausted, rejection.to_string(), None)
+        status(
+            Code::ResourceExhausted,
+            rejection.to_string(),
+            None,
+            Arc::new(rejection),
+        )
     }
 }
 
 /// `RESOURCE_EXHAUSTED`, without a pushback (the boxed error carries no retry hint).
 impl From<WarmUpRejection> for Status {
     fn from(rejection: WarmUpRejection) -> Status {
-        status(Code::ResourceExhausted, rejection.to_string(), None)
+        status(
+            Code::ResourceExhausted,
+            rejection.to_string(),
+            None,
+            Arc::new(rejection),
+        )
     }
 }
 

@@ -3,7 +3,7 @@
 use http::header::RETRY_AFTER;
 use http::{HeaderValue, Response, StatusCode};
 
-use super::{Refusal, Respond};
+use super::{Refusal, Refused, Respond};
 
 /// Refusals become an empty HTTP response with a status (503 Service Unavailable by default)
 /// and a `Retry-After` header: the retry hint in whole seconds, rounded up, at least 1. The
@@ -13,7 +13,8 @@ use super::{Refusal, Respond};
 /// the shedder and for a process-wide warm-up bucket; 429 says the *client* sent too many
 /// requests (RFC 6585 §4), right for a per-client bucket.
 ///
-/// The response body is the body type's `Default` (empty for axum's and hyper's bodies).
+/// The response body is the body type's `Default` (empty for axum's and hyper's bodies); its
+/// extensions carry the [`Refused`] marker.
 /// Building the response allocates (its header map); the admitted path allocates nothing.
 ///
 /// # Example
@@ -69,6 +70,7 @@ impl HttpResponder {
         response
             .headers_mut()
             .insert(RETRY_AFTER, HeaderValue::from(refusal.retry_after_secs()));
+        response.extensions_mut().insert(Refused);
         response
     }
 }

@@ -37,12 +37,30 @@ use std::time::Duration;
 
 #[cfg(feature = "tonic")]
 pub use self::grpc::GrpcResponder;
+#[cfg(feature = "tonic")]
+pub(crate) use self::grpc::is_refusal as grpc_is_refusal;
 #[cfg(feature = "http")]
 pub use self::http::HttpResponder;
 use crate::shed::Overloaded;
 use crate::shed::error::ShedRejection;
 use crate::warmup::Rejected;
 use crate::warmup::error::WarmUpRejection;
+
+/// Marks a response as a refusal by one of admit's responders: [`HttpResponder`] and
+/// [`GrpcResponder`] insert it into the response's extensions.
+///
+/// The go-zero classifiers ([`GoZeroHttp`], [`GoZeroGrpc`]) count a response carrying it as a
+/// failure, as they do a gRPC status produced from an admit refusal (by
+/// [`WarmUpInterceptor`] or a `From` conversion), so an admit limiter placed inside a
+/// [`ShedLayer`] cannot teach the shedder a false capacity with its instant refusals. Custom
+/// classifiers can check for it too.
+///
+/// [`GoZeroHttp`]: crate::shed::classify::GoZeroHttp
+/// [`GoZeroGrpc`]: crate::shed::classify::GoZeroGrpc
+/// [`WarmUpInterceptor`]: crate::warmup::WarmUpInterceptor
+/// [`ShedLayer`]: crate::shed::ShedLayer
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Refused;
 
 /// tower's boxed error type: what [`BoxErrorResponder`] services return.
 pub type BoxError = Box<dyn Error + Send + Sync>;

@@ -87,7 +87,8 @@ impl<T, E> Classify<T, E> for ErrorsFail {
 
 /// go-zero's REST rule: a `503 Service Unavailable` response fails (go-zero's timeout handler
 /// answers 503, so timeouts fail), any other response passes. An `Err` (no response at all)
-/// fails too.
+/// fails too, and so does a refusal by another admit layer further in (a response marked
+/// [`Refused`](crate::respond::Refused), such as a warm-up bucket's 429).
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -97,7 +98,10 @@ pub struct GoZeroHttp;
 impl<B, E> Classify<http::Response<B>, E> for GoZeroHttp {
     fn classify(&self, result: Result<&http::Response<B>, &E>) -> Outcome {
         match result {
-            Ok(response) if response.status() != http::StatusCode::SERVICE_UNAVAILABLE => {
+            Ok(response)
+                if response.status() != http::StatusCode::SERVICE_UNAVAILABLE
+                    && !refused_by_admit(response) =>
+            {
                 Outcome::Pass
             }
             _ => Outcome::Fail,
@@ -106,7 +110,12 @@ impl<B, E> Classify<http::Response<B>, E> for GoZeroHttp {
 }
 
 /// go-zero's zRPC rule: a response whose `grpc-status` header is `DEADLINE_EXCEEDED` (4) fails;
-/// any other response, and any `Err`, passes.
+/// any other response, and any `Err`, passes. Beyond go-zero, a refusal by an admit limiter
+/// further in fails too: a response marked [`Refused`](crate::respond::Refused) or, with the
+/// `tonic` feature, one carrying a `tonic::Status` made from an admit refusal, such as a
+/// [`WarmUpInterceptor`](crate::warmup::WarmUpInterceptor)'s. tonic's `Server::layer` puts a
+/// process-wide [`ShedLayer`](super::ShedLayer) outside every service's interceptors, and
+/// without this their instant refusals would count as fast successful calls.
 ///
 /// Only the response head is inspected: a handler's error (tonic sends it in the head, as a
 /// trailers-only response) is seen, a status sent in the trailers after a streamed body is not.
@@ -124,14 +133,32 @@ impl<B, E> Classify<http::Response<B>, E> for GoZeroGrpc {
         const DEADLINE_EXCEEDED: &[u8] = b"4";
         match result {
             Ok(response)
-                if response
-                    .headers()
-                    .get("grpc-status")
-                    .is_some_and(|status| status.as_bytes() == DEADLINE_EXCEEDED) =>
+                if refused_by_admit(response)
+                    || response
+                        .headers()
+                        .get("grpc-status")
+                        .is_some_and(|status| status.as_bytes() == DEADLINE_EXCEEDED) =>
             {
                 Outcome::Fail
             }
             _ => Outcome::Pass,
         }
     }
+}
+
+/// Whether `response` is an admit layer's or interceptor's refusal.
+#[cfg(feature = "http")]
+fn refused_by_admit<B>(response: &http::Response<B>) -> bool {
+    let extensions = response.extensions();
+    if extensions.get::<crate::respond::Refused>().is_some() {
+        return true;
+    }
+    #[cfg(feature = "tonic")]
+    if extensions
+        .get::<tonic::Status>()
+        .is_some_and(crate::respond::grpc_is_refusal)
+    {
+        return true;
+    }
+    false
 }
