@@ -36,10 +36,12 @@ use std::error::Error;
 use std::time::Duration;
 
 #[cfg(feature = "tonic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
 pub use self::grpc::GrpcResponder;
 #[cfg(feature = "tonic")]
 pub(crate) use self::grpc::is_refusal as grpc_is_refusal;
 #[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use self::http::HttpResponder;
 use crate::shed::Overloaded;
 use crate::shed::error::ShedRejection;
