@@ -17,7 +17,9 @@
 //! - **layer/admit** (1 thread, every request admitted):
 //!   - `bare`: the inner service alone;
 //!   - `admit ShedLayer (…)`: a shedder whose CPU signal reads 0 ‰, with the OS monotonic clock
-//!     or a 1 ms coarse clock; refusals would be boxed errors (the default responder);
+//!     or a 1 ms coarse clock; refusals would be boxed errors (the default responder). The
+//!     shedder is in an `Arc` (a reference-count increment and decrement per request), or,
+//!     `&'static`, leaked at start-up as a process-wide shedder can be;
 //!   - `admit WarmUpLayer (…)`: a warm-up bucket at 10⁹ permits/s that starts warm, so every
 //!     call takes a permit (a compare-and-swap), with either clock;
 //!   - `tower load_shed+concurrency_limit`: `ServiceBuilder::new().load_shed()
@@ -155,6 +157,11 @@ fn shedder<C: Clock>(clock: C, overloaded: bool) -> Arc<Shedder<C, ManualCpu>> {
     shedder
 }
 
+/// `shedder` for the rest of the program, as a process-wide shedder can be.
+fn forever<T>(shared: Arc<T>) -> &'static T {
+    Box::leak(Box::new(shared))
+}
+
 /// A bucket that admits everything these benches can send: 10⁹ permits/s, starting warm.
 fn open_bucket<C: Clock>(clock: C) -> WarmUp<C> {
     WarmUp::builder(1e9)
@@ -236,6 +243,18 @@ fn admit_group(group: &mut BenchmarkGroup<'_, WallTime>) {
     );
     one_thread(
         group,
+        "admit ShedLayer (MonotonicClock, &'static)",
+        ShedLayer::new(forever(shedder(MonotonicClock::new(), false))).layer(echo()),
+        admitted,
+    );
+    one_thread(
+        group,
+        "admit ShedLayer (CoarseClock, &'static)",
+        ShedLayer::new(forever(shedder(coarse_clock(), false))).layer(echo()),
+        admitted,
+    );
+    one_thread(
+        group,
         "admit WarmUpLayer (MonotonicClock)",
         WarmUpLayer::new(open_bucket(MonotonicClock::new())).layer(echo()),
         admitted,
@@ -301,6 +320,11 @@ fn two_thread_group(group: &mut BenchmarkGroup<'_, WallTime>) {
         group,
         "admit ShedLayer (MonotonicClock)",
         ShedLayer::new(shedder(MonotonicClock::new(), false)).layer(echo()),
+    );
+    two_threads(
+        group,
+        "admit ShedLayer (MonotonicClock, &'static)",
+        ShedLayer::new(forever(shedder(MonotonicClock::new(), false))).layer(echo()),
     );
     two_threads(
         group,

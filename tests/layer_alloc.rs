@@ -65,6 +65,15 @@ fn layers_allocate_nothing_per_request() {
     let mut warm_boxed = WarmUpLayer::new(fast.clone()).layer(inner);
     let mut warm_http = WarmUpLayer::new(fast.clone()).http().layer(inner);
     let mut warm_refusing = WarmUpLayer::new(slow.clone()).layer(inner);
+    // A process-wide shedder held as `&'static`.
+    let forever: &'static Shedder<ManualClock, ManualCpu> = Box::leak(Box::new(
+        Shedder::builder()
+            .clock(clock.clone())
+            .cpu(cpu.clone())
+            .build()
+            .unwrap(),
+    ));
+    let mut shed_static = ShedLayer::new(forever).http().layer(inner);
     // The layers as axum's `Router::layer` uses them: a fresh service per request.
     let per_request = ShedLayer::new(shedder.clone()).http();
 
@@ -83,9 +92,10 @@ fn layers_allocate_nothing_per_request() {
             request(&mut shed_http).unwrap();
             request(&mut warm_boxed).unwrap();
             request(&mut warm_http).unwrap();
+            request(&mut shed_static).unwrap();
             let mut fresh = per_request.clone().layer(inner);
             request(&mut fresh).unwrap();
-            admitted += 5;
+            admitted += 6;
             match request(&mut warm_refusing) {
                 Ok(_) => admitted += 1,
                 Err(error) => {
@@ -112,5 +122,5 @@ fn layers_allocate_nothing_per_request() {
         "{allocations} allocations for {admitted} admitted and {} refused requests",
         refused_shed + refused_warm
     );
-    assert!(admitted >= 15_000 && refused_warm > 0 && refused_shed == 1_000);
+    assert!(admitted >= 18_000 && refused_warm > 0 && refused_shed == 1_000);
 }

@@ -436,7 +436,7 @@ fn every_service_from_one_layer_shares_the_limiter() {
         ready_now(service.call(())).unwrap();
     }
     assert_eq!(f.shedder.snapshot().passed, 5);
-    assert!(Arc::ptr_eq(layer.shedder(), &f.shedder));
+    assert!(std::ptr::eq(&**layer.shedder(), &*f.shedder));
 
     let limiter = Arc::new(WarmUp::builder(9.0).clock(f.clock.clone()).build().unwrap());
     let layer = WarmUpLayer::new(limiter.clone());
@@ -506,4 +506,33 @@ fn grpc_statuses_from_admit_refusals_count_as_failures() {
     ready_now(own.call(())).unwrap();
     let snapshot = f.shedder.snapshot();
     assert_eq!((snapshot.passed, snapshot.failed), (2, 1));
+}
+
+#[test]
+fn a_static_shedder_behaves_as_a_shared_one() {
+    let clock = ManualClock::new();
+    let cpu = ManualCpu::new(0);
+    let shedder: &'static TestShedder = Box::leak(Box::new(
+        Shedder::builder()
+            .clock(clock.clone())
+            .cpu(cpu.clone())
+            .build()
+            .unwrap(),
+    ));
+    let layer = ShedLayer::new(shedder);
+    assert!(std::ptr::eq(&**layer.shedder(), shedder));
+    let mut service = layer.layer(answering(StatusCode::OK, None));
+    ready_now(service.call(())).unwrap();
+    let (inner, mut handle) = mock::pair::<(), ()>();
+    handle.allow(1);
+    let mut pending = layer.layer(inner);
+    assert!(matches!(poll_ready(&mut pending), Poll::Ready(Ok(()))));
+    let future = pending.call(());
+    assert_eq!(shedder.snapshot().flying, 1);
+    drop(future);
+    let snapshot = shedder.snapshot();
+    assert_eq!(
+        (snapshot.flying, snapshot.passed, snapshot.failed),
+        (0, 1, 1)
+    );
 }

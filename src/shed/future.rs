@@ -7,9 +7,11 @@ use std::task::{Context, Poll, ready};
 
 use pin_project_lite::pin_project;
 
+use super::Overloaded;
 use super::classify::{Classify, Outcome};
 use super::cpu::CpuSignal;
-use super::{Overloaded, OwnedPermit};
+use super::permit::Completion;
+use super::shared::SharedShedder;
 use crate::clock::Clock;
 use crate::respond::Respond;
 
@@ -18,7 +20,13 @@ pin_project! {
     /// holding the request's permit, or the answer to a refused request.
     ///
     /// Dropping it before it completes ends the request as a failure.
-    pub struct ResponseFuture<F, C: Clock, S: CpuSignal, K, R> {
+    pub struct ResponseFuture<F, C, S, K, R>
+    where
+        C: Clock,
+        C: 'static,
+        S: CpuSignal,
+        S: 'static,
+    {
         #[pin]
         state: State<F, C, S, K, R>,
     }
@@ -26,12 +34,18 @@ pin_project! {
 
 pin_project! {
     #[project = StateProj]
-    enum State<F, C: Clock, S: CpuSignal, K, R> {
+    enum State<F, C, S, K, R>
+    where
+        C: Clock,
+        C: 'static,
+        S: CpuSignal,
+        S: 'static,
+    {
         Admitted {
             #[pin]
             future: F,
             // `None` once the outcome is recorded.
-            permit: Option<OwnedPermit<C, S>>,
+            permit: Option<Completion<SharedShedder<C, S>, C, S>>,
             classifier: K,
         },
         Refused {
@@ -41,8 +55,12 @@ pin_project! {
     }
 }
 
-impl<F, C: Clock, S: CpuSignal, K, R> ResponseFuture<F, C, S, K, R> {
-    pub(crate) fn admitted(future: F, permit: OwnedPermit<C, S>, classifier: K) -> Self {
+impl<F, C: Clock + 'static, S: CpuSignal + 'static, K, R> ResponseFuture<F, C, S, K, R> {
+    pub(crate) fn admitted(
+        future: F,
+        permit: Completion<SharedShedder<C, S>, C, S>,
+        classifier: K,
+    ) -> Self {
         ResponseFuture {
             state: State::Admitted {
                 future,
@@ -65,8 +83,8 @@ impl<F, C: Clock, S: CpuSignal, K, R> ResponseFuture<F, C, S, K, R> {
 impl<F, T, E, C, S, K, R> Future for ResponseFuture<F, C, S, K, R>
 where
     F: Future<Output = Result<T, E>>,
-    C: Clock,
-    S: CpuSignal,
+    C: Clock + 'static,
+    S: CpuSignal + 'static,
     K: Classify<T, E>,
     R: Respond<Overloaded, T, E>,
 {
@@ -81,10 +99,7 @@ where
             } => {
                 let result = ready!(future.poll(cx));
                 if let Some(permit) = permit.take() {
-                    match classifier.classify(result.as_ref()) {
-                        Outcome::Pass => permit.pass(),
-                        Outcome::Fail => permit.fail(),
-                    }
+                    permit.finish(classifier.classify(result.as_ref()) == Outcome::Pass);
                 }
                 Poll::Ready(result.map_err(R::inner_error))
             }
@@ -96,7 +111,9 @@ where
     }
 }
 
-impl<F, C: Clock, S: CpuSignal, K, R> fmt::Debug for ResponseFuture<F, C, S, K, R> {
+impl<F, C: Clock + 'static, S: CpuSignal + 'static, K, R> fmt::Debug
+    for ResponseFuture<F, C, S, K, R>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.state {
             State::Admitted { permit, .. } => f

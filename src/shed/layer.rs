@@ -1,30 +1,31 @@
 //! The shedder as a tower [`Layer`].
 
 use std::fmt;
-use std::sync::Arc;
 
 use tower_layer::Layer;
 
-use super::Shedder;
 use super::classify::ErrorsPass;
 use super::cpu::{CpuSignal, SystemCpu};
 use super::service::ShedService;
+use super::shared::SharedShedder;
 use crate::clock::{Clock, MonotonicClock};
 use crate::respond::BoxErrorResponder;
 
-/// Applies a [`Shedder`] to a tower service: requests arriving while the service is overloaded
-/// are refused before they reach it.
+/// Applies a [`Shedder`](super::Shedder) to a tower service: requests arriving while the
+/// service is overloaded are refused before they reach it.
 ///
-/// The layer holds the shedder in an `Arc`, created before the layer: every service it
-/// produces, and every clone of them, shares that one shedder. This matters because axum's
+/// The layer holds a shedder created before it, in an `Arc` or as a `&'static` reference
+/// ([`SharedShedder`]): every service it produces, and every clone of them, shares that one
+/// shedder. This matters because axum's
 /// `Router::layer` calls [`Layer::layer`] again for every connection (under `axum::serve`) or
 /// even every request (when the router is itself used as a service, for example wrapped in
 /// another layer or nested), and tonic and hyper clone services per connection: state kept
 /// per service would limit nothing. (tower's own `ConcurrencyLimitLayer` makes a new
 /// semaphore in each `layer` call and is caught by exactly this.)
 ///
-/// Each request is decided in `call` ([`Shedder::allow_owned`]); `poll_ready` only forwards the
-/// inner service's readiness, so idle connections hold nothing. An admitted request holds its
+/// Each request is decided in `call` (the decision [`Shedder::allow`](super::Shedder::allow)
+/// makes); `poll_ready` only forwards the inner service's readiness, so idle connections hold
+/// nothing. An admitted request holds its
 /// permit in the response future until the inner service answers; the [classifier](Self::classify)
 /// then records a pass or a failure. Dropping the future first (a disconnected client, a
 /// timeout further out) counts as a failure. The admitted path allocates nothing.
@@ -69,20 +70,21 @@ use crate::respond::BoxErrorResponder;
 /// # }
 /// ```
 pub struct ShedLayer<
-    C: Clock = MonotonicClock,
-    S: CpuSignal = SystemCpu,
+    C: Clock + 'static = MonotonicClock,
+    S: CpuSignal + 'static = SystemCpu,
     K = ErrorsPass,
     R = BoxErrorResponder,
 > {
-    shedder: Arc<Shedder<C, S>>,
+    shedder: SharedShedder<C, S>,
     classifier: K,
     responder: R,
 }
 
-impl<C: Clock, S: CpuSignal> ShedLayer<C, S> {
-    /// A layer applying `shedder` (a [`Shedder`] or an `Arc` of one). Admitted requests always
-    /// pass ([`ErrorsPass`]) and refusals are boxed errors ([`BoxErrorResponder`]).
-    pub fn new(shedder: impl Into<Arc<Shedder<C, S>>>) -> Self {
+impl<C: Clock + 'static, S: CpuSignal + 'static> ShedLayer<C, S> {
+    /// A layer applying `shedder`: a [`Shedder`](super::Shedder), an `Arc` of one, or a `&'static` one (which
+    /// saves two atomic operations per request; see [`SharedShedder`]). Admitted requests
+    /// always pass ([`ErrorsPass`]) and refusals are boxed errors ([`BoxErrorResponder`]).
+    pub fn new(shedder: impl Into<SharedShedder<C, S>>) -> Self {
         ShedLayer {
             shedder: shedder.into(),
             classifier: ErrorsPass,
@@ -91,7 +93,7 @@ impl<C: Clock, S: CpuSignal> ShedLayer<C, S> {
     }
 }
 
-impl<C: Clock, S: CpuSignal, K, R> ShedLayer<C, S, K, R> {
+impl<C: Clock + 'static, S: CpuSignal + 'static, K, R> ShedLayer<C, S, K, R> {
     /// Decide with `classifier` whether an admitted request passed or failed (see
     /// [`classify`](super::classify)).
     pub fn classify<K2>(self, classifier: K2) -> ShedLayer<C, S, K2, R> {
@@ -138,12 +140,14 @@ impl<C: Clock, S: CpuSignal, K, R> ShedLayer<C, S, K, R> {
     }
 
     /// The shedder every service from this layer shares.
-    pub fn shedder(&self) -> &Arc<Shedder<C, S>> {
+    pub fn shedder(&self) -> &SharedShedder<C, S> {
         &self.shedder
     }
 }
 
-impl<Svc, C: Clock, S: CpuSignal, K: Clone, R: Clone> Layer<Svc> for ShedLayer<C, S, K, R> {
+impl<Svc, C: Clock + 'static, S: CpuSignal + 'static, K: Clone, R: Clone> Layer<Svc>
+    for ShedLayer<C, S, K, R>
+{
     type Service = ShedService<Svc, C, S, K, R>;
 
     fn layer(&self, inner: Svc) -> Self::Service {
@@ -156,7 +160,9 @@ impl<Svc, C: Clock, S: CpuSignal, K: Clone, R: Clone> Layer<Svc> for ShedLayer<C
     }
 }
 
-impl<C: Clock, S: CpuSignal, K: Clone, R: Clone> Clone for ShedLayer<C, S, K, R> {
+impl<C: Clock + 'static, S: CpuSignal + 'static, K: Clone, R: Clone> Clone
+    for ShedLayer<C, S, K, R>
+{
     fn clone(&self) -> Self {
         ShedLayer {
             shedder: self.shedder.clone(),
@@ -166,7 +172,9 @@ impl<C: Clock, S: CpuSignal, K: Clone, R: Clone> Clone for ShedLayer<C, S, K, R>
     }
 }
 
-impl<C: Clock, S: CpuSignal, K: fmt::Debug, R: fmt::Debug> fmt::Debug for ShedLayer<C, S, K, R> {
+impl<C: Clock + 'static, S: CpuSignal + 'static, K: fmt::Debug, R: fmt::Debug> fmt::Debug
+    for ShedLayer<C, S, K, R>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ShedLayer")
             .field("shedder", &self.shedder)

@@ -79,11 +79,13 @@ mod layer;
 mod permit;
 #[cfg(feature = "tower")]
 mod service;
+#[cfg(feature = "tower")]
+mod shared;
 mod window;
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
@@ -97,6 +99,9 @@ pub use self::permit::{OwnedPermit, Permit};
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub use self::service::ShedService;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub use self::shared::SharedShedder;
 use self::window::RollingWindow;
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
@@ -155,18 +160,35 @@ pub struct Shedder<C: Clock = MonotonicClock, S: CpuSignal = SystemCpu> {
     /// Written while the CPU is hot.
     heat: CachePadded<Heat>,
     window: RollingWindow,
+    /// The epoch the last completion fell in: a hint that spares most completions a 64-bit
+    /// division. Written once per bucket, so it shares the read-mostly line with the config.
+    epoch_hint: AtomicU64,
     config: Config,
     clock: C,
     cpu: S,
 }
 
+/// Requests in flight and their lifetime totals.
+///
+/// The number in flight is `admitted − passed − failed`: an admitted request that passes costs
+/// two atomic additions, not the three an in-flight counter plus a pass total would.
 #[derive(Debug)]
 struct Flight {
-    flying: AtomicI64,
-    /// `f64` bits of go-zero's `avgFlying`.
-    avg_flying: AtomicU64,
+    admitted: AtomicU64,
     passed: AtomicU64,
     failed: AtomicU64,
+    /// `f64` bits of go-zero's `avgFlying`.
+    avg_flying: AtomicU64,
+}
+
+impl Flight {
+    /// Requests admitted and not yet completed. The completions are read before the
+    /// admissions: every completion counted follows its own admission, so the difference
+    /// is never negative.
+    fn flying(&self) -> u64 {
+        let ended = self.passed.load(Ordering::Acquire) + self.failed.load(Ordering::Acquire);
+        self.admitted.load(Ordering::Acquire).saturating_sub(ended)
+    }
 }
 
 #[derive(Debug)]
@@ -239,6 +261,13 @@ impl<C: Clock, S: CpuSignal> Shedder<C, S> {
         Ok(Permit::new(self, now))
     }
 
+    /// The decision for a request arriving now: its admission time, or the refusal.
+    #[cfg(feature = "tower")]
+    #[inline]
+    pub(crate) fn admit_now(&self) -> Result<u64, Overloaded> {
+        self.admit(self.clock.now_nanos())
+    }
+
     /// [`allow`](Self::allow) for a shedder in an `Arc`: the permit holds a clone of the `Arc`
     /// (no allocation) and can move into a future or another thread.
     ///
@@ -264,7 +293,7 @@ impl<C: Clock, S: CpuSignal> Shedder<C, S> {
             self.window.add(self.epoch(now), OTHERS, 1);
             return Err(Overloaded::new(reason, self.retry_after(now, reason)));
         }
-        self.flight.flying.fetch_add(1, Ordering::AcqRel);
+        self.flight.admitted.fetch_add(1, Ordering::AcqRel);
         Ok(now)
     }
 
@@ -282,7 +311,7 @@ impl<C: Clock, S: CpuSignal> Shedder<C, S> {
         };
         let limit = self.max_flight(now) * self.overload_factor(cpu.unwrap_or(0));
         let avg_flying = f64::from_bits(self.flight.avg_flying.load(Ordering::Acquire));
-        let flying = self.flight.flying.load(Ordering::Acquire) as f64;
+        let flying = self.flight.flying() as f64;
         (avg_flying > limit && flying > limit).then_some(reason)
     }
 
@@ -331,8 +360,20 @@ impl<C: Clock, S: CpuSignal> Shedder<C, S> {
         factor.clamp(OVERLOAD_FACTOR_FLOOR, 1.0)
     }
 
+    /// The bucket `now` falls in, counted from the shedder's construction.
+    #[inline]
     fn epoch(&self, now: u64) -> u64 {
-        now.saturating_sub(self.config.origin_nanos) / self.config.bucket_nanos
+        let elapsed = now.saturating_sub(self.config.origin_nanos);
+        // The hint is some earlier `elapsed / bucket_nanos`, so the product cannot overflow;
+        // it is used only if `elapsed` falls inside its bucket.
+        let hint = self.epoch_hint.load(Ordering::Relaxed);
+        let start = hint * self.config.bucket_nanos;
+        if elapsed >= start && elapsed - start < self.config.bucket_nanos {
+            return hint;
+        }
+        let epoch = elapsed / self.config.bucket_nanos;
+        self.epoch_hint.store(epoch, Ordering::Relaxed);
+        epoch
     }
 
     /// go-zero's `maxFlight`, cached once per bucket, since the window ignores the bucket in
@@ -399,20 +440,24 @@ impl<C: Clock, S: CpuSignal> Shedder<C, S> {
     pub(crate) fn complete(&self, admitted_at: u64, passed: bool) {
         let now = self.clock.now_nanos();
         let flight = &self.flight;
-        let flying = flight.flying.fetch_sub(1, Ordering::AcqRel) - 1;
-        let mut current = flight.avg_flying.load(Ordering::Acquire);
-        loop {
-            let avg = f64::from_bits(current) * FLYING_BETA + flying as f64 * FLYING_WEIGHT;
-            match flight.avg_flying.compare_exchange_weak(
-                current,
-                avg.to_bits(),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => break,
-                Err(actual) => current = actual,
-            }
-        }
+        // Count the completion, then read how many remain in flight after it.
+        let (own, other) = if passed {
+            (&flight.passed, &flight.failed)
+        } else {
+            (&flight.failed, &flight.passed)
+        };
+        let ended = own.fetch_add(1, Ordering::AcqRel) + 1 + other.load(Ordering::Acquire);
+        let flying = flight
+            .admitted
+            .load(Ordering::Acquire)
+            .saturating_sub(ended);
+        // A load and a store, not a compare-and-swap loop: two completions at the same instant
+        // may both start from the same average, and one update is then lost (go-zero takes a
+        // lock here). The average is a smoothing, and the lost sample is one of two
+        // simultaneous ones; an atomic read-modify-write would cost every request.
+        let avg = f64::from_bits(flight.avg_flying.load(Ordering::Acquire)) * FLYING_BETA
+            + flying as f64 * FLYING_WEIGHT;
+        flight.avg_flying.store(avg.to_bits(), Ordering::Release);
         let epoch = self.epoch(now);
         if passed {
             // Whole milliseconds, rounded up, as go-zero's `math.Ceil` of float milliseconds,
@@ -423,12 +468,9 @@ impl<C: Clock, S: CpuSignal> Shedder<C, S> {
                 .saturating_sub(admitted_at)
                 .div_ceil(NANOS_PER_MS)
                 .max(1);
-            self.window.add(epoch, LATENCY_SUM, rt_ms);
-            self.window.add(epoch, PASSES, 1);
-            flight.passed.fetch_add(1, Ordering::Relaxed);
+            self.window.add_pass(epoch, rt_ms);
         } else {
             self.window.add(epoch, OTHERS, 1);
-            flight.failed.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -470,7 +512,7 @@ impl<C: Clock, S: CpuSignal> Shedder<C, S> {
         ShedSnapshot {
             cpu_permille: cpu,
             cpu_threshold: self.config.cpu_threshold,
-            flying: self.flight.flying.load(Ordering::Acquire).max(0) as u64,
+            flying: self.flight.flying(),
             avg_flying: f64::from_bits(self.flight.avg_flying.load(Ordering::Acquire)),
             max_pass,
             min_rt_ms: min_rt,
@@ -478,8 +520,8 @@ impl<C: Clock, S: CpuSignal> Shedder<C, S> {
             overload_factor: self.overload_factor(cpu.unwrap_or(0)),
             hot: cpu.is_some_and(|load| load >= self.config.cpu_threshold)
                 || self.still_hot(now, false),
-            passed: self.flight.passed.load(Ordering::Relaxed),
-            failed: self.flight.failed.load(Ordering::Relaxed),
+            passed: self.flight.passed.load(Ordering::Acquire),
+            failed: self.flight.failed.load(Ordering::Acquire),
             dropped: self.heat.dropped.load(Ordering::Relaxed),
             arrival_rate: if span > 0.0 {
                 (passes + others) as f64 / span
@@ -721,10 +763,10 @@ impl<C: Clock, S: CpuSignal> ShedderBuilder<C, S> {
         };
         Ok(Shedder {
             flight: CachePadded::new(Flight {
-                flying: AtomicI64::new(0),
-                avg_flying: AtomicU64::new(0.0f64.to_bits()),
+                admitted: AtomicU64::new(0),
                 passed: AtomicU64::new(0),
                 failed: AtomicU64::new(0),
+                avg_flying: AtomicU64::new(0.0f64.to_bits()),
             }),
             heat: CachePadded::new(Heat {
                 overloaded_at: AtomicU64::new(0),
@@ -734,6 +776,7 @@ impl<C: Clock, S: CpuSignal> ShedderBuilder<C, S> {
                 max_flight: AtomicU64::new(0),
             }),
             window: RollingWindow::new(self.buckets as usize),
+            epoch_hint: AtomicU64::new(0),
             config: Config {
                 window: self.window,
                 buckets: self.buckets,
@@ -766,8 +809,13 @@ mod tests {
         (clock, cpu, shedder)
     }
 
-    fn set_flight(shedder: &Shedder<ManualClock, ManualCpu>, avg_flying: f64, flying: i64) {
-        shedder.flight.flying.store(flying, Ordering::Release);
+    fn set_flight(shedder: &Shedder<ManualClock, ManualCpu>, avg_flying: f64, flying: u64) {
+        let ended = shedder.flight.passed.load(Ordering::Acquire)
+            + shedder.flight.failed.load(Ordering::Acquire);
+        shedder
+            .flight
+            .admitted
+            .store(ended + flying, Ordering::Release);
         shedder
             .flight
             .avg_flying

@@ -11,14 +11,14 @@ use crate::shed::cpu::CpuSignal;
 /// What both permit kinds hold: the shedder (borrowed or shared), the admission time, and
 /// whether the request is still open. Ending it records the outcome exactly once; dropping it
 /// open records a failure.
-struct Completion<P: Deref<Target = Shedder<C, S>>, C: Clock, S: CpuSignal> {
+pub(crate) struct Completion<P: Deref<Target = Shedder<C, S>>, C: Clock, S: CpuSignal> {
     shedder: P,
     admitted_at: u64,
     open: bool,
 }
 
 impl<P: Deref<Target = Shedder<C, S>>, C: Clock, S: CpuSignal> Completion<P, C, S> {
-    fn new(shedder: P, admitted_at: u64) -> Self {
+    pub(crate) fn new(shedder: P, admitted_at: u64) -> Self {
         Completion {
             shedder,
             admitted_at,
@@ -26,7 +26,8 @@ impl<P: Deref<Target = Shedder<C, S>>, C: Clock, S: CpuSignal> Completion<P, C, 
         }
     }
 
-    fn finish(mut self, passed: bool) {
+    /// Ends the request, as passed or failed.
+    pub(crate) fn finish(mut self, passed: bool) {
         self.open = false;
         self.shedder.complete(self.admitted_at, passed);
     }
@@ -35,6 +36,12 @@ impl<P: Deref<Target = Shedder<C, S>>, C: Clock, S: CpuSignal> Completion<P, C, 
         f.debug_struct(name)
             .field("admitted_at_nanos", &self.admitted_at)
             .finish_non_exhaustive()
+    }
+}
+
+impl<P: Deref<Target = Shedder<C, S>>, C: Clock, S: CpuSignal> fmt::Debug for Completion<P, C, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.debug(f, "Permit")
     }
 }
 

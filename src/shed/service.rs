@@ -1,43 +1,49 @@
 //! The service [`ShedLayer`](super::ShedLayer) produces.
 
 use std::fmt;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tower_service::Service;
 
+use super::Overloaded;
 use super::classify::Classify;
 use super::cpu::CpuSignal;
 use super::future::ResponseFuture;
-use super::{Overloaded, Shedder};
+use super::permit::Completion;
+use super::shared::SharedShedder;
 use crate::clock::Clock;
 use crate::respond::Respond;
 
-/// A service behind a [`Shedder`]: made by [`ShedLayer`](super::ShedLayer), whose docs describe
+/// A service behind a [`Shedder`](super::Shedder): made by [`ShedLayer`](super::ShedLayer), whose docs describe
 /// its behaviour.
 ///
 /// Cloning it is cheap and the clone shares the shedder.
-pub struct ShedService<Svc, C: Clock, S: CpuSignal, K, R> {
+pub struct ShedService<Svc, C: Clock + 'static, S: CpuSignal + 'static, K, R> {
     inner: Svc,
-    shedder: Arc<Shedder<C, S>>,
+    shedder: SharedShedder<C, S>,
     classifier: K,
     responder: R,
 }
 
-impl<Svc, C: Clock, S: CpuSignal, K, R> ShedService<Svc, C, S, K, R> {
+impl<Svc, C: Clock + 'static, S: CpuSignal + 'static, K, R> ShedService<Svc, C, S, K, R> {
     /// Wraps `inner` with `shedder`, deciding outcomes with `classifier` and answering
     /// refusals with `responder`. [`ShedLayer`](super::ShedLayer) is the usual way to make one.
-    pub fn new(inner: Svc, shedder: Arc<Shedder<C, S>>, classifier: K, responder: R) -> Self {
+    pub fn new(
+        inner: Svc,
+        shedder: impl Into<SharedShedder<C, S>>,
+        classifier: K,
+        responder: R,
+    ) -> Self {
         ShedService {
             inner,
-            shedder,
+            shedder: shedder.into(),
             classifier,
             responder,
         }
     }
 
     /// The shedder.
-    pub fn shedder(&self) -> &Arc<Shedder<C, S>> {
+    pub fn shedder(&self) -> &SharedShedder<C, S> {
         &self.shedder
     }
 
@@ -60,8 +66,8 @@ impl<Svc, C: Clock, S: CpuSignal, K, R> ShedService<Svc, C, S, K, R> {
 impl<Svc, Req, C, S, K, R> Service<Req> for ShedService<Svc, C, S, K, R>
 where
     Svc: Service<Req>,
-    C: Clock,
-    S: CpuSignal,
+    C: Clock + 'static,
+    S: CpuSignal + 'static,
     K: Classify<Svc::Response, Svc::Error> + Clone,
     R: Respond<Overloaded, Svc::Response, Svc::Error> + Clone,
 {
@@ -76,16 +82,18 @@ where
 
     /// Asks the shedder; calls the inner service only if the request is admitted.
     fn call(&mut self, request: Req) -> Self::Future {
-        match self.shedder.allow_owned() {
-            Ok(permit) => {
-                ResponseFuture::admitted(self.inner.call(request), permit, self.classifier.clone())
-            }
+        match self.shedder.admit_now() {
+            Ok(admitted_at) => ResponseFuture::admitted(
+                self.inner.call(request),
+                Completion::new(self.shedder.clone(), admitted_at),
+                self.classifier.clone(),
+            ),
             Err(overloaded) => ResponseFuture::refused(overloaded, self.responder.clone()),
         }
     }
 }
 
-impl<Svc: Clone, C: Clock, S: CpuSignal, K: Clone, R: Clone> Clone
+impl<Svc: Clone, C: Clock + 'static, S: CpuSignal + 'static, K: Clone, R: Clone> Clone
     for ShedService<Svc, C, S, K, R>
 {
     fn clone(&self) -> Self {
@@ -98,8 +106,8 @@ impl<Svc: Clone, C: Clock, S: CpuSignal, K: Clone, R: Clone> Clone
     }
 }
 
-impl<Svc: fmt::Debug, C: Clock, S: CpuSignal, K: fmt::Debug, R: fmt::Debug> fmt::Debug
-    for ShedService<Svc, C, S, K, R>
+impl<Svc: fmt::Debug, C: Clock + 'static, S: CpuSignal + 'static, K: fmt::Debug, R: fmt::Debug>
+    fmt::Debug for ShedService<Svc, C, S, K, R>
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ShedService")

@@ -69,7 +69,12 @@ impl RollingWindow {
     /// so stale that the value would already have left the window) adds nothing.
     #[inline]
     pub(crate) fn add(&self, epoch: u64, counter: usize, value: u64) {
-        let word = &self.bucket(epoch).counters[counter];
+        self.add_to(self.bucket(epoch), epoch, counter, value);
+    }
+
+    #[inline]
+    fn add_to(&self, bucket: &Bucket, epoch: u64, counter: usize, value: u64) {
+        let word = &bucket.counters[counter];
         let own = tag(epoch);
         let mut current = word.load(Ordering::Acquire);
         loop {
@@ -87,6 +92,18 @@ impl RollingWindow {
                 Err(actual) => current = actual,
             }
         }
+    }
+
+    /// Adds a pass and its latency to `epoch`'s bucket: the latency sum ([`LATENCY_SUM`]) first,
+    /// then the pass count ([`PASSES`]), so that a reader never sees a pass without its latency.
+    ///
+    /// [`LATENCY_SUM`]: super::LATENCY_SUM
+    /// [`PASSES`]: super::PASSES
+    #[inline]
+    pub(crate) fn add_pass(&self, epoch: u64, latency: u64) {
+        let bucket = self.bucket(epoch);
+        self.add_to(bucket, epoch, super::LATENCY_SUM, latency);
+        self.add_to(bucket, epoch, super::PASSES, 1);
     }
 
     /// Whether tag `held` is a later epoch than `own`: a later epoch in the same bucket is a
