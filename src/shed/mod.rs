@@ -51,6 +51,9 @@
 //! - A request's latency is measured from the clock reading its admission decision used;
 //!   go-zero reads the clock again after deciding, so its latencies also include the decision
 //!   (nanoseconds, or microseconds for the first hot decision of a bucket).
+//! - The smoothed concurrency is updated with a load and a store, not under a lock: two
+//!   requests completing at the same instant can start from the same average, and one of the
+//!   two samples is then lost. Exact with one thread; go-zero serialises the update.
 //! - Per bucket, counts and latency sums saturate at 2^32 − 1 (go-zero sums in 64 bits); a
 //!   bucket whose latency sum saturated (4.3 million request-seconds in one bucket) is left out
 //!   of `min_rt` rather than letting it understate the latency.

@@ -57,6 +57,7 @@ where
 {
     type Output = Result<T, R::Error>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
             StateProj::Admitted { future } => {
