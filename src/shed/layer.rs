@@ -16,19 +16,20 @@ use crate::respond::BoxErrorResponder;
 ///
 /// The layer holds a shedder created before it, in an `Arc` or as a `&'static` reference
 /// ([`SharedShedder`]): every service it produces, and every clone of them, shares that one
-/// shedder. This matters because axum's
-/// `Router::layer` calls [`Layer::layer`] again for every connection (under `axum::serve`) or
-/// even every request (when the router is itself used as a service, for example wrapped in
-/// another layer or nested), and tonic and hyper clone services per connection: state kept
-/// per service would limit nothing. (tower's own `ConcurrencyLimitLayer` makes a new
-/// semaphore in each `layer` call and is caught by exactly this.)
+/// shedder. This matters because axum's `Router::layer` calls [`Layer::layer`] again for every
+/// connection (under `axum::serve`) or even every request (when the router is itself used as a
+/// service, for example wrapped in another layer or nested), and tonic and hyper clone services
+/// per connection: state kept per service would limit nothing. (tower's own
+/// `ConcurrencyLimitLayer` makes a new semaphore in each `layer` call and is caught by exactly
+/// this.)
 ///
 /// Each request is decided in `call` (the decision [`Shedder::allow`](super::Shedder::allow)
 /// makes); `poll_ready` only forwards the inner service's readiness, so idle connections hold
-/// nothing. An admitted request holds its
-/// permit in the response future until the inner service answers; the [classifier](Self::classify)
-/// then records a pass or a failure. Dropping the future first (a disconnected client, a
-/// timeout further out) counts as a failure. The admitted path allocates nothing.
+/// nothing. An admitted request holds its permit in the response future until the inner
+/// service answers; the [classifier](Self::classify) then records a pass or a failure.
+/// Dropping the future first (a disconnected client, a timeout further out) counts as a
+/// failure. The admitted path allocates nothing; a `&'static` shedder also saves the
+/// reference-count increment and decrement an `Arc` costs per request.
 ///
 /// What a refused request gets depends on the [responder](crate::respond):
 ///
@@ -42,10 +43,12 @@ use crate::respond::BoxErrorResponder;
 /// Put it inside any other layer that refuses requests, such as a
 /// [`WarmUpLayer`](crate::warmup::WarmUpLayer) or an authentication check, so that it sees
 /// only the requests that reach the service. A refusal from a layer inside it arrives as an
-/// error or an error response, which the classifier may count as a pass (the default counts
-/// every completed request), and its near-zero latency would convince the shedder that the
-/// service is faster than it is. With tower's `ServiceBuilder` and tonic's `Server::layer` the
-/// first layer added is the outermost; with axum's `Router::layer` the last call is.
+/// error or an error response with a near-zero latency; counted as a pass, it would convince
+/// the shedder that the service is faster than it is. The go-zero classifiers recognise admit's
+/// own refusals ([`Refused`](crate::respond::Refused)) and count them as failures, but not
+/// other layers' answers, and the default classifier passes everything. With tower's
+/// `ServiceBuilder` and tonic's `Server::layer` the first layer added is the outermost; with
+/// axum's `Router::layer` the last call is.
 ///
 /// # Example
 ///
