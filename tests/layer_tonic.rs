@@ -323,6 +323,45 @@ async fn warm_up_interceptor_refuses_beyond_the_cold_limit() {
     );
 }
 
+/// tonic's `Server::layer` puts the process-wide shed layer outside the service's
+/// interceptor: the interceptor's refusals come back through the shedder, which must count them
+/// as failures, not as fast successful calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interceptor_refusals_inside_the_shed_layer_count_as_failures() {
+    let rig = Rig::new();
+    let (health, reached) = counting_health().await;
+    let health = HealthServer::with_interceptor(health, WarmUpInterceptor::new(cold_limit_one()));
+    let (addr, incoming) = listen().await;
+    let serve = Server::builder()
+        .layer(ShedLayer::new(rig.shedder.clone()).grpc())
+        .add_service(health)
+        .serve_with_incoming(incoming);
+    let server = spawn_server(addr, serve);
+    let mut client = client(&server).await;
+
+    check_serving(&mut client, "the first call").await;
+    for i in 0..3 {
+        check_refused(
+            &mut client,
+            Code::ResourceExhausted,
+            &format!("refused call {i}"),
+        )
+        .await;
+    }
+    assert_eq!(reached.load(Ordering::SeqCst), 1);
+    let snapshot = rig.shedder.snapshot();
+    assert_eq!(
+        (
+            snapshot.passed,
+            snapshot.failed,
+            snapshot.dropped,
+            snapshot.flying
+        ),
+        (1, 3, 0, 0),
+        "{snapshot:?}"
+    );
+}
+
 /// `WarmUpInterceptor::code(Code::Unavailable)` refuses with `UNAVAILABLE`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn warm_up_interceptor_can_answer_unavailable() {

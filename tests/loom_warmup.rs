@@ -1,8 +1,8 @@
 //! Model-checks the lock-free window and token state of `Profile::SentinelExact` with loom:
 //! every interleaving of the real implementation's atomics (and of the manual clock's).
 //!
-//! Run with `RUSTFLAGS="--cfg loom" cargo test --release --test loom_warmup` (see `.ci/run`).
-#![cfg(loom)]
+//! Run with `RUSTFLAGS="--cfg admit_loom" cargo test --release --test loom_warmup` (see `.ci/run`).
+#![cfg(admit_loom)]
 
 use std::time::Duration;
 

@@ -143,7 +143,7 @@ impl RollingWindow {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(admit_loom)))]
 mod tests {
     use super::*;
 

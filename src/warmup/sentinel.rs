@@ -430,7 +430,7 @@ fn retry_after(now_nanos: u64, half: u64, current: u64, n: u64, capacity: u64) -
     at.saturating_sub(now)
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(admit_loom)))]
 mod tests {
     use std::sync::atomic::AtomicU64 as SharedTime;
     use std::thread;

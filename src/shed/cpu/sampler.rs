@@ -322,7 +322,7 @@ fn run() {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(admit_loom)))]
 mod tests {
     use super::*;
 
