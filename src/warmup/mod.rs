@@ -115,6 +115,7 @@ mod layer;
 mod sentinel;
 #[cfg(feature = "tower")]
 mod service;
+mod smooth;
 
 use std::fmt;
 use std::time::Duration;

@@ -1,0 +1,565 @@
+//! The engine of the smooth warm-up profile: Guava's `SmoothWarmingUp` model in nanoseconds,
+//! as one lock-free 128-bit state word.
+//!
+//! Permits are spaced in time rather than counted per window. The limiter stores permits while
+//! it is underused, up to `max`; spending a stored permit at level `x` costs the interval
+//!
+//! ```text
+//! interval(x) = stable + max(0, x − threshold) · slope        (ns per permit)
+//! ```
+//!
+//! so a full (cold) bucket spaces requests `cold = stable · cold_factor` apart and an empty one
+//! `stable = 1 s / rate` apart. Spending `k` permits from level `x` costs the integral of
+//! `interval` over `[x − k, x]`; permits beyond the stored ones cost `stable` each. The constants
+//! are Guava's, in continuous form:
+//!
+//! ```text
+//! threshold = 0.5 · period / stable       max = threshold + 2 · period / (stable + cold)
+//! slope = (cold − stable) / (max − threshold)       cool_down = period / max   (ns per permit)
+//! ```
+//!
+//! By construction, under saturating demand the bucket drains from `max` to `threshold` (the
+//! full rate) in exactly `period`, and an idle bucket refills from empty to `max` in `period`.
+//!
+//! Two ways to pay for a request:
+//!
+//! - **Later** (Guava's): a request passes as soon as the previous ones are paid for
+//!   (`next_free`), and its own cost delays the next request. An idle limiter passes any
+//!   request at once.
+//! - **Now** (Sentinel's pacer, the right choice for server admission): a request passes once
+//!   the time since the previous one covers its own cost. `next_free` is then the time the
+//!   previous request passed.
+//!
+//! **Demand-aware cooling.** Guava credits every moment after `next_free` as idle time, so a
+//! steady load between the cold and the full rate, refused in part, keeps the bucket cold
+//! forever: the gaps between the refused requests refill what the admitted ones spend
+//! (google/guava#3552). Here a refusal marks the state, and the time until the next admission
+//! refills nothing: only time without unmet demand cools the limiter down.
+
+#![cfg_attr(not(test), allow(dead_code))] // wired into `WarmUp` by the rest of this profile's work
+
+use std::sync::atomic::Ordering;
+
+use portable_atomic::AtomicU128;
+
+const NANOS_PER_SEC: f64 = 1e9;
+
+/// The smooth curve's constants, in permits and nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct SmoothCurve {
+    stable: f64,
+    threshold: f64,
+    max: f64,
+    slope: f64,
+    cool_down: f64,
+}
+
+impl SmoothCurve {
+    /// The curve for `rate` permits per second, warming up over `period_nanos` with
+    /// `cold_factor` (≥ 1; 1 is a flat limiter). The caller validates the inputs: a positive,
+    /// finite rate and period.
+    pub(crate) fn new(rate: f64, period_nanos: f64, cold_factor: f64) -> Self {
+        let stable = NANOS_PER_SEC / rate;
+        let cold = stable * cold_factor;
+        let threshold = 0.5 * period_nanos / stable;
+        let max = threshold + 2.0 * period_nanos / (stable + cold);
+        SmoothCurve {
+            stable,
+            threshold,
+            max,
+            slope: (cold - stable) / (max - threshold),
+            cool_down: period_nanos / max,
+        }
+    }
+
+    /// The most permits the bucket stores (cold).
+    pub(crate) fn max(&self) -> f64 {
+        self.max
+    }
+
+    /// The spacing, in ns, of requests spending the stored permit at level `stored`.
+    pub(crate) fn interval(&self, stored: f64) -> f64 {
+        self.stable + (stored - self.threshold).max(0.0) * self.slope
+    }
+
+    /// What `permits` cost, in ns, with `stored` permits stored; and how many stored ones they
+    /// spend.
+    fn cost(&self, stored: f64, permits: f64) -> (f64, f64) {
+        let spend = permits.min(stored);
+        let above = stored - self.threshold;
+        let mut cost = 0.0;
+        let mut below = spend;
+        if above > 0.0 {
+            // The trapezoid over the part of [stored − spend, stored] above the threshold.
+            let spent_above = above.min(spend);
+            let top = self.stable + above * self.slope;
+            let bottom = self.stable + (above - spent_above) * self.slope;
+            cost += spent_above * (top + bottom) / 2.0;
+            below -= spent_above;
+        }
+        cost += (below + (permits - spend)) * self.stable;
+        (cost, spend)
+    }
+
+    /// Stored permits after `idle_nanos` without unmet demand.
+    fn refill(&self, stored: f64, idle_nanos: u64) -> f64 {
+        (stored + idle_nanos as f64 / self.cool_down).min(self.max)
+    }
+}
+
+/// How a request pays for its permits; see the module docs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Payment {
+    /// The request passes once the time since the previous one covers its own cost.
+    Now,
+    /// The request passes once the previous ones are paid for; its cost delays the next.
+    Later,
+}
+
+/// `next_free` before the first admission in [`Payment::Now`]: the first request passes at
+/// once.
+const NEVER: u64 = u64::MAX;
+
+/// The engine's state.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct SmoothState {
+    /// [`Payment::Later`]: when the permits reserved so far are paid for.
+    /// [`Payment::Now`]: when the last request passed ([`NEVER`] before the first).
+    next_free: u64,
+    /// Permits stored, in `0..=max`.
+    stored: f64,
+    /// Whether a request was refused since the last admission.
+    denied: bool,
+}
+
+impl SmoothState {
+    fn pack(self) -> u128 {
+        // `stored` is never negative, so its sign bit carries `denied`.
+        let stored = self.stored.to_bits() | u64::from(self.denied) << 63;
+        u128::from(self.next_free) << 64 | u128::from(stored)
+    }
+
+    fn unpack(word: u128) -> Self {
+        let low = word as u64;
+        SmoothState {
+            next_free: (word >> 64) as u64,
+            stored: f64::from_bits(low & !(1 << 63)),
+            denied: low >> 63 == 1,
+        }
+    }
+}
+
+/// A decision: the state after it and how long the request waits, or how long until it could
+/// pass within the wait it accepted.
+pub(crate) type Decision = Result<(SmoothState, u64), u64>;
+
+/// `permits` asked for at `now` by a caller willing to wait up to `max_wait` ns.
+pub(crate) fn decide(
+    curve: &SmoothCurve,
+    payment: Payment,
+    state: SmoothState,
+    now: u64,
+    permits: f64,
+    max_wait: u64,
+) -> Decision {
+    match payment {
+        Payment::Later => {
+            let ready = now.max(state.next_free);
+            let wait = ready - now;
+            if wait > max_wait {
+                return Err(wait - max_wait);
+            }
+            let stored = if state.denied {
+                state.stored
+            } else {
+                curve.refill(state.stored, now.saturating_sub(state.next_free))
+            };
+            let (cost, spend) = curve.cost(stored, permits);
+            let next = SmoothState {
+                next_free: saturating_add(ready, cost),
+                stored: stored - spend,
+                denied: false,
+            };
+            Ok((next, wait))
+        }
+        Payment::Now => {
+            let (cost, spend) = curve.cost(state.stored, permits);
+            let due = if state.next_free == NEVER {
+                0
+            } else {
+                saturating_add(state.next_free, cost)
+            };
+            let ready = now.max(due);
+            let wait = ready - now;
+            if wait > max_wait {
+                return Err(wait - max_wait);
+            }
+            // Time beyond what this request's cost needed was idle.
+            let stored = if state.denied || state.next_free == NEVER {
+                state.stored
+            } else {
+                curve.refill(state.stored, now.saturating_sub(due))
+            };
+            let next = SmoothState {
+                next_free: ready,
+                stored: (stored - spend).max(0.0),
+                denied: false,
+            };
+            Ok((next, wait))
+        }
+    }
+}
+
+/// `at + nanos`, saturating.
+fn saturating_add(at: u64, nanos: f64) -> u64 {
+    // `as` saturates a float too large for u64 (and maps NaN to 0, which cannot occur here).
+    at.saturating_add(nanos as u64)
+}
+
+/// The lock-free engine: the state in one 128-bit word, updated by one compare-and-swap per
+/// admission. A refusal writes only to mark demand, at most once between two admissions.
+#[derive(Debug)]
+pub(crate) struct SmoothBucket {
+    curve: SmoothCurve,
+    payment: Payment,
+    state: AtomicU128,
+}
+
+impl SmoothBucket {
+    /// A bucket built at `now`: cold (full), or warm (empty) if `start_warm`.
+    pub(crate) fn new(curve: SmoothCurve, payment: Payment, now: u64, start_warm: bool) -> Self {
+        let state = SmoothState {
+            next_free: match payment {
+                Payment::Later => now,
+                Payment::Now => NEVER,
+            },
+            stored: if start_warm { 0.0 } else { curve.max },
+            denied: false,
+        };
+        SmoothBucket {
+            curve,
+            payment,
+            state: AtomicU128::new(state.pack()),
+        }
+    }
+
+    /// Reserves `permits` at `now` if they are available within `max_wait` ns: `Ok` with how
+    /// long to wait before using them, or `Err` with how much longer the caller would have to
+    /// be willing to wait.
+    pub(crate) fn reserve(&self, now: u64, permits: f64, max_wait: u64) -> Result<u64, u64> {
+        let mut word = self.state.load(Ordering::Acquire);
+        loop {
+            let state = SmoothState::unpack(word);
+            let (next, wait) =
+                match decide(&self.curve, self.payment, state, now, permits, max_wait) {
+                    Ok(admitted) => admitted,
+                    Err(short) => {
+                        if state.denied {
+                            return Err(short);
+                        }
+                        // Mark the unmet demand once; a lost race means someone else changed
+                        // the state, so decide again.
+                        let marked = SmoothState {
+                            denied: true,
+                            ..state
+                        };
+                        match self.state.compare_exchange_weak(
+                            word,
+                            marked.pack(),
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        ) {
+                            Ok(_) => return Err(short),
+                            Err(actual) => {
+                                word = actual;
+                                continue;
+                            }
+                        }
+                    }
+                };
+            match self.state.compare_exchange_weak(
+                word,
+                next.pack(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok(wait),
+                Err(actual) => word = actual,
+            }
+        }
+    }
+
+    /// The state now, as the next decision would see it before deciding.
+    pub(crate) fn state(&self) -> SmoothState {
+        SmoothState::unpack(self.state.load(Ordering::Acquire))
+    }
+
+    pub(crate) fn curve(&self) -> &SmoothCurve {
+        &self.curve
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const SEC: u64 = 1_000_000_000;
+
+    /// A bucket on a manual timeline, driven as Guava's `acquire()` is in its tests: each
+    /// acquire waits as long as the bucket says, and the clock moves on by that much.
+    struct Timeline {
+        bucket: SmoothBucket,
+        now: u64,
+    }
+
+    impl Timeline {
+        fn new(rate: f64, period: u64, factor: f64, payment: Payment) -> Self {
+            let curve = SmoothCurve::new(rate, period as f64, factor);
+            Timeline {
+                bucket: SmoothBucket::new(curve, payment, 0, false),
+                now: 0,
+            }
+        }
+
+        /// One blocking acquire: the wait, in µs rounded to the nearest (Guava's waits are
+        /// whole µs, truncated per step).
+        fn acquire(&mut self) -> u64 {
+            let wait = self.bucket.reserve(self.now, 1.0, u64::MAX).unwrap();
+            self.now += wait;
+            wait
+        }
+
+        fn waits_us(&mut self, n: usize) -> Vec<u64> {
+            (0..n).map(|_| (self.acquire() + 500) / 1000).collect()
+        }
+
+        /// Admissions per second under a try-acquire every millisecond, for `seconds`.
+        fn saturate(&mut self, seconds: usize) -> Vec<u32> {
+            (0..seconds)
+                .map(|_| {
+                    let mut passed = 0;
+                    for _ in 0..1000 {
+                        if self.bucket.reserve(self.now, 1.0, 0).is_ok() {
+                            passed += 1;
+                        }
+                        self.now += MS;
+                    }
+                    passed
+                })
+                .collect()
+        }
+    }
+
+    /// Each wait within a µs or two of Guava's (which truncates every step to whole µs).
+    fn assert_close(actual: &[u64], expected: &[u64]) {
+        assert_eq!(actual.len(), expected.len());
+        for (i, (a, e)) in actual.iter().zip(expected).enumerate() {
+            assert!(
+                a.abs_diff(*e) <= 2,
+                "wait {i}: {a} µs, Guava {e} µs ({actual:?})"
+            );
+        }
+    }
+
+    /// TV-30, Guava's `testWarmUp`: 2 permits/s, 4 s, factor 3, paying later.
+    #[test]
+    fn guava_warm_up() {
+        let mut t = Timeline::new(2.0, 4 * SEC, 3.0, Payment::Later);
+        let cold = [
+            0, 1_375_000, 1_125_000, 875_000, 625_000, 500_000, 500_000, 500_000,
+        ];
+        assert_close(&t.waits_us(8), &cold);
+        t.now += 500 * MS + 4 * SEC; // cold again
+        assert_close(&t.waits_us(8), &cold);
+        t.now += 500 * MS + 2 * SEC; // half way: still warm
+        assert_close(
+            &t.waits_us(8),
+            &[
+                0, 500_000, 500_000, 500_000, 500_000, 500_000, 500_000, 500_000,
+            ],
+        );
+    }
+
+    /// TV-31, Guava's `testWarmUpWithColdFactor` (factor 10) and its factor-1 variant.
+    #[test]
+    fn guava_warm_up_with_cold_factor() {
+        let mut t = Timeline::new(5.0, 4 * SEC, 10.0, Payment::Later);
+        let cold = [
+            0, 1_752_500, 1_257_500, 762_500, 300_227, 200_000, 200_000, 200_000,
+        ];
+        assert_close(&t.waits_us(8), &cold);
+        t.now += 200 * MS + 4 * SEC;
+        assert_close(&t.waits_us(8), &cold);
+        t.now += 200 * MS + SEC;
+        assert_close(
+            &t.waits_us(8),
+            &[
+                0, 200_000, 200_000, 200_000, 200_000, 200_000, 200_000, 200_000,
+            ],
+        );
+
+        let mut flat = Timeline::new(5.0, 4 * SEC, 1.0, Payment::Later);
+        let steady = [
+            0, 200_000, 200_000, 200_000, 200_000, 200_000, 200_000, 200_000,
+        ];
+        assert_close(&flat.waits_us(8), &steady);
+        flat.now += 340 * MS;
+        assert_close(&flat.waits_us(8), &steady);
+    }
+
+    /// Under saturation the admitted rate climbs from the cold rate to the full rate within the
+    /// warm-up period, in both payment styles.
+    #[test]
+    fn saturation_reaches_the_full_rate_within_the_period() {
+        for payment in [Payment::Now, Payment::Later] {
+            let mut t = Timeline::new(10.0, 10 * SEC, 3.0, payment);
+            let per_second = t.saturate(16);
+            assert!(per_second[0] <= 4, "{payment:?}: {per_second:?}");
+            assert!(
+                per_second.windows(2).all(|w| w[1] + 1 >= w[0]),
+                "{payment:?}: the rate never falls back: {per_second:?}"
+            );
+            assert!(
+                per_second[10..].iter().all(|&n| n == 10),
+                "{payment:?}: full rate from second 10 on: {per_second:?}"
+            );
+        }
+    }
+
+    /// A warm limiter under 1 s on / 1 s off load stays warm (Sentinel's bulk subtraction
+    /// re-cools it).
+    #[test]
+    fn bursty_load_keeps_it_warm() {
+        for payment in [Payment::Now, Payment::Later] {
+            let curve = SmoothCurve::new(10.0, 10.0 * SEC as f64, 3.0);
+            let mut t = Timeline {
+                bucket: SmoothBucket::new(curve, payment, 0, true),
+                now: 0,
+            };
+            for cycle in 0..30 {
+                let on = t.saturate(1)[0];
+                assert!(on >= 10, "{payment:?}, cycle {cycle}: {on} admitted");
+                t.now += SEC;
+            }
+        }
+    }
+
+    /// A steady load between the cold and the full rate warms the limiter up (google/guava#3552:
+    /// Guava keeps it cold forever).
+    #[test]
+    fn a_steady_load_below_the_full_rate_warms_it_up() {
+        for payment in [Payment::Now, Payment::Later] {
+            let mut t = Timeline::new(10.0, 10 * SEC, 3.0, payment);
+            let mut per_second = Vec::new();
+            for _ in 0..60 {
+                let mut passed = 0;
+                for _ in 0..5 {
+                    if t.bucket.reserve(t.now, 1.0, 0).is_ok() {
+                        passed += 1;
+                    }
+                    t.now += 200 * MS;
+                }
+                per_second.push(passed);
+            }
+            assert!(
+                per_second[0] < 5,
+                "{payment:?}: starts cold: {per_second:?}"
+            );
+            assert!(
+                per_second[30..].iter().all(|&n| n == 5),
+                "{payment:?}: every request passes once warm: {per_second:?}"
+            );
+        }
+    }
+
+    /// TV-13 in the smooth profile: where Sentinel admits nothing, 1 permit/s with factor 3
+    /// admits requests spaced by the cold interval (3 s at `max`) and warms up. Paying now, the
+    /// first passes at once; the next pay 2.4, 2.0 and 1.6 s (the mean intervals between 9 and 8,
+    /// 8 and 7, 7 and 6 stored permits, on a curve from 10 permits at 3 s to 5 at 1 s).
+    #[test]
+    fn a_tiny_rate_admits_one_request_per_cold_interval() {
+        let mut t = Timeline::new(1.0, 10 * SEC, 3.0, Payment::Now);
+        let mut passed_at = Vec::new();
+        for second in 0..12 {
+            for _ in 0..10 {
+                if t.bucket.reserve(t.now, 1.0, 0).is_ok() {
+                    passed_at.push(second);
+                }
+                t.now += 100 * MS;
+            }
+        }
+        assert_eq!(passed_at[..4], [0, 2, 4, 6], "{passed_at:?}");
+    }
+
+    #[test]
+    fn a_refusal_reports_the_wait_and_marks_demand_once() {
+        let mut t = Timeline::new(10.0, 10 * SEC, 3.0, Payment::Now);
+        assert_eq!(t.bucket.reserve(t.now, 1.0, 0), Ok(0));
+        let after_admission = t.bucket.state();
+        let short = t.bucket.reserve(t.now, 1.0, 0).unwrap_err();
+        // The cost of the next permit: the mean interval between `max − 1` and `max − 2`.
+        let interval = t.bucket.curve().interval(t.bucket.curve().max() - 1.5);
+        assert!(
+            short.abs_diff(interval as u64) < 1000,
+            "{short} vs {interval}"
+        );
+        let marked = t.bucket.state();
+        assert!(marked.denied && !after_admission.denied);
+        assert_eq!(
+            (marked.next_free, marked.stored),
+            (after_admission.next_free, after_admission.stored)
+        );
+        // A second refusal writes nothing.
+        assert_eq!(t.bucket.reserve(t.now, 1.0, 0), Err(short));
+        assert_eq!(t.bucket.state(), marked);
+        // Waiting as long as it said admits.
+        t.now += short;
+        assert_eq!(t.bucket.reserve(t.now, 1.0, 0), Ok(0));
+    }
+
+    /// Threads racing at one instant: exactly one request passes, in either payment style.
+    #[test]
+    fn racing_callers_never_overshoot() {
+        for payment in [Payment::Now, Payment::Later] {
+            let curve = SmoothCurve::new(1000.0, 10.0 * SEC as f64, 3.0);
+            let bucket = SmoothBucket::new(curve, payment, 5 * SEC, false);
+            let admitted = std::sync::atomic::AtomicU32::new(0);
+            std::thread::scope(|scope| {
+                for _ in 0..4 {
+                    scope.spawn(|| {
+                        for _ in 0..10_000 {
+                            if bucket.reserve(5 * SEC, 1.0, 0).is_ok() {
+                                admitted.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    });
+                }
+            });
+            assert_eq!(admitted.into_inner(), 1, "{payment:?}");
+        }
+    }
+
+    #[test]
+    fn states_pack_and_unpack() {
+        for state in [
+            SmoothState {
+                next_free: NEVER,
+                stored: 100.0,
+                denied: true,
+            },
+            SmoothState {
+                next_free: 0,
+                stored: 0.0,
+                denied: false,
+            },
+            SmoothState {
+                next_free: 12_345,
+                stored: 0.3,
+                denied: true,
+            },
+        ] {
+            assert_eq!(SmoothState::unpack(state.pack()), state);
+        }
+    }
+}
