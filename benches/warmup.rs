@@ -9,6 +9,8 @@
 //!   passes and performs its compare-and-swap.
 //! - **mostly reject**: 10/s (admit) and 1/s (governor), so nearly every call is refused.
 //!
+//! admit runs both profiles: `SentinelExact` (the default today) and `Smooth` (paying now).
+//!
 //! Each limiter runs with each kind of clock, since a clock read is a large share of a decision:
 //! the OS monotonic clock (`Instant`, both crates' `MonotonicClock`), a cached clock refreshed by
 //! a background thread (admit's `CoarseClock`, governor's `QuantaUpkeepClock`), the TSC through
@@ -22,7 +24,7 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 use admit::clock::{Clock, MonotonicClock};
-use admit::warmup::WarmUp;
+use admit::warmup::{Profile, WarmUp};
 use admit_benches::{coarse_clock, on_two_threads};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
@@ -41,8 +43,13 @@ type Governor<C> =
     RateLimiter<NotKeyed, InMemoryState, C, NoOpMiddleware<<C as GovernorClock>::Instant>>;
 
 fn admit<C: Clock>(rate: u32, clock: C) -> WarmUp<C> {
+    admit_profile(rate, clock, Profile::SentinelExact)
+}
+
+fn admit_profile<C: Clock>(rate: u32, clock: C, profile: Profile) -> WarmUp<C> {
     let limiter = WarmUp::builder(f64::from(rate))
         .warm_up_period(Duration::from_secs(1))
+        .profile(profile)
         .clock(clock)
         .build()
         .expect("valid configuration");
@@ -89,6 +96,16 @@ fn pairings(group: &mut BenchmarkGroup<'_, WallTime>, rate: u32, threads: usize)
     bench!(
         "admit/CoarseClock",
         admit(rate, coarse_clock()),
+        try_acquire
+    );
+    bench!(
+        "admit Smooth/MonotonicClock",
+        admit_profile(rate, MonotonicClock::new(), Profile::Smooth),
+        try_acquire
+    );
+    bench!(
+        "admit Smooth/CoarseClock",
+        admit_profile(rate, coarse_clock(), Profile::Smooth),
         try_acquire
     );
     bench!(

@@ -73,12 +73,28 @@ use crate::sync::{Arc, AtomicU64, Ordering};
 pub trait Clock: Send + Sync {
     /// Nanoseconds since this clock's origin. Never decreases.
     fn now_nanos(&self) -> u64;
+
+    /// How far a reading may lag the true time: the refresh interval of a cached clock, zero
+    /// (the default) for a clock read on demand.
+    ///
+    /// Limiters that space requests in time ([`Profile::Smooth`](crate::warmup::Profile::Smooth))
+    /// let a request pass up to this much before its turn, so that a cached clock, which
+    /// returns the same reading for a whole tick, does not cap them at one request per tick.
+    /// The long-run rate is unchanged.
+    fn resolution_nanos(&self) -> u64 {
+        0
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for &C {
     #[inline]
     fn now_nanos(&self) -> u64 {
         (**self).now_nanos()
+    }
+
+    #[inline]
+    fn resolution_nanos(&self) -> u64 {
+        (**self).resolution_nanos()
     }
 }
 
@@ -87,12 +103,22 @@ impl<C: Clock + ?Sized> Clock for StdArc<C> {
     fn now_nanos(&self) -> u64 {
         (**self).now_nanos()
     }
+
+    #[inline]
+    fn resolution_nanos(&self) -> u64 {
+        (**self).resolution_nanos()
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for Box<C> {
     #[inline]
     fn now_nanos(&self) -> u64 {
         (**self).now_nanos()
+    }
+
+    #[inline]
+    fn resolution_nanos(&self) -> u64 {
+        (**self).resolution_nanos()
     }
 }
 
@@ -369,5 +395,10 @@ impl Clock for CoarseClock {
     #[inline]
     fn now_nanos(&self) -> u64 {
         self.shared.nanos.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    #[inline]
+    fn resolution_nanos(&self) -> u64 {
+        saturating_nanos(self.shared.resolution)
     }
 }

@@ -1,5 +1,6 @@
-//! `try_acquire`, `try_acquire_n` and `snapshot` never touch the heap: admitted, rejected,
-//! across window and second boundaries (where the token sync and window sealing run).
+//! `try_acquire`, `try_acquire_n`, `reserve` and `snapshot` never touch the heap, in both
+//! profiles: admitted, rejected, across window and second boundaries (where Sentinel's token
+//! sync and window sealing run), and when the smooth profile marks unmet demand.
 //!
 //! Allocations are counted per thread, so the test harness's own threads cannot disturb the
 //! count; one test in this file all the same.
@@ -10,13 +11,22 @@ mod counting_alloc;
 use std::time::Duration;
 
 use admit::clock::{ManualClock, MonotonicClock};
-use admit::warmup::WarmUp;
+use admit::warmup::{Payment, Profile, WarmUp};
 use counting_alloc::allocations_during;
 
 #[test]
 fn deciding_and_observing_never_allocate() {
     let clock = ManualClock::new();
     let limiter = WarmUp::builder(10.0).clock(clock.clone()).build().unwrap();
+    let smooth = |payment| {
+        WarmUp::builder(10.0)
+            .profile(Profile::Smooth)
+            .payment(payment)
+            .clock(clock.clone())
+            .build()
+            .unwrap()
+    };
+    let (pay_now, pay_later) = (smooth(Payment::Now), smooth(Payment::Later));
     let real = WarmUp::builder(1e6)
         .clock(MonotonicClock::new())
         .build()
@@ -50,6 +60,19 @@ fn deciding_and_observing_never_allocate() {
                 }
             }
             std::hint::black_box(limiter.snapshot());
+            for smooth in [&pay_now, &pay_later] {
+                match smooth.try_acquire() {
+                    Ok(()) => admitted += 1,
+                    Err(e) => {
+                        std::hint::black_box(e.retry_after());
+                        rejected += 1;
+                    }
+                }
+                if ms % 100 == 0 {
+                    std::hint::black_box(smooth.reserve(3, Duration::from_millis(50)).is_ok());
+                }
+                std::hint::black_box(smooth.snapshot());
+            }
             clock.advance(Duration::from_millis(1));
         }
         for _ in 0..10_000 {

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::smooth::SmoothCurve;
 use crate::ConfigError;
 
 /// Largest count one half-second window can hold (30 bits of the packed window word).
@@ -23,6 +24,10 @@ pub(crate) const MAX_WINDOW_COUNT: u64 = (1 << 30) - 1;
 /// `W = (int)(P·c) / (f − 1)` (integer division), `M = W + (int)(2·P·c / (1 + f))`, and every
 /// limit above `W` is widened by one ulp (`Math.nextUp`) so that rounding cannot turn an exact
 /// boundary into a rejection.
+///
+/// For [`Profile::Smooth`](super::Profile::Smooth) they are Guava's, continuous:
+/// `W = P·c / 2`, `M = W + 2·P·c / (1 + f)` (the same as Sentinel's at `f = 3`, without the
+/// truncations), and the limit is the exact reciprocal of the spacing between requests.
 ///
 /// # Example
 ///
@@ -47,8 +52,14 @@ pub struct Curve {
     /// Sentinel refills above `W` only while the previous second passed fewer than
     /// `(int)count / coldFactor` requests.
     refill_gate: u64,
-    /// The largest acquire that can ever pass: the floor of the highest limit on the curve.
+    /// The largest acquire that can ever pass: the floor of the highest limit on the curve
+    /// (Sentinel); `u32::MAX` for the smooth profile, where any acquire passes given time.
     capacity: u32,
+    /// `W` and `M` as the public accessors report them (fractional for the smooth profile).
+    warning_tokens: f64,
+    max_tokens: f64,
+    /// Whether limits above `W` are widened by one ulp, as Sentinel's `Math.nextUp`.
+    widened: bool,
 }
 
 impl Curve {
@@ -129,6 +140,9 @@ impl Curve {
             slope,
             refill_gate,
             capacity: 0,
+            warning_tokens: warning as f64,
+            max_tokens: max as f64,
+            widened: true,
         };
         // With `count / f` exactly 1, the truncations of `W` and `M` can leave the computed
         // cold limit an ulp or two below 1 (5 / 7 s / 5 gives 0.9999999999999999), and Java
@@ -147,14 +161,54 @@ impl Curve {
         Ok(curve)
     }
 
+    /// The smooth profile's curve (Guava's constants) for `count` permits per second, a
+    /// `period` warm-up and `cold_factor`, after validating them: the rate must be positive and
+    /// finite, the period non-zero (fractions of a second are fine) and the factor at least 1
+    /// (1 is a flat limiter).
+    pub(crate) fn smooth(
+        count: f64,
+        period: Duration,
+        cold_factor: u32,
+    ) -> Result<(Curve, SmoothCurve), ConfigError> {
+        if !(count.is_finite() && count > 0.0) {
+            return Err(ConfigError::InvalidRate {
+                permits_per_second: count,
+            });
+        }
+        if cold_factor < 1 {
+            return Err(ConfigError::ColdFactorTooSmall {
+                cold_factor,
+                min: 1,
+            });
+        }
+        if period.is_zero() {
+            return Err(ConfigError::ZeroWarmUpPeriod);
+        }
+        let smooth = SmoothCurve::new(count, period.as_nanos() as f64, f64::from(cold_factor));
+        let curve = Curve {
+            count,
+            inverse_count: 1.0 / count,
+            warning: 0,
+            max: 0,
+            // Seconds per request per token, as Sentinel's.
+            slope: smooth.slope() / 1e9,
+            refill_gate: 0,
+            capacity: u32::MAX,
+            warning_tokens: smooth.threshold(),
+            max_tokens: smooth.max(),
+            widened: false,
+        };
+        Ok((curve, smooth))
+    }
+
     /// `W`: at or below this many stored tokens the full rate applies.
     pub fn warning_tokens(&self) -> f64 {
-        f64::from(self.warning)
+        self.warning_tokens
     }
 
     /// `M`: the most tokens the bucket can store; at `M` the cold rate applies.
     pub fn max_tokens(&self) -> f64 {
-        f64::from(self.max)
+        self.max_tokens
     }
 
     /// The slope of the curve in interval space (seconds per request per token above `W`).
@@ -172,17 +226,18 @@ impl Curve {
     ///
     /// Values outside `0..=M` are not clamped; they extend the curve's formula.
     pub fn qps_limit(&self, stored_tokens: f64) -> f64 {
-        let warning = f64::from(self.warning);
+        let warning = self.warning_tokens;
         if stored_tokens >= warning {
-            ((stored_tokens - warning) * self.slope + 1.0 / self.count)
-                .recip()
-                .next_up()
+            let limit = ((stored_tokens - warning) * self.slope + 1.0 / self.count).recip();
+            if self.widened { limit.next_up() } else { limit }
         } else {
             self.count
         }
     }
 
-    /// The largest `n` for which an acquire of `n` permits can ever succeed.
+    /// The largest `n` for which an acquire of `n` permits can ever succeed: the floor of the
+    /// highest limit for [`Profile::SentinelExact`](super::Profile::SentinelExact); `u32::MAX`
+    /// for [`Profile::Smooth`](super::Profile::Smooth), which admits any acquire given time.
     pub fn capacity(&self) -> u32 {
         self.capacity
     }

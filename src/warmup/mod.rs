@@ -56,6 +56,40 @@
 //!   later, so concurrent callers overshoot the limit; here an admission is a single
 //!   compare-and-swap on the window, which no caller can slip past.
 //!
+//! # `Profile::Smooth`
+//!
+//! Guava's `SmoothWarmingUp` model, in nanoseconds and lock-free, with two fixes. Requests are
+//! spaced in time rather than counted per second: spending the stored permit at level `x` takes
+//! the interval `1/c + max(0, x − W) · slope`, from `f/c` at `M` (cold) down to `1/c` at or
+//! below `W` (warm), and a request for `n` permits pays the integral of that interval over the
+//! `n` permits it spends. The constants are the curve's in continuous form: `W = P·c/2`,
+//! `M = W + 2·P·c/(1 + f)`, identical to Sentinel's at `f = 3` and to Guava's at any `f`.
+//!
+//! - **Warming takes the period.** Under saturating load the bucket drains from `M` to `W` in
+//!   exactly the warm-up period, so the admitted rate rises continuously from `c/f` to `c`; 10
+//!   rps / 10 s / factor 3 is at the full rate by second 10 (Sentinel: second 12).
+//! - **Consumption is immediate.** Each admission spends its permits at once, so a warm
+//!   limiter under bursty load (busy one second, idle the next) stays warm; Sentinel's bulk
+//!   subtraction re-cools it.
+//! - **Re-cooling is demand-aware.** Idle time refills the bucket (from empty to `M` in one
+//!   period), but not time during which requests were refused: a steady load between the cold
+//!   and the full rate warms the limiter up instead of keeping it cold forever, which Guava
+//!   does (google/guava#3552).
+//! - **Paying now or later** ([`Payment`]): by default a request waits for its own cost, as
+//!   Sentinel's pacing controller; [`Payment::Later`] is Guava's, where a request waits for
+//!   the earlier ones and its own cost delays the next.
+//! - **Waiting.** [`WarmUp::try_acquire`] never waits; [`WarmUp::reserve`] reserves permits
+//!   that will be available within a given wait and says how long to wait.
+//! - **Any period, any rate.** Fractions of a second are fine, and rates far below one per
+//!   second work: 1 rps with factor 3 first spaces requests 2 to 3 s apart, then warms up, where
+//!   Sentinel admits nothing. A factor of 1 is a plain rate limiter.
+//!
+//! The state is one 128-bit word (next free instant, stored permits and a refusal mark),
+//! changed by one compare-and-swap per admission. A refusal writes only to mark the unmet
+//! demand, at most once between two admissions. On x86_64 the compare-and-swap is
+//! `cmpxchg16b`, chosen at run time; targets without a 128-bit compare-and-swap use
+//! `portable-atomic`'s fallback, a lock.
+//!
 //! # In a tower stack
 //!
 //! [`WarmUpLayer`] takes one permit per request in axum, tonic or any tower stack, and
@@ -132,6 +166,8 @@ use self::sentinel::SentinelWindow;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub use self::service::WarmUpService;
+pub use self::smooth::Payment;
+use self::smooth::SmoothBucket;
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
 
@@ -145,6 +181,13 @@ pub enum Profile {
     /// whole number of seconds.
     #[default]
     SentinelExact,
+    /// Guava's `SmoothWarmingUp` model with nanosecond resolution (see the
+    /// [module docs](self#profilesmooth)): requests are spaced in time, each priced by the
+    /// warm-up curve at the moment it passes, so the rate rises continuously from the cold to
+    /// the full rate in exactly the warm-up period under load, and a warm limiter stays warm
+    /// under bursty load. Any warm-up period above zero works, fractions of a second included,
+    /// and a cold factor of 1 is a plain (flat) rate limiter.
+    Smooth,
 }
 
 /// How warm the limiter is, derived from the stored tokens.
@@ -174,7 +217,8 @@ pub struct WarmUpSnapshot {
     pub max_tokens: f64,
     /// The limit in force now, in requests per second (see [`Curve::qps_limit`]).
     pub qps_limit: f64,
-    /// Passes counted in the current rolling window (Sentinel's `passQps`).
+    /// Passes counted in the current rolling window (Sentinel's `passQps`); always 0 in
+    /// [`Profile::Smooth`], which spaces requests instead of counting them.
     pub window_passes: u64,
     /// How warm the limiter is.
     pub phase: Phase,
@@ -214,12 +258,21 @@ impl WarmUpSnapshot {
 /// # Ok::<(), admit::ConfigError>(())
 /// ```
 pub struct WarmUp<C = MonotonicClock> {
-    window: SentinelWindow,
+    engine: Engine,
     curve: Curve,
     clock: C,
     warm_up_period: Duration,
     cold_factor: u32,
     profile: Profile,
+}
+
+/// The state machine a profile runs. Not boxed: a limiter is built once and never moved on
+/// the hot path, and the extra indirection would cost every decision.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+enum Engine {
+    Sentinel(SentinelWindow),
+    Smooth(SmoothBucket),
 }
 
 impl WarmUp<MonotonicClock> {
@@ -233,6 +286,7 @@ impl WarmUp<MonotonicClock> {
             warm_up_period: Duration::from_secs(10),
             cold_factor: 3,
             profile: Profile::SentinelExact,
+            payment: Payment::Now,
             start_warm: false,
             clock: MonotonicClock::new(),
         }
@@ -259,9 +313,16 @@ impl<C: Clock> WarmUp<C> {
     /// ```
     #[inline]
     pub fn try_acquire(&self) -> Result<(), Rejected> {
-        self.window
-            .try_acquire(self.clock.now_nanos(), 1)
-            .map_err(|refusal| Rejected::new(refusal.retry_after_nanos))
+        let now = self.clock.now_nanos();
+        match &self.engine {
+            Engine::Sentinel(window) => window
+                .try_acquire(now, 1)
+                .map_err(|refusal| Rejected::new(refusal.retry_after_nanos)),
+            Engine::Smooth(bucket) => bucket
+                .reserve(now, 1.0, self.clock.resolution_nanos())
+                .map(|_| ())
+                .map_err(Rejected::new),
+        }
     }
 
     /// Takes `n` permits at once if the limit in force has room for all of them now.
@@ -275,6 +336,9 @@ impl<C: Clock> WarmUp<C> {
     ///
     /// Like every call, an acquire of more than [`Curve::capacity`] counts as a call for
     /// Sentinel's once-per-second token update.
+    ///
+    /// In [`Profile::Smooth`] any `n` can pass: it takes `n` permits' worth of the curve's
+    /// spacing (and, paying now, waits for it), so a large request never stalls the limiter.
     ///
     /// # Errors
     ///
@@ -297,10 +361,73 @@ impl<C: Clock> WarmUp<C> {
         if n == 0 {
             return Ok(());
         }
+        self.reserve(n, Duration::ZERO).map(|_| ())
+    }
+
+    /// Reserves `n` permits if they are available now or within `max_wait`, and returns how
+    /// long to wait before using them (zero if they are available now).
+    ///
+    /// The reservation is made at once: sleep for the returned time, then serve the request.
+    /// If you give up instead, the permits stay spent; nothing else waits for them, but the
+    /// limiter counts them as used.
+    ///
+    /// With a cached clock, a request due within the clock's
+    /// [resolution](crate::clock::Clock::resolution_nanos) passes now, and the wait returned
+    /// may exceed `max_wait` by up to that much: the clock's reading lags the true time by as
+    /// much.
+    ///
+    /// Only [`Profile::Smooth`] spaces requests in time. [`Profile::SentinelExact`] counts
+    /// passes per window and cannot promise a later window, so it admits now (a zero wait) or
+    /// refuses, whatever `max_wait`.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire_n`](Self::try_acquire_n); the retry hint of a refusal is how much
+    /// longer the wait would have had to be allowed.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use admit::clock::ManualClock;
+    /// use admit::warmup::{Profile, WarmUp};
+    ///
+    /// let limiter = WarmUp::builder(100.0)
+    ///     .profile(Profile::Smooth)
+    ///     .clock(ManualClock::new())
+    ///     .start_warm(true)
+    ///     .build()?;
+    /// assert_eq!(limiter.reserve(1, Duration::from_millis(50))?, Duration::ZERO);
+    /// // Warm: one permit every 10 ms.
+    /// assert_eq!(limiter.reserve(1, Duration::from_millis(50))?, Duration::from_millis(10));
+    /// assert_eq!(limiter.reserve(1, Duration::from_millis(50))?, Duration::from_millis(20));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn reserve(&self, n: u32, max_wait: Duration) -> Result<Duration, AcquireError> {
+        if n == 0 {
+            return Ok(Duration::ZERO);
+        }
+        let now = self.clock.now_nanos();
+        let window = match &self.engine {
+            Engine::Smooth(bucket) => {
+                // A cached clock's reading may lag by up to its resolution: a request that is
+                // due within it passes now (its turn is kept in the schedule).
+                let max_wait = u64::try_from(max_wait.as_nanos())
+                    .unwrap_or(u64::MAX)
+                    .saturating_add(self.clock.resolution_nanos());
+                return bucket
+                    .reserve(now, f64::from(n), max_wait)
+                    .map(Duration::from_nanos)
+                    .map_err(|short| Rejected::new(short).into());
+            }
+            Engine::Sentinel(window) => window,
+        };
         // Even a request that can never fit runs the second's token sync first, as in Sentinel,
         // so that it changes the limiter's future exactly as Sentinel's would.
-        self.window
-            .try_acquire(self.clock.now_nanos(), n)
+        window
+            .try_acquire(now, n)
+            .map(|()| Duration::ZERO)
             .map_err(|refusal| {
                 let capacity = self.curve.capacity();
                 if n > capacity {
@@ -329,8 +456,14 @@ impl<C: Clock> WarmUp<C> {
     /// # Ok::<(), admit::ConfigError>(())
     /// ```
     pub fn snapshot(&self) -> WarmUpSnapshot {
-        let view = self.window.view(self.clock.now_nanos());
-        let stored = f64::from(view.tokens);
+        let now = self.clock.now_nanos();
+        let (stored, window_passes) = match &self.engine {
+            Engine::Sentinel(window) => {
+                let view = window.view(now);
+                (f64::from(view.tokens), view.window_passes)
+            }
+            Engine::Smooth(bucket) => (bucket.stored_at(now), 0),
+        };
         let phase = if stored >= self.curve.max_tokens() {
             Phase::Cold
         } else if stored > self.curve.warning_tokens() {
@@ -343,7 +476,7 @@ impl<C: Clock> WarmUp<C> {
             warning_tokens: self.curve.warning_tokens(),
             max_tokens: self.curve.max_tokens(),
             qps_limit: self.curve.qps_limit(stored),
-            window_passes: view.window_passes,
+            window_passes,
             phase,
         }
     }
@@ -426,6 +559,7 @@ pub struct WarmUpBuilder<C> {
     warm_up_period: Duration,
     cold_factor: u32,
     profile: Profile,
+    payment: Payment,
     start_warm: bool,
     clock: C,
 }
@@ -445,12 +579,20 @@ impl<C: Clock> WarmUpBuilder<C> {
         self
     }
 
-    /// Which algorithm to run (default [`Profile::SentinelExact`], the only profile so far).
+    /// Which algorithm to run (default [`Profile::SentinelExact`]).
     ///
-    /// The default will change to the smoother, finer-grained profile planned next; set the
-    /// profile explicitly if you depend on Sentinel's numbers.
+    /// The default will change to [`Profile::Smooth`] once it also offers async waiting and
+    /// live re-rating; set the profile explicitly if you depend on Sentinel's numbers.
     pub fn profile(mut self, profile: Profile) -> Self {
         self.profile = profile;
+        self
+    }
+
+    /// How a request pays for its permits in [`Profile::Smooth`] (default [`Payment::Now`]).
+    /// [`Profile::SentinelExact`] counts passes per window and has nothing to pay, so it does
+    /// not use this setting.
+    pub fn payment(mut self, payment: Payment) -> Self {
+        self.payment = payment;
         self
     }
 
@@ -474,6 +616,7 @@ impl<C: Clock> WarmUpBuilder<C> {
             warm_up_period: self.warm_up_period,
             cold_factor: self.cold_factor,
             profile: self.profile,
+            payment: self.payment,
             start_warm: self.start_warm,
             clock,
         }
@@ -485,24 +628,40 @@ impl<C: Clock> WarmUpBuilder<C> {
     ///
     /// # Errors
     ///
-    /// A [`ConfigError`] naming the first invalid setting:
+    /// A [`ConfigError`] naming the first invalid setting. Both profiles:
     /// [`InvalidRate`](ConfigError::InvalidRate) (rate ≤ 0, NaN or infinite),
+    /// [`ColdFactorTooSmall`](ConfigError::ColdFactorTooSmall) (factor < 2 for
+    /// [`Profile::SentinelExact`], < 1 for [`Profile::Smooth`]) and
+    /// [`ZeroWarmUpPeriod`](ConfigError::ZeroWarmUpPeriod). [`Profile::SentinelExact`] only,
+    /// because of Sentinel's per-second, 32-bit integer arithmetic:
     /// [`RateTooHigh`](ConfigError::RateTooHigh),
-    /// [`ColdFactorTooSmall`](ConfigError::ColdFactorTooSmall) (factor < 2),
-    /// [`ZeroWarmUpPeriod`](ConfigError::ZeroWarmUpPeriod),
     /// [`FractionalWarmUpPeriod`](ConfigError::FractionalWarmUpPeriod),
-    /// [`ColdRateBelowOne`](ConfigError::ColdRateBelowOne) (rate / factor < 1) or
+    /// [`ColdRateBelowOne`](ConfigError::ColdRateBelowOne) (rate / factor < 1) and
     /// [`TokenOverflow`](ConfigError::TokenOverflow).
     pub fn build(self) -> Result<WarmUp<C>, ConfigError> {
-        let curve = match self.profile {
-            Profile::SentinelExact => Curve::sentinel(
-                self.permits_per_second,
-                self.warm_up_period,
-                self.cold_factor,
-            )?,
+        let now = self.clock.now_nanos();
+        let (curve, engine) = match self.profile {
+            Profile::SentinelExact => {
+                let curve = Curve::sentinel(
+                    self.permits_per_second,
+                    self.warm_up_period,
+                    self.cold_factor,
+                )?;
+                let window = SentinelWindow::new(curve, self.start_warm, now);
+                (curve, Engine::Sentinel(window))
+            }
+            Profile::Smooth => {
+                let (curve, smooth) = Curve::smooth(
+                    self.permits_per_second,
+                    self.warm_up_period,
+                    self.cold_factor,
+                )?;
+                let bucket = SmoothBucket::new(smooth, self.payment, now, self.start_warm);
+                (curve, Engine::Smooth(bucket))
+            }
         };
         Ok(WarmUp {
-            window: SentinelWindow::new(curve, self.start_warm, self.clock.now_nanos()),
+            engine,
             curve,
             clock: self.clock,
             warm_up_period: self.warm_up_period,

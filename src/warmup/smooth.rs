@@ -36,8 +36,6 @@
 //! (google/guava#3552). Here a refusal marks the state, and the time until the next admission
 //! refills nothing: only time without unmet demand cools the limiter down.
 
-#![cfg_attr(not(test), allow(dead_code))] // wired into `WarmUp` by the rest of this profile's work
-
 use std::sync::atomic::Ordering;
 
 use portable_atomic::AtomicU128;
@@ -51,7 +49,8 @@ pub(crate) struct SmoothCurve {
     threshold: f64,
     max: f64,
     slope: f64,
-    cool_down: f64,
+    /// Stored permits gained per idle ns (`max / period`).
+    refill_rate: f64,
 }
 
 impl SmoothCurve {
@@ -68,8 +67,13 @@ impl SmoothCurve {
             threshold,
             max,
             slope: (cold - stable) / (max - threshold),
-            cool_down: period_nanos / max,
+            refill_rate: max / period_nanos,
         }
+    }
+
+    /// Permits stored at or below which the full rate applies.
+    pub(crate) fn threshold(&self) -> f64 {
+        self.threshold
     }
 
     /// The most permits the bucket stores (cold).
@@ -77,7 +81,13 @@ impl SmoothCurve {
         self.max
     }
 
+    /// The slope of the spacing above the threshold, in ns per permit per stored permit.
+    pub(crate) fn slope(&self) -> f64 {
+        self.slope
+    }
+
     /// The spacing, in ns, of requests spending the stored permit at level `stored`.
+    #[cfg(test)]
     pub(crate) fn interval(&self, stored: f64) -> f64 {
         self.stable + (stored - self.threshold).max(0.0) * self.slope
     }
@@ -103,16 +113,50 @@ impl SmoothCurve {
 
     /// Stored permits after `idle_nanos` without unmet demand.
     fn refill(&self, stored: f64, idle_nanos: u64) -> f64 {
-        (stored + idle_nanos as f64 / self.cool_down).min(self.max)
+        (stored + idle_nanos as f64 * self.refill_rate).min(self.max)
     }
 }
 
-/// How a request pays for its permits; see the module docs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Payment {
-    /// The request passes once the time since the previous one covers its own cost.
+/// How a request pays for its permits in [`Profile::Smooth`](super::Profile::Smooth).
+///
+/// Both styles space requests by the warm-up curve; they differ in whose cost a request waits
+/// for.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use admit::clock::ManualClock;
+/// use admit::warmup::{Payment, Profile, WarmUp};
+///
+/// let build = |payment| {
+///     WarmUp::builder(10.0)
+///         .profile(Profile::Smooth)
+///         .payment(payment)
+///         .start_warm(true)
+///         .clock(ManualClock::new())
+///         .build()
+/// };
+/// // Warm, 100 ms per permit. One permit, then five at once, then one, all at time 0.
+/// // Paying now, each request waits for its own cost:
+/// let now = build(Payment::Now)?;
+/// let waits: Vec<_> = [1, 5, 1].map(|n| now.reserve(n, Duration::MAX).unwrap()).into();
+/// assert_eq!(waits, [0, 500, 600].map(Duration::from_millis));
+/// // Paying later, each waits for the previous request's cost:
+/// let later = build(Payment::Later)?;
+/// let waits: Vec<_> = [1, 5, 1].map(|n| later.reserve(n, Duration::MAX).unwrap()).into();
+/// assert_eq!(waits, [0, 100, 600].map(Duration::from_millis));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Payment {
+    /// A request passes once the time since the previous one covers its own cost, as
+    /// Sentinel's pacing controller does. A burst is spread out from its first request on.
+    /// The default: right for admitting requests to a server.
+    #[default]
     Now,
-    /// The request passes once the previous ones are paid for; its cost delays the next.
+    /// A request passes as soon as the earlier ones are paid for, and its own cost delays the
+    /// next one, as Guava's `RateLimiter` does. An idle limiter passes any request at once.
     Later,
 }
 
@@ -289,11 +333,23 @@ impl SmoothBucket {
         }
     }
 
+    /// Permits stored at `now`, counting the idle time since the last decision (an estimate
+    /// for snapshots: the next decision may credit slightly less, by the cost it pays).
+    pub(crate) fn stored_at(&self, now: u64) -> f64 {
+        let state = self.state();
+        if state.denied || state.next_free == NEVER {
+            return state.stored;
+        }
+        self.curve
+            .refill(state.stored, now.saturating_sub(state.next_free))
+    }
+
     /// The state now, as the next decision would see it before deciding.
     pub(crate) fn state(&self) -> SmoothState {
         SmoothState::unpack(self.state.load(Ordering::Acquire))
     }
 
+    #[cfg(test)]
     pub(crate) fn curve(&self) -> &SmoothCurve {
         &self.curve
     }

@@ -1,0 +1,256 @@
+//! `Profile::Smooth` through the public API, on a manual clock: Guava's reference waits (TV-30,
+//! TV-31) with `reserve` and `Payment::Later`, the ramp under saturation, sub-second warm-up
+//! periods, snapshots, and the settings only this profile accepts.
+
+use std::time::Duration;
+
+use admit::ConfigError;
+use admit::clock::ManualClock;
+use admit::warmup::{AcquireError, Payment, Phase, Profile, WarmUp};
+
+fn smooth(
+    rate: f64,
+    period: Duration,
+    factor: u32,
+    payment: Payment,
+) -> (ManualClock, WarmUp<ManualClock>) {
+    let clock = ManualClock::new();
+    let limiter = WarmUp::builder(rate)
+        .profile(Profile::Smooth)
+        .payment(payment)
+        .warm_up_period(period)
+        .cold_factor(factor)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    (clock, limiter)
+}
+
+/// Eight blocking acquires as Guava's tests make them: reserve, then sleep as long as told.
+/// Waits in µs, rounded to the nearest.
+fn eight_acquires(clock: &ManualClock, limiter: &WarmUp<ManualClock>) -> Vec<u64> {
+    (0..8)
+        .map(|_| {
+            let wait = limiter.reserve(1, Duration::MAX).unwrap();
+            clock.advance(wait);
+            (wait.as_nanos() as u64 + 500) / 1000
+        })
+        .collect()
+}
+
+fn assert_close(actual: &[u64], expected: &[u64]) {
+    for (i, (a, e)) in actual.iter().zip(expected).enumerate() {
+        assert!(
+            a.abs_diff(*e) <= 2,
+            "wait {i}: {a} µs, Guava {e} µs ({actual:?})"
+        );
+    }
+}
+
+#[test]
+fn tv30_guava_warm_up() {
+    let (clock, limiter) = smooth(2.0, Duration::from_secs(4), 3, Payment::Later);
+    let cold = [
+        0, 1_375_000, 1_125_000, 875_000, 625_000, 500_000, 500_000, 500_000,
+    ];
+    assert_close(&eight_acquires(&clock, &limiter), &cold);
+    clock.advance(Duration::from_millis(4_500));
+    assert_close(&eight_acquires(&clock, &limiter), &cold);
+    clock.advance(Duration::from_millis(2_500));
+    assert_close(
+        &eight_acquires(&clock, &limiter),
+        &[
+            0, 500_000, 500_000, 500_000, 500_000, 500_000, 500_000, 500_000,
+        ],
+    );
+}
+
+#[test]
+fn tv31_guava_warm_up_with_cold_factor() {
+    let (clock, limiter) = smooth(5.0, Duration::from_secs(4), 10, Payment::Later);
+    let cold = [
+        0, 1_752_500, 1_257_500, 762_500, 300_227, 200_000, 200_000, 200_000,
+    ];
+    assert_close(&eight_acquires(&clock, &limiter), &cold);
+    clock.advance(Duration::from_millis(4_200));
+    assert_close(&eight_acquires(&clock, &limiter), &cold);
+}
+
+/// Saturation: one attempt per millisecond. The admitted rate rises from about 10 / 3 to 10
+/// per second and is there by the end of the 10 s period.
+#[test]
+fn saturation_ramps_to_the_full_rate_within_the_period() {
+    let (clock, limiter) = smooth(10.0, Duration::from_secs(10), 3, Payment::Now);
+    assert_eq!(limiter.snapshot().phase, Phase::Cold);
+    let mut per_second = Vec::new();
+    for _ in 0..14 {
+        let mut passed = 0;
+        for _ in 0..1000 {
+            passed += u32::from(limiter.try_acquire().is_ok());
+            clock.advance(Duration::from_millis(1));
+        }
+        per_second.push(passed);
+    }
+    assert!(per_second[0] <= 4, "{per_second:?}");
+    assert!(per_second[10..].iter().all(|&n| n == 10), "{per_second:?}");
+    assert_eq!(limiter.snapshot().phase, Phase::Warm);
+}
+
+/// A warm-up period of a quarter of a second: cold for the first few requests, warm soon after.
+#[test]
+fn sub_second_warm_up_periods_work() {
+    let (clock, limiter) = smooth(1000.0, Duration::from_millis(250), 3, Payment::Now);
+    let mut per_100ms = Vec::new();
+    for _ in 0..5 {
+        let mut passed = 0;
+        for _ in 0..1000 {
+            passed += u32::from(limiter.try_acquire().is_ok());
+            clock.advance(Duration::from_micros(100));
+        }
+        per_100ms.push(passed);
+    }
+    assert!(
+        per_100ms[0] < 60,
+        "cold: about a third of 100: {per_100ms:?}"
+    );
+    assert_eq!(per_100ms[3..], [100, 100], "{per_100ms:?}");
+}
+
+#[test]
+fn refusals_carry_the_time_until_a_permit_is_free() {
+    let (clock, limiter) = smooth(10.0, Duration::from_secs(10), 3, Payment::Now);
+    limiter.try_acquire().unwrap();
+    let rejected = limiter.try_acquire().unwrap_err();
+    let retry = rejected.retry_after();
+    assert!(
+        retry > Duration::from_millis(250) && retry < Duration::from_millis(300),
+        "{retry:?}"
+    );
+    clock.advance(retry - Duration::from_nanos(1));
+    assert!(limiter.try_acquire().is_err());
+    clock.advance(Duration::from_nanos(1));
+    assert!(limiter.try_acquire().is_ok());
+    // A bounded wait: the next permit is `retry`-ish away, more than 10 ms.
+    assert!(matches!(
+        limiter.reserve(1, Duration::from_millis(10)),
+        Err(AcquireError::Rejected(_))
+    ));
+    let wait = limiter.reserve(1, Duration::from_secs(1)).unwrap();
+    assert!(wait > Duration::from_millis(250), "{wait:?}");
+}
+
+#[test]
+fn snapshots_follow_the_curve() {
+    let (clock, limiter) = smooth(10.0, Duration::from_secs(10), 3, Payment::Now);
+    let curve = limiter.curve();
+    assert_eq!((curve.warning_tokens(), curve.max_tokens()), (50.0, 100.0));
+    assert_eq!(curve.capacity(), u32::MAX);
+    let cold = limiter.snapshot();
+    assert_eq!((cold.stored_tokens, cold.phase), (100.0, Phase::Cold));
+    assert!((cold.qps_limit - 10.0 / 3.0).abs() < 1e-9, "{cold:?}");
+    for _ in 0..30 {
+        limiter
+            .reserve(1, Duration::MAX)
+            .map(|wait| clock.advance(wait))
+            .unwrap();
+    }
+    let warming = limiter.snapshot();
+    assert_eq!(warming.phase, Phase::Warming);
+    assert!(
+        warming.progress() > 0.5 && warming.progress() < 0.7,
+        "{warming:?}"
+    );
+    // Idle refills: a whole period from here is cold again.
+    clock.advance(Duration::from_secs(10));
+    assert_eq!(limiter.snapshot().phase, Phase::Cold);
+}
+
+#[test]
+fn smooth_settings_are_validated() {
+    let build = |rate: f64, period: Duration, factor: u32| {
+        WarmUp::builder(rate)
+            .profile(Profile::Smooth)
+            .warm_up_period(period)
+            .cold_factor(factor)
+            .build()
+            .map(|_| ())
+    };
+    assert_eq!(
+        build(0.0, Duration::from_secs(1), 3),
+        Err(ConfigError::InvalidRate {
+            permits_per_second: 0.0
+        })
+    );
+    assert!(matches!(
+        build(f64::NAN, Duration::from_secs(1), 3),
+        Err(ConfigError::InvalidRate { .. })
+    ));
+    assert_eq!(
+        build(10.0, Duration::ZERO, 3),
+        Err(ConfigError::ZeroWarmUpPeriod)
+    );
+    assert_eq!(
+        build(10.0, Duration::from_secs(1), 0),
+        Err(ConfigError::ColdFactorTooSmall {
+            cold_factor: 0,
+            min: 1
+        })
+    );
+    // What Sentinel refuses, the smooth profile accepts: fractions of a second, a factor of 1,
+    // tiny and huge rates.
+    assert_eq!(build(10.0, Duration::from_millis(1500), 3), Ok(()));
+    assert_eq!(build(10.0, Duration::from_secs(1), 1), Ok(()));
+    assert_eq!(build(0.1, Duration::from_secs(10), 3), Ok(()));
+    assert_eq!(build(1e12, Duration::from_secs(3600), 3), Ok(()));
+}
+
+/// A cold factor of 1 is a plain rate limiter: the same spacing cold or warm.
+#[test]
+fn a_cold_factor_of_one_is_flat() {
+    let (clock, limiter) = smooth(5.0, Duration::from_secs(4), 1, Payment::Later);
+    let steady = [
+        0, 200_000, 200_000, 200_000, 200_000, 200_000, 200_000, 200_000,
+    ];
+    assert_close(&eight_acquires(&clock, &limiter), &steady);
+    clock.advance(Duration::from_millis(340));
+    assert_close(&eight_acquires(&clock, &limiter), &steady);
+}
+
+/// A cached clock: it reads the same instant for a whole millisecond tick.
+struct TickingClock(ManualClock);
+
+impl admit::clock::Clock for TickingClock {
+    fn now_nanos(&self) -> u64 {
+        let now = self.0.now_nanos();
+        now - now % 1_000_000
+    }
+
+    fn resolution_nanos(&self) -> u64 {
+        1_000_000
+    }
+}
+
+/// A pacing limiter on a cached clock is not capped at one request per tick: requests due
+/// within the tick pass, and the long-run rate is the configured one.
+#[test]
+fn a_cached_clock_does_not_cap_the_rate_at_one_per_tick() {
+    let clock = ManualClock::new();
+    let limiter = WarmUp::builder(10_000.0)
+        .profile(Profile::Smooth)
+        .start_warm(true)
+        .clock(TickingClock(clock.clone()))
+        .build()
+        .unwrap();
+    let mut passed = 0;
+    // One second, ten attempts per 100 µs (the clock reads each ms tick ten times).
+    for _ in 0..10_000 {
+        for _ in 0..10 {
+            passed += u32::from(limiter.try_acquire().is_ok());
+        }
+        clock.advance(Duration::from_micros(100));
+    }
+    assert!(
+        (10_000..=10_011).contains(&passed),
+        "{passed} passed in one second"
+    );
+}
