@@ -30,6 +30,7 @@
 //! | `tower` | yes | [`shed::ShedLayer`], [`warmup::WarmUpLayer`], [`respond`], [`shed::classify`] |
 //! | `http` | no | answering refusals with HTTP responses, go-zero's HTTP and gRPC classifiers |
 //! | `tonic` | no | answering refusals with `tonic::Status`, `From` conversions into it, [`warmup::WarmUpInterceptor`] |
+//! | `tokio` | no | [`warmup::WarmUp::acquire`]: waiting for permits on tokio's timer |
 //!
 //! The hot paths are lock-free and allocation-free: a decision is a clock read and a few atomic
 //! operations.

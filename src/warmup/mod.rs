@@ -79,7 +79,8 @@
 //!   Sentinel's pacing controller; [`Payment::Later`] is Guava's, where a request waits for
 //!   the earlier ones and its own cost delays the next.
 //! - **Waiting.** [`WarmUp::try_acquire`] never waits; [`WarmUp::reserve`] reserves permits
-//!   that will be available within a given wait and says how long to wait.
+//!   that will be available within a given wait and says how long to wait; `acquire(n).await`
+//!   (`tokio` feature) reserves and sleeps once.
 //! - **Any period, any rate.** Fractions of a second are fine, and rates far below one per
 //!   second work: 1 rps with factor 3 first spaces requests 2 to 3 s apart, then warms up, where
 //!   Sentinel admits nothing. A factor of 1 is a plain rate limiter.
@@ -441,6 +442,68 @@ impl<C: Clock> WarmUp<C> {
             })
     }
 
+    /// Waits until `n` permits are available and takes them.
+    ///
+    /// In [`Profile::Smooth`] this reserves the permits at once and sleeps once on tokio's
+    /// timer for as long as the reservation says: concurrent callers are served in the order
+    /// they reserved, and none is woken only to race the others again. Dropping the future
+    /// while it sleeps does not give the permits back: the limiter counts them as used, so a
+    /// cancelled wait delays later callers as the request would have.
+    ///
+    /// [`Profile::SentinelExact`] counts passes per window and cannot reserve a later one:
+    /// there each refusal sleeps for its retry hint and tries again.
+    ///
+    /// The wait is computed on the limiter's [`Clock`] and slept on tokio's; with a manual
+    /// clock, advance it yourself (tokio's paused time does not move it).
+    ///
+    /// # Errors
+    ///
+    /// [`AcquireError::ExceedsCapacity`] if `n` can never be admitted at once (never in
+    /// [`Profile::Smooth`]); the wait never ends in a rejection.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use admit::clock::ManualClock;
+    /// use admit::warmup::{Profile, WarmUp};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = WarmUp::builder(10.0)
+    ///     .profile(Profile::Smooth)
+    ///     .start_warm(true)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// let start = tokio::time::Instant::now();
+    /// let (a, b, c) = tokio::join!(limiter.acquire(1), limiter.acquire(1), limiter.acquire(1));
+    /// a?;
+    /// b?;
+    /// c?;
+    /// // Warm: 100 ms apart, so the third waited 200 ms.
+    /// assert_eq!(start.elapsed(), Duration::from_millis(200));
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    pub async fn acquire(&self, n: u32) -> Result<(), AcquireError> {
+        loop {
+            match self.reserve(n, Duration::MAX) {
+                Ok(wait) => {
+                    if !wait.is_zero() {
+                        tokio::time::sleep(wait).await;
+                    }
+                    return Ok(());
+                }
+                Err(AcquireError::Rejected(rejected)) => {
+                    tokio::time::sleep(rejected.retry_after()).await;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
     /// The limiter's state now. Reads a few atomics; writes and allocates nothing.
     ///
     /// # Example
@@ -581,8 +644,8 @@ impl<C: Clock> WarmUpBuilder<C> {
 
     /// Which algorithm to run (default [`Profile::SentinelExact`]).
     ///
-    /// The default will change to [`Profile::Smooth`] once it also offers async waiting and
-    /// live re-rating; set the profile explicitly if you depend on Sentinel's numbers.
+    /// The default will change to [`Profile::Smooth`] once it can also be re-rated live; set
+    /// the profile explicitly if you depend on Sentinel's numbers.
     pub fn profile(mut self, profile: Profile) -> Self {
         self.profile = profile;
         self
