@@ -120,15 +120,23 @@ pub enum ConfigError {
         /// The duration that was given.
         value: Duration,
     },
+    /// The rate of a [`Profile::SentinelExact`](crate::warmup::Profile::SentinelExact)
+    /// limiter cannot change at run time: Sentinel's integer curve and per-second token state
+    /// have no consistent way to rescale. Use [`Profile::Smooth`](crate::warmup::Profile::Smooth)
+    /// or build a new limiter.
+    RateChangeUnsupported {
+        /// The rate that was asked for.
+        permits_per_second: f64,
+    },
 }
 
 impl ConfigError {
     /// The name of the builder setting that was refused.
     pub fn setting(&self) -> &'static str {
         match self {
-            ConfigError::InvalidRate { .. } | ConfigError::RateTooHigh { .. } => {
-                "permits_per_second"
-            }
+            ConfigError::InvalidRate { .. }
+            | ConfigError::RateTooHigh { .. }
+            | ConfigError::RateChangeUnsupported { .. } => "permits_per_second",
             ConfigError::ColdFactorTooSmall { .. } => "cold_factor",
             ConfigError::ZeroWarmUpPeriod | ConfigError::FractionalWarmUpPeriod { .. } => {
                 "warm_up_period"
@@ -217,6 +225,11 @@ impl fmt::Display for ConfigError {
             ConfigError::DurationTooLong { setting, value } => write!(
                 f,
                 "invalid `{setting}` ({value:?}): longer than the clock can count (584 years)"
+            ),
+            ConfigError::RateChangeUnsupported { permits_per_second } => write!(
+                f,
+                "cannot change `permits_per_second` to {permits_per_second} at run time: only \
+                 the smooth profile can be re-rated live"
             ),
         }
     }

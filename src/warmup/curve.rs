@@ -185,20 +185,24 @@ impl Curve {
             return Err(ConfigError::ZeroWarmUpPeriod);
         }
         let smooth = SmoothCurve::new(count, period.as_nanos() as f64, f64::from(cold_factor));
-        let curve = Curve {
-            count,
-            inverse_count: 1.0 / count,
+        Ok((Curve::from_smooth(&smooth), smooth))
+    }
+
+    /// The public view of the smooth profile's `curve`.
+    pub(crate) fn from_smooth(curve: &SmoothCurve) -> Curve {
+        Curve {
+            count: curve.rate(),
+            inverse_count: 1.0 / curve.rate(),
             warning: 0,
             max: 0,
             // Seconds per request per token, as Sentinel's.
-            slope: smooth.slope() / 1e9,
+            slope: curve.slope() / 1e9,
             refill_gate: 0,
             capacity: u32::MAX,
-            warning_tokens: smooth.threshold(),
-            max_tokens: smooth.max(),
+            warning_tokens: curve.threshold(),
+            max_tokens: curve.max(),
             widened: false,
-        };
-        Ok((curve, smooth))
+        }
     }
 
     /// `W`: at or below this many stored tokens the full rate applies.

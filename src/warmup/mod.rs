@@ -81,6 +81,8 @@
 //! - **Waiting.** [`WarmUp::try_acquire`] never waits; [`WarmUp::reserve`] reserves permits
 //!   that will be available within a given wait and says how long to wait; `acquire(n).await`
 //!   (`tokio` feature) reserves and sleeps once.
+//! - **Live re-rating.** [`WarmUp::set_rate`] changes the rate without a pause or an
+//!   allocation; the stored permits keep their share of the maximum.
 //! - **Any period, any rate.** Fractions of a second are fine, and rates far below one per
 //!   second work: 1 rps with factor 3 first spaces requests 2 to 3 s apart, then warms up, where
 //!   Sentinel admits nothing. A factor of 1 is a plain rate limiter.
@@ -504,6 +506,49 @@ impl<C: Clock> WarmUp<C> {
         }
     }
 
+    /// Changes the full rate to `permits_per_second` from now on, keeping the warm-up period
+    /// and the cold factor ([`Profile::Smooth`] only).
+    ///
+    /// As Guava's `setRate`: the stored permits keep their share of the maximum, so a
+    /// half-warm limiter stays half warm at the new rate, and time already reserved is kept
+    /// (the next caller still waits it out). Decisions under way when the rate changes use the
+    /// rate they started with; none sees a mix of the two. Nothing allocates; concurrent calls
+    /// of `set_rate` are serialised by a lock that decisions never take.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::InvalidRate`] for a rate that is not a positive, finite number, and
+    /// [`ConfigError::RateChangeUnsupported`] for a [`Profile::SentinelExact`] limiter. The
+    /// limiter is unchanged.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use admit::clock::ManualClock;
+    /// use admit::warmup::{Profile, WarmUp};
+    ///
+    /// let limiter = WarmUp::builder(100.0)
+    ///     .profile(Profile::Smooth)
+    ///     .start_warm(true)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// limiter.set_rate(1000.0)?;
+    /// assert_eq!(limiter.permits_per_second(), 1000.0);
+    /// assert_eq!(limiter.reserve(1, Duration::MAX)?, Duration::ZERO);
+    /// assert_eq!(limiter.reserve(1, Duration::MAX)?, Duration::from_millis(1));
+    /// assert!(limiter.set_rate(-1.0).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_rate(&self, permits_per_second: f64) -> Result<(), ConfigError> {
+        let Engine::Smooth(bucket) = &self.engine else {
+            return Err(ConfigError::RateChangeUnsupported { permits_per_second });
+        };
+        let (_, curve) = Curve::smooth(permits_per_second, self.warm_up_period, self.cold_factor)?;
+        bucket.set_curve(&curve);
+        Ok(())
+    }
+
     /// The limiter's state now. Reads a few atomics; writes and allocates nothing.
     ///
     /// # Example
@@ -520,6 +565,7 @@ impl<C: Clock> WarmUp<C> {
     /// ```
     pub fn snapshot(&self) -> WarmUpSnapshot {
         let now = self.clock.now_nanos();
+        let curve = self.curve();
         let (stored, window_passes) = match &self.engine {
             Engine::Sentinel(window) => {
                 let view = window.view(now);
@@ -527,18 +573,18 @@ impl<C: Clock> WarmUp<C> {
             }
             Engine::Smooth(bucket) => (bucket.stored_at(now), 0),
         };
-        let phase = if stored >= self.curve.max_tokens() {
+        let phase = if stored >= curve.max_tokens() {
             Phase::Cold
-        } else if stored > self.curve.warning_tokens() {
+        } else if stored > curve.warning_tokens() {
             Phase::Warming
         } else {
             Phase::Warm
         };
         WarmUpSnapshot {
             stored_tokens: stored,
-            warning_tokens: self.curve.warning_tokens(),
-            max_tokens: self.curve.max_tokens(),
-            qps_limit: self.curve.qps_limit(stored),
+            warning_tokens: curve.warning_tokens(),
+            max_tokens: curve.max_tokens(),
+            qps_limit: curve.qps_limit(stored),
             window_passes,
             phase,
         }
@@ -546,9 +592,13 @@ impl<C: Clock> WarmUp<C> {
 }
 
 impl<C> WarmUp<C> {
-    /// The warm-up curve this limiter follows.
+    /// The warm-up curve this limiter follows (after [`set_rate`](WarmUp::set_rate), the new
+    /// one).
     pub fn curve(&self) -> Curve {
-        self.curve
+        match &self.engine {
+            Engine::Sentinel(_) => self.curve,
+            Engine::Smooth(bucket) => Curve::from_smooth(&bucket.curve()),
+        }
     }
 
     /// The clock this limiter reads.
@@ -558,7 +608,7 @@ impl<C> WarmUp<C> {
 
     /// The full (warm) rate in permits per second.
     pub fn permits_per_second(&self) -> f64 {
-        self.curve.permits_per_second()
+        self.curve().permits_per_second()
     }
 
     /// The warm-up period.
@@ -644,8 +694,8 @@ impl<C: Clock> WarmUpBuilder<C> {
 
     /// Which algorithm to run (default [`Profile::SentinelExact`]).
     ///
-    /// The default will change to [`Profile::Smooth`] once it can also be re-rated live; set
-    /// the profile explicitly if you depend on Sentinel's numbers.
+    /// The default is planned to change to [`Profile::Smooth`]; set the profile explicitly if
+    /// you depend on Sentinel's numbers.
     pub fn profile(mut self, profile: Profile) -> Self {
         self.profile = profile;
         self

@@ -36,7 +36,8 @@
 //! (google/guava#3552). Here a refusal marks the state, and the time until the next admission
 //! refills nothing: only time without unmet demand cools the limiter down.
 
-use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use portable_atomic::AtomicU128;
 
@@ -45,6 +46,7 @@ const NANOS_PER_SEC: f64 = 1e9;
 /// The smooth curve's constants, in permits and nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct SmoothCurve {
+    rate: f64,
     stable: f64,
     threshold: f64,
     max: f64,
@@ -63,12 +65,18 @@ impl SmoothCurve {
         let threshold = 0.5 * period_nanos / stable;
         let max = threshold + 2.0 * period_nanos / (stable + cold);
         SmoothCurve {
+            rate,
             stable,
             threshold,
             max,
             slope: (cold - stable) / (max - threshold),
             refill_rate: max / period_nanos,
         }
+    }
+
+    /// The full rate, in permits per second.
+    pub(crate) fn rate(&self) -> f64 {
+        self.rate
     }
 
     /// Permits stored at or below which the full rate applies.
@@ -109,6 +117,11 @@ impl SmoothCurve {
         }
         cost += (below + (permits - spend)) * self.stable;
         (cost, spend)
+    }
+
+    /// `stored` permits as a fraction of `max`, within `0..=1`.
+    fn fill(&self, stored: f64) -> f64 {
+        (stored / self.max).clamp(0.0, 1.0)
     }
 
     /// Stored permits after `idle_nanos` without unmet demand.
@@ -170,24 +183,25 @@ pub(crate) struct SmoothState {
     /// [`Payment::Later`]: when the permits reserved so far are paid for.
     /// [`Payment::Now`]: when the last request passed ([`NEVER`] before the first).
     next_free: u64,
-    /// Permits stored, in `0..=max`.
-    stored: f64,
+    /// Permits stored, as a fraction of `max` (`0..=1`): a new rate rescales the stored
+    /// permits with `max`, as Guava's `setRate` does, without touching the state.
+    fill: f64,
     /// Whether a request was refused since the last admission.
     denied: bool,
 }
 
 impl SmoothState {
     fn pack(self) -> u128 {
-        // `stored` is never negative, so its sign bit carries `denied`.
-        let stored = self.stored.to_bits() | u64::from(self.denied) << 63;
-        u128::from(self.next_free) << 64 | u128::from(stored)
+        // `fill` is never negative, so its sign bit carries `denied`.
+        let fill = self.fill.to_bits() | u64::from(self.denied) << 63;
+        u128::from(self.next_free) << 64 | u128::from(fill)
     }
 
     fn unpack(word: u128) -> Self {
         let low = word as u64;
         SmoothState {
             next_free: (word >> 64) as u64,
-            stored: f64::from_bits(low & !(1 << 63)),
+            fill: f64::from_bits(low & !(1 << 63)),
             denied: low >> 63 == 1,
         }
     }
@@ -213,21 +227,23 @@ pub(crate) fn decide(
             if wait > max_wait {
                 return Err(wait - max_wait);
             }
+            let stored = state.fill * curve.max;
             let stored = if state.denied {
-                state.stored
+                stored
             } else {
-                curve.refill(state.stored, now.saturating_sub(state.next_free))
+                curve.refill(stored, now.saturating_sub(state.next_free))
             };
             let (cost, spend) = curve.cost(stored, permits);
             let next = SmoothState {
                 next_free: saturating_add(ready, cost),
-                stored: stored - spend,
+                fill: curve.fill(stored - spend),
                 denied: false,
             };
             Ok((next, wait))
         }
         Payment::Now => {
-            let (cost, spend) = curve.cost(state.stored, permits);
+            let stored = state.fill * curve.max;
+            let (cost, spend) = curve.cost(stored, permits);
             let due = if state.next_free == NEVER {
                 0
             } else {
@@ -240,13 +256,13 @@ pub(crate) fn decide(
             }
             // Time beyond what this request's cost needed was idle.
             let stored = if state.denied || state.next_free == NEVER {
-                state.stored
+                stored
             } else {
-                curve.refill(state.stored, now.saturating_sub(due))
+                curve.refill(stored, now.saturating_sub(due))
             };
             let next = SmoothState {
                 next_free: ready,
-                stored: (stored - spend).max(0.0),
+                fill: curve.fill(stored - spend),
                 denied: false,
             };
             Ok((next, wait))
@@ -264,9 +280,83 @@ fn saturating_add(at: u64, nanos: f64) -> u64 {
 /// admission. A refusal writes only to mark demand, at most once between two admissions.
 #[derive(Debug)]
 pub(crate) struct SmoothBucket {
-    curve: SmoothCurve,
+    curve: SharedCurve,
     payment: Payment,
     state: AtomicU128,
+}
+
+/// The curve, replaceable at run time: a sequence lock over its words. Readers (every
+/// decision) retry if a writer was active; writers take a lock, off the hot path.
+#[derive(Debug)]
+struct SharedCurve {
+    /// Odd while a writer is replacing the words.
+    version: AtomicU64,
+    words: [AtomicU64; CURVE_WORDS],
+    writer: Mutex<()>,
+}
+
+const CURVE_WORDS: usize = 6;
+
+impl SharedCurve {
+    fn new(curve: SmoothCurve) -> Self {
+        SharedCurve {
+            version: AtomicU64::new(0),
+            words: Self::words(&curve).map(AtomicU64::new),
+            writer: Mutex::new(()),
+        }
+    }
+
+    fn words(curve: &SmoothCurve) -> [u64; CURVE_WORDS] {
+        [
+            curve.rate,
+            curve.stable,
+            curve.threshold,
+            curve.max,
+            curve.slope,
+            curve.refill_rate,
+        ]
+        .map(f64::to_bits)
+    }
+
+    #[inline]
+    fn load(&self) -> SmoothCurve {
+        loop {
+            let before = self.version.load(Ordering::Acquire);
+            if before & 1 == 0 {
+                let [rate, stable, threshold, max, slope, refill_rate] =
+                    std::array::from_fn(|i: usize| {
+                        f64::from_bits(self.words[i].load(Ordering::Acquire))
+                    });
+                // The words are read with `Acquire`, so this re-read cannot move before them.
+                if self.version.load(Ordering::Acquire) == before {
+                    return SmoothCurve {
+                        rate,
+                        stable,
+                        threshold,
+                        max,
+                        slope,
+                        refill_rate,
+                    };
+                }
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    fn store(&self, curve: &SmoothCurve) {
+        // A writer that panicked left nothing half-written that the version does not cover.
+        let _serialised = self
+            .writer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let version = self.version.load(Ordering::Relaxed);
+        self.version.store(version + 1, Ordering::Release);
+        std::sync::atomic::fence(Ordering::Release);
+        for (word, value) in self.words.iter().zip(Self::words(curve)) {
+            word.store(value, Ordering::Release);
+        }
+        self.version.store(version + 2, Ordering::Release);
+    }
 }
 
 impl SmoothBucket {
@@ -277,11 +367,11 @@ impl SmoothBucket {
                 Payment::Later => now,
                 Payment::Now => NEVER,
             },
-            stored: if start_warm { 0.0 } else { curve.max },
+            fill: if start_warm { 0.0 } else { 1.0 },
             denied: false,
         };
         SmoothBucket {
-            curve,
+            curve: SharedCurve::new(curve),
             payment,
             state: AtomicU128::new(state.pack()),
         }
@@ -293,34 +383,36 @@ impl SmoothBucket {
     pub(crate) fn reserve(&self, now: u64, permits: f64, max_wait: u64) -> Result<u64, u64> {
         let mut word = self.state.load(Ordering::Acquire);
         loop {
+            // A curve replaced between this read and the compare-and-swap below only means
+            // this decision used the rate in force when it started.
+            let curve = self.curve.load();
             let state = SmoothState::unpack(word);
-            let (next, wait) =
-                match decide(&self.curve, self.payment, state, now, permits, max_wait) {
-                    Ok(admitted) => admitted,
-                    Err(short) => {
-                        if state.denied {
-                            return Err(short);
-                        }
-                        // Mark the unmet demand once; a lost race means someone else changed
-                        // the state, so decide again.
-                        let marked = SmoothState {
-                            denied: true,
-                            ..state
-                        };
-                        match self.state.compare_exchange_weak(
-                            word,
-                            marked.pack(),
-                            Ordering::AcqRel,
-                            Ordering::Acquire,
-                        ) {
-                            Ok(_) => return Err(short),
-                            Err(actual) => {
-                                word = actual;
-                                continue;
-                            }
+            let (next, wait) = match decide(&curve, self.payment, state, now, permits, max_wait) {
+                Ok(admitted) => admitted,
+                Err(short) => {
+                    if state.denied {
+                        return Err(short);
+                    }
+                    // Mark the unmet demand once; a lost race means someone else changed
+                    // the state, so decide again.
+                    let marked = SmoothState {
+                        denied: true,
+                        ..state
+                    };
+                    match self.state.compare_exchange_weak(
+                        word,
+                        marked.pack(),
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => return Err(short),
+                        Err(actual) => {
+                            word = actual;
+                            continue;
                         }
                     }
-                };
+                }
+            };
             match self.state.compare_exchange_weak(
                 word,
                 next.pack(),
@@ -336,22 +428,29 @@ impl SmoothBucket {
     /// Permits stored at `now`, counting the idle time since the last decision (an estimate
     /// for snapshots: the next decision may credit slightly less, by the cost it pays).
     pub(crate) fn stored_at(&self, now: u64) -> f64 {
+        let curve = self.curve.load();
         let state = self.state();
+        let stored = state.fill * curve.max;
         if state.denied || state.next_free == NEVER {
-            return state.stored;
+            return stored;
         }
-        self.curve
-            .refill(state.stored, now.saturating_sub(state.next_free))
+        curve.refill(stored, now.saturating_sub(state.next_free))
+    }
+
+    /// The curve in force.
+    pub(crate) fn curve(&self) -> SmoothCurve {
+        self.curve.load()
+    }
+
+    /// Replaces the curve. Stored permits keep their share of `max` (Guava's rescaling); the
+    /// time already reserved is kept, so the next caller still waits it out.
+    pub(crate) fn set_curve(&self, curve: &SmoothCurve) {
+        self.curve.store(curve);
     }
 
     /// The state now, as the next decision would see it before deciding.
     pub(crate) fn state(&self) -> SmoothState {
         SmoothState::unpack(self.state.load(Ordering::Acquire))
-    }
-
-    #[cfg(test)]
-    pub(crate) fn curve(&self) -> &SmoothCurve {
-        &self.curve
     }
 }
 
@@ -563,8 +662,8 @@ mod tests {
         let marked = t.bucket.state();
         assert!(marked.denied && !after_admission.denied);
         assert_eq!(
-            (marked.next_free, marked.stored),
-            (after_admission.next_free, after_admission.stored)
+            (marked.next_free, marked.fill),
+            (after_admission.next_free, after_admission.fill)
         );
         // A second refusal writes nothing.
         assert_eq!(t.bucket.reserve(t.now, 1.0, 0), Err(short));
@@ -601,17 +700,17 @@ mod tests {
         for state in [
             SmoothState {
                 next_free: NEVER,
-                stored: 100.0,
+                fill: 1.0,
                 denied: true,
             },
             SmoothState {
                 next_free: 0,
-                stored: 0.0,
+                fill: 0.0,
                 denied: false,
             },
             SmoothState {
                 next_free: 12_345,
-                stored: 0.3,
+                fill: 0.3,
                 denied: true,
             },
         ] {
