@@ -254,3 +254,60 @@ fn a_cached_clock_does_not_cap_the_rate_at_one_per_tick() {
         "{passed} passed in one second"
     );
 }
+
+/// A burst tolerance lets simultaneous requests through up to the burst, and keeps the
+/// long-run rate.
+#[test]
+fn a_burst_lets_simultaneous_requests_through_and_keeps_the_rate() {
+    let clock = ManualClock::new();
+    let build = |burst| {
+        WarmUp::builder(10.0)
+            .profile(Profile::Smooth)
+            .start_warm(true)
+            .burst(burst)
+            .clock(clock.clone())
+            .build()
+            .unwrap()
+    };
+    let exact = build(Duration::ZERO);
+    let at_once = (0..20).filter(|_| exact.try_acquire().is_ok()).count();
+    assert_eq!(at_once, 1, "exact spacing: one of simultaneous requests");
+
+    let bursty = build(Duration::from_secs(1));
+    let at_once = (0..20).filter(|_| bursty.try_acquire().is_ok()).count();
+    assert_eq!(
+        at_once, 11,
+        "the first, then one second's worth at 100 ms each"
+    );
+    // The next permit's turn is 1.1 s away; it may pass 1 s early.
+    assert!(bursty.try_acquire().is_err());
+    clock.advance(Duration::from_millis(100));
+    assert!(bursty.try_acquire().is_ok());
+    assert_eq!(
+        bursty.reserve(1, Duration::MAX).unwrap(),
+        Duration::from_millis(100)
+    );
+    // Ten seconds of saturation: the rate, plus the one burst.
+    let mut passed = 0;
+    for _ in 0..10_000 {
+        clock.advance(Duration::from_millis(1));
+        passed += u32::from(bursty.try_acquire().is_ok());
+    }
+    assert!((99..=101).contains(&passed), "{passed} in 10 s at 10/s");
+}
+
+#[test]
+fn an_impossible_burst_is_refused() {
+    let refused = WarmUp::builder(10.0)
+        .profile(Profile::Smooth)
+        .burst(Duration::MAX)
+        .build()
+        .map(|_| ());
+    assert_eq!(
+        refused,
+        Err(ConfigError::DurationTooLong {
+            setting: "burst",
+            value: Duration::MAX
+        })
+    );
+}

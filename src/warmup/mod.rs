@@ -83,6 +83,9 @@
 //!   (`tokio` feature) reserves and sleeps once.
 //! - **Live re-rating.** [`WarmUp::set_rate`] changes the rate without a pause or an
 //!   allocation; the stored permits keep their share of the maximum.
+//! - **Exact spacing, or a burst.** By default requests are spaced exactly, so of several
+//!   arriving at once only one passes; [`WarmUpBuilder::burst`] lets a request pass up to that
+//!   long before its turn without changing the long-run rate.
 //! - **Any period, any rate.** Fractions of a second are fine, and rates far below one per
 //!   second work: 1 rps with factor 3 first spaces requests 2 to 3 s apart, then warms up, where
 //!   Sentinel admits nothing. A factor of 1 is a plain rate limiter.
@@ -267,6 +270,8 @@ pub struct WarmUp<C = MonotonicClock> {
     warm_up_period: Duration,
     cold_factor: u32,
     profile: Profile,
+    /// How far ahead of its turn a smooth request may pass, in ns.
+    burst_nanos: u64,
 }
 
 /// The state machine a profile runs. Not boxed: a limiter is built once and never moved on
@@ -290,6 +295,7 @@ impl WarmUp<MonotonicClock> {
             cold_factor: 3,
             profile: Profile::SentinelExact,
             payment: Payment::Now,
+            burst: Duration::ZERO,
             start_warm: false,
             clock: MonotonicClock::new(),
         }
@@ -322,7 +328,7 @@ impl<C: Clock> WarmUp<C> {
                 .try_acquire(now, 1)
                 .map_err(|refusal| Rejected::new(refusal.retry_after_nanos)),
             Engine::Smooth(bucket) => bucket
-                .reserve(now, 1.0, self.clock.resolution_nanos())
+                .reserve(now, 1.0, self.tolerance())
                 .map(|_| ())
                 .map_err(Rejected::new),
         }
@@ -374,8 +380,9 @@ impl<C: Clock> WarmUp<C> {
     /// If you give up instead, the permits stay spent; nothing else waits for them, but the
     /// limiter counts them as used.
     ///
-    /// With a cached clock, a request due within the clock's
-    /// [resolution](crate::clock::Clock::resolution_nanos) passes now, and the wait returned
+    /// In [`Profile::Smooth`] the wait returned is the time until the request's turn less the
+    /// [burst](WarmUpBuilder::burst). With a cached clock a request due within the clock's
+    /// [resolution](crate::clock::Clock::resolution_nanos) passes too, and the wait returned
     /// may exceed `max_wait` by up to that much: the clock's reading lags the true time by as
     /// much.
     ///
@@ -414,14 +421,13 @@ impl<C: Clock> WarmUp<C> {
         let now = self.clock.now_nanos();
         let window = match &self.engine {
             Engine::Smooth(bucket) => {
-                // A cached clock's reading may lag by up to its resolution: a request that is
-                // due within it passes now (its turn is kept in the schedule).
+                let tolerance = self.tolerance();
                 let max_wait = u64::try_from(max_wait.as_nanos())
                     .unwrap_or(u64::MAX)
-                    .saturating_add(self.clock.resolution_nanos());
+                    .saturating_add(tolerance);
                 return bucket
                     .reserve(now, f64::from(n), max_wait)
-                    .map(Duration::from_nanos)
+                    .map(|wait| Duration::from_nanos(wait.saturating_sub(self.burst_nanos)))
                     .map_err(|short| Rejected::new(short).into());
             }
             Engine::Sentinel(window) => window,
@@ -504,6 +510,15 @@ impl<C: Clock> WarmUp<C> {
                 Err(error) => return Err(error),
             }
         }
+    }
+
+    /// How far ahead of its turn a smooth request may pass: the configured burst, plus the
+    /// clock's resolution, since a cached clock's reading lags by up to that much (the
+    /// request's turn is kept in the schedule either way).
+    #[inline]
+    fn tolerance(&self) -> u64 {
+        self.burst_nanos
+            .saturating_add(self.clock.resolution_nanos())
     }
 
     /// Changes the full rate to `permits_per_second` from now on, keeping the warm-up period
@@ -673,6 +688,7 @@ pub struct WarmUpBuilder<C> {
     cold_factor: u32,
     profile: Profile,
     payment: Payment,
+    burst: Duration,
     start_warm: bool,
     clock: C,
 }
@@ -709,6 +725,18 @@ impl<C: Clock> WarmUpBuilder<C> {
         self
     }
 
+    /// How far ahead of its turn a request may pass in [`Profile::Smooth`] (default zero):
+    /// the tolerance of a GCRA. With zero, requests are spaced exactly, and of several arriving
+    /// at the same instant only one passes; with a burst of `b`, up to about `b` worth of the
+    /// current spacing passes at once (`b · rate` permits when warm, `b · rate / cold_factor`
+    /// when cold) and the long-run rate is unchanged, because each early request still takes
+    /// its place in the schedule. [`Profile::SentinelExact`] counts passes per rolling second,
+    /// which already admits a second's worth at once, and does not use this setting.
+    pub fn burst(mut self, burst: Duration) -> Self {
+        self.burst = burst;
+        self
+    }
+
     /// Start warm (an empty bucket, full rate) instead of cold (default `false`).
     ///
     /// Useful when the service is already warm, for example when a limiter is rebuilt with a new
@@ -730,6 +758,7 @@ impl<C: Clock> WarmUpBuilder<C> {
             cold_factor: self.cold_factor,
             profile: self.profile,
             payment: self.payment,
+            burst: self.burst,
             start_warm: self.start_warm,
             clock,
         }
@@ -753,6 +782,11 @@ impl<C: Clock> WarmUpBuilder<C> {
     /// [`TokenOverflow`](ConfigError::TokenOverflow).
     pub fn build(self) -> Result<WarmUp<C>, ConfigError> {
         let now = self.clock.now_nanos();
+        let burst_nanos =
+            u64::try_from(self.burst.as_nanos()).map_err(|_| ConfigError::DurationTooLong {
+                setting: "burst",
+                value: self.burst,
+            })?;
         let (curve, engine) = match self.profile {
             Profile::SentinelExact => {
                 let curve = Curve::sentinel(
@@ -780,6 +814,7 @@ impl<C: Clock> WarmUpBuilder<C> {
             warm_up_period: self.warm_up_period,
             cold_factor: self.cold_factor,
             profile: self.profile,
+            burst_nanos,
         })
     }
 }
