@@ -25,7 +25,8 @@ use std::time::Duration;
 #[non_exhaustive]
 pub enum ConfigError {
     /// `permits_per_second` is zero, negative, NaN or infinite. A rate must be a finite number
-    /// greater than zero.
+    /// greater than zero (and, for the smooth warm-up profile, not so extreme, around 1e-299
+    /// or 1e298 per second, that its curve leaves the range of a double).
     InvalidRate {
         /// The rate that was given.
         permits_per_second: f64,

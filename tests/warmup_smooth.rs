@@ -202,6 +202,16 @@ fn smooth_settings_are_validated() {
     assert_eq!(build(10.0, Duration::from_secs(1), 1), Ok(()));
     assert_eq!(build(0.1, Duration::from_secs(10), 3), Ok(()));
     assert_eq!(build(1e12, Duration::from_secs(3600), 3), Ok(()));
+    // Rates whose curve a double cannot hold are refused, not turned into NaN.
+    for rate in [1e-300, f64::MIN_POSITIVE, f64::MAX] {
+        assert!(
+            matches!(
+                build(rate, Duration::from_secs(10), 3),
+                Err(ConfigError::InvalidRate { .. })
+            ),
+            "{rate}"
+        );
+    }
 }
 
 /// A cold factor of 1 is a plain rate limiter: the same spacing cold or warm.

@@ -185,6 +185,17 @@ impl Curve {
             return Err(ConfigError::ZeroWarmUpPeriod);
         }
         let smooth = SmoothCurve::new(count, period.as_nanos() as f64, f64::from(cold_factor));
+        // A rate so extreme that the spacing or the bucket size leaves the range of a double
+        // (around 1e-299 or 1e298 per second with a 10 s period) cannot be priced.
+        let representable = [smooth.threshold(), smooth.max(), smooth.slope()]
+            .iter()
+            .all(|value| value.is_finite())
+            && smooth.max() > 0.0;
+        if !representable {
+            return Err(ConfigError::InvalidRate {
+                permits_per_second: count,
+            });
+        }
         Ok((Curve::from_smooth(&smooth), smooth))
     }
 
