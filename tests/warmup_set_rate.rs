@@ -89,7 +89,8 @@ fn flipping_the_rate_under_traffic_never_exceeds_the_higher_rate() {
                 .set_rate(if step % 2 == 0 { 100.0 } else { 1000.0 })
                 .unwrap();
             clock.advance(Duration::from_micros(100));
-            let target = attempts.load(Ordering::Acquire) + 2;
+            // A third attempt counted after this point read the clock after the step.
+            let target = attempts.load(Ordering::Acquire) + 3;
             while attempts.load(Ordering::Acquire) < target {
                 std::hint::spin_loop();
             }
