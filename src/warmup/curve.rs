@@ -70,11 +70,7 @@ impl Curve {
         period: Duration,
         cold_factor: u32,
     ) -> Result<Curve, ConfigError> {
-        if !(count.is_finite() && count > 0.0) {
-            return Err(ConfigError::InvalidRate {
-                permits_per_second: count,
-            });
-        }
+        positive_rate(count)?;
         // Every limit's floor, the most a window can ever count, must fit a window's counter.
         let max_rate = (MAX_WINDOW_COUNT - 1) as f64;
         if count > max_rate {
@@ -159,44 +155,6 @@ impl Curve {
         let highest = curve.limit_at(curve.warning).max(count);
         curve.capacity = highest.floor() as u32;
         Ok(curve)
-    }
-
-    /// The smooth profile's curve (Guava's constants) for `count` permits per second, a
-    /// `period` warm-up and `cold_factor`, after validating them: the rate must be positive and
-    /// finite, the period non-zero (fractions of a second are fine) and the factor at least 1
-    /// (1 is a flat limiter).
-    pub(crate) fn smooth(
-        count: f64,
-        period: Duration,
-        cold_factor: u32,
-    ) -> Result<(Curve, SmoothCurve), ConfigError> {
-        if !(count.is_finite() && count > 0.0) {
-            return Err(ConfigError::InvalidRate {
-                permits_per_second: count,
-            });
-        }
-        if cold_factor < 1 {
-            return Err(ConfigError::ColdFactorTooSmall {
-                cold_factor,
-                min: 1,
-            });
-        }
-        if period.is_zero() {
-            return Err(ConfigError::ZeroWarmUpPeriod);
-        }
-        let smooth = SmoothCurve::new(count, period.as_nanos() as f64, f64::from(cold_factor));
-        // A rate so extreme that the spacing or the bucket size leaves the range of a double
-        // (around 1e-299 or 1e298 per second with a 10 s period) cannot be priced.
-        let representable = [smooth.threshold(), smooth.max(), smooth.slope()]
-            .iter()
-            .all(|value| value.is_finite())
-            && smooth.max() > 0.0;
-        if !representable {
-            return Err(ConfigError::InvalidRate {
-                permits_per_second: count,
-            });
-        }
-        Ok((Curve::from_smooth(&smooth), smooth))
     }
 
     /// The public view of the smooth profile's `curve`.
@@ -307,5 +265,50 @@ impl Curve {
             u64::from(tokens)
         };
         refilled.min(u64::from(self.max))
+    }
+}
+
+/// The smooth profile's curve (Guava's constants) for `count` permits per second, a
+/// `period` warm-up and `cold_factor`, after validating them: the rate must be positive and
+/// finite, the period non-zero (fractions of a second are fine) and the factor at least 1
+/// (1 is a flat limiter).
+pub(crate) fn smooth_curve(
+    count: f64,
+    period: Duration,
+    cold_factor: u32,
+) -> Result<SmoothCurve, ConfigError> {
+    positive_rate(count)?;
+    if cold_factor < 1 {
+        return Err(ConfigError::ColdFactorTooSmall {
+            cold_factor,
+            min: 1,
+        });
+    }
+    if period.is_zero() {
+        return Err(ConfigError::ZeroWarmUpPeriod);
+    }
+    let smooth = SmoothCurve::new(count, period.as_nanos() as f64, f64::from(cold_factor));
+    // A rate so extreme that the spacing or the bucket size leaves the range of a double
+    // (around 1e-299 or 1e298 per second with a 10 s period) cannot be priced.
+    let representable = [smooth.threshold(), smooth.max(), smooth.slope()]
+        .iter()
+        .all(|value| value.is_finite())
+        && smooth.max() > 0.0;
+    if !representable {
+        return Err(ConfigError::InvalidRate {
+            permits_per_second: count,
+        });
+    }
+    Ok(smooth)
+}
+
+/// Both profiles' first check: a rate must be a finite number greater than zero.
+fn positive_rate(count: f64) -> Result<(), ConfigError> {
+    if count.is_finite() && count > 0.0 {
+        Ok(())
+    } else {
+        Err(ConfigError::InvalidRate {
+            permits_per_second: count,
+        })
     }
 }

@@ -161,6 +161,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub use self::curve::Curve;
+use self::curve::smooth_curve;
 pub use self::error::{AcquireError, Rejected};
 #[cfg(feature = "tonic")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
@@ -265,11 +266,9 @@ impl WarmUpSnapshot {
 /// ```
 pub struct WarmUp<C = MonotonicClock> {
     engine: Engine,
-    curve: Curve,
     clock: C,
     warm_up_period: Duration,
     cold_factor: u32,
-    profile: Profile,
     /// How far ahead of its turn a smooth request may pass, in ns.
     burst_nanos: u64,
 }
@@ -438,7 +437,7 @@ impl<C: Clock> WarmUp<C> {
             .try_acquire(now, n)
             .map(|()| Duration::ZERO)
             .map_err(|refusal| {
-                let capacity = self.curve.capacity();
+                let capacity = window.curve().capacity();
                 if n > capacity {
                     AcquireError::ExceedsCapacity {
                         requested: n,
@@ -559,7 +558,7 @@ impl<C: Clock> WarmUp<C> {
         let Engine::Smooth(bucket) = &self.engine else {
             return Err(ConfigError::RateChangeUnsupported { permits_per_second });
         };
-        let (_, curve) = Curve::smooth(permits_per_second, self.warm_up_period, self.cold_factor)?;
+        let curve = smooth_curve(permits_per_second, self.warm_up_period, self.cold_factor)?;
         bucket.set_curve(&curve);
         Ok(())
     }
@@ -611,7 +610,7 @@ impl<C> WarmUp<C> {
     /// one).
     pub fn curve(&self) -> Curve {
         match &self.engine {
-            Engine::Sentinel(_) => self.curve,
+            Engine::Sentinel(window) => window.curve(),
             Engine::Smooth(bucket) => Curve::from_smooth(&bucket.curve()),
         }
     }
@@ -638,17 +637,20 @@ impl<C> WarmUp<C> {
 
     /// The algorithm this limiter runs.
     pub fn profile(&self) -> Profile {
-        self.profile
+        match self.engine {
+            Engine::Sentinel(_) => Profile::SentinelExact,
+            Engine::Smooth(_) => Profile::Smooth,
+        }
     }
 }
 
 impl<C> fmt::Debug for WarmUp<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WarmUp")
-            .field("permits_per_second", &self.curve.permits_per_second())
+            .field("permits_per_second", &self.permits_per_second())
             .field("warm_up_period", &self.warm_up_period)
             .field("cold_factor", &self.cold_factor)
-            .field("profile", &self.profile)
+            .field("profile", &self.profile())
             .finish_non_exhaustive()
     }
 }
@@ -787,33 +789,29 @@ impl<C: Clock> WarmUpBuilder<C> {
                 setting: "burst",
                 value: self.burst,
             })?;
-        let (curve, engine) = match self.profile {
+        let engine = match self.profile {
             Profile::SentinelExact => {
                 let curve = Curve::sentinel(
                     self.permits_per_second,
                     self.warm_up_period,
                     self.cold_factor,
                 )?;
-                let window = SentinelWindow::new(curve, self.start_warm, now);
-                (curve, Engine::Sentinel(window))
+                Engine::Sentinel(SentinelWindow::new(curve, self.start_warm, now))
             }
             Profile::Smooth => {
-                let (curve, smooth) = Curve::smooth(
+                let curve = smooth_curve(
                     self.permits_per_second,
                     self.warm_up_period,
                     self.cold_factor,
                 )?;
-                let bucket = SmoothBucket::new(smooth, self.payment, now, self.start_warm);
-                (curve, Engine::Smooth(bucket))
+                Engine::Smooth(SmoothBucket::new(curve, self.payment, now, self.start_warm))
             }
         };
         Ok(WarmUp {
             engine,
-            curve,
             clock: self.clock,
             warm_up_period: self.warm_up_period,
             cold_factor: self.cold_factor,
-            profile: self.profile,
             burst_nanos,
         })
     }

@@ -161,6 +161,11 @@ impl SentinelWindow {
         &self.halves[(half % 4) as usize]
     }
 
+    /// The curve this window follows.
+    pub(crate) fn curve(&self) -> Curve {
+        self.curve
+    }
+
     /// Admits `n` permits at clock reading `now_nanos` if the rolling one-second window has room
     /// under the limit in force. `n >= 1`.
     ///
