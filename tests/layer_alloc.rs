@@ -9,6 +9,8 @@
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
+#[path = "support/rig.rs"]
+mod rig;
 
 use std::convert::Infallible;
 use std::future::{Future, ready};
@@ -24,6 +26,7 @@ use admit::shed::{ShedLayer, error::ShedRejection};
 use admit::warmup::{WarmUp, WarmUpLayer, error::WarmUpRejection};
 use counting_alloc::allocations_during;
 use http::Response;
+use rig::Rig;
 use tower::{Layer, Service};
 
 /// Drives one request through `service`: readiness, call, and the response future.
@@ -42,15 +45,11 @@ fn layers_allocate_nothing_per_request() {
     // An inner service that allocates nothing: an empty `Response` has an unallocated header
     // map.
     let inner = tower::service_fn(|()| ready(Ok::<_, Infallible>(Response::new(()))));
-    let clock = ManualClock::new();
-    let cpu = ManualCpu::new(0);
-    let shedder = Arc::new(
-        Shedder::builder()
-            .clock(clock.clone())
-            .cpu(cpu.clone())
-            .build()
-            .unwrap(),
-    );
+    let Rig {
+        shedder,
+        clock,
+        cpu,
+    } = Rig::new();
     let fast = Arc::new(
         WarmUp::builder(1_000_000.0)
             .clock(clock.clone())

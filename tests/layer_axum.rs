@@ -6,6 +6,8 @@
 //! timings.
 #![cfg(feature = "http")]
 
+#[path = "support/rig.rs"]
+mod rig;
 #[path = "support/servers.rs"]
 mod servers;
 
@@ -30,7 +32,8 @@ use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use servers::{Rig, bounded, eventually};
+use rig::Rig;
+use servers::{bounded, eventually};
 use tokio::task::JoinHandle;
 use tower::{Layer, Service, ServiceBuilder};
 

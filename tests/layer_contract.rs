@@ -7,6 +7,9 @@
 
 #![cfg(feature = "http")]
 
+#[path = "support/rig.rs"]
+mod rig;
+
 use std::convert::Infallible;
 use std::future::{Future, Ready, ready};
 use std::pin::pin;
@@ -26,45 +29,7 @@ use http::{Response, StatusCode};
 use tower::{Layer, Service};
 use tower_test::mock;
 
-type TestShedder = Shedder<ManualClock, ManualCpu>;
-
-struct Fixture {
-    clock: ManualClock,
-    cpu: ManualCpu,
-    shedder: Arc<TestShedder>,
-}
-
-fn fixture() -> Fixture {
-    let clock = ManualClock::new();
-    let cpu = ManualCpu::new(0);
-    let shedder = Arc::new(
-        Shedder::builder()
-            .clock(clock.clone())
-            .cpu(cpu.clone())
-            .build()
-            .unwrap(),
-    );
-    Fixture {
-        clock,
-        cpu,
-        shedder,
-    }
-}
-
-impl Fixture {
-    /// Makes the shedder refuse: requests held in flight (returned; keep them alive) and a hot
-    /// CPU. With no data in the window its limit is 10 × 0.1 = 1 request.
-    fn overload(&self) -> Vec<admit::shed::OwnedPermit<ManualClock, ManualCpu>> {
-        let mut held: Vec<_> = (0..20)
-            .map(|_| self.shedder.allow_owned().unwrap())
-            .collect();
-        for permit in held.drain(..5) {
-            permit.pass();
-        }
-        self.cpu.set(1000);
-        held
-    }
-}
+use rig::{Rig, TestShedder};
 
 fn poll_once<F: Future>(future: F) -> Poll<F::Output> {
     let mut future = pin!(future);
@@ -108,7 +73,7 @@ fn answering(
 
 #[test]
 fn poll_ready_on_many_clones_reserves_nothing() {
-    let f = fixture();
+    let f = Rig::new();
     let limiter = Arc::new(WarmUp::builder(9.0).clock(f.clock.clone()).build().unwrap());
     let (inner, mut handle) = mock::pair::<(), ()>();
     handle.allow(1000);
@@ -150,7 +115,7 @@ fn poll_ready_on_many_clones_reserves_nothing() {
 
 #[test]
 fn readiness_follows_the_inner_service() {
-    let f = fixture();
+    let f = Rig::new();
     let (inner, mut handle) = mock::pair::<(), ()>();
     let mut service = ShedLayer::new(f.shedder.clone()).layer(inner);
     handle.allow(0);
@@ -168,8 +133,8 @@ fn readiness_follows_the_inner_service() {
 
 #[test]
 fn a_refused_call_never_reaches_the_inner_service() {
-    let f = fixture();
-    let _held = f.overload();
+    let f = Rig::new();
+    let _held = f.force_overload();
     let (inner, mut handle) = mock::pair::<(), ()>();
     handle.allow(10);
     let mut service = ShedLayer::new(f.shedder.clone()).layer(inner);
@@ -205,7 +170,7 @@ fn a_refused_call_never_reaches_the_inner_service() {
 
 #[test]
 fn dropping_a_pending_future_ends_the_request_as_a_failure() {
-    let f = fixture();
+    let f = Rig::new();
     let (inner, mut handle) = mock::pair::<(), ()>();
     handle.allow(1);
     let mut service = ShedLayer::new(f.shedder.clone()).layer(inner);
@@ -233,7 +198,7 @@ fn dropping_a_pending_future_ends_the_request_as_a_failure() {
 
 #[test]
 fn a_completed_request_records_its_latency() {
-    let f = fixture();
+    let f = Rig::new();
     let (inner, mut handle) = mock::pair::<(), ()>();
     handle.allow(1);
     let mut service = ShedLayer::new(f.shedder.clone()).layer(inner);
@@ -258,14 +223,19 @@ fn outcome_of<K>(classifier: K, status: StatusCode, grpc_status: Option<&'static
 where
     K: admit::shed::classify::Classify<Response<()>, Infallible> + Clone,
 {
-    let f = fixture();
+    let f = Rig::new();
     let mut service = ShedLayer::new(f.shedder.clone())
         .classify(classifier)
         .respond_with(HttpResponder::default())
         .layer(answering(status, grpc_status));
     assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
     ready_now(service.call(())).unwrap();
-    let snapshot = f.shedder.snapshot();
+    recorded_outcome(&f.shedder)
+}
+
+/// How the shedder recorded the single request it has seen complete.
+fn recorded_outcome(shedder: &TestShedder) -> Outcome {
+    let snapshot = shedder.snapshot();
     assert_eq!(snapshot.flying, 0);
     match (snapshot.passed, snapshot.failed) {
         (1, 0) => Outcome::Pass,
@@ -338,20 +308,14 @@ fn error_outcome<K>(classifier: K) -> (Outcome, BoxError)
 where
     K: admit::shed::classify::Classify<Response<()>, &'static str> + Clone,
 {
-    let f = fixture();
+    let f = Rig::new();
     let inner = tower::service_fn(|()| ready(Err::<Response<()>, _>("inner failure")));
     let mut service = ShedLayer::new(f.shedder.clone())
         .classify(classifier)
         .layer(inner);
     assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
     let error = ready_now(service.call(())).unwrap_err();
-    let snapshot = f.shedder.snapshot();
-    let outcome = match (snapshot.passed, snapshot.failed) {
-        (1, 0) => Outcome::Pass,
-        (0, 1) => Outcome::Fail,
-        other => panic!("unexpected counts {other:?}"),
-    };
-    (outcome, error)
+    (recorded_outcome(&f.shedder), error)
 }
 
 #[test]
@@ -371,8 +335,8 @@ fn inner_errors_are_classified_and_passed_through() {
 
 #[test]
 fn the_http_responder_answers_503_with_retry_after_and_keeps_the_error_type() {
-    let f = fixture();
-    let _held = f.overload();
+    let f = Rig::new();
+    let _held = f.force_overload();
     let mut service = ShedLayer::new(f.shedder.clone())
         .http()
         .layer(answering(StatusCode::OK, None));
@@ -428,7 +392,7 @@ fn retry_hints_round_up() {
 
 #[test]
 fn every_service_from_one_layer_shares_the_limiter() {
-    let f = fixture();
+    let f = Rig::new();
     let layer = ShedLayer::new(f.shedder.clone());
     // As axum's `Router::layer` does: a fresh `layer()` per request, on clones of the layer.
     for _ in 0..5 {
@@ -452,7 +416,7 @@ fn every_service_from_one_layer_shares_the_limiter() {
 
 #[test]
 fn refusals_by_admit_limiters_further_in_count_as_failures() {
-    let f = fixture();
+    let f = Rig::new();
     // The wrong order: a per-client bucket answering 429 inside the shedder.
     let limiter = WarmUp::builder(3.0).clock(f.clock.clone()).build().unwrap();
     let mut service = tower::ServiceBuilder::new()
@@ -484,7 +448,7 @@ fn refusals_by_admit_limiters_further_in_count_as_failures() {
 #[cfg(feature = "tonic")]
 #[test]
 fn grpc_statuses_from_admit_refusals_count_as_failures() {
-    let f = fixture();
+    let f = Rig::new();
     let limiter = Arc::new(WarmUp::builder(3.0).clock(f.clock.clone()).build().unwrap());
     let inner_limiter = limiter.clone();
     // What tonic makes of an interceptor's `Err(status)`: `status.into_http()`.

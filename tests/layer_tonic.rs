@@ -6,6 +6,8 @@
 //! timings.
 #![cfg(feature = "tonic")]
 
+#[path = "support/rig.rs"]
+mod rig;
 #[path = "support/servers.rs"]
 mod servers;
 
@@ -17,7 +19,8 @@ use admit::clock::ManualClock;
 use admit::respond::GrpcResponder;
 use admit::shed::ShedLayer;
 use admit::warmup::{WarmUp, WarmUpInterceptor, WarmUpLayer};
-use servers::{Rig, bounded};
+use rig::Rig;
+use servers::bounded;
 use tokio::task::JoinHandle;
 use tonic::Code;
 use tonic::transport::server::TcpIncoming;

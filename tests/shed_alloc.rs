@@ -6,26 +6,24 @@
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
+#[path = "support/rig.rs"]
+mod rig;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use admit::clock::{ManualClock, MonotonicClock};
+use admit::clock::MonotonicClock;
 use admit::shed::Shedder;
-use admit::shed::cpu::{ManualCpu, SystemCpu};
+use admit::shed::cpu::SystemCpu;
 use counting_alloc::allocations_during;
+use rig::Rig;
 
 #[test]
 fn admitting_completing_and_refusing_never_allocate() {
-    let clock = ManualClock::new();
-    let cpu = ManualCpu::new(0);
-    let shedder = Arc::new(
-        Shedder::builder()
-            .clock(clock.clone())
-            .cpu(cpu.clone())
-            .build()
-            .unwrap(),
-    );
+    let Rig {
+        shedder,
+        clock,
+        cpu,
+    } = Rig::new();
     // The system signal's sampler thread allocates on its own thread, not on ours; it is only
     // read here.
     let system = Shedder::builder()

@@ -1,14 +1,18 @@
 //! Many threads admitting, completing and being refused at once: every permit is accounted for,
 //! and nothing is left in flight.
 
+#[path = "support/rig.rs"]
+mod rig;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
-use admit::clock::{ManualClock, MonotonicClock};
+use admit::clock::MonotonicClock;
 use admit::shed::Shedder;
 use admit::shed::cpu::ManualCpu;
+use rig::Rig;
 
 #[derive(Default)]
 struct Tally {
@@ -22,15 +26,11 @@ struct Tally {
 fn racing_admissions_and_completions_balance_exactly() {
     const THREADS: u64 = 4;
     const CALLS: u64 = 50_000;
-    let clock = ManualClock::new();
-    let cpu = ManualCpu::new(0);
-    let shedder = Arc::new(
-        Shedder::builder()
-            .clock(clock.clone())
-            .cpu(cpu.clone())
-            .build()
-            .unwrap(),
-    );
+    let Rig {
+        shedder,
+        clock,
+        cpu,
+    } = Rig::new();
     let tally = Arc::new(Tally::default());
     let done = Arc::new(AtomicBool::new(false));
     let start = Arc::new(Barrier::new(THREADS as usize + 2)); // workers, weather, us
