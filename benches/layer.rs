@@ -63,10 +63,9 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use admit::clock::{Clock, MonotonicClock};
-use admit::shed::cpu::ManualCpu;
-use admit::shed::{ShedLayer, Shedder};
+use admit::shed::ShedLayer;
 use admit::warmup::{WarmUp, WarmUpLayer};
-use admit_benches::coarse_clock;
+use admit_benches::{coarse_clock, shedder};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use little_loadshedder::{LoadShed as LittleLoadShed, LoadShedResponse};
@@ -129,32 +128,6 @@ where
         Instant::now()
     })
     .elapsed()
-}
-
-/// A shedder on `clock` whose CPU signal reads 0 ‰, or, `overloaded`, 1000 ‰ with 1000
-/// requests held in flight, so that it refuses every request.
-fn shedder<C: Clock>(clock: C, overloaded: bool) -> Arc<Shedder<C, ManualCpu>> {
-    let cpu = ManualCpu::new(0);
-    let shedder = Arc::new(
-        Shedder::builder()
-            .clock(clock)
-            .cpu(cpu.clone())
-            .build()
-            .expect("valid configuration"),
-    );
-    if overloaded {
-        // 100 quick passes make the limit small; the other 1000 stay in flight for good.
-        let mut in_flight: Vec<_> = (0..1100)
-            .map(|_| shedder.allow_owned().expect("a cool CPU admits"))
-            .collect();
-        for permit in in_flight.drain(..100) {
-            permit.pass();
-        }
-        std::mem::forget(in_flight);
-        cpu.set(1000);
-        assert!(shedder.allow().is_err(), "the shedder refuses");
-    }
-    shedder
 }
 
 /// `shedder` for the rest of the program, as a process-wide shedder can be.

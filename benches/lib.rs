@@ -5,7 +5,11 @@ use std::hint::black_box;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use admit::clock::CoarseClock;
+use std::sync::Arc;
+
+use admit::clock::{Clock, CoarseClock};
+use admit::shed::Shedder;
+use admit::shed::cpu::ManualCpu;
 
 /// Runs `call` `iters` times on each of two threads at once and returns the wall time: with
 /// criterion's `iter_custom`, the time per call per thread under contention.
@@ -29,4 +33,30 @@ pub fn on_two_threads(iters: u64, call: &(dyn Fn() -> bool + Sync)) -> Duration 
 /// A coarse clock ticking every millisecond.
 pub fn coarse_clock() -> CoarseClock {
     CoarseClock::start(Duration::from_millis(1)).expect("clock thread")
+}
+
+/// A shedder on `clock` whose CPU signal reads 0 ‰, or, `overloaded`, 1000 ‰ with 1000
+/// requests held in flight, so that it refuses every request.
+pub fn shedder<C: Clock>(clock: C, overloaded: bool) -> Arc<Shedder<C, ManualCpu>> {
+    let cpu = ManualCpu::new(0);
+    let shedder = Arc::new(
+        Shedder::builder()
+            .clock(clock)
+            .cpu(cpu.clone())
+            .build()
+            .expect("valid configuration"),
+    );
+    if overloaded {
+        // 100 quick passes make the limit small; the other 1000 stay in flight for good.
+        let mut in_flight: Vec<_> = (0..1100)
+            .map(|_| shedder.allow_owned().expect("a cool CPU admits"))
+            .collect();
+        for permit in in_flight.drain(..100) {
+            permit.pass();
+        }
+        std::mem::forget(in_flight);
+        cpu.set(1000);
+        assert!(shedder.allow().is_err(), "the shedder refuses");
+    }
+    shedder
 }

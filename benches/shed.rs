@@ -16,36 +16,11 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use admit::clock::{Clock, MonotonicClock};
-use admit::shed::Shedder;
-use admit::shed::cpu::ManualCpu;
-use admit_benches::{coarse_clock, on_two_threads};
+use admit::clock::MonotonicClock;
+use admit_benches::{coarse_clock, on_two_threads, shedder};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use tokio::sync::Semaphore;
-
-/// A shedder on `clock` whose CPU reads `cpu` ‰; overloaded ones hold requests in flight.
-fn shedder<C: Clock>(clock: C, overloaded: bool) -> Arc<Shedder<C, ManualCpu>> {
-    let cpu = ManualCpu::new(0);
-    let shedder = Arc::new(
-        Shedder::builder()
-            .clock(clock)
-            .cpu(cpu.clone())
-            .build()
-            .expect("valid configuration"),
-    );
-    if overloaded {
-        // 1000 in flight and a smoothed count far above the empty window's limit of 1.
-        let mut held: Vec<_> = (0..1100).map(|_| shedder.allow_owned().unwrap()).collect();
-        for permit in held.drain(..100) {
-            permit.pass();
-        }
-        std::mem::forget(held);
-        cpu.set(1000);
-        assert!(shedder.allow().is_err());
-    }
-    shedder
-}
 
 fn semaphore(overloaded: bool) -> Arc<Semaphore> {
     Arc::new(Semaphore::new(if overloaded { 0 } else { 1 << 20 }))
