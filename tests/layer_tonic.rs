@@ -301,6 +301,27 @@ fn cold_limit_one() -> Arc<WarmUp<ManualClock>> {
     Arc::new(limiter)
 }
 
+/// Against a server whose warm-up limit admits one call while cold: the first call is served,
+/// the next `refusals` are refused with `code` and a positive pushback, and only the first
+/// reached the handler.
+async fn assert_one_admitted(
+    client: &mut HealthClient<Channel>,
+    reached: &AtomicUsize,
+    code: Code,
+    refusals: usize,
+) {
+    check_serving(client, "the first call").await;
+    for i in 0..refusals {
+        let pushback = check_refused(client, code, &format!("refused call {i}")).await;
+        assert!(pushback > 0, "the pushback is positive: {pushback}");
+    }
+    assert_eq!(
+        reached.load(Ordering::SeqCst),
+        1,
+        "only the admitted call reached the handler"
+    );
+}
+
 /// `WarmUpInterceptor` on the health service: the second call in the cold second is refused
 /// with `RESOURCE_EXHAUSTED` and a positive pushback.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -314,16 +335,7 @@ async fn warm_up_interceptor_refuses_beyond_the_cold_limit() {
     let server = spawn_server(addr, serve);
     let mut client = client(&server).await;
 
-    check_serving(&mut client, "the first call").await;
-    let pushback = check_refused(&mut client, Code::ResourceExhausted, "the second call").await;
-    assert!(pushback > 0, "the pushback is positive: {pushback}");
-    let pushback = check_refused(&mut client, Code::ResourceExhausted, "the third call").await;
-    assert!(pushback > 0, "the pushback is positive: {pushback}");
-    assert_eq!(
-        reached.load(Ordering::SeqCst),
-        1,
-        "the interceptor stopped the refused calls before the handler"
-    );
+    assert_one_admitted(&mut client, &reached, Code::ResourceExhausted, 2).await;
 }
 
 /// tonic's `Server::layer` puts the process-wide shed layer outside the service's
@@ -342,16 +354,7 @@ async fn interceptor_refusals_inside_the_shed_layer_count_as_failures() {
     let server = spawn_server(addr, serve);
     let mut client = client(&server).await;
 
-    check_serving(&mut client, "the first call").await;
-    for i in 0..3 {
-        check_refused(
-            &mut client,
-            Code::ResourceExhausted,
-            &format!("refused call {i}"),
-        )
-        .await;
-    }
-    assert_eq!(reached.load(Ordering::SeqCst), 1);
+    assert_one_admitted(&mut client, &reached, Code::ResourceExhausted, 3).await;
     let snapshot = rig.shedder.snapshot();
     assert_eq!(
         (
@@ -378,14 +381,7 @@ async fn warm_up_interceptor_can_answer_unavailable() {
     let server = spawn_server(addr, serve);
     let mut client = client(&server).await;
 
-    check_serving(&mut client, "the first call").await;
-    let pushback = check_refused(&mut client, Code::Unavailable, "the second call").await;
-    assert!(pushback > 0, "the pushback is positive: {pushback}");
-    assert_eq!(
-        reached.load(Ordering::SeqCst),
-        1,
-        "only the admitted call reached the handler"
-    );
+    assert_one_admitted(&mut client, &reached, Code::Unavailable, 1).await;
 }
 
 /// `Server::builder().layer(WarmUpLayer::grpc())`: the second call in the cold second is refused
@@ -403,19 +399,5 @@ async fn warm_up_layer_grpc_refuses_beyond_the_cold_limit() {
     let server = spawn_server(addr, serve);
     let mut client = client(&server).await;
 
-    check_serving(&mut client, "the first call").await;
-    for i in 0..2 {
-        let pushback = check_refused(
-            &mut client,
-            Code::ResourceExhausted,
-            &format!("refused call {i}"),
-        )
-        .await;
-        assert!(pushback > 0, "the pushback is positive: {pushback}");
-    }
-    assert_eq!(
-        reached.load(Ordering::SeqCst),
-        1,
-        "only the admitted call reached the handler"
-    );
+    assert_one_admitted(&mut client, &reached, Code::ResourceExhausted, 2).await;
 }
