@@ -49,6 +49,14 @@ fn poll_ready<S: Service<R>, R>(service: &mut S) -> Poll<Result<(), S::Error>> {
     service.poll_ready(&mut Context::from_waker(Waker::noop()))
 }
 
+/// Asserts that `service` is ready now.
+fn assert_ready<S: Service<R>, R>(service: &mut S) {
+    assert!(
+        matches!(poll_ready(service), Poll::Ready(Ok(()))),
+        "the service is not ready"
+    );
+}
+
 /// An always-ready inner service answering with `status` (and, for gRPC, a `grpc-status`).
 fn answering(
     status: StatusCode,
@@ -121,7 +129,7 @@ fn readiness_follows_the_inner_service() {
     handle.allow(0);
     assert!(poll_ready(&mut service).is_pending());
     handle.allow(1);
-    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    assert_ready(&mut service);
     handle.send_error("broken");
     let error = match poll_ready(&mut service) {
         Poll::Ready(Err(error)) => error,
@@ -140,7 +148,7 @@ fn a_refused_call_never_reaches_the_inner_service() {
     let mut service = ShedLayer::new(f.shedder.clone()).layer(inner);
     let dropped_before = f.shedder.snapshot().dropped;
 
-    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    assert_ready(&mut service);
     let error: BoxError = ready_now(service.call(())).unwrap_err();
     assert!(error.is::<ShedRejection>(), "got {error}");
     assert!(
@@ -154,7 +162,7 @@ fn a_refused_call_never_reaches_the_inner_service() {
     let (inner, mut handle) = mock::pair::<(), ()>();
     handle.allow(10);
     let mut service = WarmUpLayer::new(limiter).layer(inner);
-    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    assert_ready(&mut service);
     let first = service.call(());
     let (_, send) = match handle.poll_request() {
         Poll::Ready(Some(request)) => request,
@@ -162,7 +170,7 @@ fn a_refused_call_never_reaches_the_inner_service() {
     };
     send.send_response(());
     assert!(ready_now(first).is_ok());
-    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    assert_ready(&mut service);
     let error = ready_now(service.call(())).unwrap_err();
     assert!(error.is::<WarmUpRejection>(), "got {error}");
     assert!(handle.poll_request().is_pending());
@@ -174,7 +182,7 @@ fn dropping_a_pending_future_ends_the_request_as_a_failure() {
     let (inner, mut handle) = mock::pair::<(), ()>();
     handle.allow(1);
     let mut service = ShedLayer::new(f.shedder.clone()).layer(inner);
-    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    assert_ready(&mut service);
     let mut future = Box::pin(service.call(()));
     assert!(poll_once(future.as_mut()).is_pending());
     assert_eq!(f.shedder.snapshot().flying, 1);
@@ -190,7 +198,7 @@ fn dropping_a_pending_future_ends_the_request_as_a_failure() {
 
     // A future dropped before it was ever polled counts the same way.
     handle.allow(1);
-    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    assert_ready(&mut service);
     drop(service.call(()));
     let snapshot = f.shedder.snapshot();
     assert_eq!((snapshot.flying, snapshot.failed), (0, 2));
@@ -202,7 +210,7 @@ fn a_completed_request_records_its_latency() {
     let (inner, mut handle) = mock::pair::<(), ()>();
     handle.allow(1);
     let mut service = ShedLayer::new(f.shedder.clone()).layer(inner);
-    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    assert_ready(&mut service);
     let mut future = Box::pin(service.call(()));
     let (_, send) = match handle.poll_request() {
         Poll::Ready(Some(request)) => request,
@@ -228,7 +236,7 @@ where
         .classify(classifier)
         .respond_with(HttpResponder::default())
         .layer(answering(status, grpc_status));
-    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    assert_ready(&mut service);
     ready_now(service.call(())).unwrap();
     recorded_outcome(&f.shedder)
 }
@@ -313,7 +321,7 @@ where
     let mut service = ShedLayer::new(f.shedder.clone())
         .classify(classifier)
         .layer(inner);
-    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    assert_ready(&mut service);
     let error = ready_now(service.call(())).unwrap_err();
     (recorded_outcome(&f.shedder), error)
 }
@@ -340,7 +348,7 @@ fn the_http_responder_answers_503_with_retry_after_and_keeps_the_error_type() {
     let mut service = ShedLayer::new(f.shedder.clone())
         .http()
         .layer(answering(StatusCode::OK, None));
-    assert!(matches!(poll_ready(&mut service), Poll::Ready(Ok(()))));
+    assert_ready(&mut service);
     // `Error = Infallible`: the refusal is a response.
     let response: Result<Response<()>, Infallible> = ready_now(service.call(()));
     let response = response.unwrap();
@@ -490,7 +498,7 @@ fn a_static_shedder_behaves_as_a_shared_one() {
     let (inner, mut handle) = mock::pair::<(), ()>();
     handle.allow(1);
     let mut pending = layer.layer(inner);
-    assert!(matches!(poll_ready(&mut pending), Poll::Ready(Ok(()))));
+    assert_ready(&mut pending);
     let future = pending.call(());
     assert_eq!(shedder.snapshot().flying, 1);
     drop(future);
