@@ -18,12 +18,13 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit::warmup::WarmUp;
+use admit::warmup::{Profile, WarmUp};
 use governor::clock::FakeRelativeClock;
 use governor::{Quota, RateLimiter};
 
 fn run_admit(rate: f64, calls: u64) -> u64 {
     let limiter = WarmUp::builder(rate)
+        .profile(Profile::SentinelExact)
         .warm_up_period(Duration::from_secs(1))
         .clock(ManualClock::new())
         .build()

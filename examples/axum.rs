@@ -5,8 +5,9 @@
 //! unprotected `/metrics` route that reports both. The program then plays the first seconds
 //! after a deploy against itself over real HTTP (a hyper client on 127.0.0.1):
 //!
-//! 1. a burst of requests the moment the server is up: the cold bucket admits a third of the
-//!    full rate and answers the rest `503 Service Unavailable` with `Retry-After`;
+//! 1. a burst of requests the moment the server is up: the cold bucket spaces requests at a
+//!    third of the full rate, so of the burst arriving together one passes and the rest are
+//!    answered `503 Service Unavailable` with `Retry-After`;
 //! 2. a steady 300 requests per second for a few seconds, one row per second, while the
 //!    bucket warms up towards its full 200 per second;
 //! 3. what `/metrics` says at the end.
@@ -124,12 +125,11 @@ fn render(limits: &Limits) -> String {
         .mean_service_time_ms
         .map_or_else(|| "none".to_string(), |ms| format!("{ms:.1}"));
     let mut text = String::new();
-    let lines: [(&str, String); 16] = [
+    let lines: [(&str, String); 15] = [
         ("warmup_qps_limit", format!("{:.2}", warm.qps_limit)),
         ("warmup_phase", phase.to_string()),
         ("warmup_progress", format!("{:.2}", warm.progress())),
-        ("warmup_stored_tokens", warm.stored_tokens.to_string()),
-        ("warmup_window_passes", warm.window_passes.to_string()),
+        ("warmup_stored_tokens", format!("{:.1}", warm.stored_tokens)),
         ("shed_cpu_permille", cpu),
         ("shed_hot", shed.hot.to_string()),
         ("shed_flying", shed.flying.to_string()),

@@ -1,10 +1,11 @@
-//! A cold start, second by second.
+//! A cold start, second by second, in both warm-up profiles.
 //!
 //! A service that handles 100 requests per second when warm is restarted and immediately hit
 //! by more traffic than it can take. The warm-up limiter admits a third of the full rate at
-//! first and ramps up as the service proves itself; this prints what it admits each second.
+//! first and ramps up as the service proves itself; this prints what each profile admits each
+//! second: `Smooth` (the default) and `SentinelExact` (Sentinel's numbers).
 //!
-//! Time is simulated with a `ManualClock`, so the 15 seconds run instantly and the output is
+//! Time is simulated with a `ManualClock`, so the 16 seconds run instantly and the output is
 //! the same on every machine:
 //!
 //! ```text
@@ -14,45 +15,71 @@
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit::warmup::{Phase, WarmUp};
+use admit::warmup::{Phase, Profile, WarmUp, WarmUpSnapshot};
+
+const OFFERED_PER_SECOND: u32 = 1000;
 
 fn main() -> Result<(), admit::ConfigError> {
     let clock = ManualClock::new();
-    let limiter = WarmUp::builder(100.0)
-        .warm_up_period(Duration::from_secs(10))
-        .cold_factor(3)
-        .clock(clock.clone())
-        .build()?;
+    let build = |profile| {
+        WarmUp::builder(100.0)
+            .warm_up_period(Duration::from_secs(10))
+            .cold_factor(3)
+            .profile(profile)
+            .clock(clock.clone())
+            .build()
+    };
+    let smooth = build(Profile::Smooth)?;
+    let sentinel = build(Profile::SentinelExact)?;
 
-    println!("Offered load: 1000 requests/s. Full rate: 100/s. Cold rate: 100/3 ≈ 33/s.\n");
-    println!("second  admitted  rejected  limit (req/s)  stored tokens  phase");
+    println!(
+        "Offered load: {OFFERED_PER_SECOND} requests/s. Full rate: 100/s. Cold rate: 100/3 ≈ 33/s."
+    );
+    println!("Admitted per second, and the limit and phase at the start of the second:\n");
+    println!(
+        "second  | Smooth: admitted  limit  phase         | SentinelExact: admitted  limit  phase"
+    );
     for second in 0..16 {
-        let at_start = limiter.snapshot();
-        let (mut admitted, mut rejected) = (0, 0);
-        for _ in 0..1000 {
-            match limiter.try_acquire() {
-                Ok(()) => admitted += 1,
-                Err(_) => rejected += 1,
-            }
-            clock.advance(Duration::from_millis(1));
+        let at_start = (smooth.snapshot(), sentinel.snapshot());
+        let (mut admitted_smooth, mut admitted_sentinel) = (0, 0);
+        for _ in 0..OFFERED_PER_SECOND {
+            admitted_smooth += u32::from(smooth.try_acquire().is_ok());
+            admitted_sentinel += u32::from(sentinel.try_acquire().is_ok());
+            clock.advance(Duration::from_secs(1) / OFFERED_PER_SECOND);
         }
-        let phase = match at_start.phase {
-            Phase::Cold => "cold".to_string(),
-            Phase::Warming => format!("warming {:>3.0} %", at_start.progress() * 100.0),
-            Phase::Warm => "warm".to_string(),
-        };
         println!(
-            "{second:>6}  {admitted:>8}  {rejected:>8}  {:>13.2}  {:>13}  {phase}",
-            at_start.qps_limit, at_start.stored_tokens
+            "{second:>6}  | {admitted_smooth:>16}  {:>5.1}  {:<13} | {admitted_sentinel:>23}  {:>5.1}  {}",
+            at_start.0.qps_limit,
+            phase(&at_start.0),
+            at_start.1.qps_limit,
+            phase(&at_start.1),
         );
     }
-
-    println!("\nThen the service goes idle for 12 seconds and the bucket refills:");
-    clock.advance(Duration::from_secs(12));
-    let snapshot = limiter.snapshot();
     println!(
-        "after idle: limit {:.2} req/s, {} stored tokens, {:?}",
-        snapshot.qps_limit, snapshot.stored_tokens, snapshot.phase
+        "\nSmooth passes a one-second burst of the cold rate at once (its default burst), then \
+         rises continuously\nand is warm within the 10 s period; SentinelExact steps once per \
+         second and is warm in second 12."
     );
+
+    println!("\nThen the service goes idle for 12 seconds and both limiters cool down again:");
+    clock.advance(Duration::from_secs(12));
+    for (name, limiter) in [("Smooth", &smooth), ("SentinelExact", &sentinel)] {
+        let snapshot = limiter.snapshot();
+        println!(
+            "{name:>13}: limit {:.2} req/s, {:.1} of {:.1} tokens stored, {}",
+            snapshot.qps_limit,
+            snapshot.stored_tokens,
+            snapshot.max_tokens,
+            phase(&snapshot)
+        );
+    }
     Ok(())
+}
+
+fn phase(snapshot: &WarmUpSnapshot) -> String {
+    match snapshot.phase {
+        Phase::Cold => "cold".to_string(),
+        Phase::Warming => format!("warming {:>3.0} %", snapshot.progress() * 100.0),
+        Phase::Warm => "warm".to_string(),
+    }
 }

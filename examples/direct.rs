@@ -26,11 +26,6 @@
 //!
 //! Whether and when the shedder engages depends on the machine: its CPU signal measures the
 //! whole container (or cgroup), so other processes count too.
-//!
-//! Once warm, the bucket may slip back to "warming" for a second now and then. That is
-//! Sentinel's bucket working as designed: every second it adds the full rate's worth of tokens
-//! and removes only the permits taken, so a second in which the saturated CPUs get through
-//! fewer jobs than the full rate re-cools it a little.
 
 use std::error::Error;
 use std::hint::black_box;

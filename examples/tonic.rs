@@ -152,8 +152,8 @@ async fn main() -> Result<(), BoxError> {
     let warm = limiter.snapshot();
     let shed = shedder.snapshot();
     println!(
-        "\nwarm-up bucket: limit {:.2} calls/s, {:?}, {} passes in its rolling window",
-        warm.qps_limit, warm.phase, warm.window_passes
+        "\nwarm-up bucket: limit {:.2} calls/s, {:?}, {:.1} of {:.1} tokens stored",
+        warm.qps_limit, warm.phase, warm.stored_tokens, warm.max_tokens
     );
     println!(
         "shedder: CPU {}, {} passed, {} failed (the interceptor's refusals), \

@@ -23,7 +23,7 @@ use admit::clock::ManualClock;
 use admit::shed::Shedder;
 use admit::shed::cpu::ManualCpu;
 use admit::shed::{ShedLayer, error::ShedRejection};
-use admit::warmup::{WarmUp, WarmUpLayer, error::WarmUpRejection};
+use admit::warmup::{Profile, WarmUp, WarmUpLayer, error::WarmUpRejection};
 use counting_alloc::allocations_during;
 use http::Response;
 use rig::Rig;
@@ -57,7 +57,13 @@ fn layers_allocate_nothing_per_request() {
             .build()
             .unwrap(),
     );
-    let slow = Arc::new(WarmUp::builder(3.0).clock(clock.clone()).build().unwrap());
+    let slow = Arc::new(
+        WarmUp::builder(3.0)
+            .profile(Profile::SentinelExact)
+            .clock(clock.clone())
+            .build()
+            .unwrap(),
+    );
 
     let mut shed_boxed = ShedLayer::new(shedder.clone()).layer(inner);
     let mut shed_http = ShedLayer::new(shedder.clone()).http().layer(inner);

@@ -20,7 +20,7 @@ use admit::clock::ManualClock;
 use admit::respond::{BoxError, HttpResponder};
 use admit::shed::ShedLayer;
 use admit::shed::error::ShedRejection;
-use admit::warmup::{WarmUp, WarmUpLayer};
+use admit::warmup::{Profile, WarmUp, WarmUpLayer};
 use axum::Router;
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::Request;
@@ -374,6 +374,7 @@ async fn shed_layer_built_per_request_still_shares_one_shedder() {
 async fn warm_up_layer_services_share_one_bucket(serving: Serving) {
     let limiter = Arc::new(
         WarmUp::builder(9.0)
+            .profile(Profile::SentinelExact)
             .clock(ManualClock::new())
             .build()
             .expect("a valid warm-up configuration"),
@@ -415,6 +416,7 @@ async fn warm_up_layer_built_per_request_still_shares_one_bucket() {
 async fn warm_up_layer_answers_429_when_asked() {
     // 3 per second, 1 while cold.
     let limiter = WarmUp::builder(3.0)
+        .profile(Profile::SentinelExact)
         .clock(ManualClock::new())
         .build()
         .expect("a valid warm-up configuration");

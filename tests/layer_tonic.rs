@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use admit::clock::ManualClock;
 use admit::respond::GrpcResponder;
 use admit::shed::ShedLayer;
-use admit::warmup::{WarmUp, WarmUpInterceptor, WarmUpLayer};
+use admit::warmup::{Profile, WarmUp, WarmUpInterceptor, WarmUpLayer};
 use rig::Rig;
 use servers::bounded;
 use tokio::task::JoinHandle;
@@ -295,6 +295,7 @@ async fn shed_layer_grpc_counts_an_error_status_as_passed() {
 /// A 3-per-second bucket on a frozen manual clock: 1 permit while cold.
 fn cold_limit_one() -> Arc<WarmUp<ManualClock>> {
     let limiter = WarmUp::builder(3.0)
+        .profile(Profile::SentinelExact)
         .clock(ManualClock::new())
         .build()
         .expect("a valid warm-up configuration");

@@ -7,14 +7,18 @@
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit::warmup::WarmUp;
+use admit::warmup::{Profile, WarmUp};
 use loom::sync::Arc;
 use loom::thread;
 
 /// 10 rps, cold: three permits fit a one-second window.
 fn cold_ten_per_second() -> (ManualClock, Arc<WarmUp<ManualClock>>) {
     let clock = ManualClock::new();
-    let limiter = WarmUp::builder(10.0).clock(clock.clone()).build().unwrap();
+    let limiter = WarmUp::builder(10.0)
+        .profile(Profile::SentinelExact)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
     (clock, Arc::new(limiter))
 }
 

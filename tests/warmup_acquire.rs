@@ -23,6 +23,7 @@ fn limiter(rate: f64, profile: Profile, start_warm: bool) -> Arc<WarmUp<TokioClo
     Arc::new(
         WarmUp::builder(rate)
             .profile(profile)
+            .burst(Duration::ZERO) // pacing: exact spacing
             .start_warm(start_warm)
             .warm_up_period(Duration::from_secs(10))
             .clock(TokioClock(Instant::now()))
@@ -104,6 +105,7 @@ fn the_wait_is_send() {
     fn send<T: Send>(_: &T) {}
     let limiter = WarmUp::builder(10.0)
         .profile(Profile::Smooth)
+        .burst(Duration::ZERO)
         .build()
         .unwrap();
     send(&limiter.acquire(1));

@@ -17,7 +17,11 @@ use counting_alloc::allocations_during;
 #[test]
 fn deciding_and_observing_never_allocate() {
     let clock = ManualClock::new();
-    let limiter = WarmUp::builder(10.0).clock(clock.clone()).build().unwrap();
+    let limiter = WarmUp::builder(10.0)
+        .profile(Profile::SentinelExact)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
     let smooth = |payment| {
         WarmUp::builder(10.0)
             .profile(Profile::Smooth)

@@ -9,14 +9,20 @@ use std::thread;
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit::warmup::WarmUp;
+use admit::warmup::{Profile, WarmUp};
 
 const THREADS: usize = 4;
 
 fn frozen_limiter(rate: f64) -> Arc<WarmUp<ManualClock>> {
     let clock = ManualClock::new();
     clock.set(Duration::from_millis(1_700_000_000_100));
-    Arc::new(WarmUp::builder(rate).clock(clock).build().unwrap())
+    Arc::new(
+        WarmUp::builder(rate)
+            .profile(Profile::SentinelExact)
+            .clock(clock)
+            .build()
+            .unwrap(),
+    )
 }
 
 /// Runs `attempt` from every thread at once, `per_thread` times, and returns the permits

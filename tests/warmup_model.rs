@@ -12,7 +12,7 @@ mod sentinel_model;
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit::warmup::WarmUp;
+use admit::warmup::{Profile, WarmUp};
 use proptest::prelude::*;
 use sentinel_model::{SentinelModel, T0};
 
@@ -33,6 +33,7 @@ fn refused_configurations_are_exactly_javas_dead_ones() {
                 let model = SentinelModel::new(f64::from(rate), period_secs, cold_factor);
                 let dead = model.threshold(model.max_token()) < 1.0;
                 let built = WarmUp::builder(f64::from(rate))
+                    .profile(Profile::SentinelExact)
                     .warm_up_period(Duration::from_secs(period_secs as u64))
                     .cold_factor(cold_factor as u32)
                     .build();
@@ -79,6 +80,7 @@ fn config() -> impl Strategy<Value = Config> {
         })
         .prop_filter("the configuration must be accepted", |c| {
             WarmUp::builder(c.rate)
+                .profile(Profile::SentinelExact)
                 .warm_up_period(Duration::from_secs(u64::from(c.period_secs)))
                 .cold_factor(c.cold_factor)
                 .build()
@@ -113,7 +115,7 @@ proptest! {
         let origin = if config.start_warm { 0 } else { T0 };
         let clock = ManualClock::new();
         clock.set(Duration::from_millis(origin as u64));
-        let limiter = WarmUp::builder(config.rate)
+        let limiter = WarmUp::builder(config.rate).profile(Profile::SentinelExact)
             .warm_up_period(Duration::from_secs(u64::from(config.period_secs)))
             .cold_factor(config.cold_factor)
             .start_warm(config.start_warm)
@@ -146,7 +148,11 @@ proptest! {
 fn an_idle_limiter_resting_exactly_at_the_warning_level_stays_warm() {
     let clock = ManualClock::new();
     clock.set(Duration::from_millis(T0 as u64));
-    let limiter = WarmUp::builder(10.0).clock(clock.clone()).build().unwrap();
+    let limiter = WarmUp::builder(10.0)
+        .profile(Profile::SentinelExact)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
     let mut model = SentinelModel::new(10.0, 10, 3);
     let mut now = T0;
     // TV-11 for 12 seconds: the sync at the start of second 12 lands exactly on W = 50.

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit::warmup::{AcquireError, Phase, WarmUp, WarmUpSnapshot};
+use admit::warmup::{AcquireError, Phase, Profile, WarmUp, WarmUpSnapshot};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -39,6 +39,7 @@ fn build(config: &Config) -> Result<WarmUp<ManualClock>, admit::ConfigError> {
     // Start somewhere other than zero, off a second boundary.
     clock.set(Duration::from_millis(86_400_123));
     WarmUp::builder(config.rate)
+        .profile(Profile::SentinelExact)
         .warm_up_period(Duration::from_secs(config.period_secs))
         .cold_factor(config.cold_factor)
         .start_warm(config.start_warm)

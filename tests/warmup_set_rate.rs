@@ -11,6 +11,7 @@ use admit::warmup::{Profile, WarmUp};
 fn smooth(rate: f64, clock: &ManualClock, start_warm: bool) -> WarmUp<ManualClock> {
     WarmUp::builder(rate)
         .profile(Profile::Smooth)
+        .burst(Duration::ZERO)
         .warm_up_period(Duration::from_secs(10))
         .start_warm(start_warm)
         .clock(clock.clone())
@@ -50,7 +51,11 @@ fn refused_rates_change_nothing() {
         ));
     }
     assert_eq!(limiter.permits_per_second(), 10.0);
-    let sentinel = WarmUp::builder(10.0).clock(clock).build().unwrap();
+    let sentinel = WarmUp::builder(10.0)
+        .profile(Profile::SentinelExact)
+        .clock(clock)
+        .build()
+        .unwrap();
     assert_eq!(
         sentinel.set_rate(20.0),
         Err(ConfigError::RateChangeUnsupported {

@@ -17,6 +17,7 @@ fn smooth(
     let clock = ManualClock::new();
     let limiter = WarmUp::builder(rate)
         .profile(Profile::Smooth)
+        .burst(Duration::ZERO)
         .payment(payment)
         .warm_up_period(period)
         .cold_factor(factor)
@@ -170,6 +171,7 @@ fn smooth_settings_are_validated() {
     let build = |rate: f64, period: Duration, factor: u32| {
         WarmUp::builder(rate)
             .profile(Profile::Smooth)
+            .burst(Duration::ZERO)
             .warm_up_period(period)
             .cold_factor(factor)
             .build()
@@ -247,6 +249,7 @@ fn a_cached_clock_does_not_cap_the_rate_at_one_per_tick() {
     let clock = ManualClock::new();
     let limiter = WarmUp::builder(10_000.0)
         .profile(Profile::Smooth)
+        .burst(Duration::ZERO)
         .start_warm(true)
         .clock(TickingClock(clock.clone()))
         .build()
@@ -285,9 +288,13 @@ fn a_burst_lets_simultaneous_requests_through_and_keeps_the_rate() {
 
     let bursty = build(Duration::from_secs(1));
     let at_once = (0..20).filter(|_| bursty.try_acquire().is_ok()).count();
+    assert_eq!(at_once, 1, "a new limiter has earned no burst yet");
+    // Idle time earns the credit, up to the burst.
+    clock.advance(Duration::from_secs(5));
+    let at_once = (0..20).filter(|_| bursty.try_acquire().is_ok()).count();
     assert_eq!(
         at_once, 11,
-        "the first, then one second's worth at 100 ms each"
+        "the one on time, then one second's worth at 100 ms each"
     );
     // The next permit's turn is 1.1 s away; it may pass 1 s early.
     assert!(bursty.try_acquire().is_err());
@@ -319,5 +326,92 @@ fn an_impossible_burst_is_refused() {
             setting: "burst",
             value: Duration::MAX
         })
+    );
+}
+
+/// A limiter overloaded and then left idle cools down again: a refusal marks demand only
+/// around the refused requests, not for the idle time after them.
+#[test]
+fn an_idle_spell_after_overload_cools_the_limiter_down() {
+    for payment in [Payment::Now, Payment::Later] {
+        let (clock, limiter) = smooth(10.0, Duration::from_secs(10), 3, payment);
+        // Twelve seconds of saturation warm it up, ending with a refusal.
+        for _ in 0..12_000 {
+            let _ = limiter.try_acquire();
+            clock.advance(Duration::from_millis(1));
+        }
+        let _ = limiter.try_acquire();
+        assert!(limiter.try_acquire().is_err());
+        assert_eq!(limiter.snapshot().phase, Phase::Warm, "{payment:?}");
+        // Idle for one warm-up period: cold again, and it acts so.
+        clock.advance(Duration::from_secs(10));
+        let snapshot = limiter.snapshot();
+        assert_eq!(snapshot.phase, Phase::Cold, "{payment:?}: {snapshot:?}");
+        let mut passed = 0;
+        for _ in 0..1000 {
+            passed += u32::from(limiter.try_acquire().is_ok());
+            clock.advance(Duration::from_millis(1));
+        }
+        assert!(
+            passed <= 4,
+            "{payment:?}: {passed} passed in the first cold second"
+        );
+    }
+}
+
+/// The defaults (Smooth, paying now, a one-second burst): a cold start admits the cold rate
+/// from the first request on, as Sentinel does, with no burst on top.
+#[test]
+fn the_default_limiter_starts_at_the_cold_rate() {
+    let clock = ManualClock::new();
+    let limiter = WarmUp::builder(300.0).clock(clock.clone()).build().unwrap();
+    assert_eq!(limiter.profile(), Profile::Smooth);
+    let mut passed = 0;
+    for _ in 0..10_000 {
+        passed += u32::from(limiter.try_acquire().is_ok());
+        clock.advance(Duration::from_micros(100));
+    }
+    // 100 per second cold; the rate has only just started rising.
+    assert!(
+        (100..=103).contains(&passed),
+        "{passed} in the first second"
+    );
+}
+
+/// Why the default has a burst: random (Poisson) arrivals at half the warm rate pass with it,
+/// while exact spacing refuses a large share of them.
+#[test]
+fn the_default_burst_admits_random_arrivals_below_the_rate() {
+    let run = |burst: Option<Duration>| {
+        let clock = ManualClock::new();
+        let mut builder = WarmUp::builder(1000.0)
+            .start_warm(true)
+            .clock(clock.clone());
+        if let Some(burst) = burst {
+            builder = builder.burst(burst);
+        }
+        let limiter = builder.build().unwrap();
+        // 20 000 exponential gaps with a mean of 2 ms (500 per second), from a fixed LCG.
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut refused = 0;
+        for _ in 0..20_000 {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let uniform = ((seed >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+            clock.advance(Duration::from_secs_f64(-uniform.ln() * 0.002));
+            refused += u32::from(limiter.try_acquire().is_err());
+        }
+        refused
+    };
+    let with_default_burst = run(None);
+    let exact = run(Some(Duration::ZERO));
+    assert!(
+        with_default_burst <= 20,
+        "{with_default_burst} of 20 000 refused with the default burst"
+    );
+    assert!(
+        exact > 4_000,
+        "only {exact} of 20 000 refused with exact spacing"
     );
 }

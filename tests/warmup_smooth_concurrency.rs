@@ -14,6 +14,7 @@ fn racing_for_one_second(payment: Payment) -> u64 {
     let clock = ManualClock::new();
     let limiter = WarmUp::builder(1000.0)
         .profile(Profile::Smooth)
+        .burst(Duration::ZERO)
         .payment(payment)
         .start_warm(true)
         .clock(clock.clone())

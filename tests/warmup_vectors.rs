@@ -241,7 +241,11 @@ fn tv14_max_tokens_follow_java_not_sentinel_rust() {
 fn tv17_starts_cold_whatever_the_clock_origin() {
     // Java, with a clock starting at 0, never syncs in its first second and starts warm.
     let clock = ManualClock::new();
-    let limiter = WarmUp::builder(10.0).clock(clock).build().unwrap();
+    let limiter = WarmUp::builder(10.0)
+        .profile(Profile::SentinelExact)
+        .clock(clock)
+        .build()
+        .unwrap();
     let (passes, tokens) = saturate(&limiter, 2);
     assert_eq!(passes, [3, 3]);
     assert_eq!(tokens, [100.0, 97.0]);
@@ -251,6 +255,7 @@ fn tv17_starts_cold_whatever_the_clock_origin() {
 fn tv17_start_warm_reproduces_javas_zero_origin_behaviour() {
     let clock = ManualClock::new();
     let limiter = WarmUp::builder(10.0)
+        .profile(Profile::SentinelExact)
         .start_warm(true)
         .clock(clock)
         .build()
@@ -269,7 +274,11 @@ fn tv11_holds_for_any_clock_origin() {
     for origin_secs in [0, 1_700_000_000, 1 << 32, 500 * 365 * 86_400] {
         let clock = ManualClock::new();
         clock.set(Duration::from_secs(origin_secs));
-        let limiter = WarmUp::builder(10.0).clock(clock).build().unwrap();
+        let limiter = WarmUp::builder(10.0)
+            .profile(Profile::SentinelExact)
+            .clock(clock)
+            .build()
+            .unwrap();
         let (passes, tokens) = saturate(&limiter, 13);
         assert_eq!(
             passes,

@@ -32,9 +32,9 @@ pub(crate) const MAX_WINDOW_COUNT: u64 = (1 << 30) - 1;
 /// # Example
 ///
 /// ```
-/// use admit::warmup::WarmUp;
+/// use admit::warmup::{Profile, WarmUp};
 ///
-/// let curve = WarmUp::builder(10.0).build()?.curve();
+/// let curve = WarmUp::builder(10.0).profile(Profile::SentinelExact).build()?.curve();
 /// assert_eq!(curve.warning_tokens(), 50.0);
 /// assert_eq!(curve.max_tokens(), 100.0);
 /// assert_eq!(curve.qps_limit(100.0), 3.3333333333333335); // cold: 10 / 3

@@ -16,16 +16,30 @@ use std::time::Duration;
 /// ```
 /// use std::time::Duration;
 /// use admit::clock::ManualClock;
-/// use admit::warmup::WarmUp;
+/// use admit::warmup::{Profile, WarmUp};
 ///
 /// let clock = ManualClock::new();
-/// let limiter = WarmUp::builder(10.0).clock(clock.clone()).build()?;
-/// // Cold: 10 / 3 ⇒ three requests fit in the first window.
+/// // A flat 10 per second (cold factor 1), spaced exactly (no burst): one every 100 ms.
+/// let limiter = WarmUp::builder(10.0)
+///     .cold_factor(1)
+///     .burst(Duration::ZERO)
+///     .clock(clock.clone())
+///     .build()?;
+/// limiter.try_acquire().unwrap();
+/// clock.advance(Duration::from_millis(30));
+/// let rejected = limiter.try_acquire().unwrap_err();
+/// assert_eq!(rejected.retry_after(), Duration::from_millis(70));
+///
+/// // SentinelExact counts passes per rolling second. Cold: 10 / 3 ⇒ three requests fit.
+/// let limiter = WarmUp::builder(10.0)
+///     .profile(Profile::SentinelExact)
+///     .clock(ManualClock::new())
+///     .build()?;
 /// for _ in 0..3 {
 ///     limiter.try_acquire().unwrap();
 /// }
 /// let rejected = limiter.try_acquire().unwrap_err();
-/// // The three passes leave the rolling one-second window at 1.0 s.
+/// // The three passes leave the rolling one-second window one second after they passed.
 /// assert_eq!(rejected.retry_after(), Duration::from_secs(1));
 /// # Ok::<(), admit::ConfigError>(())
 /// ```
@@ -62,9 +76,10 @@ impl Error for Rejected {}
 /// # Example
 ///
 /// ```
-/// use admit::warmup::{AcquireError, WarmUp};
+/// use admit::warmup::{AcquireError, Profile, WarmUp};
 ///
-/// let limiter = WarmUp::builder(10.0).build()?;
+/// // SentinelExact admits at most its highest per-second limit at once.
+/// let limiter = WarmUp::builder(10.0).profile(Profile::SentinelExact).build()?;
 /// assert_eq!(
 ///     limiter.try_acquire_n(11),
 ///     Err(AcquireError::ExceedsCapacity { requested: 11, capacity: 10 })
@@ -77,7 +92,9 @@ pub enum AcquireError {
     /// No room now; retrying later can succeed.
     Rejected(Rejected),
     /// `requested` is more than the limiter can ever admit at once (`capacity`, the floor of its
-    /// highest rate). Retrying cannot help; split the request.
+    /// highest rate). Retrying cannot help; split the request. Only
+    /// [`Profile::SentinelExact`](super::Profile::SentinelExact) has a capacity: the smooth
+    /// profile admits any request given time.
     ExceedsCapacity {
         /// The permits asked for.
         requested: u32,

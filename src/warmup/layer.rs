@@ -51,11 +51,11 @@ use crate::respond::BoxErrorResponder;
 ///     .route("/", get(|| async { "hello" }))
 ///     .layer(WarmUpLayer::new(limiter).http());
 ///
-/// let first = app.clone().oneshot(http::Request::new(Body::empty())).await?;
-/// assert_eq!(first.status(), 200);
-/// let second = app.oneshot(http::Request::new(Body::empty())).await?;
-/// assert_eq!(second.status(), 503);
-/// assert!(second.headers().contains_key("retry-after"));
+/// let admitted = app.clone().oneshot(http::Request::new(Body::empty())).await?;
+/// assert_eq!(admitted.status(), 200);
+/// let refused = app.oneshot(http::Request::new(Body::empty())).await?;
+/// assert_eq!(refused.status(), 503);
+/// assert!(refused.headers().contains_key("retry-after"));
 /// # Ok(())
 /// # }
 /// ```

@@ -13,6 +13,10 @@
 //! cold rate applies, at or below the warning level `W` the full rate, and in between the limit
 //! rises as tokens drain. A freshly built limiter is full (cold).
 //!
+//! Two [`Profile`]s implement this: [`Profile::Smooth`] (the default) spaces requests in time
+//! with nanosecond resolution; [`Profile::SentinelExact`] reproduces Sentinel's per-second
+//! numbers for parity.
+//!
 //! # `Profile::SentinelExact`
 //!
 //! Reproduces Alibaba Sentinel's `WarmUpController` (1.8.x) number for number:
@@ -72,9 +76,11 @@
 //!   limiter under bursty load (busy one second, idle the next) stays warm; Sentinel's bulk
 //!   subtraction re-cools it.
 //! - **Re-cooling is demand-aware.** Idle time refills the bucket (from empty to `M` in one
-//!   period), but not time during which requests were refused: a steady load between the cold
-//!   and the full rate warms the limiter up instead of keeping it cold forever, which Guava
-//!   does (google/guava#3552).
+//!   period), but not the gaps of a load that was being refused: after a refusal, the first
+//!   spacing interval past the request's turn does not count as idle. A steady load between
+//!   the cold and the full rate therefore warms the limiter up instead of keeping it cold
+//!   forever, which Guava does (google/guava#3552), while a limiter left idle after an
+//!   overload still cools down.
 //! - **Paying now or later** ([`Payment`]): by default a request waits for its own cost, as
 //!   Sentinel's pacing controller; [`Payment::Later`] is Guava's, where a request waits for
 //!   the earlier ones and its own cost delays the next.
@@ -83,9 +89,10 @@
 //!   (`tokio` feature) reserves and sleeps once.
 //! - **Live re-rating.** [`WarmUp::set_rate`] changes the rate without a pause or an
 //!   allocation; the stored permits keep their share of the maximum.
-//! - **Exact spacing, or a burst.** By default requests are spaced exactly, so of several
-//!   arriving at once only one passes; [`WarmUpBuilder::burst`] lets a request pass up to that
-//!   long before its turn without changing the long-run rate.
+//! - **A burst, or exact spacing.** By default a request may pass up to one second before its
+//!   turn ([`WarmUpBuilder::burst`]), so requests arriving together pass up to a second's
+//!   worth of the current rate at once without changing the long-run rate. With a zero burst
+//!   requests are spaced exactly, which suits pacing.
 //! - **Any period, any rate.** Fractions of a second are fine, and rates far below one per
 //!   second work: 1 rps with factor 3 first spaces requests 2 to 3 s apart, then warms up, where
 //!   Sentinel admits nothing. A factor of 1 is a plain rate limiter.
@@ -119,27 +126,40 @@
 //! ```
 //! use std::time::Duration;
 //! use admit::clock::ManualClock;
-//! use admit::warmup::{Phase, WarmUp};
+//! use admit::warmup::{Phase, Profile, WarmUp};
 //!
-//! let clock = ManualClock::new();
-//! let limiter = WarmUp::builder(10.0)
-//!     .warm_up_period(Duration::from_secs(10))
-//!     .cold_factor(3)
-//!     .clock(clock.clone())
-//!     .build()?;
-//!
-//! // Saturate the limiter for 15 seconds, one attempt per millisecond.
-//! let mut passed_per_second = Vec::new();
-//! for _second in 0..15 {
-//!     let mut passed = 0;
-//!     for _ms in 0..1000 {
-//!         passed += limiter.try_acquire().is_ok() as u32;
-//!         clock.advance(Duration::from_millis(1));
+//! // Saturate a limiter for 15 seconds, one attempt per millisecond.
+//! let saturate = |profile| -> Result<Vec<u32>, admit::ConfigError> {
+//!     let clock = ManualClock::new();
+//!     let limiter = WarmUp::builder(10.0)
+//!         .warm_up_period(Duration::from_secs(10))
+//!         .cold_factor(3)
+//!         .profile(profile)
+//!         .clock(clock.clone())
+//!         .build()?;
+//!     let mut passed_per_second = Vec::new();
+//!     for _second in 0..15 {
+//!         let mut passed = 0;
+//!         for _ms in 0..1000 {
+//!             passed += limiter.try_acquire().is_ok() as u32;
+//!             clock.advance(Duration::from_millis(1));
+//!         }
+//!         passed_per_second.push(passed);
 //!     }
-//!     passed_per_second.push(passed);
-//! }
-//! assert_eq!(passed_per_second, [3, 3, 3, 3, 3, 4, 4, 4, 5, 5, 6, 7, 10, 10, 10]);
-//! assert_eq!(limiter.snapshot().phase, Phase::Warm);
+//!     assert_eq!(limiter.snapshot().phase, Phase::Warm);
+//!     Ok(passed_per_second)
+//! };
+//! // Smooth (the default): one request every 300 ms at first (10 / 3 per second), rising
+//! // continuously to 10 per second within the 10 s period.
+//! assert_eq!(
+//!     saturate(Profile::Smooth)?,
+//!     [4, 4, 3, 5, 4, 5, 5, 6, 7, 9, 10, 10, 10, 10, 10]
+//! );
+//! // Sentinel's numbers: the full rate only in second 12.
+//! assert_eq!(
+//!     saturate(Profile::SentinelExact)?,
+//!     [3, 3, 3, 3, 3, 4, 4, 4, 5, 5, 6, 7, 10, 10, 10]
+//! );
 //! # Ok::<(), admit::ConfigError>(())
 //! ```
 
@@ -178,6 +198,10 @@ use self::smooth::SmoothBucket;
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
 
+/// The default [burst](WarmUpBuilder::burst): one second, the span Sentinel's rolling window
+/// and governor's default quota admit at once.
+const DEFAULT_BURST: Duration = Duration::from_secs(1);
+
 /// Which warm-up algorithm a [`WarmUp`] runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -186,14 +210,14 @@ pub enum Profile {
     /// [module docs](self#profilesentinelexact)): a per-second limit chosen from the stored
     /// tokens, applied to a rolling one-second window of passes. The warm-up period must be a
     /// whole number of seconds.
-    #[default]
     SentinelExact,
     /// Guava's `SmoothWarmingUp` model with nanosecond resolution (see the
     /// [module docs](self#profilesmooth)): requests are spaced in time, each priced by the
     /// warm-up curve at the moment it passes, so the rate rises continuously from the cold to
     /// the full rate in exactly the warm-up period under load, and a warm limiter stays warm
     /// under bursty load. Any warm-up period above zero works, fractions of a second included,
-    /// and a cold factor of 1 is a plain (flat) rate limiter.
+    /// and a cold factor of 1 is a plain (flat) rate limiter. The default.
+    #[default]
     Smooth,
 }
 
@@ -285,16 +309,17 @@ enum Engine {
 impl WarmUp<MonotonicClock> {
     /// Starts configuring a limiter that admits `permits_per_second` once warm.
     ///
-    /// Defaults: a 10 s warm-up period, cold factor 3, [`Profile::SentinelExact`], a
-    /// [`MonotonicClock`] starting now, and a cold start.
+    /// Defaults: a 10 s warm-up period, cold factor 3, [`Profile::Smooth`] paying now with a
+    /// one-second [burst](WarmUpBuilder::burst), a [`MonotonicClock`] starting now, and a cold
+    /// start.
     pub fn builder(permits_per_second: f64) -> WarmUpBuilder<MonotonicClock> {
         WarmUpBuilder {
             permits_per_second,
             warm_up_period: Duration::from_secs(10),
             cold_factor: 3,
-            profile: Profile::SentinelExact,
+            profile: Profile::Smooth,
             payment: Payment::Now,
-            burst: Duration::ZERO,
+            burst: DEFAULT_BURST,
             start_warm: false,
             clock: MonotonicClock::new(),
         }
@@ -312,11 +337,21 @@ impl<C: Clock> WarmUp<C> {
     /// # Example
     ///
     /// ```
+    /// use std::time::Duration;
+    /// use admit::clock::ManualClock;
     /// use admit::warmup::WarmUp;
     ///
-    /// let limiter = WarmUp::builder(30.0).build()?;
+    /// let clock = ManualClock::new();
+    /// let limiter = WarmUp::builder(30.0).clock(clock.clone()).build()?;
+    /// // Cold: 30 / 3 per second, one every 100 ms. Of 100 requests arriving together at
+    /// // start, one passes.
     /// let admitted = (0..100).filter(|_| limiter.try_acquire().is_ok()).count();
-    /// assert_eq!(admitted, 10); // cold: 30 / 3 per second
+    /// assert_eq!(admitted, 1);
+    /// // Idle time earns a burst credit of up to one second: then the request on time and
+    /// // a second's worth of the cold rate pass at once.
+    /// clock.advance(Duration::from_secs(2));
+    /// let admitted = (0..100).filter(|_| limiter.try_acquire().is_ok()).count();
+    /// assert_eq!(admitted, 11);
     /// # Ok::<(), admit::ConfigError>(())
     /// ```
     #[inline]
@@ -357,10 +392,28 @@ impl<C: Clock> WarmUp<C> {
     /// # Example
     ///
     /// ```
-    /// use admit::warmup::WarmUp;
+    /// use std::time::Duration;
+    /// use admit::clock::ManualClock;
+    /// use admit::warmup::{Profile, WarmUp};
     ///
-    /// let limiter = WarmUp::builder(30.0).build()?;
-    /// assert!(limiter.try_acquire_n(10).is_ok()); // the whole cold limit at once
+    /// let clock = ManualClock::new();
+    /// // Cold: 30 / 3 per second, one every 100 ms; no burst.
+    /// let limiter = WarmUp::builder(30.0)
+    ///     .burst(Duration::ZERO)
+    ///     .clock(clock.clone())
+    ///     .build()?;
+    /// assert!(limiter.try_acquire_n(1).is_ok());
+    /// // Five permits need about 500 ms after the previous request.
+    /// assert!(limiter.try_acquire_n(5).is_err());
+    /// clock.advance(Duration::from_millis(500));
+    /// assert!(limiter.try_acquire_n(5).is_ok());
+    ///
+    /// // SentinelExact: the whole cold limit of the second at once.
+    /// let limiter = WarmUp::builder(30.0)
+    ///     .profile(Profile::SentinelExact)
+    ///     .clock(clock.clone())
+    ///     .build()?;
+    /// assert!(limiter.try_acquire_n(10).is_ok());
     /// assert!(limiter.try_acquire_n(1).is_err());
     /// # Ok::<(), admit::ConfigError>(())
     /// ```
@@ -399,10 +452,10 @@ impl<C: Clock> WarmUp<C> {
     /// ```
     /// use std::time::Duration;
     /// use admit::clock::ManualClock;
-    /// use admit::warmup::{Profile, WarmUp};
+    /// use admit::warmup::WarmUp;
     ///
     /// let limiter = WarmUp::builder(100.0)
-    ///     .profile(Profile::Smooth)
+    ///     .burst(Duration::ZERO) // exact spacing
     ///     .clock(ManualClock::new())
     ///     .start_warm(true)
     ///     .build()?;
@@ -473,12 +526,12 @@ impl<C: Clock> WarmUp<C> {
     /// ```
     /// use std::time::Duration;
     /// use admit::clock::ManualClock;
-    /// use admit::warmup::{Profile, WarmUp};
+    /// use admit::warmup::WarmUp;
     ///
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let limiter = WarmUp::builder(10.0)
-    ///     .profile(Profile::Smooth)
+    ///     .burst(Duration::ZERO) // pacing: exact spacing
     ///     .start_warm(true)
     ///     .clock(ManualClock::new())
     ///     .build()?;
@@ -540,10 +593,10 @@ impl<C: Clock> WarmUp<C> {
     /// ```
     /// use std::time::Duration;
     /// use admit::clock::ManualClock;
-    /// use admit::warmup::{Profile, WarmUp};
+    /// use admit::warmup::WarmUp;
     ///
     /// let limiter = WarmUp::builder(100.0)
-    ///     .profile(Profile::Smooth)
+    ///     .burst(Duration::ZERO)
     ///     .start_warm(true)
     ///     .clock(ManualClock::new())
     ///     .build()?;
@@ -574,7 +627,7 @@ impl<C: Clock> WarmUp<C> {
     /// let snapshot = limiter.snapshot();
     /// assert_eq!(snapshot.phase, Phase::Cold);
     /// assert_eq!(snapshot.stored_tokens, snapshot.max_tokens);
-    /// assert_eq!(snapshot.qps_limit, 3.3333333333333335);
+    /// assert!((snapshot.qps_limit - 10.0 / 3.0).abs() < 1e-9);
     /// # Ok::<(), admit::ConfigError>(())
     /// ```
     pub fn snapshot(&self) -> WarmUpSnapshot {
@@ -673,7 +726,7 @@ impl<C> fmt::Debug for WarmUp<C> {
 ///
 /// // Every bad setting is a typed error, never a panic or a limiter that admits nothing.
 /// assert_eq!(
-///     WarmUp::builder(2.0).build().unwrap_err(),
+///     WarmUp::builder(2.0).profile(Profile::SentinelExact).build().unwrap_err(),
 ///     ConfigError::ColdRateBelowOne {
 ///         permits_per_second: 2.0,
 ///         cold_factor: 3,
@@ -710,10 +763,8 @@ impl<C: Clock> WarmUpBuilder<C> {
         self
     }
 
-    /// Which algorithm to run (default [`Profile::SentinelExact`]).
-    ///
-    /// The default is planned to change to [`Profile::Smooth`]; set the profile explicitly if
-    /// you depend on Sentinel's numbers.
+    /// Which algorithm to run (default [`Profile::Smooth`]). Choose
+    /// [`Profile::SentinelExact`] to reproduce Sentinel's numbers.
     pub fn profile(mut self, profile: Profile) -> Self {
         self.profile = profile;
         self
@@ -727,13 +778,25 @@ impl<C: Clock> WarmUpBuilder<C> {
         self
     }
 
-    /// How far ahead of its turn a request may pass in [`Profile::Smooth`] (default zero):
-    /// the tolerance of a GCRA. With zero, requests are spaced exactly, and of several arriving
-    /// at the same instant only one passes; with a burst of `b`, up to about `b` worth of the
-    /// current spacing passes at once (`b · rate` permits when warm, `b · rate / cold_factor`
-    /// when cold) and the long-run rate is unchanged, because each early request still takes
-    /// its place in the schedule. [`Profile::SentinelExact`] counts passes per rolling second,
-    /// which already admits a second's worth at once, and does not use this setting.
+    /// How far ahead of its turn a request may pass in [`Profile::Smooth`] (default one
+    /// second): the tolerance of a GCRA.
+    ///
+    /// With a burst of `b`, requests arriving together pass until the schedule runs `b` ahead
+    /// of the clock: the request on time plus about `b` worth of the current spacing (`b ·
+    /// rate` permits when warm, `b · rate / cold_factor` when cold). The long-run rate is
+    /// unchanged, because each early request still takes its place in the schedule. Idle
+    /// time earns the credit, up to `b`; a new limiter has none, so a cold start admits the
+    /// cold rate from its first request on. Any span `t` admits at most `t + b` worth of the
+    /// spacing in force: after an idle spell long enough to cool down, up to twice the cold
+    /// rate can pass in the first second, the burst at once and then the cold rate
+    /// (Sentinel's rolling window allows as much across two half-second buckets).
+    ///
+    /// For admission control keep a burst: with none, requests are spaced exactly and of
+    /// several arriving at the same instant only one passes, so even a light load with random
+    /// arrivals sees refusals. For pacing (`acquire`, outgoing calls) set `Duration::ZERO`.
+    ///
+    /// [`Profile::SentinelExact`] counts passes per rolling second and does not use this
+    /// setting.
     pub fn burst(mut self, burst: Duration) -> Self {
         self.burst = burst;
         self
@@ -804,7 +867,13 @@ impl<C: Clock> WarmUpBuilder<C> {
                     self.warm_up_period,
                     self.cold_factor,
                 )?;
-                Engine::Smooth(SmoothBucket::new(curve, self.payment, now, self.start_warm))
+                Engine::Smooth(SmoothBucket::new(
+                    curve,
+                    self.payment,
+                    now,
+                    self.start_warm,
+                    burst_nanos,
+                ))
             }
         };
         Ok(WarmUp {

@@ -33,8 +33,10 @@
 //! **Demand-aware cooling.** Guava credits every moment after `next_free` as idle time, so a
 //! steady load between the cold and the full rate, refused in part, keeps the bucket cold
 //! forever: the gaps between the refused requests refill what the admitted ones spend
-//! (google/guava#3552). Here a refusal marks the state, and the time until the next admission
-//! refills nothing: only time without unmet demand cools the limiter down.
+//! (google/guava#3552). Here a refusal marks the state, and after it the first spacing
+//! interval past the schedule is not idle: the next admitted request of a stream refused in
+//! part arrives within one of its own intervals, so its gap refills nothing, while a real
+//! idle spell after an overload still cools the limiter down.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -95,7 +97,6 @@ impl SmoothCurve {
     }
 
     /// The spacing, in ns, of requests spending the stored permit at level `stored`.
-    #[cfg(test)]
     pub(crate) fn interval(&self, stored: f64) -> f64 {
         self.stable + (stored - self.threshold).max(0.0) * self.slope
     }
@@ -128,6 +129,24 @@ impl SmoothCurve {
     fn refill(&self, stored: f64, idle_nanos: u64) -> f64 {
         (stored + idle_nanos as f64 * self.refill_rate).min(self.max)
     }
+
+    /// Stored permits at `now`, for a state whose schedule was free from `free_from` on: the
+    /// time since then is idle, except, after a refusal, one spacing at the stored level.
+    ///
+    /// A refusal proves demand only before `free_from` (any request after it would have
+    /// passed), but a steady stream refused in part also leaves a gap of less than one of its
+    /// own intervals between `free_from` and its next admitted request. Crediting that gap
+    /// keeps a load between the cold and the full rate cold forever (google/guava#3552), so
+    /// after a refusal the first spacing is not idle; anything longer is, so a limiter left
+    /// idle after an overload still cools down.
+    fn stored_after(&self, stored: f64, denied: bool, free_from: u64, now: u64) -> f64 {
+        let busy_until = if denied {
+            saturating_add(free_from, self.interval(stored))
+        } else {
+            free_from
+        };
+        self.refill(stored, now.saturating_sub(busy_until))
+    }
 }
 
 /// How a request pays for its permits in [`Profile::Smooth`](super::Profile::Smooth).
@@ -140,12 +159,12 @@ impl SmoothCurve {
 /// ```
 /// use std::time::Duration;
 /// use admit::clock::ManualClock;
-/// use admit::warmup::{Payment, Profile, WarmUp};
+/// use admit::warmup::{Payment, WarmUp};
 ///
 /// let build = |payment| {
 ///     WarmUp::builder(10.0)
-///         .profile(Profile::Smooth)
 ///         .payment(payment)
+///         .burst(Duration::ZERO)
 ///         .start_warm(true)
 ///         .clock(ManualClock::new())
 ///         .build()
@@ -211,7 +230,8 @@ impl SmoothState {
 /// pass within the wait it accepted.
 pub(crate) type Decision = Result<(SmoothState, u64), u64>;
 
-/// `permits` asked for at `now` by a caller willing to wait up to `max_wait` ns.
+/// `permits` asked for at `now` by a caller willing to wait up to `max_wait` ns; `opening` is
+/// how far ahead of the clock the schedule starts (the burst: a new limiter has no credit).
 pub(crate) fn decide(
     curve: &SmoothCurve,
     payment: Payment,
@@ -219,6 +239,7 @@ pub(crate) fn decide(
     now: u64,
     permits: f64,
     max_wait: u64,
+    opening: u64,
 ) -> Decision {
     match payment {
         Payment::Later => {
@@ -227,12 +248,8 @@ pub(crate) fn decide(
             if wait > max_wait {
                 return Err(wait - max_wait);
             }
-            let stored = state.fill * curve.max;
-            let stored = if state.denied {
-                stored
-            } else {
-                curve.refill(stored, now.saturating_sub(state.next_free))
-            };
+            let stored =
+                curve.stored_after(state.fill * curve.max, state.denied, state.next_free, now);
             let (cost, spend) = curve.cost(stored, permits);
             let next = SmoothState {
                 next_free: saturating_add(ready, cost),
@@ -244,7 +261,8 @@ pub(crate) fn decide(
         Payment::Now => {
             let stored = state.fill * curve.max;
             let (cost, spend) = curve.cost(stored, permits);
-            let due = if state.next_free == NEVER {
+            let fresh = state.next_free == NEVER;
+            let due = if fresh {
                 0
             } else {
                 saturating_add(state.next_free, cost)
@@ -255,13 +273,18 @@ pub(crate) fn decide(
                 return Err(wait - max_wait);
             }
             // Time beyond what this request's cost needed was idle.
-            let stored = if state.denied || state.next_free == NEVER {
+            let stored = if fresh {
                 stored
             } else {
-                curve.refill(stored, now.saturating_sub(due))
+                curve.stored_after(stored, state.denied, due, now)
             };
             let next = SmoothState {
-                next_free: ready,
+                // The first request passes at once, with no credit for a burst after it.
+                next_free: if fresh {
+                    ready.saturating_add(opening)
+                } else {
+                    ready
+                },
                 fill: curve.fill(stored - spend),
                 denied: false,
             };
@@ -282,6 +305,8 @@ fn saturating_add(at: u64, nanos: f64) -> u64 {
 pub(crate) struct SmoothBucket {
     curve: SharedCurve,
     payment: Payment,
+    /// The burst, in ns: how far ahead of the clock a new schedule starts.
+    opening: u64,
     state: AtomicU128,
 }
 
@@ -360,11 +385,20 @@ impl SharedCurve {
 }
 
 impl SmoothBucket {
-    /// A bucket built at `now`: cold (full), or warm (empty) if `start_warm`.
-    pub(crate) fn new(curve: SmoothCurve, payment: Payment, now: u64, start_warm: bool) -> Self {
+    /// A bucket built at `now`: cold (full), or warm (empty) if `start_warm`. A request may
+    /// pass up to `burst` ns before its turn, but a new bucket has earned no such credit yet:
+    /// its schedule starts `burst` ahead, so the first second of a cold start admits the cold
+    /// rate, not a burst on top of it.
+    pub(crate) fn new(
+        curve: SmoothCurve,
+        payment: Payment,
+        now: u64,
+        start_warm: bool,
+        burst: u64,
+    ) -> Self {
         let state = SmoothState {
             next_free: match payment {
-                Payment::Later => now,
+                Payment::Later => now.saturating_add(burst),
                 Payment::Now => NEVER,
             },
             fill: if start_warm { 0.0 } else { 1.0 },
@@ -373,6 +407,7 @@ impl SmoothBucket {
         SmoothBucket {
             curve: SharedCurve::new(curve),
             payment,
+            opening: burst,
             state: AtomicU128::new(state.pack()),
         }
     }
@@ -387,7 +422,15 @@ impl SmoothBucket {
             // this decision used the rate in force when it started.
             let curve = self.curve.load();
             let state = SmoothState::unpack(word);
-            let (next, wait) = match decide(&curve, self.payment, state, now, permits, max_wait) {
+            let (next, wait) = match decide(
+                &curve,
+                self.payment,
+                state,
+                now,
+                permits,
+                max_wait,
+                self.opening,
+            ) {
                 Ok(admitted) => admitted,
                 Err(short) => {
                     if state.denied {
@@ -431,10 +474,10 @@ impl SmoothBucket {
         let curve = self.curve.load();
         let state = self.state();
         let stored = state.fill * curve.max;
-        if state.denied || state.next_free == NEVER {
+        if state.next_free == NEVER {
             return stored;
         }
-        curve.refill(stored, now.saturating_sub(state.next_free))
+        curve.stored_after(stored, state.denied, state.next_free, now)
     }
 
     /// The curve in force.
@@ -472,7 +515,7 @@ mod tests {
         fn new(rate: f64, period: u64, factor: f64, payment: Payment) -> Self {
             let curve = SmoothCurve::new(rate, period as f64, factor);
             Timeline {
-                bucket: SmoothBucket::new(curve, payment, 0, false),
+                bucket: SmoothBucket::new(curve, payment, 0, false, 0),
                 now: 0,
             }
         }
@@ -589,7 +632,7 @@ mod tests {
         for payment in [Payment::Now, Payment::Later] {
             let curve = SmoothCurve::new(10.0, 10.0 * SEC as f64, 3.0);
             let mut t = Timeline {
-                bucket: SmoothBucket::new(curve, payment, 0, true),
+                bucket: SmoothBucket::new(curve, payment, 0, true, 0),
                 now: 0,
             };
             for cycle in 0..30 {
@@ -678,7 +721,7 @@ mod tests {
     fn racing_callers_never_overshoot() {
         for payment in [Payment::Now, Payment::Later] {
             let curve = SmoothCurve::new(1000.0, 10.0 * SEC as f64, 3.0);
-            let bucket = SmoothBucket::new(curve, payment, 5 * SEC, false);
+            let bucket = SmoothBucket::new(curve, payment, 5 * SEC, false, 0);
             let admitted = std::sync::atomic::AtomicU32::new(0);
             std::thread::scope(|scope| {
                 for _ in 0..4 {
