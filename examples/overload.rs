@@ -1,0 +1,899 @@
+//! A real server under overload, with and without admit.
+//!
+//! ```text
+//! cargo run --release --example overload
+//! cargo run --release --example overload -- --help
+//! ```
+//!
+//! The program starts an axum server on 127.0.0.1 in a child process and drives it from a load
+//! generator in this process, twice: once unprotected, once behind admit's warm-up layer and
+//! load shedder. Each run goes through four phases:
+//!
+//! 1. **cold start**: normal load on a freshly started server whose requests cost three times
+//!    their steady cost at first (cold caches), falling to the steady cost over the phase;
+//! 2. **normal** load: half the server's capacity;
+//! 3. **overload**: three times its capacity;
+//! 4. **recovery**: normal load again.
+//!
+//! The handler does CPU-bound work (exponentially distributed, 1 ms on average) the way a tokio
+//! service should, on `spawn_blocking`. The load generator is open-loop: requests arrive as a
+//! Poisson process whose rate does not drop when the server slows down, as real users keep
+//! arriving, and a client gives up after a deadline (500 ms), after which a response is no
+//! longer useful. Goodput counts the useful responses.
+//!
+//! On a machine with two or more CPUs the server is pinned to CPU 0 and the load generator to
+//! CPU 1 (with `taskset`, if installed), so that the server has exactly one core and the load
+//! generator does not steal from it; admit's CPU signal then measures the server's own CPU
+//! time against that one core. Its smoothing is shortened to a 1 s time constant
+//! (`--cpu-horizon-ms`): with go-zero's 5 s the shedder engages several seconds into an
+//! overload, after a backlog has built up (see `tests/shed_simulation.rs`).
+//!
+//! The warm-up bucket allows twice the server's nominal capacity once warm, so it is no
+//! hand-tuned limit: under overload the shedder finds the sustainable load by itself.
+//!
+//! It prints a line per second while it runs, a side-by-side summary at the end, and writes an
+//! SVG chart of goodput and p99 latency over time for both runs.
+
+use std::error::Error;
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use admit::shed::cpu::{CpuSignal, Smoothing, SystemCpu};
+use admit::shed::{ShedLayer, Shedder};
+use admit::warmup::{WarmUp, WarmUpLayer};
+use axum::Router;
+use axum::body::Bytes;
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::State;
+use axum::routing::get;
+use http::header::{HeaderName, RETRY_AFTER};
+use http::{StatusCode, Uri};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+type BoxError = Box<dyn Error + Send + Sync>;
+type HttpClient = Client<HttpConnector, Empty<Bytes>>;
+
+const USAGE: &str = "\
+Runs a real HTTP server through a cold start, normal load, a 3x overload and recovery, first
+unprotected and then behind admit's warm-up layer and load shedder, and compares them.
+
+Usage: cargo run --release --example overload -- [options]
+
+Options:
+  --work-ms <ms>           mean CPU work per request [default: 1.0]
+  --deadline-ms <ms>       the client gives up after this long [default: 500]
+  --cold <s>               cold-start phase [default: 5]
+  --normal <s>             normal-load phase [default: 6]
+  --overload <s>           overload phase [default: 14]
+  --recovery <s>           recovery phase [default: 5]
+  --normal-load <x>        normal load, as a multiple of capacity [default: 0.5]
+  --overload-load <x>      overload, as a multiple of capacity [default: 3.0]
+  --cpu-horizon-ms <ms>    time constant of admit's CPU smoothing [default: 1000]
+  --chart <path>           where to write the SVG chart [default: target/overload.svg]
+  --only <run>             run only `unprotected` or `admit`
+  --no-pin                 do not pin the server and the load generator to CPUs
+  -h, --help               print this help
+";
+
+/// Requests cost this many times their steady cost when the server has just started.
+const COLD_PENALTY: f64 = 3.0;
+
+#[derive(Clone, Debug)]
+struct Options {
+    work_ms: f64,
+    deadline: Duration,
+    phases: [Phase; 4],
+    cpu_horizon: Duration,
+    chart: PathBuf,
+    runs: Vec<Protection>,
+    pin: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Phase {
+    name: &'static str,
+    seconds: u64,
+    /// Offered load as a multiple of the server's capacity.
+    load: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protection {
+    Unprotected,
+    Admit,
+}
+
+impl Protection {
+    fn name(self) -> &'static str {
+        match self {
+            Protection::Unprotected => "unprotected",
+            Protection::Admit => "admit",
+        }
+    }
+
+    fn parse(name: &str) -> Result<Self, BoxError> {
+        match name {
+            "unprotected" => Ok(Protection::Unprotected),
+            "admit" => Ok(Protection::Admit),
+            other => Err(format!("unknown run `{other}` (unprotected or admit)").into()),
+        }
+    }
+}
+
+fn main() -> Result<(), BoxError> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--serve") {
+        return serve(&args[1..]);
+    }
+    let options = match parse(&args)? {
+        Some(options) => options,
+        None => {
+            print!("{USAGE}");
+            return Ok(());
+        }
+    };
+    let pinned = options.pin && pin_self_to_cpu(1);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(drive(options, pinned))
+}
+
+fn parse(args: &[String]) -> Result<Option<Options>, BoxError> {
+    let mut options = Options {
+        work_ms: 1.0,
+        deadline: Duration::from_millis(500),
+        phases: [
+            Phase {
+                name: "cold start",
+                seconds: 5,
+                load: 0.5,
+            },
+            Phase {
+                name: "normal",
+                seconds: 6,
+                load: 0.5,
+            },
+            Phase {
+                name: "overload",
+                seconds: 14,
+                load: 3.0,
+            },
+            Phase {
+                name: "recovery",
+                seconds: 5,
+                load: 0.5,
+            },
+        ],
+        cpu_horizon: Duration::from_secs(1),
+        chart: PathBuf::from("target/overload.svg"),
+        runs: vec![Protection::Unprotected, Protection::Admit],
+        pin: true,
+    };
+    let mut args = args.iter();
+    while let Some(flag) = args.next() {
+        let mut value = || {
+            args.next()
+                .ok_or_else(|| format!("{flag} needs a value"))
+                .cloned()
+        };
+        let number = |text: String| -> Result<f64, BoxError> {
+            match text.parse::<f64>() {
+                Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+                _ => Err(format!("{flag}: `{text}` is not a positive number").into()),
+            }
+        };
+        let seconds = |text: String| -> Result<u64, BoxError> {
+            text.parse::<u64>()
+                .map_err(|_| format!("{flag}: `{text}` is not a whole number of seconds").into())
+        };
+        match flag.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--work-ms" => options.work_ms = number(value()?)?,
+            "--deadline-ms" => options.deadline = Duration::from_secs_f64(number(value()?)? / 1e3),
+            "--cold" => options.phases[0].seconds = seconds(value()?)?,
+            "--normal" => options.phases[1].seconds = seconds(value()?)?,
+            "--overload" => options.phases[2].seconds = seconds(value()?)?,
+            "--recovery" => options.phases[3].seconds = seconds(value()?)?,
+            "--normal-load" => {
+                let load = number(value()?)?;
+                for phase in [0, 1, 3] {
+                    options.phases[phase].load = load;
+                }
+            }
+            "--overload-load" => options.phases[2].load = number(value()?)?,
+            "--cpu-horizon-ms" => {
+                options.cpu_horizon = Duration::from_secs_f64(number(value()?)? / 1e3);
+            }
+            "--chart" => options.chart = PathBuf::from(value()?),
+            "--only" => options.runs = vec![Protection::parse(&value()?)?],
+            "--no-pin" => options.pin = false,
+            other => return Err(format!("unknown option `{other}`; try --help").into()),
+        }
+    }
+    if options.phases.iter().all(|phase| phase.seconds == 0) {
+        return Err("every phase is empty".into());
+    }
+    Ok(Some(options))
+}
+
+/// Pins every thread of this process to `cpu` with `taskset`, if the machine has another CPU
+/// for the server and `taskset` is installed.
+fn pin_self_to_cpu(cpu: usize) -> bool {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    if cpus < 2 {
+        return false;
+    }
+    Command::new("taskset")
+        .args([
+            "-a",
+            "-p",
+            "-c",
+            &cpu.to_string(),
+            &std::process::id().to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The server (the child process)
+// ---------------------------------------------------------------------------------------------
+
+/// What the server's handlers share.
+struct Server {
+    started: Instant,
+    /// Iterations of `burn` per millisecond of CPU, calibrated at start.
+    iterations_per_ms: f64,
+    work_ms: f64,
+    cold: Duration,
+    /// Requests whose work has not finished (queued for or running on the blocking pool).
+    in_flight: AtomicUsize,
+    seed: AtomicU64,
+    cpu: SystemCpu,
+    limiter: Option<Arc<WarmUp>>,
+}
+
+impl Server {
+    /// This request's work, in iterations: exponential around the mean, times the cold penalty.
+    fn next_work(&self) -> u64 {
+        let mut z = self
+            .seed
+            .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
+            .wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let uniform = ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+        let warmth = (self.started.elapsed().as_secs_f64() / self.cold.as_secs_f64()).min(1.0);
+        let penalty = COLD_PENALTY - (COLD_PENALTY - 1.0) * warmth;
+        (-uniform.ln() * self.work_ms * penalty * self.iterations_per_ms) as u64
+    }
+}
+
+/// CPU-bound work: `iterations` rounds of a mixing function the optimiser cannot skip.
+fn burn(iterations: u64) -> u64 {
+    let mut x = 0x2545_f491_4f6c_dd1d_u64;
+    for i in 0..iterations {
+        x = std::hint::black_box(x.rotate_left(5) ^ i).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    x
+}
+
+fn calibrate() -> f64 {
+    const ROUNDS: u64 = 1 << 20;
+    (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            std::hint::black_box(burn(ROUNDS));
+            ROUNDS as f64 / (start.elapsed().as_secs_f64() * 1e3)
+        })
+        .fold(0.0, f64::max)
+}
+
+async fn work(State(server): State<Arc<Server>>) -> StatusCode {
+    let iterations = server.next_work();
+    server.in_flight.fetch_add(1, Ordering::Relaxed);
+    let job = Arc::clone(&server);
+    // If the client gives up, this handler is dropped, but the job runs on: blocking work
+    // cannot be cancelled, as in a real service.
+    let done = tokio::task::spawn_blocking(move || {
+        std::hint::black_box(burn(iterations));
+        job.in_flight.fetch_sub(1, Ordering::Relaxed);
+    })
+    .await;
+    match done {
+        Ok(()) => StatusCode::OK,
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// A refusal by either limiter: `503 Service Unavailable`, retry in a second.
+async fn refused(_: BoxError) -> (StatusCode, [(HeaderName, &'static str); 1]) {
+    (StatusCode::SERVICE_UNAVAILABLE, [(RETRY_AFTER, "1")])
+}
+
+/// `in_flight cpu_permille limit` for the load generator's live line.
+async fn stats(State(server): State<Arc<Server>>) -> String {
+    let cpu = server
+        .cpu
+        .load_permille()
+        .map_or_else(|| "-".to_string(), |cpu| cpu.to_string());
+    let limit = server.limiter.as_ref().map_or_else(
+        || "-".to_string(),
+        |l| format!("{:.0}", l.snapshot().qps_limit),
+    );
+    format!("{} {cpu} {limit}", server.in_flight.load(Ordering::Relaxed))
+}
+
+/// `--serve <unprotected|admit> <work_ms> <cold_s> <cpu_horizon_ms>`: serves until killed.
+fn serve(args: &[String]) -> Result<(), BoxError> {
+    let [protection, work_ms, cold, horizon] = args else {
+        return Err("--serve <run> <work_ms> <cold_s> <cpu_horizon_ms>".into());
+    };
+    let protection = Protection::parse(protection)?;
+    let work_ms: f64 = work_ms.parse()?;
+    let cold = Duration::from_secs_f64(cold.parse::<f64>()?.max(0.001));
+    let horizon = Duration::from_secs_f64(horizon.parse::<f64>()? / 1e3);
+    let iterations_per_ms = calibrate();
+    // One core: its nominal capacity, in requests per second.
+    let capacity = 1000.0 / work_ms;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let cpu = SystemCpu::with_smoothing(Smoothing::Exponential { horizon });
+        let limiter = match protection {
+            Protection::Unprotected => None,
+            // Twice the nominal capacity once warm, a sixth of that (a third of the capacity,
+            // matching the cold penalty) while cold, warming up over the cold phase.
+            Protection::Admit => Some(Arc::new(
+                WarmUp::builder(2.0 * capacity)
+                    .cold_factor(6)
+                    .warm_up_period(cold)
+                    .build()?,
+            )),
+        };
+        let server = Arc::new(Server {
+            started: Instant::now(),
+            iterations_per_ms,
+            work_ms,
+            cold,
+            in_flight: AtomicUsize::new(0),
+            seed: AtomicU64::new(0x5eed),
+            cpu: cpu.clone(),
+            limiter: limiter.clone(),
+        });
+        let mut app = Router::new().route("/work", get(work));
+        if let Some(limiter) = limiter {
+            let shedder = Arc::new(Shedder::builder().cpu(cpu).build()?);
+            // The bucket outside: the shedder learns only from the requests it lets through.
+            // Both refuse with a boxed zero-sized error, which `refused` turns into a 503.
+            app = app.layer(
+                tower::ServiceBuilder::new()
+                    .layer(HandleErrorLayer::new(refused))
+                    .layer(WarmUpLayer::new(limiter))
+                    .layer(ShedLayer::new(shedder)),
+            );
+        }
+        let app = app
+            .route("/stats", get(stats))
+            .with_state(Arc::clone(&server));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        println!("listening {}", listener.local_addr()?);
+        axum::serve(listener, app).await?;
+        Ok::<(), BoxError>(())
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The load generator (this process)
+// ---------------------------------------------------------------------------------------------
+
+/// What became of the requests sent in one second of a run.
+#[derive(Clone, Debug, Default)]
+struct Tally {
+    offered: u32,
+    /// 200 within the deadline: goodput.
+    ok: u32,
+    /// Refused by the server (503).
+    shed: u32,
+    /// No answer within the deadline.
+    timed_out: u32,
+    /// Anything else (connection errors, other statuses).
+    failed: u32,
+    /// Latencies of the `ok` responses, in µs.
+    latencies_us: Vec<u32>,
+    /// The server's view at the end of the second: in flight, CPU ‰, warm-up limit.
+    server: Option<String>,
+}
+
+type Tallies = Arc<Mutex<Vec<Tally>>>;
+
+fn with_tally(tallies: &Tallies, second: usize, f: impl FnOnce(&mut Tally)) {
+    let mut tallies = tallies.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(tally) = tallies.get_mut(second) {
+        f(tally);
+    }
+}
+
+struct Run {
+    protection: Protection,
+    seconds: Vec<Tally>,
+}
+
+async fn drive(options: Options, pinned: bool) -> Result<(), BoxError> {
+    let capacity = 1000.0 / options.work_ms;
+    println!(
+        "Server: one core{}, {:.1} ms of CPU work per request on average (capacity about {capacity:.0} \
+         requests/s), {} ms client deadline.",
+        if pinned {
+            " (pinned to CPU 0, load generator on CPU 1)"
+        } else {
+            " (not pinned: the load generator shares the machine's CPUs)"
+        },
+        options.work_ms,
+        options.deadline.as_millis()
+    );
+    let plan: Vec<String> = options
+        .phases
+        .iter()
+        .map(|p| format!("{} {} s at {:.0}/s", p.name, p.seconds, p.load * capacity))
+        .collect();
+    println!("Phases: {}.", plan.join(", "));
+
+    let mut runs = Vec::new();
+    for &protection in &options.runs {
+        println!("\n=== {} ===", protection.name());
+        let seconds = run_once(&options, protection, pinned).await?;
+        runs.push(Run {
+            protection,
+            seconds,
+        });
+    }
+    summarise(&options, &runs);
+    if let Err(error) = write_chart(&options, &runs) {
+        println!(
+            "\nCould not write the chart to {}: {error}",
+            options.chart.display()
+        );
+    } else {
+        println!(
+            "\nChart of goodput and p99 latency: {}",
+            options.chart.display()
+        );
+    }
+    Ok(())
+}
+
+fn spawn_server(
+    options: &Options,
+    protection: Protection,
+    pinned: bool,
+) -> Result<Child, BoxError> {
+    let exe = std::env::current_exe()?;
+    let args = [
+        "--serve".to_string(),
+        protection.name().to_string(),
+        options.work_ms.to_string(),
+        options.phases[0].seconds.max(1).to_string(),
+        options.cpu_horizon.as_millis().to_string(),
+    ];
+    let mut command = if pinned {
+        let mut command = Command::new("taskset");
+        command.arg("-c").arg("0").arg(exe);
+        command
+    } else {
+        Command::new(exe)
+    };
+    Ok(command.args(args).stdout(Stdio::piped()).spawn()?)
+}
+
+async fn run_once(
+    options: &Options,
+    protection: Protection,
+    pinned: bool,
+) -> Result<Vec<Tally>, BoxError> {
+    let mut child = spawn_server(options, protection, pinned)?;
+    let stdout = child.stdout.take().ok_or("no stdout from the server")?;
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line)?;
+    let addr = line
+        .trim()
+        .strip_prefix("listening ")
+        .ok_or_else(|| format!("unexpected server output: {line:?}"))?
+        .to_string();
+    let result = load(options, &addr).await;
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
+
+async fn load(options: &Options, addr: &str) -> Result<Vec<Tally>, BoxError> {
+    let capacity = 1000.0 / options.work_ms;
+    let total: u64 = options.phases.iter().map(|p| p.seconds).sum();
+    let tallies: Tallies = Arc::new(Mutex::new(vec![Tally::default(); total as usize + 1]));
+    let client: HttpClient = Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(5))
+        .build_http();
+    let work: Uri = format!("http://{addr}/work").parse()?;
+    let stats: Uri = format!("http://{addr}/stats").parse()?;
+    // Each request in flight holds a socket; stay well within the open-file limit.
+    let max_in_flight = open_file_limit().map_or(1000, |limit| (limit / 2).max(100));
+    let in_flight = Arc::new(AtomicUsize::new(0));
+
+    println!(
+        "{:>3}  {:<10}  {:>7}  {:>7}  {:>6}  {:>9}  {:>7}  {:>7}  {:>9}  {:>5}  {:>6}",
+        "s",
+        "phase",
+        "offered",
+        "goodput",
+        "shed",
+        "timed out",
+        "p50 ms",
+        "p99 ms",
+        "in flight",
+        "CPU ‰",
+        "limit"
+    );
+    let start = tokio::time::Instant::now();
+    // The server's view at the end of every second.
+    let viewer = {
+        let (tallies, client) = (Arc::clone(&tallies), client.clone());
+        tokio::spawn(async move {
+            for second in 0..total as usize {
+                tokio::time::sleep_until(start + Duration::from_secs(second as u64 + 1)).await;
+                let view = server_view(&client, &stats).await;
+                with_tally(&tallies, second, |t| t.server = view);
+            }
+        })
+    };
+    // A line per second, once every request sent in it has an answer or has timed out.
+    let printer = {
+        let (tallies, phases) = (Arc::clone(&tallies), options.phases);
+        let settle = options.deadline + Duration::from_millis(350);
+        tokio::spawn(async move {
+            for second in 0..total as usize {
+                let at = start + Duration::from_secs(second as u64 + 1) + settle;
+                tokio::time::sleep_until(at).await;
+                let tally = tallies.lock().unwrap_or_else(PoisonError::into_inner)[second].clone();
+                println!(
+                    "{}",
+                    live_line(second, phase_at(&phases, second).name, &tally)
+                );
+            }
+        })
+    };
+
+    let mut random = 0x0123_4567_89ab_cdef_u64;
+    let mut next = Duration::ZERO;
+    let end = Duration::from_secs(total);
+    while next < end {
+        let second = next.as_secs() as usize;
+        let rate = phase_at(&options.phases, second).load * capacity;
+        tokio::time::sleep_until(start + next).await;
+        with_tally(&tallies, second, |t| t.offered += 1);
+        if in_flight.load(Ordering::Relaxed) >= max_in_flight {
+            // The client cannot even open a connection: the request is lost.
+            with_tally(&tallies, second, |t| t.failed += 1);
+        } else {
+            in_flight.fetch_add(1, Ordering::Relaxed);
+            let (client, uri, tallies, in_flight) = (
+                client.clone(),
+                work.clone(),
+                Arc::clone(&tallies),
+                Arc::clone(&in_flight),
+            );
+            let deadline = options.deadline;
+            tokio::spawn(async move {
+                let sent = tokio::time::Instant::now();
+                let answer = tokio::time::timeout(deadline, async {
+                    let response = client.get(uri).await?;
+                    let status = response.status();
+                    response.into_body().collect().await?;
+                    Ok::<_, BoxError>(status)
+                })
+                .await;
+                let latency_us = sent.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
+                with_tally(&tallies, second, |t| match answer {
+                    Ok(Ok(StatusCode::OK)) => {
+                        t.ok += 1;
+                        t.latencies_us.push(latency_us);
+                    }
+                    Ok(Ok(StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS)) => {
+                        t.shed += 1;
+                    }
+                    Ok(_) => t.failed += 1,
+                    Err(_) => t.timed_out += 1,
+                });
+                in_flight.fetch_sub(1, Ordering::Relaxed);
+            });
+        }
+        random = random
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let uniform = ((random >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+        next += Duration::from_secs_f64(-uniform.ln() / rate);
+    }
+    viewer.await?;
+    printer.await?;
+    let mut seconds = std::mem::take(&mut *tallies.lock().unwrap_or_else(PoisonError::into_inner));
+    seconds.truncate(total as usize);
+    Ok(seconds)
+}
+
+fn phase_at(phases: &[Phase], second: usize) -> Phase {
+    let mut start = 0;
+    for phase in phases {
+        start += phase.seconds as usize;
+        if second < start {
+            return *phase;
+        }
+    }
+    phases[phases.len() - 1]
+}
+
+async fn server_view(client: &HttpClient, stats: &Uri) -> Option<String> {
+    let answer = tokio::time::timeout(Duration::from_millis(300), async {
+        let response = client.get(stats.clone()).await.ok()?;
+        let body = response.into_body().collect().await.ok()?.to_bytes();
+        String::from_utf8(body.to_vec()).ok()
+    });
+    answer.await.ok().flatten()
+}
+
+fn open_file_limit() -> Option<usize> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// The `q`-quantile of `latencies` in ms, or `None` without any.
+fn quantile_ms(latencies: &mut [u32], q: f64) -> Option<f64> {
+    if latencies.is_empty() {
+        return None;
+    }
+    latencies.sort_unstable();
+    let rank = ((latencies.len() as f64 * q).ceil() as usize).clamp(1, latencies.len());
+    Some(f64::from(latencies[rank - 1]) / 1e3)
+}
+
+fn ms(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_string(), |ms| format!("{ms:.1}"))
+}
+
+fn live_line(second: usize, phase: &str, tally: &Tally) -> String {
+    let mut latencies = tally.latencies_us.clone();
+    let (p50, p99) = (
+        quantile_ms(&mut latencies, 0.5),
+        quantile_ms(&mut latencies, 0.99),
+    );
+    let view = tally.server.clone().unwrap_or_else(|| "- - -".to_string());
+    let mut view = view.split_whitespace();
+    let mut next = || view.next().unwrap_or("-").to_string();
+    let (in_flight, cpu, limit) = (next(), next(), next());
+    format!(
+        "{second:>3}  {phase:<10}  {:>7}  {:>7}  {:>6}  {:>9}  {:>7}  {:>7}  {in_flight:>9}  {cpu:>5}  {limit:>6}",
+        tally.offered,
+        tally.ok,
+        tally.shed,
+        tally.timed_out + tally.failed,
+        ms(p50),
+        ms(p99),
+    )
+}
+
+/// A summary row: its label's value for one run's totals.
+type Row = dyn Fn(&mut Totals) -> String;
+
+/// Totals over a span of seconds.
+struct Totals {
+    seconds: usize,
+    offered: u64,
+    ok: u64,
+    shed: u64,
+    lost: u64,
+    latencies_us: Vec<u32>,
+}
+
+fn totals(seconds: &[Tally]) -> Totals {
+    let mut totals = Totals {
+        seconds: seconds.len(),
+        offered: 0,
+        ok: 0,
+        shed: 0,
+        lost: 0,
+        latencies_us: Vec::new(),
+    };
+    for s in seconds {
+        totals.offered += u64::from(s.offered);
+        totals.ok += u64::from(s.ok);
+        totals.shed += u64::from(s.shed);
+        totals.lost += u64::from(s.timed_out + s.failed);
+        totals.latencies_us.extend_from_slice(&s.latencies_us);
+    }
+    totals
+}
+
+fn summarise(options: &Options, runs: &[Run]) {
+    println!("\nSummary, per phase (goodput and shed per second; latency of answered requests):");
+    let mut header = format!("{:<10}  {:<16}", "phase", "");
+    for run in runs {
+        let _ = write!(header, "  {:>14}", run.protection.name());
+    }
+    println!("{header}");
+    // Each phase, and the overload once the shedder's CPU signal has caught up (from its
+    // third second on).
+    let mut spans = Vec::new();
+    let mut start = 0;
+    for phase in &options.phases {
+        let span = start..start + phase.seconds as usize;
+        start = span.end;
+        if phase.name == "overload" && phase.seconds > 4 {
+            spans.push((phase.name, span.clone()));
+            spans.push(("  settled", span.start + 2..span.end));
+        } else {
+            spans.push((phase.name, span));
+        }
+    }
+    for (name, span) in spans {
+        let mut per_run: Vec<Totals> = runs
+            .iter()
+            .map(|run| totals(&run.seconds[span.clone()]))
+            .collect();
+        let rows: [(&str, &Row); 5] = [
+            ("goodput/s", &|t| {
+                format!("{:.0}", t.ok as f64 / t.seconds.max(1) as f64)
+            }),
+            ("shed/s", &|t| {
+                format!("{:.0}", t.shed as f64 / t.seconds.max(1) as f64)
+            }),
+            ("timed out", &|t| {
+                format!("{:.1} %", 100.0 * t.lost as f64 / t.offered.max(1) as f64)
+            }),
+            ("p50 latency ms", &|t| {
+                ms(quantile_ms(&mut t.latencies_us, 0.5))
+            }),
+            ("p99 latency ms", &|t| {
+                ms(quantile_ms(&mut t.latencies_us, 0.99))
+            }),
+        ];
+        for (i, (label, value)) in rows.iter().enumerate() {
+            let mut line = format!("{:<10}  {label:<16}", if i == 0 { name } else { "" });
+            for totals in &mut per_run {
+                let _ = write!(line, "  {:>14}", value(totals));
+            }
+            println!("{line}");
+        }
+    }
+}
+
+/// Two panels, goodput and p99 latency per second, one line per run, phases shaded.
+fn write_chart(options: &Options, runs: &[Run]) -> std::io::Result<()> {
+    const WIDTH: f64 = 900.0;
+    const PANEL: f64 = 260.0;
+    const LEFT: f64 = 70.0;
+    const RIGHT: f64 = 20.0;
+    const TOP: f64 = 40.0;
+    const GAP: f64 = 60.0;
+    let total: usize = options.phases.iter().map(|p| p.seconds as usize).sum();
+    let plot_width = WIDTH - LEFT - RIGHT;
+    let x = |second: f64| LEFT + plot_width * second / total.max(1) as f64;
+    let colours = ["#d62728", "#1f77b4"];
+    let deadline_ms = options.deadline.as_secs_f64() * 1e3;
+    let goodput_max = runs
+        .iter()
+        .flat_map(|run| run.seconds.iter().map(|s| s.offered.max(s.ok)))
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+
+    let mut svg = String::new();
+    let height = TOP + 2.0 * PANEL + GAP + 50.0;
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        svg,
+        r#"<text x="{LEFT}" y="20" font-size="15">admit overload demo: {:.1} ms work, {} ms deadline</text>"#,
+        options.work_ms,
+        options.deadline.as_millis()
+    );
+    let panels: [(&str, f64, f64); 2] = [
+        ("goodput (answered in time, per second)", TOP, goodput_max),
+        (
+            "p99 latency of answered requests (ms)",
+            TOP + PANEL + GAP,
+            deadline_ms,
+        ),
+    ];
+    for (title, top, max) in panels {
+        let bottom = top + PANEL;
+        // Phases.
+        let mut start = 0.0;
+        for (i, phase) in options.phases.iter().enumerate() {
+            let end = start + phase.seconds as f64;
+            let shade = if i % 2 == 0 { "#f4f4f4" } else { "#e8e8e8" };
+            let _ = writeln!(
+                svg,
+                r#"<rect x="{:.1}" y="{top}" width="{:.1}" height="{PANEL}" fill="{shade}"/><text x="{:.1}" y="{:.1}" fill="dimgray">{}</text>"#,
+                x(start),
+                x(end) - x(start),
+                x(start) + 4.0,
+                top + 14.0,
+                phase.name
+            );
+            start = end;
+        }
+        let _ = writeln!(
+            svg,
+            r#"<text x="{LEFT}" y="{:.1}">{title}</text><line x1="{LEFT}" y1="{bottom}" x2="{:.1}" y2="{bottom}" stroke="black"/><line x1="{LEFT}" y1="{top}" x2="{LEFT}" y2="{bottom}" stroke="black"/>"#,
+            top - 6.0,
+            WIDTH - RIGHT
+        );
+        for tick in 0..=4 {
+            let value = max * f64::from(tick) / 4.0;
+            let y = bottom - PANEL * f64::from(tick) / 4.0;
+            let _ = writeln!(
+                svg,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{value:.0}</text>"#,
+                LEFT - 6.0,
+                y + 4.0
+            );
+        }
+        for (run, colour) in runs.iter().zip(colours) {
+            let points: Vec<String> = run
+                .seconds
+                .iter()
+                .enumerate()
+                .filter_map(|(second, tally)| {
+                    let value = if top == TOP {
+                        Some(f64::from(tally.ok))
+                    } else {
+                        let mut latencies = tally.latencies_us.clone();
+                        quantile_ms(&mut latencies, 0.99)
+                    }?;
+                    let y = bottom - PANEL * (value / max).min(1.0);
+                    Some(format!("{:.1},{y:.1}", x(second as f64 + 0.5)))
+                })
+                .collect();
+            let _ = writeln!(
+                svg,
+                r#"<polyline fill="none" stroke="{colour}" stroke-width="2" points="{}"/>"#,
+                points.join(" ")
+            );
+        }
+    }
+    let legend_y = TOP + 2.0 * PANEL + GAP + 30.0;
+    for (i, (run, colour)) in runs.iter().zip(colours).enumerate() {
+        let lx = LEFT + 160.0 * i as f64;
+        let _ = writeln!(
+            svg,
+            r#"<rect x="{lx}" y="{:.1}" width="14" height="4" fill="{colour}"/><text x="{:.1}" y="{legend_y}">{}</text>"#,
+            legend_y - 5.0,
+            lx + 20.0,
+            run.protection.name()
+        );
+    }
+    let _ = writeln!(
+        svg,
+        r#"<text x="{:.1}" y="{legend_y}" text-anchor="end">seconds 0–{total}</text></svg>"#,
+        WIDTH - RIGHT
+    );
+    if let Some(dir) = options.chart.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&options.chart, svg)
+}
