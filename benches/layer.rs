@@ -21,11 +21,16 @@
 //!     shedder is in an `Arc` (a reference-count increment and decrement per request), or,
 //!     `&'static`, leaked at start-up as a process-wide shedder can be;
 //!   - `admit WarmUpLayer (…)`: a warm-up bucket at 10⁹ permits/s that starts warm, so every
-//!     call takes a permit (a compare-and-swap), with either clock;
+//!     call takes a permit (a compare-and-swap), with either clock, default profile (`Smooth`);
 //!   - `tower load_shed+concurrency_limit`: `ServiceBuilder::new().load_shed()
 //!     .concurrency_limit(2^20)`, the usual tower stack for shedding;
 //!   - `little-loadshedder`: its `LoadShed` (EWMA 0.25, 10 ms target latency), whose every
 //!     request boxes its future, takes two semaphore permits and locks its statistics twice.
+//!   - `admit WarmUpLayer SentinelExact (…)`: the same bucket with `Profile::SentinelExact`.
+//! - **layer/oneshot** (1 thread, admitted): as axum and `ServiceExt::oneshot` drive a service
+//!   per request: a fresh clone of the layered service, `oneshot(request)`, the future polled
+//!   to completion. The clone is part of the cost (an `Arc` increment for admit's layers, a
+//!   semaphore handle for tower's pair, several `Arc`s for little-loadshedder).
 //! - **layer/refuse** (1 thread, every request refused):
 //!   - `admit ShedLayer (boxed error)`: an overloaded shedder (CPU at 1000 ‰, 1000 requests
 //!     held in flight) answering with the default responder, a boxed zero-sized error (no
@@ -64,14 +69,14 @@ use std::time::{Duration, Instant};
 
 use admit::clock::{Clock, MonotonicClock};
 use admit::shed::ShedLayer;
-use admit::warmup::{WarmUp, WarmUpLayer};
+use admit::warmup::{Profile, WarmUp, WarmUpLayer};
 use admit_benches::{coarse_clock, shedder};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use little_loadshedder::{LoadShed as LittleLoadShed, LoadShedResponse};
 use tower::load_shed::error::Overloaded;
 use tower::util::ServiceFn;
-use tower::{Layer, Service, ServiceBuilder, service_fn};
+use tower::{Layer, Service, ServiceBuilder, ServiceExt, service_fn};
 
 /// What every request carries, and what the inner service answers.
 const REQUEST: u64 = 7;
@@ -135,9 +140,16 @@ fn forever<T>(shared: Arc<T>) -> &'static T {
     Box::leak(Box::new(shared))
 }
 
-/// A bucket that admits everything these benches can send: 10⁹ permits/s, starting warm.
+/// A bucket that admits everything these benches can send: 10⁹ permits/s, starting warm, with
+/// the default profile (`Smooth`).
 fn open_bucket<C: Clock>(clock: C) -> WarmUp<C> {
+    open_bucket_with(clock, Profile::Smooth)
+}
+
+/// [`open_bucket`] with the given profile.
+fn open_bucket_with<C: Clock>(clock: C, profile: Profile) -> WarmUp<C> {
     WarmUp::builder(1e9)
+        .profile(profile)
         .warm_up_period(Duration::from_secs(1))
         .start_warm(true)
         .clock(clock)
@@ -240,6 +252,22 @@ fn admit_group(group: &mut BenchmarkGroup<'_, WallTime>) {
     );
     one_thread(
         group,
+        "admit WarmUpLayer SentinelExact (MonotonicClock)",
+        WarmUpLayer::new(open_bucket_with(
+            MonotonicClock::new(),
+            Profile::SentinelExact,
+        ))
+        .layer(echo()),
+        admitted,
+    );
+    one_thread(
+        group,
+        "admit WarmUpLayer SentinelExact (CoarseClock)",
+        WarmUpLayer::new(open_bucket_with(coarse_clock(), Profile::SentinelExact)).layer(echo()),
+        admitted,
+    );
+    one_thread(
+        group,
         "tower load_shed+concurrency_limit",
         tower_pair(echo(), 1 << 20),
         admitted,
@@ -311,12 +339,65 @@ fn two_thread_group(group: &mut BenchmarkGroup<'_, WallTime>) {
     );
 }
 
+/// Benchmarks `service` as axum and `tower::ServiceExt` drive it per request: a fresh clone,
+/// `oneshot(request)`, the future polled to completion.
+fn through_oneshot<S>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    service: S,
+    expected: impl Fn(Result<S::Response, S::Error>) -> bool,
+) where
+    S: Service<u64> + Clone,
+{
+    let request = |service: &S| {
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut future = pin!(service.clone().oneshot(black_box(REQUEST)));
+        loop {
+            match future.as_mut().poll(&mut cx) {
+                Poll::Ready(output) => return output,
+                Poll::Pending => spin_loop(),
+            }
+        }
+    };
+    assert!(expected(request(&service)), "{name}: unexpected answer");
+    group.bench_function(name, |b| b.iter(|| request(&service)));
+}
+
+fn oneshot_group(group: &mut BenchmarkGroup<'_, WallTime>) {
+    through_oneshot(group, "bare", echo(), admitted);
+    through_oneshot(
+        group,
+        "admit ShedLayer (MonotonicClock)",
+        ShedLayer::new(shedder(MonotonicClock::new(), false)).layer(echo()),
+        admitted,
+    );
+    through_oneshot(
+        group,
+        "admit WarmUpLayer (MonotonicClock)",
+        WarmUpLayer::new(open_bucket(MonotonicClock::new())).layer(echo()),
+        admitted,
+    );
+    through_oneshot(
+        group,
+        "tower load_shed+concurrency_limit",
+        tower_pair(echo(), 1 << 20),
+        admitted,
+    );
+    through_oneshot(
+        group,
+        "little-loadshedder",
+        LittleLoadShed::new(echo(), 0.25, Duration::from_millis(10)),
+        |answer| matches!(answer, Ok(LoadShedResponse::Inner(REQUEST))),
+    );
+}
+
 /// Adds a group's entries.
 type Register = fn(&mut BenchmarkGroup<'_, WallTime>);
 
 fn benches(c: &mut Criterion) {
-    let groups: [(&str, Register); 3] = [
+    let groups: [(&str, Register); 4] = [
         ("layer/admit", admit_group),
+        ("layer/oneshot", oneshot_group),
         ("layer/refuse", refuse_group),
         ("layer/2 threads", two_thread_group),
     ];

@@ -1,5 +1,5 @@
-//! `WarmUp::try_acquire` against governor's direct `check()`, in the same groups so the ratio
-//! holds on a noisy machine.
+//! `WarmUp::try_acquire` against governor's direct `check()` and sentinel-core's warm-up flow
+//! rule, in the same groups so the ratio holds on a noisy machine.
 //!
 //! ```text
 //! cargo bench -p admit-benches --bench warmup
@@ -9,7 +9,12 @@
 //!   passes and performs its compare-and-swap.
 //! - **mostly reject**: 10/s (admit) and 1/s (governor), so nearly every call is refused.
 //!
-//! admit runs both profiles: `SentinelExact` (the default today) and `Smooth` (paying now).
+//! admit runs both profiles: `Smooth` (the default, paying now) and `SentinelExact`.
+//!
+//! sentinel-core (Sentinel's Rust port) is checked the way its API requires: an entry built per
+//! call for a named resource and exited when admitted. It reads its own millisecond clock, and
+//! without its `async` feature its entries are single-threaded (`Rc`), so it runs in the
+//! one-thread groups only.
 //!
 //! Each limiter runs with each kind of clock, since a clock read is a large share of a decision:
 //! the OS monotonic clock (`Instant`, both crates' `MonotonicClock`), a cached clock refreshed by
@@ -21,6 +26,7 @@
 
 use std::hint::black_box;
 use std::num::NonZeroU32;
+use std::sync::Arc;
 use std::time::Duration;
 
 use admit::clock::{Clock, MonotonicClock};
@@ -34,6 +40,9 @@ use governor::clock::{
 use governor::middleware::NoOpMiddleware;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
+use sentinel_core::EntryBuilder;
+use sentinel_core::base::TrafficType;
+use sentinel_core::flow::{CalculateStrategy, ControlStrategy, Rule};
 
 /// Rates for the two scenarios.
 const ADMIT_RATE: u32 = 1_000_000_000;
@@ -70,6 +79,36 @@ fn governor<C: GovernorClock>(rate: u32, clock: C) -> Governor<C> {
     limiter
 }
 
+/// sentinel-core with one warm-up rule (1 s, factor 3) on `resource`, replacing any other rule:
+/// a check that builds an entry and exits it when admitted.
+fn sentinel_core(rate: u32, resource: &'static str) -> impl Fn() -> bool {
+    sentinel_core::init_default().expect("sentinel-core starts");
+    let rule = Rule {
+        resource: resource.to_string(),
+        threshold: f64::from(rate),
+        calculate_strategy: CalculateStrategy::WarmUp,
+        control_strategy: ControlStrategy::Reject,
+        warm_up_period_sec: 1,
+        warm_up_cold_factor: 3,
+        ..Rule::default()
+    };
+    sentinel_core::flow::load_rules(vec![Arc::new(rule)]);
+    let check = move || match EntryBuilder::new(resource.to_string())
+        .with_traffic_type(TrafficType::Inbound)
+        .build()
+    {
+        Ok(entry) => {
+            entry.exit();
+            true
+        }
+        Err(_) => false,
+    };
+    if rate == REJECT_RATE {
+        while check() {}
+    }
+    check
+}
+
 fn quanta_upkeep() -> QuantaUpkeepClock {
     QuantaUpkeepClock::from_interval(Duration::from_millis(1)).expect("upkeep thread")
 }
@@ -89,16 +128,6 @@ fn pairings(group: &mut BenchmarkGroup<'_, WallTime>, rate: u32, threads: usize)
         }};
     }
     bench!(
-        "admit/MonotonicClock",
-        admit(rate, MonotonicClock::new()),
-        try_acquire
-    );
-    bench!(
-        "admit/CoarseClock",
-        admit(rate, coarse_clock()),
-        try_acquire
-    );
-    bench!(
         "admit Smooth/MonotonicClock",
         admit_profile(rate, MonotonicClock::new(), Profile::Smooth),
         try_acquire
@@ -106,6 +135,16 @@ fn pairings(group: &mut BenchmarkGroup<'_, WallTime>, rate: u32, threads: usize)
     bench!(
         "admit Smooth/CoarseClock",
         admit_profile(rate, coarse_clock(), Profile::Smooth),
+        try_acquire
+    );
+    bench!(
+        "admit/MonotonicClock",
+        admit(rate, MonotonicClock::new()),
+        try_acquire
+    );
+    bench!(
+        "admit/CoarseClock",
+        admit(rate, coarse_clock()),
         try_acquire
     );
     bench!(
@@ -123,6 +162,15 @@ fn pairings(group: &mut BenchmarkGroup<'_, WallTime>, rate: u32, threads: usize)
         governor(rate, QuantaClock::default()),
         check
     );
+    if threads == 1 {
+        let resource = if rate == REJECT_RATE {
+            "reject"
+        } else {
+            "admit"
+        };
+        let check = sentinel_core(rate, resource);
+        group.bench_function("sentinel-core/its clock", |b| b.iter(|| black_box(check())));
+    }
 }
 
 fn benches(c: &mut Criterion) {
