@@ -31,8 +31,11 @@
 //! The warm-up bucket allows twice the server's nominal capacity once warm, so it is no
 //! hand-tuned limit: under overload the shedder finds the sustainable load by itself.
 //!
+//! `--tower <k>` adds a third run behind tower's `load_shed + concurrency_limit(k)` with a
+//! hand-picked `k`, for comparison.
+//!
 //! It prints a line per second while it runs, a side-by-side summary at the end, and writes an
-//! SVG chart of goodput and p99 latency over time for both runs.
+//! SVG chart of goodput and p99 latency over time for every run.
 
 use std::error::Error;
 use std::fmt::Write as _;
@@ -78,7 +81,8 @@ Options:
   --overload-load <x>      overload, as a multiple of capacity [default: 3.0]
   --cpu-horizon-ms <ms>    time constant of admit's CPU smoothing [default: 1000]
   --chart <path>           where to write the SVG chart [default: target/overload.svg]
-  --only <run>             run only `unprotected` or `admit`
+  --tower <k>              also run tower's load_shed + concurrency_limit(k)
+  --only <run>             run only `unprotected`, `admit` or `tower:<k>`
   --no-pin                 do not pin the server and the load generator to CPUs
   -h, --help               print this help
 ";
@@ -109,13 +113,25 @@ struct Phase {
 enum Protection {
     Unprotected,
     Admit,
+    /// tower's `load_shed + concurrency_limit(k)`, with a hand-picked `k`.
+    Tower(usize),
 }
 
 impl Protection {
-    fn name(self) -> &'static str {
+    /// How the run is labelled in the output.
+    fn name(self) -> String {
         match self {
-            Protection::Unprotected => "unprotected",
-            Protection::Admit => "admit",
+            Protection::Unprotected => "unprotected".to_string(),
+            Protection::Admit => "admit".to_string(),
+            Protection::Tower(k) => format!("tower k={k}"),
+        }
+    }
+
+    /// How the run is named on the command line (`--only`, and to the server process).
+    fn arg(self) -> String {
+        match self {
+            Protection::Tower(k) => format!("tower:{k}"),
+            other => other.name(),
         }
     }
 
@@ -123,7 +139,13 @@ impl Protection {
         match name {
             "unprotected" => Ok(Protection::Unprotected),
             "admit" => Ok(Protection::Admit),
-            other => Err(format!("unknown run `{other}` (unprotected or admit)").into()),
+            other => match other.strip_prefix("tower:").map(str::parse::<usize>) {
+                Some(Ok(k)) if k > 0 => Ok(Protection::Tower(k)),
+                _ => Err(format!(
+                    "unknown run `{other}` (unprotected, admit or tower:<k> with k > 0)"
+                )
+                .into()),
+            },
         }
     }
 }
@@ -215,6 +237,10 @@ fn parse(args: &[String]) -> Result<Option<Options>, BoxError> {
             }
             "--chart" => options.chart = PathBuf::from(value()?),
             "--only" => options.runs = vec![Protection::parse(&value()?)?],
+            "--tower" => {
+                let run = Protection::parse(&format!("tower:{}", value()?))?;
+                options.runs.push(run);
+            }
             "--no-pin" => options.pin = false,
             other => return Err(format!("unknown option `{other}`; try --help").into()),
         }
@@ -336,7 +362,8 @@ async fn stats(State(server): State<Arc<Server>>) -> String {
     format!("{} {cpu} {limit}", server.in_flight.load(Ordering::Relaxed))
 }
 
-/// `--serve <unprotected|admit> <work_ms> <cold_s> <cpu_horizon_ms>`: serves until killed.
+/// `--serve <unprotected|admit|tower:k> <work_ms> <cold_s> <cpu_horizon_ms>`: serves until
+/// killed.
 fn serve(args: &[String]) -> Result<(), BoxError> {
     let [protection, work_ms, cold, horizon] = args else {
         return Err("--serve <run> <work_ms> <cold_s> <cpu_horizon_ms>".into());
@@ -354,7 +381,7 @@ fn serve(args: &[String]) -> Result<(), BoxError> {
     runtime.block_on(async move {
         let cpu = SystemCpu::with_smoothing(Smoothing::Exponential { horizon });
         let limiter = match protection {
-            Protection::Unprotected => None,
+            Protection::Unprotected | Protection::Tower(_) => None,
             // Twice the nominal capacity once warm, a sixth of that (a third of the capacity,
             // matching the cold penalty) while cold, warming up over the cold phase.
             Protection::Admit => Some(Arc::new(
@@ -375,6 +402,15 @@ fn serve(args: &[String]) -> Result<(), BoxError> {
             limiter: limiter.clone(),
         });
         let mut app = Router::new().route("/work", get(work));
+        if let Protection::Tower(k) = protection {
+            // The usual tower stack, refusing once `k` requests are in flight.
+            app = app.layer(
+                tower::ServiceBuilder::new()
+                    .layer(HandleErrorLayer::new(refused))
+                    .load_shed()
+                    .concurrency_limit(k),
+            );
+        }
         if let Some(limiter) = limiter {
             let shedder = Arc::new(Shedder::builder().cpu(cpu).build()?);
             // The bucket outside: the shedder learns only from the requests it lets through.
@@ -484,7 +520,7 @@ fn spawn_server(
     let exe = std::env::current_exe()?;
     let args = [
         "--serve".to_string(),
-        protection.name().to_string(),
+        protection.arg(),
         options.work_ms.to_string(),
         options.phases[0].seconds.max(1).to_string(),
         options.cpu_horizon.as_millis().to_string(),
@@ -789,7 +825,7 @@ fn write_chart(options: &Options, runs: &[Run]) -> std::io::Result<()> {
     let total: usize = options.phases.iter().map(|p| p.seconds as usize).sum();
     let plot_width = WIDTH - LEFT - RIGHT;
     let x = |second: f64| LEFT + plot_width * second / total.max(1) as f64;
-    let colours = ["#d62728", "#1f77b4"];
+    let colours = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd"];
     let deadline_ms = options.deadline.as_secs_f64() * 1e3;
     let goodput_max = runs
         .iter()
