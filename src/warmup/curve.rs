@@ -1,5 +1,6 @@
 //! The warm-up curve: which rate is in force for a given number of stored tokens.
 
+use std::fmt;
 use std::time::Duration;
 
 use super::smooth::SmoothCurve;
@@ -41,7 +42,7 @@ pub(crate) const MAX_WINDOW_COUNT: u64 = (1 << 30) - 1;
 /// assert_eq!(curve.qps_limit(50.0), 10.000000000000002); // warm: 10, widened by one ulp
 /// # Ok::<(), admit::ConfigError>(())
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, PartialEq)]
 pub struct Curve {
     count: f64,
     /// `1.0 / count`, which Java recomputes for every threshold (the same value every time).
@@ -157,7 +158,7 @@ impl Curve {
         Ok(curve)
     }
 
-    /// The public view of the smooth profile's `curve`.
+    /// The public view of the smooth profile's `curve`. Sentinel's integer fields are unused.
     pub(crate) fn from_smooth(curve: &SmoothCurve) -> Curve {
         Curve {
             count: curve.rate(),
@@ -310,5 +311,20 @@ fn positive_rate(count: f64) -> Result<(), ConfigError> {
         Err(ConfigError::InvalidRate {
             permits_per_second: count,
         })
+    }
+}
+
+/// Shows what the accessors report, the same for both profiles (Sentinel's integer
+/// working values are internal).
+impl fmt::Debug for Curve {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Curve")
+            .field("permits_per_second", &self.count)
+            .field("cold_limit", &self.qps_limit(self.max_tokens))
+            .field("warning_tokens", &self.warning_tokens)
+            .field("max_tokens", &self.max_tokens)
+            .field("slope", &self.slope)
+            .field("capacity", &self.capacity)
+            .finish()
     }
 }

@@ -81,6 +81,12 @@
 //!   the cold and the full rate therefore warms the limiter up instead of keeping it cold
 //!   forever, which Guava does (google/guava#3552), while a limiter left idle after an
 //!   overload still cools down.
+//! - **Under-use cools it, in proportion.** As in Guava, time a request did not need is idle
+//!   and stores permits, so a steady load well below the full rate settles where the stored
+//!   permits it adds between requests equal those it spends: a limit above the load but below
+//!   the full rate (for 2000 rps / 5 s / factor 6 under 500 rps, about 730 rps). A burst of
+//!   traffic then warms it up again within the period. Sentinel stays warm as long as the
+//!   previous second passed at least `permits_per_second / cold_factor`.
 //! - **Paying now or later** ([`Payment`]): by default a request waits for its own cost, as
 //!   Sentinel's pacing controller; [`Payment::Later`] is Guava's, where a request waits for
 //!   the earlier ones and its own cost delays the next.
@@ -230,6 +236,23 @@ pub enum Phase {
     Warming,
     /// At or below the warning level: the full rate applies.
     Warm,
+}
+
+/// `cold`, `warming` or `warm`, for logs and metrics labels.
+///
+/// ```
+/// use admit::warmup::Phase;
+///
+/// assert_eq!(Phase::Warming.to_string(), "warming");
+/// ```
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Phase::Cold => "cold",
+            Phase::Warming => "warming",
+            Phase::Warm => "warm",
+        })
+    }
 }
 
 /// A point-in-time view of a [`WarmUp`] limiter.
