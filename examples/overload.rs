@@ -31,6 +31,9 @@
 //! The warm-up bucket allows twice the server's nominal capacity once warm, so it is no
 //! hand-tuned limit: under overload the shedder finds the sustainable load by itself.
 //!
+//! `--inline` does the work inside the async handler instead, the anti-pattern that hides the
+//! queue in tokio's run queue (see the README).
+//!
 //! `--tower <k>` adds a third run behind tower's `load_shed + concurrency_limit(k)` with a
 //! hand-picked `k`, for comparison.
 //!
@@ -84,6 +87,8 @@ Options:
   --tower <k>              also run tower's load_shed + concurrency_limit(k)
   --only <run>             run only `unprotected`, `admit` or `tower:<k>`
   --no-pin                 do not pin the server and the load generator to CPUs
+  --inline                 do the work inside the async handler (the anti-pattern), not on
+                           spawn_blocking
   -h, --help               print this help
 ";
 
@@ -99,6 +104,8 @@ struct Options {
     chart: PathBuf,
     runs: Vec<Protection>,
     pin: bool,
+    /// Burn the CPU inside the async handler instead of on `spawn_blocking`.
+    inline: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -199,6 +206,7 @@ fn parse(args: &[String]) -> Result<Option<Options>, BoxError> {
         chart: PathBuf::from("target/overload.svg"),
         runs: vec![Protection::Unprotected, Protection::Admit],
         pin: true,
+        inline: false,
     };
     let mut args = args.iter();
     while let Some(flag) = args.next() {
@@ -242,6 +250,7 @@ fn parse(args: &[String]) -> Result<Option<Options>, BoxError> {
                 options.runs.push(run);
             }
             "--no-pin" => options.pin = false,
+            "--inline" => options.inline = true,
             other => return Err(format!("unknown option `{other}`; try --help").into()),
         }
     }
@@ -285,6 +294,8 @@ struct Server {
     cold: Duration,
     /// Requests whose work has not finished (queued for or running on the blocking pool).
     in_flight: AtomicUsize,
+    /// See [`Options::inline`].
+    inline: bool,
     seed: AtomicU64,
     cpu: SystemCpu,
     limiter: Option<Arc<WarmUp>>,
@@ -330,6 +341,13 @@ fn calibrate() -> f64 {
 async fn work(State(server): State<Arc<Server>>) -> StatusCode {
     let iterations = server.next_work();
     server.in_flight.fetch_add(1, Ordering::Relaxed);
+    if server.inline {
+        // The anti-pattern: the worker thread is busy until the work is done, and the
+        // requests behind it wait in tokio's run queue, unseen by any in-flight count.
+        std::hint::black_box(burn(iterations));
+        server.in_flight.fetch_sub(1, Ordering::Relaxed);
+        return StatusCode::OK;
+    }
     let job = Arc::clone(&server);
     // If the client gives up, this handler is dropped, but the job runs on: blocking work
     // cannot be cancelled, as in a real service.
@@ -362,12 +380,13 @@ async fn stats(State(server): State<Arc<Server>>) -> String {
     format!("{} {cpu} {limit}", server.in_flight.load(Ordering::Relaxed))
 }
 
-/// `--serve <unprotected|admit|tower:k> <work_ms> <cold_s> <cpu_horizon_ms>`: serves until
-/// killed.
+/// `--serve <unprotected|admit|tower:k> <work_ms> <cold_s> <cpu_horizon_ms> <inline|blocking>`:
+/// serves until killed.
 fn serve(args: &[String]) -> Result<(), BoxError> {
-    let [protection, work_ms, cold, horizon] = args else {
-        return Err("--serve <run> <work_ms> <cold_s> <cpu_horizon_ms>".into());
+    let [protection, work_ms, cold, horizon, style] = args else {
+        return Err("--serve <run> <work_ms> <cold_s> <cpu_horizon_ms> <inline|blocking>".into());
     };
+    let inline = style == "inline";
     let protection = Protection::parse(protection)?;
     let work_ms: f64 = work_ms.parse()?;
     let cold = Duration::from_secs_f64(cold.parse::<f64>()?.max(0.001));
@@ -397,6 +416,7 @@ fn serve(args: &[String]) -> Result<(), BoxError> {
             work_ms,
             cold,
             in_flight: AtomicUsize::new(0),
+            inline,
             seed: AtomicU64::new(0x5eed),
             cpu: cpu.clone(),
             limiter: limiter.clone(),
@@ -472,13 +492,18 @@ async fn drive(options: Options, pinned: bool) -> Result<(), BoxError> {
     let capacity = 1000.0 / options.work_ms;
     println!(
         "Server: one core{}, {:.1} ms of CPU work per request on average (capacity about {capacity:.0} \
-         requests/s), {} ms client deadline.",
+         requests/s) {}, {} ms client deadline.",
         if pinned {
             " (pinned to CPU 0, load generator on CPU 1)"
         } else {
             " (not pinned: the load generator shares the machine's CPUs)"
         },
         options.work_ms,
+        if options.inline {
+            "done inline in the async handler"
+        } else {
+            "on spawn_blocking"
+        },
         options.deadline.as_millis()
     );
     let plan: Vec<String> = options
@@ -524,6 +549,7 @@ fn spawn_server(
         options.work_ms.to_string(),
         options.phases[0].seconds.max(1).to_string(),
         options.cpu_horizon.as_millis().to_string(),
+        if options.inline { "inline" } else { "blocking" }.to_string(),
     ];
     let mut command = if pinned {
         let mut command = Command::new("taskset");
