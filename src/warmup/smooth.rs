@@ -55,6 +55,8 @@ pub(crate) struct SmoothCurve {
     slope: f64,
     /// Stored permits gained per idle ns (`max / period`).
     refill_rate: f64,
+    /// `1 / max`: a fill fraction is a multiplication, not a division, on the hot path.
+    inverse_max: f64,
 }
 
 impl SmoothCurve {
@@ -73,6 +75,7 @@ impl SmoothCurve {
             max,
             slope: (cold - stable) / (max - threshold),
             refill_rate: max / period_nanos,
+            inverse_max: max.recip(),
         }
     }
 
@@ -120,14 +123,27 @@ impl SmoothCurve {
         (cost, spend)
     }
 
-    /// `stored` permits as a fraction of `max`, within `0..=1`.
+    /// `stored` permits as a fraction of `max`, within `0..=1` (exactly 1 at `max`, so that a
+    /// full bucket reads as full again).
     fn fill(&self, stored: f64) -> f64 {
-        (stored / self.max).clamp(0.0, 1.0)
+        if stored >= self.max {
+            1.0
+        } else {
+            let fill = stored * self.inverse_max;
+            if fill > 0.0 { fill } else { 0.0 }
+        }
     }
 
     /// Stored permits after `idle_nanos` without unmet demand.
     fn refill(&self, stored: f64, idle_nanos: u64) -> f64 {
-        (stored + idle_nanos as f64 * self.refill_rate).min(self.max)
+        let refilled = stored + nanos_to_f64(idle_nanos) * self.refill_rate;
+        // A comparison rather than `f64::min`, whose NaN handling costs three more
+        // instructions on this hot path; nothing here is NaN.
+        if refilled < self.max {
+            refilled
+        } else {
+            self.max
+        }
     }
 
     /// Stored permits at `now`, for a state whose schedule was free from `free_from` on: the
@@ -295,8 +311,15 @@ pub(crate) fn decide(
 
 /// `at + nanos`, saturating.
 fn saturating_add(at: u64, nanos: f64) -> u64 {
-    // `as` saturates a float too large for u64 (and maps NaN to 0, which cannot occur here).
-    at.saturating_add(nanos as u64)
+    // Through `i64`, one instruction on x86_64 where `u64` takes several: `as` saturates at
+    // `i64::MAX` ns (292 years, beyond any wait) and maps NaN, which cannot occur here, to 0.
+    at.saturating_add(nanos as i64 as u64)
+}
+
+/// `nanos` as a float, through `i64` (one instruction on x86_64 where `u64` takes several);
+/// spans beyond 292 years count as 292 years, which refill any bucket.
+fn nanos_to_f64(nanos: u64) -> f64 {
+    nanos.min(i64::MAX as u64) as i64 as f64
 }
 
 /// The lock-free engine: the state in one 128-bit word, updated by one compare-and-swap per
@@ -320,7 +343,7 @@ struct SharedCurve {
     writer: Mutex<()>,
 }
 
-const CURVE_WORDS: usize = 6;
+const CURVE_WORDS: usize = 7;
 
 impl SharedCurve {
     fn new(curve: SmoothCurve) -> Self {
@@ -339,6 +362,7 @@ impl SharedCurve {
             curve.max,
             curve.slope,
             curve.refill_rate,
+            curve.inverse_max,
         ]
         .map(f64::to_bits)
     }
@@ -348,10 +372,17 @@ impl SharedCurve {
         loop {
             let before = self.version.load(Ordering::Acquire);
             if before & 1 == 0 {
-                let [rate, stable, threshold, max, slope, refill_rate] =
-                    std::array::from_fn(|i: usize| {
-                        f64::from_bits(self.words[i].load(Ordering::Acquire))
-                    });
+                let [
+                    rate,
+                    stable,
+                    threshold,
+                    max,
+                    slope,
+                    refill_rate,
+                    inverse_max,
+                ] = std::array::from_fn(|i: usize| {
+                    f64::from_bits(self.words[i].load(Ordering::Acquire))
+                });
                 // The words are read with `Acquire`, so this re-read cannot move before them.
                 if self.version.load(Ordering::Acquire) == before {
                     return SmoothCurve {
@@ -361,6 +392,7 @@ impl SharedCurve {
                         max,
                         slope,
                         refill_rate,
+                        inverse_max,
                     };
                 }
             }
