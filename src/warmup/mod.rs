@@ -116,16 +116,22 @@
 //!
 //! # Cost
 //!
-//! `try_acquire` reads the clock once, loads three words and, when it admits, performs one
-//! compare-and-swap. A rejection writes nothing except, at most once per half second, the
-//! bookkeeping the first caller of a window performs anyway (the second's token update and the
-//! sealing of the finished window). Nothing allocates. See the crate's README for benchmarks.
+//! Nothing allocates, in either profile. See the crate's README for benchmarks.
+//!
+//! - [`Profile::Smooth`]: `try_acquire` reads the clock once, the curve (a few words under a
+//!   sequence lock) and the 128-bit state, prices the request in floating point and, when it
+//!   admits, performs one 128-bit compare-and-swap. A rejection writes only to mark unmet
+//!   demand, at most once between two admissions.
+//! - [`Profile::SentinelExact`]: `try_acquire` reads the clock once, loads three words and,
+//!   when it admits, performs one compare-and-swap. A rejection writes nothing except, at most
+//!   once per half second, the bookkeeping the first caller of a window performs anyway (the
+//!   second's token update and the sealing of the finished window).
 //!
 //! # Memory ordering
 //!
-//! Admissions into the same window are totally ordered by their compare-and-swap (`AcqRel`): a
-//! successful `try_acquire` happens after every earlier successful one it counted. A rejection
-//! acts as an `Acquire` load of the window.
+//! Admissions are totally ordered by their compare-and-swap (`AcqRel`) on the smooth state or,
+//! in [`Profile::SentinelExact`], on the window: a successful `try_acquire` happens after every
+//! earlier successful one it saw. A rejection acts as an `Acquire` load of the state.
 //!
 //! # Example
 //!
