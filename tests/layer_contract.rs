@@ -79,16 +79,20 @@ fn answering(
     })
 }
 
+/// A Sentinel-profile bucket at `rate` on `clock`: the contract tests count its per-second
+/// windows (`rate / 3` admitted at once while cold).
+fn sentinel_bucket(rate: f64, clock: &ManualClock) -> WarmUp<ManualClock> {
+    WarmUp::builder(rate)
+        .profile(Profile::SentinelExact)
+        .clock(clock.clone())
+        .build()
+        .unwrap()
+}
+
 #[test]
 fn poll_ready_on_many_clones_reserves_nothing() {
     let f = Rig::new();
-    let limiter = Arc::new(
-        WarmUp::builder(9.0)
-            .profile(Profile::SentinelExact)
-            .clock(f.clock.clone())
-            .build()
-            .unwrap(),
-    );
+    let limiter = Arc::new(sentinel_bucket(9.0, &f.clock));
     let (inner, mut handle) = mock::pair::<(), ()>();
     handle.allow(1000);
     // The warm-up bucket outside: the shedder sees only the requests it lets through.
@@ -164,11 +168,7 @@ fn a_refused_call_never_reaches_the_inner_service() {
     assert_eq!(f.shedder.snapshot().dropped, dropped_before + 1);
 
     // The same for the warm-up bucket: 3 rps, 1 while cold.
-    let limiter = WarmUp::builder(3.0)
-        .profile(Profile::SentinelExact)
-        .clock(f.clock.clone())
-        .build()
-        .unwrap();
+    let limiter = sentinel_bucket(3.0, &f.clock);
     let (inner, mut handle) = mock::pair::<(), ()>();
     handle.allow(10);
     let mut service = WarmUpLayer::new(limiter).layer(inner);
@@ -377,11 +377,7 @@ fn the_http_responder_answers_503_with_retry_after_and_keeps_the_error_type() {
     assert_eq!(response.headers().len(), 1);
 
     // And a warm-up refusal with a 429.
-    let limiter = WarmUp::builder(3.0)
-        .profile(Profile::SentinelExact)
-        .clock(f.clock.clone())
-        .build()
-        .unwrap();
+    let limiter = sentinel_bucket(3.0, &f.clock);
     let mut service = WarmUpLayer::new(limiter)
         .respond_with(HttpResponder::too_many_requests())
         .layer(answering(StatusCode::OK, None));
@@ -398,11 +394,7 @@ fn the_http_responder_answers_503_with_retry_after_and_keeps_the_error_type() {
 fn retry_hints_round_up() {
     let clock = ManualClock::new();
     // 3 rps, cold limit 1: the retry hint is the time until the pass leaves the window.
-    let limiter = WarmUp::builder(3.0)
-        .profile(Profile::SentinelExact)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let limiter = sentinel_bucket(3.0, &clock);
     limiter.try_acquire().unwrap();
     clock.advance(Duration::from_millis(1));
     let rejected = limiter.try_acquire().unwrap_err();
@@ -428,13 +420,7 @@ fn every_service_from_one_layer_shares_the_limiter() {
     assert_eq!(f.shedder.snapshot().passed, 5);
     assert!(std::ptr::eq(&**layer.shedder(), &*f.shedder));
 
-    let limiter = Arc::new(
-        WarmUp::builder(9.0)
-            .profile(Profile::SentinelExact)
-            .clock(f.clock.clone())
-            .build()
-            .unwrap(),
-    );
+    let limiter = Arc::new(sentinel_bucket(9.0, &f.clock));
     let layer = WarmUpLayer::new(limiter.clone());
     let admitted = (0..5)
         .filter(|_| {
@@ -450,11 +436,7 @@ fn every_service_from_one_layer_shares_the_limiter() {
 fn refusals_by_admit_limiters_further_in_count_as_failures() {
     let f = Rig::new();
     // The wrong order: a per-client bucket answering 429 inside the shedder.
-    let limiter = WarmUp::builder(3.0)
-        .profile(Profile::SentinelExact)
-        .clock(f.clock.clone())
-        .build()
-        .unwrap();
+    let limiter = sentinel_bucket(3.0, &f.clock);
     let mut service = tower::ServiceBuilder::new()
         .layer(ShedLayer::new(f.shedder.clone()).http())
         .layer(WarmUpLayer::new(limiter).respond_with(HttpResponder::too_many_requests()))
@@ -485,13 +467,7 @@ fn refusals_by_admit_limiters_further_in_count_as_failures() {
 #[test]
 fn grpc_statuses_from_admit_refusals_count_as_failures() {
     let f = Rig::new();
-    let limiter = Arc::new(
-        WarmUp::builder(3.0)
-            .profile(Profile::SentinelExact)
-            .clock(f.clock.clone())
-            .build()
-            .unwrap(),
-    );
+    let limiter = Arc::new(sentinel_bucket(3.0, &f.clock));
     let inner_limiter = limiter.clone();
     // What tonic makes of an interceptor's `Err(status)`: `status.into_http()`.
     let inner = tower::service_fn(move |()| {

@@ -322,8 +322,6 @@ pub struct WarmUp<C = MonotonicClock> {
     clock: C,
     warm_up_period: Duration,
     cold_factor: u32,
-    /// How far ahead of its turn a smooth request may pass, in ns.
-    burst_nanos: u64,
 }
 
 /// The state machine a profile runs. Not boxed: a limiter is built once and never moved on
@@ -391,7 +389,7 @@ impl<C: Clock> WarmUp<C> {
                 .try_acquire(now, 1)
                 .map_err(|refusal| Rejected::new(refusal.retry_after_nanos)),
             Engine::Smooth(bucket) => bucket
-                .reserve(now, 1.0, self.tolerance())
+                .reserve(now, 1.0, self.tolerance(bucket))
                 .map(|_| ())
                 .map_err(Rejected::new),
         }
@@ -502,13 +500,12 @@ impl<C: Clock> WarmUp<C> {
         let now = self.clock.now_nanos();
         let window = match &self.engine {
             Engine::Smooth(bucket) => {
-                let tolerance = self.tolerance();
                 let max_wait = u64::try_from(max_wait.as_nanos())
                     .unwrap_or(u64::MAX)
-                    .saturating_add(tolerance);
+                    .saturating_add(self.tolerance(bucket));
                 return bucket
                     .reserve(now, f64::from(n), max_wait)
-                    .map(|wait| Duration::from_nanos(wait.saturating_sub(self.burst_nanos)))
+                    .map(|wait| Duration::from_nanos(wait.saturating_sub(bucket.burst())))
                     .map_err(|short| Rejected::new(short).into());
             }
             Engine::Sentinel(window) => window,
@@ -597,9 +594,8 @@ impl<C: Clock> WarmUp<C> {
     /// clock's resolution, since a cached clock's reading lags by up to that much (the
     /// request's turn is kept in the schedule either way).
     #[inline]
-    fn tolerance(&self) -> u64 {
-        self.burst_nanos
-            .saturating_add(self.clock.resolution_nanos())
+    fn tolerance(&self, bucket: &SmoothBucket) -> u64 {
+        bucket.burst().saturating_add(self.clock.resolution_nanos())
     }
 
     /// Changes the full rate to `permits_per_second` from now on, keeping the warm-up period
@@ -910,7 +906,6 @@ impl<C: Clock> WarmUpBuilder<C> {
             clock: self.clock,
             warm_up_period: self.warm_up_period,
             cold_factor: self.cold_factor,
-            burst_nanos,
         })
     }
 }

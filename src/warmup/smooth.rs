@@ -328,8 +328,9 @@ fn nanos_to_f64(nanos: u64) -> f64 {
 pub(crate) struct SmoothBucket {
     curve: SharedCurve,
     payment: Payment,
-    /// The burst, in ns: how far ahead of the clock a new schedule starts.
-    opening: u64,
+    /// How far ahead of its turn a request may pass, in ns; a new schedule starts this far
+    /// ahead of the clock (no credit earned yet).
+    burst: u64,
     state: AtomicU128,
 }
 
@@ -354,6 +355,7 @@ impl SharedCurve {
         }
     }
 
+    /// The curve as stored words; [`Self::curve`] reads them back in the same order.
     fn words(curve: &SmoothCurve) -> [u64; CURVE_WORDS] {
         [
             curve.rate,
@@ -367,33 +369,29 @@ impl SharedCurve {
         .map(f64::to_bits)
     }
 
+    /// The curve from words in [`Self::words`]'s order.
+    fn curve(words: [u64; CURVE_WORDS]) -> SmoothCurve {
+        let word = words.map(f64::from_bits);
+        SmoothCurve {
+            rate: word[0],
+            stable: word[1],
+            threshold: word[2],
+            max: word[3],
+            slope: word[4],
+            refill_rate: word[5],
+            inverse_max: word[6],
+        }
+    }
+
     #[inline]
     fn load(&self) -> SmoothCurve {
         loop {
             let before = self.version.load(Ordering::Acquire);
             if before & 1 == 0 {
-                let [
-                    rate,
-                    stable,
-                    threshold,
-                    max,
-                    slope,
-                    refill_rate,
-                    inverse_max,
-                ] = std::array::from_fn(|i: usize| {
-                    f64::from_bits(self.words[i].load(Ordering::Acquire))
-                });
+                let words = std::array::from_fn(|i| self.words[i].load(Ordering::Acquire));
                 // The words are read with `Acquire`, so this re-read cannot move before them.
                 if self.version.load(Ordering::Acquire) == before {
-                    return SmoothCurve {
-                        rate,
-                        stable,
-                        threshold,
-                        max,
-                        slope,
-                        refill_rate,
-                        inverse_max,
-                    };
+                    return Self::curve(words);
                 }
             }
             std::hint::spin_loop();
@@ -439,7 +437,7 @@ impl SmoothBucket {
         SmoothBucket {
             curve: SharedCurve::new(curve),
             payment,
-            opening: burst,
+            burst,
             state: AtomicU128::new(state.pack()),
         }
     }
@@ -461,7 +459,7 @@ impl SmoothBucket {
                 now,
                 permits,
                 max_wait,
-                self.opening,
+                self.burst,
             ) {
                 Ok(admitted) => admitted,
                 Err(short) => {
@@ -510,6 +508,11 @@ impl SmoothBucket {
             return stored;
         }
         curve.stored_after(stored, state.denied, state.next_free, now)
+    }
+
+    /// How far ahead of its turn a request may pass, in ns.
+    pub(crate) fn burst(&self) -> u64 {
+        self.burst
     }
 
     /// The curve in force.
