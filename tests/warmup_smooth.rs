@@ -360,22 +360,29 @@ fn an_idle_spell_after_overload_cools_the_limiter_down() {
 }
 
 /// The defaults (Smooth, paying now, a one-second burst): a cold start admits the cold rate
-/// from the first request on, as Sentinel does, with no burst on top.
+/// from the first request on, as Sentinel does, with no burst on top. Paying later starts the
+/// same way.
 #[test]
 fn the_default_limiter_starts_at_the_cold_rate() {
-    let clock = ManualClock::new();
-    let limiter = WarmUp::builder(300.0).clock(clock.clone()).build().unwrap();
-    assert_eq!(limiter.profile(), Profile::Smooth);
-    let mut passed = 0;
-    for _ in 0..10_000 {
-        passed += u32::from(limiter.try_acquire().is_ok());
-        clock.advance(Duration::from_micros(100));
+    for payment in [Payment::Now, Payment::Later] {
+        let clock = ManualClock::new();
+        let limiter = WarmUp::builder(300.0)
+            .payment(payment)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        assert_eq!(limiter.profile(), Profile::Smooth);
+        let mut passed = 0;
+        for _ in 0..10_000 {
+            passed += u32::from(limiter.try_acquire().is_ok());
+            clock.advance(Duration::from_micros(100));
+        }
+        // 100 per second cold; the rate has only just started rising.
+        assert!(
+            (100..=103).contains(&passed),
+            "{payment:?}: {passed} in the first second"
+        );
     }
-    // 100 per second cold; the rate has only just started rising.
-    assert!(
-        (100..=103).contains(&passed),
-        "{passed} in the first second"
-    );
 }
 
 /// Why the default has a burst: random (Poisson) arrivals at half the warm rate pass with it,
