@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use admit::clock::{Clock, CoarseClock};
 use admit::shed::Shedder;
-use admit::shed::cpu::ManualCpu;
+use admit::signal::cpu::ManualCpu;
 
 /// Runs `call` `iters` times on each of two threads at once and returns the wall time: with
 /// criterion's `iter_custom`, the time per call per thread under contention.
@@ -37,7 +37,7 @@ pub fn coarse_clock() -> CoarseClock {
 
 /// A shedder on `clock` whose CPU signal reads 0 ‰, or, `overloaded`, 1000 ‰ with 1000
 /// requests held in flight, so that it refuses every request.
-pub fn shedder<C: Clock>(clock: C, overloaded: bool) -> Arc<Shedder<C, ManualCpu>> {
+pub fn shedder<C: Clock + 'static>(clock: C, overloaded: bool) -> Arc<Shedder<C>> {
     let cpu = ManualCpu::new(0);
     let shedder = Arc::new(
         Shedder::builder()

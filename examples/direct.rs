@@ -36,8 +36,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use admit::clock::Clock;
-use admit::shed::cpu::CpuSource;
 use admit::shed::{OverloadReason, Shedder};
+use admit::signal::cpu::{CpuSource, SystemCpu};
 use admit::warmup::{Phase, WarmUp};
 
 /// CPU time per admitted job.
@@ -255,16 +255,16 @@ fn main() -> Result<(), Box<dyn Error>> {
             .cold_factor(COLD_FACTOR)
             .build()?,
     );
-    let shedder = Arc::new(Shedder::builder().build()?);
+    // Keep a handle on the CPU signal to print what it measures.
+    let cpu = SystemCpu::new();
+    let shedder = Arc::new(Shedder::builder().cpu(cpu.clone()).build()?);
     let counters = Arc::new(Counters::default());
     let stop = Arc::new(AtomicBool::new(false));
 
     // The CPU sampler's first measurement takes one 250 ms tick; wait for it, so that the
     // source printed below is known and the first lines already show a load.
     let waiting_since = Instant::now();
-    while shedder.cpu().source() == CpuSource::Starting
-        && waiting_since.elapsed() < Duration::from_secs(1)
-    {
+    while cpu.source() == CpuSource::Starting && waiting_since.elapsed() < Duration::from_secs(1) {
         thread::sleep(Duration::from_millis(10));
     }
 
@@ -278,7 +278,7 @@ fn main() -> Result<(), Box<dyn Error>> {
          warm-up period. Shedder: go-zero's defaults, CPU measured by {:?}.\n",
         full_rate / u64::from(COLD_FACTOR),
         WARM_UP_PERIOD.as_secs(),
-        shedder.cpu().source()
+        cpu.source()
     );
 
     let (sender, receiver) = mpsc::sync_channel(QUEUE);
@@ -353,7 +353,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             now.queue_full - before.queue_full,
             warm.qps_limit,
             permille(shed.cpu_permille),
-            permille(shedder.cpu().raw_permille()),
+            permille(cpu.raw_permille()),
             shed.flying,
             shed.avg_flying,
         );

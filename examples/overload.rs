@@ -49,8 +49,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use admit::shed::cpu::{CpuSignal, Smoothing, SystemCpu};
 use admit::shed::{ShedLayer, Shedder};
+use admit::signal::cpu::{CpuSignal, Smoothing, SystemCpu};
 use admit::warmup::{WarmUp, WarmUpLayer};
 use axum::Router;
 use axum::body::Bytes;

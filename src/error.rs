@@ -129,6 +129,9 @@ pub enum ConfigError {
         /// The rate that was asked for.
         permits_per_second: f64,
     },
+    /// A limiter's `name` is empty: names label metrics and logs, and an empty label reads
+    /// as no label at all. Leave the name unset instead.
+    EmptyName,
 }
 
 impl ConfigError {
@@ -148,6 +151,7 @@ impl ConfigError {
             ConfigError::BucketTooShort { .. } => "window / buckets",
             ConfigError::CpuThresholdOutOfRange { .. } => "cpu_threshold",
             ConfigError::DurationTooLong { setting, .. } => setting,
+            ConfigError::EmptyName => "name",
         }
     }
 }
@@ -232,6 +236,9 @@ impl fmt::Display for ConfigError {
                 "cannot change `permits_per_second` to {permits_per_second} at run time: only \
                  the smooth profile can be re-rated live"
             ),
+            ConfigError::EmptyName => {
+                f.write_str("invalid `name` (\"\"): must not be empty; leave it unset instead")
+            }
         }
     }
 }

@@ -29,7 +29,7 @@
 //!
 //! | feature | default | adds |
 //! |---|---|---|
-//! | `tower` | yes | [`shed::ShedLayer`], [`warmup::WarmUpLayer`], [`respond`], [`shed::classify`] |
+//! | `tower` | yes | [`middleware`] ([`shed::ShedLayer`], [`warmup::WarmUpLayer`]), [`respond`] |
 //! | `http` | no | answering refusals with HTTP responses, go-zero's HTTP and gRPC classifiers |
 //! | `tonic` | no | answering refusals with `tonic::Status`, `From` conversions into it, [`warmup::WarmUpInterceptor`] |
 //! | `tokio` | no | [`warmup::WarmUp::acquire`]: waiting for permits on tokio's timer |
@@ -74,12 +74,18 @@ pub mod erlang;
 mod error;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod middleware;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod respond;
+mod shared;
 pub mod shed;
+pub mod signal;
 mod sync;
 pub mod warmup;
 
 pub use error::ConfigError;
+pub use shared::Shared;
 
 /// The README's code blocks, compiled and run as doctests so they cannot rot.
 #[cfg(doctest)]

@@ -7,9 +7,9 @@
 #[cfg(admit_loom)]
 pub(crate) use loom::sync::Arc;
 #[cfg(admit_loom)]
-pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 #[cfg(not(admit_loom))]
 pub(crate) use std::sync::Arc;
 #[cfg(not(admit_loom))]
-pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

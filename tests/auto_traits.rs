@@ -18,6 +18,8 @@ fn limiters_and_clocks_are_send_and_sync() {
     shareable::<WarmUp<CoarseClock>>();
     shareable::<WarmUp<std::sync::Arc<dyn admit::clock::Clock>>>();
     shareable::<WarmUpBuilder<MonotonicClock>>();
+    shareable::<admit::shed::Shedder>();
+    shareable::<admit::shed::Shedder<ManualClock>>();
     shareable::<MonotonicClock>();
     shareable::<ManualClock>();
     shareable::<CoarseClock>();
@@ -47,13 +49,13 @@ mod layers {
     use std::future::Ready;
 
     use admit::clock::ManualClock;
+    use admit::middleware::classify::{ErrorsFail, ErrorsPass, GoZeroGrpc, GoZeroHttp};
+    use admit::middleware::{AdmitService, ResponseFuture};
     use admit::respond::{BoxErrorResponder, GrpcResponder, HttpResponder};
-    use admit::shed::classify::{ErrorsFail, ErrorsPass, GoZeroGrpc, GoZeroHttp};
-    use admit::shed::cpu::{ManualCpu, SystemCpu};
     use admit::shed::error::ShedRejection;
-    use admit::shed::{ShedLayer, ShedService};
+    use admit::shed::{ShedLayer, Shedder};
     use admit::warmup::error::WarmUpRejection;
-    use admit::warmup::{WarmUpInterceptor, WarmUpLayer, WarmUpService};
+    use admit::warmup::{WarmUp, WarmUpInterceptor, WarmUpLayer};
 
     use super::{boxable_error, shareable};
 
@@ -65,33 +67,17 @@ mod layers {
     #[test]
     fn layers_services_and_futures_are_send() {
         clonable::<ShedLayer>();
-        clonable::<ShedLayer<ManualClock, ManualCpu, GoZeroHttp, HttpResponder>>();
-        clonable::<ShedLayer<ManualClock, SystemCpu, GoZeroGrpc, GrpcResponder>>();
-        clonable::<ShedLayer<ManualClock, SystemCpu, ErrorsFail, BoxErrorResponder>>();
-        clonable::<ShedService<(), ManualClock, ManualCpu, ErrorsPass, BoxErrorResponder>>();
+        clonable::<ShedLayer<ManualClock, GoZeroHttp, HttpResponder>>();
+        clonable::<ShedLayer<ManualClock, GoZeroGrpc, GrpcResponder>>();
+        clonable::<ShedLayer<ManualClock, ErrorsFail, BoxErrorResponder>>();
+        clonable::<AdmitService<(), Shedder<ManualClock>, ErrorsPass, BoxErrorResponder>>();
         clonable::<WarmUpLayer>();
-        clonable::<WarmUpLayer<ManualClock, HttpResponder>>();
-        clonable::<WarmUpService<(), ManualClock, GrpcResponder>>();
+        clonable::<WarmUpLayer<WarmUp<ManualClock>, HttpResponder>>();
+        clonable::<AdmitService<(), WarmUp<ManualClock>, ErrorsPass, GrpcResponder>>();
         clonable::<WarmUpInterceptor>();
-        sendable::<
-            admit::shed::future::ResponseFuture<
-                Inner,
-                ManualClock,
-                SystemCpu,
-                GoZeroHttp,
-                HttpResponder,
-            >,
-        >();
-        sendable::<admit::warmup::future::ResponseFuture<Inner, BoxErrorResponder>>();
-        shareable::<
-            admit::shed::future::ResponseFuture<
-                Inner,
-                ManualClock,
-                SystemCpu,
-                GoZeroHttp,
-                HttpResponder,
-            >,
-        >();
+        sendable::<ResponseFuture<Inner, Shedder<ManualClock>, GoZeroHttp, HttpResponder>>();
+        sendable::<ResponseFuture<Inner, WarmUp, ErrorsPass, BoxErrorResponder>>();
+        shareable::<ResponseFuture<Inner, Shedder<ManualClock>, GoZeroHttp, HttpResponder>>();
     }
 
     #[test]

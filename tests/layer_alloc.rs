@@ -21,7 +21,6 @@ use std::time::Duration;
 
 use admit::clock::ManualClock;
 use admit::shed::Shedder;
-use admit::shed::cpu::ManualCpu;
 use admit::shed::{ShedLayer, error::ShedRejection};
 use admit::warmup::{Profile, WarmUp, WarmUpLayer, error::WarmUpRejection};
 use counting_alloc::allocations_during;
@@ -71,7 +70,7 @@ fn layers_allocate_nothing_per_request() {
     let mut warm_http = WarmUpLayer::new(fast.clone()).http().layer(inner);
     let mut warm_refusing = WarmUpLayer::new(slow.clone()).layer(inner);
     // A process-wide shedder held as `&'static`.
-    let forever: &'static Shedder<ManualClock, ManualCpu> = Box::leak(Box::new(
+    let forever: &'static Shedder<ManualClock> = Box::leak(Box::new(
         Shedder::builder()
             .clock(clock.clone())
             .cpu(cpu.clone())

@@ -18,11 +18,11 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use admit::clock::ManualClock;
+use admit::middleware::classify::{ErrorsFail, ErrorsPass, GoZeroGrpc, GoZeroHttp, Outcome};
 use admit::respond::{BoxError, HttpResponder, Refusal};
-use admit::shed::classify::{ErrorsFail, ErrorsPass, GoZeroGrpc, GoZeroHttp, Outcome};
-use admit::shed::cpu::ManualCpu;
 use admit::shed::error::ShedRejection;
 use admit::shed::{OverloadReason, ShedLayer, Shedder};
+use admit::signal::cpu::ManualCpu;
 use admit::warmup::error::WarmUpRejection;
 use admit::warmup::{Profile, WarmUp, WarmUpLayer};
 use http::{Response, StatusCode};
@@ -239,7 +239,7 @@ fn a_completed_request_records_its_latency() {
 /// `classifier` and reports whether it passed.
 fn outcome_of<K>(classifier: K, status: StatusCode, grpc_status: Option<&'static str>) -> Outcome
 where
-    K: admit::shed::classify::Classify<Response<()>, Infallible> + Clone,
+    K: admit::middleware::classify::Classify<Response<()>, Infallible> + Clone,
 {
     let f = Rig::new();
     let mut service = ShedLayer::new(f.shedder.clone())
@@ -324,7 +324,7 @@ fn custom_closures_classify() {
 /// Runs one request whose inner service fails through a shed layer with `classifier`.
 fn error_outcome<K>(classifier: K) -> (Outcome, BoxError)
 where
-    K: admit::shed::classify::Classify<Response<()>, &'static str> + Clone,
+    K: admit::middleware::classify::Classify<Response<()>, &'static str> + Clone,
 {
     let f = Rig::new();
     let inner = tower::service_fn(|()| ready(Err::<Response<()>, _>("inner failure")));
@@ -418,7 +418,7 @@ fn every_service_from_one_layer_shares_the_limiter() {
         ready_now(service.call(())).unwrap();
     }
     assert_eq!(f.shedder.snapshot().passed, 5);
-    assert!(std::ptr::eq(&**layer.shedder(), &*f.shedder));
+    assert!(std::ptr::eq(&**layer.limiter(), &*f.shedder));
 
     let limiter = Arc::new(sentinel_bucket(9.0, &f.clock));
     let layer = WarmUpLayer::new(limiter.clone());
@@ -502,7 +502,7 @@ fn a_static_shedder_behaves_as_a_shared_one() {
             .unwrap(),
     ));
     let layer = ShedLayer::new(shedder);
-    assert!(std::ptr::eq(&**layer.shedder(), shedder));
+    assert!(std::ptr::eq(&**layer.limiter(), shedder));
     let mut service = layer.layer(answering(StatusCode::OK, None));
     ready_now(service.call(())).unwrap();
     let (inner, mut handle) = mock::pair::<(), ()>();

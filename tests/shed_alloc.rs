@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use admit::clock::MonotonicClock;
 use admit::shed::Shedder;
-use admit::shed::cpu::SystemCpu;
+use admit::signal::cpu::SystemCpu;
 use counting_alloc::allocations_during;
 use rig::Rig;
 

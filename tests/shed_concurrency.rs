@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use admit::clock::MonotonicClock;
 use admit::shed::Shedder;
-use admit::shed::cpu::ManualCpu;
+use admit::signal::cpu::ManualCpu;
 use rig::Rig;
 
 #[derive(Default)]

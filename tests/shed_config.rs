@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use admit::ConfigError;
 use admit::shed::Shedder;
-use admit::shed::cpu::ManualCpu;
+use admit::signal::cpu::ManualCpu;
 
 fn build(
     window: Duration,

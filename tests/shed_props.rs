@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use admit::clock::ManualClock;
 use admit::shed::Shedder;
-use admit::shed::cpu::ManualCpu;
+use admit::signal::cpu::ManualCpu;
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use admit::clock::ManualClock;
 use admit::shed::Permit;
-use admit::shed::cpu::{CpuSignal, ManualCpu, Smoother, Smoothing};
+use admit::signal::cpu::{CpuSignal, Smoother, Smoothing};
 use rig::Rig;
 
 #[path = "support/rig.rs"]
@@ -90,7 +90,7 @@ enum Event {
 
 struct Request<'a> {
     arrived_at: u64,
-    permit: Option<Permit<'a, ManualClock, ManualCpu>>,
+    permit: Option<Permit<'a, ManualClock>>,
 }
 
 /// Runs `phases` through the model; with `shed`, every arrival asks the shedder first. The CPU

@@ -8,10 +8,10 @@
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit::shed::cpu::{ManualCpu, Smoother, Smoothing};
 use admit::shed::{OverloadReason, Shedder};
+use admit::signal::cpu::{ManualCpu, Smoother, Smoothing};
 
-type Manual = Shedder<ManualClock, ManualCpu>;
+type Manual = Shedder<ManualClock>;
 
 const BUCKET: Duration = Duration::from_millis(100);
 

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use admit::shed::cpu::{CpuSignal, CpuSource, Smoothing, SystemCpu};
+use admit::signal::cpu::{CpuSignal, CpuSource, Smoothing, SystemCpu};
 
 /// Polls `f` every 10 ms until it returns `Some`, for at most `limit`.
 fn wait_for<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {

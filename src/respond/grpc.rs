@@ -7,10 +7,6 @@ use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::{Code, Status};
 
 use super::{Refusal, Refused, Respond};
-use crate::shed::Overloaded;
-use crate::shed::error::ShedRejection;
-use crate::warmup::error::WarmUpRejection;
-use crate::warmup::{AcquireError, Rejected};
 
 /// The trailer that tells gRPC clients when to retry (gRPC proposal A6): signed 32-bit
 /// milliseconds; a negative value means "do not retry".
@@ -69,8 +65,8 @@ impl GrpcResponder {
     /// hint as `grpc-retry-pushback-ms`.
     ///
     /// The status's [`source`](Error::source) is the refusal's zero-sized boxed error
-    /// ([`ShedRejection`] or [`WarmUpRejection`]), which is how the go-zero classifiers
-    /// recognise it.
+    /// ([`Refusal::Boxed`]), which [`is_refusal`](super::is_refusal) and the go-zero
+    /// classifiers recognise.
     pub fn status<F: Refusal>(&self, refusal: F) -> Status {
         status(
             self.code,
@@ -101,9 +97,19 @@ impl<F: Refusal, B: Default, E> Respond<F, http::Response<B>, E> for GrpcRespond
     }
 }
 
+/// `RESOURCE_EXHAUSTED` for a boxed refusal, which carries no retry hint: no pushback.
+pub(crate) fn rejection_status<E: Error + Send + Sync + 'static>(rejection: E) -> Status {
+    status(
+        Code::ResourceExhausted,
+        rejection.to_string(),
+        None,
+        Arc::new(rejection),
+    )
+}
+
 /// A status with `code`, `message`, when known the retry pushback in milliseconds, and
 /// `source`, the refusal's boxed error.
-fn status(
+pub(crate) fn status(
     code: Code,
     message: impl Into<String>,
     pushback_ms: Option<i32>,
@@ -116,67 +122,6 @@ fn status(
     let mut status = Status::with_metadata(code, message, metadata);
     status.set_source(source);
     status
-}
-
-/// Whether `status` comes from an admit refusal.
-pub(crate) fn is_refusal(status: &Status) -> bool {
-    status
-        .source()
-        .is_some_and(|source| source.is::<ShedRejection>() || source.is::<WarmUpRejection>())
-}
-
-/// `RESOURCE_EXHAUSTED` with the retry hint as `grpc-retry-pushback-ms`.
-impl From<Overloaded> for Status {
-    fn from(overloaded: Overloaded) -> Status {
-        GrpcResponder::default().status(overloaded)
-    }
-}
-
-/// `RESOURCE_EXHAUSTED` with the retry hint as `grpc-retry-pushback-ms`.
-impl From<Rejected> for Status {
-    fn from(rejected: Rejected) -> Status {
-        GrpcResponder::default().status(rejected)
-    }
-}
-
-/// `RESOURCE_EXHAUSTED`; for a request that can never fit, with a pushback of −1 ("do not
-/// retry").
-impl From<AcquireError> for Status {
-    fn from(error: AcquireError) -> Status {
-        match error {
-            AcquireError::Rejected(rejected) => rejected.into(),
-            AcquireError::ExceedsCapacity { .. } => status(
-                Code::ResourceExhausted,
-                error.to_string(),
-                Some(-1),
-                Arc::new(WarmUpRejection::new()),
-            ),
-        }
-    }
-}
-
-/// `RESOURCE_EXHAUSTED`, without a pushback (the boxed error carries no retry hint).
-impl From<ShedRejection> for Status {
-    fn from(rejection: ShedRejection) -> Status {
-        status(
-            Code::ResourceExhausted,
-            rejection.to_string(),
-            None,
-            Arc::new(rejection),
-        )
-    }
-}
-
-/// `RESOURCE_EXHAUSTED`, without a pushback (the boxed error carries no retry hint).
-impl From<WarmUpRejection> for Status {
-    fn from(rejection: WarmUpRejection) -> Status {
-        status(
-            Code::ResourceExhausted,
-            rejection.to_string(),
-            None,
-            Arc::new(rejection),
-        )
-    }
 }
 
 #[cfg(test)]
@@ -197,6 +142,7 @@ mod tests {
 
     #[test]
     fn refusals_become_statuses_with_pushback() {
+        use std::error::Error;
         let overloaded = Overloaded::new(OverloadReason::CoolOff, 1_500_000);
         let status = Status::from(overloaded);
         assert_eq!(status.code(), Code::ResourceExhausted);
@@ -215,6 +161,9 @@ mod tests {
         let boxed = Status::from(ShedRejection::new());
         assert_eq!(boxed.code(), Code::ResourceExhausted);
         assert_eq!(pushback(&boxed), None);
+        for status in [&status, &never, &boxed] {
+            assert!(crate::respond::is_refusal(status.source().unwrap()));
+        }
     }
 
     #[test]

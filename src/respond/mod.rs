@@ -39,45 +39,77 @@ use std::time::Duration;
 #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
 pub use self::grpc::GrpcResponder;
 #[cfg(feature = "tonic")]
-pub(crate) use self::grpc::is_refusal as grpc_is_refusal;
+pub(crate) use self::grpc::{rejection_status, status};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use self::http::HttpResponder;
-use crate::shed::Overloaded;
-use crate::shed::error::ShedRejection;
-use crate::warmup::Rejected;
-use crate::warmup::error::WarmUpRejection;
 
-/// Marks a response as a refusal by one of admit's responders: [`HttpResponder`] and
-/// [`GrpcResponder`] insert it into the response's extensions.
+/// Marks an admit refusal.
 ///
-/// The go-zero classifiers ([`GoZeroHttp`], [`GoZeroGrpc`]) count a response carrying it as a
-/// failure, as they do a gRPC status produced from an admit refusal (by
-/// [`WarmUpInterceptor`] or a `From` conversion), so an admit limiter placed inside a
-/// [`ShedLayer`] cannot teach the shedder a false capacity with its instant refusals. Custom
-/// classifiers can check for it too.
+/// [`HttpResponder`] and [`GrpcResponder`] insert it into the extensions of the responses they
+/// build, and every refusal's zero-sized boxed error ([`Refusal::Boxed`]) reports it as its
+/// [`source`](Error::source), so [`is_refusal`] recognises any admit refusal, including the
+/// gRPC statuses made from one. The go-zero classifiers ([`GoZeroHttp`], [`GoZeroGrpc`])
+/// count such responses as failures, so an admit limiter placed inside a [`ShedLayer`] cannot
+/// teach the shedder a false capacity with its instant refusals. Custom classifiers can check
+/// for it too.
 ///
-/// [`GoZeroHttp`]: crate::shed::classify::GoZeroHttp
-/// [`GoZeroGrpc`]: crate::shed::classify::GoZeroGrpc
-/// [`WarmUpInterceptor`]: crate::warmup::WarmUpInterceptor
+/// [`GoZeroHttp`]: crate::middleware::classify::GoZeroHttp
+/// [`GoZeroGrpc`]: crate::middleware::classify::GoZeroGrpc
 /// [`ShedLayer`]: crate::shed::ShedLayer
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Refused;
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("refused by an admit limiter")
+    }
+}
+
+impl Error for Refused {}
+
+/// Whether `error`, or any error in its [`source`](Error::source) chain, is an admit refusal
+/// (see [`Refused`]): the boxed errors of [`BoxErrorResponder`] and the sources of the gRPC
+/// statuses admit builds.
+///
+/// # Example
+///
+/// ```
+/// use admit::respond::{BoxError, is_refusal};
+/// use admit::shed::error::ShedRejection;
+///
+/// let refused: BoxError = Box::new(ShedRejection::new());
+/// assert!(is_refusal(&*refused));
+/// let other: BoxError = "broken pipe".into();
+/// assert!(!is_refusal(&*other));
+/// ```
+pub fn is_refusal(error: &(dyn Error + 'static)) -> bool {
+    let mut current = Some(error);
+    while let Some(error) = current {
+        if error.is::<Refused>() {
+            return true;
+        }
+        current = error.source();
+    }
+    false
+}
 
 /// tower's boxed error type: what [`BoxErrorResponder`] services return.
 pub type BoxError = Box<dyn Error + Send + Sync>;
 
 /// A limiter's refusal of one request, as the layers hand it to a [`Respond`]er.
 ///
-/// Implemented by [`Overloaded`] (the shedder) and [`Rejected`] (the warm-up bucket); write a
-/// responder generic over `Refusal` to serve both layers.
+/// Implemented by [`Overloaded`](crate::shed::Overloaded) (the shedder) and
+/// [`Rejected`](crate::warmup::Rejected) (the warm-up buckets); write a responder generic over
+/// `Refusal` to serve every layer.
 pub trait Refusal: Copy + Error + Send + Sync + 'static {
-    /// The zero-sized error [`BoxErrorResponder`] boxes for this refusal: boxing it allocates
-    /// nothing.
+    /// The zero-sized error [`BoxErrorResponder`] boxes for this refusal (boxing it allocates
+    /// nothing), such as [`ShedRejection`](crate::shed::error::ShedRejection) or
+    /// [`WarmUpRejection`](crate::warmup::error::WarmUpRejection). Its
+    /// [`source`](Error::source) must be [`Refused`], so that [`is_refusal`] recognises it.
     type Boxed: Error + Default + Send + Sync + 'static;
 
-    /// How long the client should wait before trying again (see [`Overloaded::retry_after`]
-    /// and [`Rejected::retry_after`]).
+    /// How long the client should wait before trying again.
     fn retry_after(&self) -> Duration;
 
     /// The [`Retry-After`](https://www.rfc-editor.org/rfc/rfc9110#section-10.2.3) value for this
@@ -97,26 +129,10 @@ pub trait Refusal: Copy + Error + Send + Sync + 'static {
     }
 }
 
-impl Refusal for Overloaded {
-    type Boxed = ShedRejection;
-
-    fn retry_after(&self) -> Duration {
-        Overloaded::retry_after(self)
-    }
-}
-
-impl Refusal for Rejected {
-    type Boxed = WarmUpRejection;
-
-    fn retry_after(&self) -> Duration {
-        Rejected::retry_after(self)
-    }
-}
-
 /// Turns a layer's refusal into what its service returns, and the inner service's errors into
 /// the service's error type.
 ///
-/// `F` is the refusal ([`Overloaded`] or [`Rejected`]), `T` the inner service's response and
+/// `F` is the [`Refusal`], `T` the inner service's response and
 /// `E` its error.
 ///
 /// # Example
@@ -164,11 +180,13 @@ pub trait Respond<F, T, E> {
 }
 
 /// Refusals become errors, tower style: the service's error is a [`BoxError`], and a refusal
-/// is a boxed zero-sized [`ShedRejection`] or [`WarmUpRejection`] (boxing them allocates
-/// nothing). Inner errors are boxed with `Into<BoxError>`.
+/// is the refusal's boxed zero-sized error ([`Refusal::Boxed`]: [`ShedRejection`] or
+/// [`WarmUpRejection`]; boxing them allocates nothing). Inner errors are boxed with
+/// `Into<BoxError>`.
 ///
-/// Test for a refusal with `error.is::<ShedRejection>()`. The boxed error carries no retry
-/// hint; use [`HttpResponder`] or [`GrpcResponder`] to send one.
+/// Test for a refusal with `error.is::<ShedRejection>()`, or for any admit refusal with
+/// [`is_refusal`]. The boxed error carries no retry hint; use [`HttpResponder`] or
+/// [`GrpcResponder`] to send one.
 ///
 /// With axum, answer the error in a `HandleErrorLayer` placed above the layer:
 ///
@@ -216,11 +234,32 @@ impl<F: Refusal, T, E: Into<BoxError>> Respond<F, T, E> for BoxErrorResponder {
 
 #[cfg(test)]
 mod tests {
-    use super::Refusal;
-    use crate::shed::{OverloadReason, Overloaded};
+    use std::time::Duration;
 
-    fn hint(nanos: u64) -> Overloaded {
-        Overloaded::new(OverloadReason::Cpu, nanos)
+    use super::Refusal;
+
+    /// A refusal with a given retry hint.
+    #[derive(Clone, Copy, Debug)]
+    struct Hint(u64);
+
+    impl std::fmt::Display for Hint {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "retry in {} ns", self.0)
+        }
+    }
+
+    impl std::error::Error for Hint {}
+
+    impl Refusal for Hint {
+        type Boxed = super::Refused;
+
+        fn retry_after(&self) -> Duration {
+            Duration::from_nanos(self.0)
+        }
+    }
+
+    fn hint(nanos: u64) -> Hint {
+        Hint(nanos)
     }
 
     #[test]

@@ -4,6 +4,8 @@ use std::error::Error;
 use std::fmt;
 use std::time::Duration;
 
+use crate::signal::Cause;
+
 /// What made the shedder refuse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -14,6 +16,20 @@ pub enum OverloadReason {
     /// The CPU has dropped below the threshold, but less than the cool-off period ago, and
     /// more requests are in flight than the service has shown it can carry.
     CoolOff,
+    /// A signal added with [`ShedderBuilder::signal`](super::ShedderBuilder::signal), by the
+    /// name its [`Cause::Custom`] gives, reports overload, and
+    /// more requests are in flight than the service has shown it can carry.
+    Signal(&'static str),
+}
+
+impl OverloadReason {
+    /// The reason for a refusal while `cause` reports overload.
+    pub(crate) fn of(cause: Cause) -> OverloadReason {
+        match cause {
+            Cause::Cpu => OverloadReason::Cpu,
+            Cause::Custom(name) => OverloadReason::Signal(name),
+        }
+    }
 }
 
 /// The shedder refused a request: the service is overloaded.
@@ -26,7 +42,7 @@ pub enum OverloadReason {
 /// ```
 /// use std::time::Duration;
 /// use admit::clock::ManualClock;
-/// use admit::shed::cpu::ManualCpu;
+/// use admit::signal::cpu::ManualCpu;
 /// use admit::shed::{OverloadReason, Shedder};
 ///
 /// let cpu = ManualCpu::new(0);
@@ -74,13 +90,31 @@ impl fmt::Display for Overloaded {
         match self.reason {
             OverloadReason::Cpu => f.write_str("service overloaded: CPU at or above its threshold"),
             OverloadReason::CoolOff => {
-                f.write_str("service overloaded: cooling off after a CPU overload")
+                f.write_str("service overloaded: cooling off after an overload")
             }
+            OverloadReason::Signal(name) => write!(f, "service overloaded: {name}"),
         }
     }
 }
 
 impl Error for Overloaded {}
+
+#[cfg(feature = "tower")]
+impl crate::respond::Refusal for Overloaded {
+    type Boxed = ShedRejection;
+
+    fn retry_after(&self) -> Duration {
+        Overloaded::retry_after(self)
+    }
+}
+
+/// `RESOURCE_EXHAUSTED` with the retry hint as `grpc-retry-pushback-ms`.
+#[cfg(feature = "tonic")]
+impl From<Overloaded> for tonic::Status {
+    fn from(overloaded: Overloaded) -> tonic::Status {
+        crate::respond::GrpcResponder::default().status(overloaded)
+    }
+}
 
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
@@ -91,12 +125,14 @@ mod rejection {
     use std::error::Error;
     use std::fmt;
 
-    /// The error a [`ShedLayer`](crate::shed::ShedLayer) service returns, boxed, for a request it refused
-    /// (with the default [`BoxErrorResponder`](crate::respond::BoxErrorResponder)).
+    /// The error a [`ShedLayer`](crate::shed::ShedLayer) service returns, boxed, for a request
+    /// it refused (with the default [`BoxErrorResponder`](crate::respond::BoxErrorResponder)).
     ///
     /// It is zero-sized, so boxing it into a [`BoxError`](crate::respond::BoxError) allocates
     /// nothing: shedding stays cheap exactly when the service is overloaded. Test for it with
-    /// `error.is::<ShedRejection>()`. It carries no retry hint; the
+    /// `error.is::<ShedRejection>()`; its [`source`](Error::source) is
+    /// [`Refused`](crate::respond::Refused), like every admit refusal's. It carries no retry
+    /// hint; the
     /// [`HttpResponder`](crate::respond::HttpResponder) and
     /// [`GrpcResponder`](crate::respond::GrpcResponder) send one.
     ///
@@ -134,5 +170,17 @@ mod rejection {
         }
     }
 
-    impl Error for ShedRejection {}
+    impl Error for ShedRejection {
+        fn source(&self) -> Option<&(dyn Error + 'static)> {
+            Some(&crate::respond::Refused)
+        }
+    }
+
+    /// `RESOURCE_EXHAUSTED`, without a pushback (the boxed error carries no retry hint).
+    #[cfg(feature = "tonic")]
+    impl From<ShedRejection> for tonic::Status {
+        fn from(rejection: ShedRejection) -> tonic::Status {
+            crate::respond::rejection_status(rejection)
+        }
+    }
 }

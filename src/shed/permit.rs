@@ -2,23 +2,22 @@
 
 use std::fmt;
 use std::ops::Deref;
-use std::sync::Arc;
 
 use super::Shedder;
+use crate::Shared;
 use crate::clock::Clock;
-use crate::shed::cpu::CpuSignal;
 
 /// What both permit kinds hold: the shedder (borrowed or shared), the admission time, and
 /// whether the request is still open. Ending it records the outcome exactly once; dropping it
 /// open records a failure.
-pub(crate) struct Completion<P: Deref<Target = Shedder<C, S>>, C: Clock, S: CpuSignal> {
+struct Completion<P: Deref<Target = Shedder<C>>, C: Clock> {
     shedder: P,
     admitted_at: u64,
     open: bool,
 }
 
-impl<P: Deref<Target = Shedder<C, S>>, C: Clock, S: CpuSignal> Completion<P, C, S> {
-    pub(crate) fn new(shedder: P, admitted_at: u64) -> Self {
+impl<P: Deref<Target = Shedder<C>>, C: Clock> Completion<P, C> {
+    fn new(shedder: P, admitted_at: u64) -> Self {
         Completion {
             shedder,
             admitted_at,
@@ -27,7 +26,8 @@ impl<P: Deref<Target = Shedder<C, S>>, C: Clock, S: CpuSignal> Completion<P, C, 
     }
 
     /// Ends the request, as passed or failed.
-    pub(crate) fn finish(mut self, passed: bool) {
+    #[inline]
+    fn finish(mut self, passed: bool) {
         self.open = false;
         self.shedder.complete(self.admitted_at, passed);
     }
@@ -39,13 +39,7 @@ impl<P: Deref<Target = Shedder<C, S>>, C: Clock, S: CpuSignal> Completion<P, C, 
     }
 }
 
-impl<P: Deref<Target = Shedder<C, S>>, C: Clock, S: CpuSignal> fmt::Debug for Completion<P, C, S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.debug(f, "Permit")
-    }
-}
-
-impl<P: Deref<Target = Shedder<C, S>>, C: Clock, S: CpuSignal> Drop for Completion<P, C, S> {
+impl<P: Deref<Target = Shedder<C>>, C: Clock> Drop for Completion<P, C> {
     fn drop(&mut self) {
         if self.open {
             self.shedder.complete(self.admitted_at, false);
@@ -61,10 +55,10 @@ impl<P: Deref<Target = Shedder<C, S>>, C: Clock, S: CpuSignal> Drop for Completi
 /// failures and cancellations just end the request. Use [`Shedder::allow_owned`] for a permit
 /// that can move into a future or another thread.
 #[must_use = "dropping a permit at once counts the request as failed"]
-pub struct Permit<'a, C: Clock, S: CpuSignal>(Completion<&'a Shedder<C, S>, C, S>);
+pub struct Permit<'a, C: Clock>(Completion<&'a Shedder<C>, C>);
 
-impl<'a, C: Clock, S: CpuSignal> Permit<'a, C, S> {
-    pub(crate) fn new(shedder: &'a Shedder<C, S>, admitted_at: u64) -> Self {
+impl<'a, C: Clock> Permit<'a, C> {
+    pub(crate) fn new(shedder: &'a Shedder<C>, admitted_at: u64) -> Self {
         Permit(Completion::new(shedder, admitted_at))
     }
 
@@ -80,20 +74,21 @@ impl<'a, C: Clock, S: CpuSignal> Permit<'a, C, S> {
     }
 }
 
-impl<C: Clock, S: CpuSignal> fmt::Debug for Permit<'_, C, S> {
+impl<C: Clock> fmt::Debug for Permit<'_, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.debug(f, "Permit")
     }
 }
 
-/// An admitted request holding its [`Shedder`] by `Arc`: `'static`, so it can move into a
-/// spawned task or a response future. Otherwise exactly a [`Permit`]: [`pass`](Self::pass),
-/// [`fail`](Self::fail), and dropping it counts as a failure.
+/// An admitted request holding its [`Shedder`] by [`Shared`] handle (an `Arc`, or a `&'static`
+/// reference): `'static`, so it can move into a spawned task or a response future. Otherwise
+/// exactly a [`Permit`]: [`pass`](Self::pass), [`fail`](Self::fail), and dropping it counts as a
+/// failure.
 #[must_use = "dropping a permit at once counts the request as failed"]
-pub struct OwnedPermit<C: Clock, S: CpuSignal>(Completion<Arc<Shedder<C, S>>, C, S>);
+pub struct OwnedPermit<C: Clock + 'static>(Completion<Shared<Shedder<C>>, C>);
 
-impl<C: Clock, S: CpuSignal> OwnedPermit<C, S> {
-    pub(crate) fn new(shedder: Arc<Shedder<C, S>>, admitted_at: u64) -> Self {
+impl<C: Clock + 'static> OwnedPermit<C> {
+    pub(crate) fn new(shedder: Shared<Shedder<C>>, admitted_at: u64) -> Self {
         OwnedPermit(Completion::new(shedder, admitted_at))
     }
 
@@ -108,12 +103,21 @@ impl<C: Clock, S: CpuSignal> OwnedPermit<C, S> {
     }
 
     /// The shedder this permit belongs to.
-    pub fn shedder(&self) -> &Arc<Shedder<C, S>> {
+    pub fn shedder(&self) -> &Shared<Shedder<C>> {
         &self.0.shedder
     }
 }
 
-impl<C: Clock, S: CpuSignal> fmt::Debug for OwnedPermit<C, S> {
+/// The layer's verdict: [`Pass`](crate::middleware::Outcome::Pass) passes, anything else fails.
+#[cfg(feature = "tower")]
+impl<C: Clock + 'static> crate::middleware::Finish for OwnedPermit<C> {
+    #[inline]
+    fn finish(self, outcome: crate::middleware::Outcome) {
+        self.0.finish(outcome == crate::middleware::Outcome::Pass);
+    }
+}
+
+impl<C: Clock + 'static> fmt::Debug for OwnedPermit<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.debug(f, "OwnedPermit")
     }

@@ -18,7 +18,7 @@
 //! (a pass count whose latency is not yet in the latency sum) writes the higher index first:
 //! whoever reads the lower index's new value then reads the higher one's too.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 /// How many counters a bucket holds.
 pub(crate) const COUNTERS: usize = 3;
@@ -97,13 +97,13 @@ impl RollingWindow {
     /// Adds a pass and its latency to `epoch`'s bucket: the latency sum ([`LATENCY_SUM`]) first,
     /// then the pass count ([`PASSES`]), so that a reader never sees a pass without its latency.
     ///
-    /// [`LATENCY_SUM`]: super::LATENCY_SUM
-    /// [`PASSES`]: super::PASSES
+    /// [`LATENCY_SUM`]: super::shedder::LATENCY_SUM
+    /// [`PASSES`]: super::shedder::PASSES
     #[inline]
     pub(crate) fn add_pass(&self, epoch: u64, latency: u64) {
         let bucket = self.bucket(epoch);
-        self.add_to(bucket, epoch, super::LATENCY_SUM, latency);
-        self.add_to(bucket, epoch, super::PASSES, 1);
+        self.add_to(bucket, epoch, super::shedder::LATENCY_SUM, latency);
+        self.add_to(bucket, epoch, super::shedder::PASSES, 1);
     }
 
     /// Whether tag `held` is a later epoch than `own`: a later epoch in the same bucket is a

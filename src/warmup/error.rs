@@ -71,6 +71,40 @@ impl fmt::Display for Rejected {
 
 impl Error for Rejected {}
 
+#[cfg(feature = "tower")]
+impl crate::respond::Refusal for Rejected {
+    type Boxed = WarmUpRejection;
+
+    fn retry_after(&self) -> Duration {
+        Rejected::retry_after(self)
+    }
+}
+
+/// `RESOURCE_EXHAUSTED` with the retry hint as `grpc-retry-pushback-ms`.
+#[cfg(feature = "tonic")]
+impl From<Rejected> for tonic::Status {
+    fn from(rejected: Rejected) -> tonic::Status {
+        crate::respond::GrpcResponder::default().status(rejected)
+    }
+}
+
+/// `RESOURCE_EXHAUSTED`; for a request that can never fit, with a pushback of −1 ("do not
+/// retry").
+#[cfg(feature = "tonic")]
+impl From<AcquireError> for tonic::Status {
+    fn from(error: AcquireError) -> tonic::Status {
+        match error {
+            AcquireError::Rejected(rejected) => rejected.into(),
+            AcquireError::ExceedsCapacity { .. } => crate::respond::status(
+                tonic::Code::ResourceExhausted,
+                error.to_string(),
+                Some(-1),
+                std::sync::Arc::new(WarmUpRejection::new()),
+            ),
+        }
+    }
+}
+
 /// Why [`WarmUp::try_acquire_n`](super::WarmUp::try_acquire_n) did not pass.
 ///
 /// # Example
@@ -156,7 +190,9 @@ mod rejection {
     /// refused (with the default [`BoxErrorResponder`](crate::respond::BoxErrorResponder)).
     ///
     /// It is zero-sized, so boxing it into a [`BoxError`](crate::respond::BoxError) allocates
-    /// nothing. Test for it with `error.is::<WarmUpRejection>()`. It carries no retry hint; the
+    /// nothing. Test for it with `error.is::<WarmUpRejection>()`; its
+    /// [`source`](Error::source) is [`Refused`](crate::respond::Refused), like every admit
+    /// refusal's. It carries no retry hint; the
     /// [`HttpResponder`](crate::respond::HttpResponder) and
     /// [`GrpcResponder`](crate::respond::GrpcResponder) send one.
     ///
@@ -194,5 +230,17 @@ mod rejection {
         }
     }
 
-    impl Error for WarmUpRejection {}
+    impl Error for WarmUpRejection {
+        fn source(&self) -> Option<&(dyn Error + 'static)> {
+            Some(&crate::respond::Refused)
+        }
+    }
+
+    /// `RESOURCE_EXHAUSTED`, without a pushback (the boxed error carries no retry hint).
+    #[cfg(feature = "tonic")]
+    impl From<WarmUpRejection> for tonic::Status {
+        fn from(rejection: WarmUpRejection) -> tonic::Status {
+            crate::respond::rejection_status(rejection)
+        }
+    }
 }

@@ -1,16 +1,16 @@
 //! The warm-up bucket as a tonic [`Interceptor`].
 
 use std::fmt;
-use std::sync::Arc;
 
 use tonic::service::Interceptor;
 use tonic::{Code, Request, Status};
 
-use super::WarmUp;
-use crate::clock::{Clock, MonotonicClock};
+use super::{Rejected, WarmUp};
+use crate::Shared;
+use crate::middleware::{IntoShared, Limiter};
 use crate::respond::GrpcResponder;
 
-/// A tonic [`Interceptor`] that takes one permit from a [`WarmUp`] limiter per call and refuses
+/// A tonic [`Interceptor`] that takes one permit from a warm-up bucket `B` per call and refuses
 /// calls beyond the limit with `RESOURCE_EXHAUSTED` (or another code) and
 /// `grpc-retry-pushback-ms`.
 ///
@@ -35,17 +35,17 @@ use crate::respond::GrpcResponder;
 /// // ….serve(address).await?
 /// # Ok::<(), admit::ConfigError>(())
 /// ```
-pub struct WarmUpInterceptor<C = MonotonicClock> {
-    limiter: Arc<WarmUp<C>>,
+pub struct WarmUpInterceptor<B: 'static = WarmUp> {
+    limiter: Shared<B>,
     responder: GrpcResponder,
 }
 
-impl<C: Clock> WarmUpInterceptor<C> {
-    /// An interceptor applying `limiter` (a [`WarmUp`] or an `Arc` of one), refusing with
-    /// `RESOURCE_EXHAUSTED`.
-    pub fn new(limiter: impl Into<Arc<WarmUp<C>>>) -> Self {
+impl<B: Limiter<Permit = (), Refusal = Rejected>> WarmUpInterceptor<B> {
+    /// An interceptor applying `limiter` (a warm-up bucket, an `Arc` of one or a `&'static`
+    /// one), refusing with `RESOURCE_EXHAUSTED`.
+    pub fn new(limiter: impl IntoShared<B>) -> Self {
         WarmUpInterceptor {
-            limiter: limiter.into(),
+            limiter: limiter.into_shared(),
             responder: GrpcResponder::resource_exhausted(),
         }
     }
@@ -60,21 +60,21 @@ impl<C: Clock> WarmUpInterceptor<C> {
     }
 
     /// The limiter.
-    pub fn limiter(&self) -> &Arc<WarmUp<C>> {
+    pub fn limiter(&self) -> &Shared<B> {
         &self.limiter
     }
 }
 
-impl<C: Clock> Interceptor for WarmUpInterceptor<C> {
+impl<B: Limiter<Permit = (), Refusal = Rejected>> Interceptor for WarmUpInterceptor<B> {
     fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
-        match self.limiter.try_acquire() {
+        match B::admit(&self.limiter) {
             Ok(()) => Ok(request),
             Err(rejected) => Err(self.responder.status(rejected)),
         }
     }
 }
 
-impl<C> Clone for WarmUpInterceptor<C> {
+impl<B: 'static> Clone for WarmUpInterceptor<B> {
     fn clone(&self) -> Self {
         WarmUpInterceptor {
             limiter: self.limiter.clone(),
@@ -83,7 +83,7 @@ impl<C> Clone for WarmUpInterceptor<C> {
     }
 }
 
-impl<C> fmt::Debug for WarmUpInterceptor<C> {
+impl<B: fmt::Debug + 'static> fmt::Debug for WarmUpInterceptor<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WarmUpInterceptor")
             .field("limiter", &self.limiter)

@@ -177,16 +177,9 @@
 
 mod curve;
 pub mod error;
-#[cfg(feature = "tower")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
-pub mod future;
 #[cfg(feature = "tonic")]
 mod interceptor;
-#[cfg(feature = "tower")]
-mod layer;
 mod sentinel;
-#[cfg(feature = "tower")]
-mod service;
 mod smooth;
 
 use std::fmt;
@@ -198,17 +191,54 @@ pub use self::error::{AcquireError, Rejected};
 #[cfg(feature = "tonic")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
 pub use self::interceptor::WarmUpInterceptor;
-#[cfg(feature = "tower")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
-pub use self::layer::WarmUpLayer;
 use self::sentinel::SentinelWindow;
-#[cfg(feature = "tower")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
-pub use self::service::WarmUpService;
 pub use self::smooth::Payment;
 use self::smooth::SmoothBucket;
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
+
+/// [`AdmitLayer`](crate::middleware::AdmitLayer) applying a warm-up bucket `B`: each request
+/// takes one permit, and requests beyond the limit in force are refused before they reach the
+/// service.
+///
+/// `WarmUpLayer::new(limiter)` takes a [`WarmUp`], an `Arc` of one or a `&'static` one;
+/// [`http`](crate::middleware::AdmitLayer::http) answers refusals with 503 and `Retry-After`,
+/// [`grpc`](crate::middleware::AdmitLayer::grpc) with `RESOURCE_EXHAUSTED` (for tonic,
+/// [`WarmUpInterceptor`] works too). A warm-up bucket learns nothing from outcomes, so the
+/// classifier `K` is ignored. See [`AdmitLayer`](crate::middleware::AdmitLayer) for the
+/// behaviour.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use axum::{Router, body::Body, routing::get};
+/// use admit::warmup::{WarmUp, WarmUpLayer};
+/// use tower::ServiceExt;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // 3 requests per second once warm, 1 per second while cold.
+/// let limiter = WarmUp::builder(3.0).warm_up_period(Duration::from_secs(30)).build()?;
+/// let app: Router = Router::new()
+///     .route("/", get(|| async { "hello" }))
+///     .layer(WarmUpLayer::new(limiter).http());
+///
+/// let admitted = app.clone().oneshot(http::Request::new(Body::empty())).await?;
+/// assert_eq!(admitted.status(), 200);
+/// let refused = app.oneshot(http::Request::new(Body::empty())).await?;
+/// assert_eq!(refused.status(), 503);
+/// assert!(refused.headers().contains_key("retry-after"));
+/// # Ok(())
+/// # }
+/// ```
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub type WarmUpLayer<
+    B = WarmUp,
+    R = crate::respond::BoxErrorResponder,
+    K = crate::middleware::classify::ErrorsPass,
+> = crate::middleware::AdmitLayer<B, K, R>;
 
 /// The default [burst](WarmUpBuilder::burst): one second, the span Sentinel's rolling window
 /// and governor's default quota admit at once.
@@ -719,6 +749,18 @@ impl<C> WarmUp<C> {
             Engine::Sentinel(_) => Profile::SentinelExact,
             Engine::Smooth(_) => Profile::Smooth,
         }
+    }
+}
+
+/// The bucket in the tower glue: one permit per request, nothing held afterwards.
+#[cfg(feature = "tower")]
+impl<C: Clock + 'static> crate::middleware::Limiter for WarmUp<C> {
+    type Permit = ();
+    type Refusal = Rejected;
+
+    #[inline]
+    fn admit(this: &crate::Shared<Self>) -> Result<(), Rejected> {
+        this.try_acquire()
     }
 }
 

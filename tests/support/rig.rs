@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit::shed::cpu::ManualCpu;
 use admit::shed::{OwnedPermit, Shedder};
+use admit::signal::cpu::ManualCpu;
 
 /// The shedder every test drives: manual time, manual CPU.
-pub type TestShedder = Shedder<ManualClock, ManualCpu>;
+pub type TestShedder = Shedder<ManualClock>;
 
 /// A shedder with its manual clock and CPU (clones share their state with the shedder's).
 pub struct Rig {
@@ -46,7 +46,7 @@ impl Rig {
     /// for as long as the overload should last.
     ///
     /// Adds 5 to `passed` and leaves 15 in flight.
-    pub fn force_overload(&self) -> Vec<OwnedPermit<ManualClock, ManualCpu>> {
+    pub fn force_overload(&self) -> Vec<OwnedPermit<ManualClock>> {
         let mut held: Vec<_> = (0..20)
             .map(|i| {
                 self.shedder

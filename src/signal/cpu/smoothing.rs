@@ -48,7 +48,7 @@ impl Default for Smoothing {
 ///
 /// ```
 /// use std::time::Duration;
-/// use admit::shed::cpu::{Smoother, Smoothing};
+/// use admit::signal::cpu::{Smoother, Smoothing};
 ///
 /// let tick = Duration::from_millis(250);
 /// let mut go_zero = Smoother::new(Smoothing::GoZero);

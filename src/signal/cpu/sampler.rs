@@ -112,7 +112,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// # Example
 ///
 /// ```
-/// use admit::shed::cpu::{CpuSignal, Smoothing, SystemCpu};
+/// use admit::signal::cpu::{CpuSignal, Smoothing, SystemCpu};
 ///
 /// let cpu = SystemCpu::with_smoothing(Smoothing::GoZero);
 /// // `None` until the first 250 ms measurement, then the go-zero average in ‰.

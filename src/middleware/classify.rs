@@ -1,4 +1,4 @@
-//! Deciding whether a request the [`ShedLayer`](super::ShedLayer) admitted passed or failed.
+//! Deciding whether a request a layer admitted passed or failed.
 //!
 //! Only passes teach the shedder what the service can carry: their count is its throughput and
 //! their latency its response time. A request that failed because the service was struggling
@@ -20,7 +20,7 @@
 //!
 //! ```
 //! use std::convert::Infallible;
-//! use admit::shed::classify::Outcome;
+//! use admit::middleware::Outcome;
 //! use admit::shed::{ShedLayer, Shedder};
 //!
 //! // Every 5xx fails, not only 503.
@@ -114,7 +114,7 @@ impl<B, E> Classify<http::Response<B>, E> for GoZeroHttp {
 /// further in fails too: a response marked [`Refused`](crate::respond::Refused) or, with the
 /// `tonic` feature, one carrying a `tonic::Status` made from an admit refusal, such as a
 /// [`WarmUpInterceptor`](crate::warmup::WarmUpInterceptor)'s. tonic's `Server::layer` puts a
-/// process-wide [`ShedLayer`](super::ShedLayer) outside every service's interceptors, and
+/// process-wide [`ShedLayer`](crate::shed::ShedLayer) outside every service's interceptors, and
 /// without this their instant refusals would count as fast successful calls.
 ///
 /// Only the response head is inspected: a handler's error (tonic sends it in the head, as a
@@ -156,7 +156,8 @@ fn refused_by_admit<B>(response: &http::Response<B>) -> bool {
     #[cfg(feature = "tonic")]
     if extensions
         .get::<tonic::Status>()
-        .is_some_and(crate::respond::grpc_is_refusal)
+        .and_then(std::error::Error::source)
+        .is_some_and(crate::respond::is_refusal)
     {
         return true;
     }

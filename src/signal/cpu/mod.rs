@@ -1,4 +1,4 @@
-//! How loaded the CPU is: the signal that arms the shedder.
+//! How loaded the CPU is: go-zero's overload signal.
 //!
 //! A [`CpuSignal`] reports load in permille (‰) of the CPU the process may use, `0..=1000`, or
 //! `None` when it cannot tell. The shedder treats `None` as "not overloaded" and shows it in
@@ -28,6 +28,7 @@
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod linux;
+mod overload;
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 mod portable;
 mod sampler;
@@ -37,6 +38,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+pub use self::overload::CpuOverload;
 pub use self::sampler::{CpuSource, SystemCpu};
 pub use self::smoothing::{Smoother, Smoothing};
 
@@ -49,7 +51,7 @@ pub use self::smoothing::{Smoother, Smoothing};
 /// # Example
 ///
 /// ```
-/// use admit::shed::cpu::CpuSignal;
+/// use admit::signal::cpu::CpuSignal;
 ///
 /// // A closure is a signal.
 /// let always_busy = || Some(1000);
@@ -92,7 +94,7 @@ fn decode(word: u32) -> Option<u32> {
 /// # Example
 ///
 /// ```
-/// use admit::shed::cpu::{CpuSignal, ManualCpu};
+/// use admit::signal::cpu::{CpuSignal, ManualCpu};
 ///
 /// let cpu = ManualCpu::new(300);
 /// let shared = cpu.clone();

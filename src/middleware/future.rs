@@ -1,0 +1,105 @@
+//! The response future of [`AdmitService`](super::AdmitService).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use pin_project_lite::pin_project;
+
+use super::Limiter;
+use super::classify::Classify;
+use super::limiter::Finish;
+use crate::respond::Respond;
+
+pin_project! {
+    /// The response future of [`AdmitService`](super::AdmitService): the inner service's future
+    /// holding the request's permit, or the answer to a refused request.
+    ///
+    /// Dropping it before it completes ends the request as cancelled.
+    pub struct ResponseFuture<F, L: Limiter, K, R> {
+        #[pin]
+        state: State<F, L, K, R>,
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F, L: Limiter, K, R> {
+        Admitted {
+            #[pin]
+            future: F,
+            // `None` once the outcome is recorded.
+            permit: Option<L::Permit>,
+            classifier: K,
+        },
+        Refused {
+            refusal: L::Refusal,
+            responder: R,
+        },
+    }
+}
+
+impl<F, L: Limiter, K, R> ResponseFuture<F, L, K, R> {
+    pub(crate) fn admitted(future: F, permit: L::Permit, classifier: K) -> Self {
+        ResponseFuture {
+            state: State::Admitted {
+                future,
+                permit: Some(permit),
+                classifier,
+            },
+        }
+    }
+
+    pub(crate) fn refused(refusal: L::Refusal, responder: R) -> Self {
+        ResponseFuture {
+            state: State::Refused { refusal, responder },
+        }
+    }
+}
+
+impl<F, T, E, L, K, R> Future for ResponseFuture<F, L, K, R>
+where
+    F: Future<Output = Result<T, E>>,
+    L: Limiter,
+    K: Classify<T, E>,
+    R: Respond<L::Refusal, T, E>,
+{
+    type Output = Result<T, R::Error>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            StateProj::Admitted {
+                future,
+                permit,
+                classifier,
+            } => {
+                let result = ready!(future.poll(cx));
+                if let Some(permit) = permit.take() {
+                    permit.finish(classifier.classify(result.as_ref()));
+                }
+                Poll::Ready(result.map_err(R::inner_error))
+            }
+            StateProj::Refused { refusal, responder } => Poll::Ready(responder.respond(*refusal)),
+        }
+    }
+}
+
+impl<F, L: Limiter, K, R> fmt::Debug for ResponseFuture<F, L, K, R>
+where
+    L::Permit: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.state {
+            State::Admitted { permit, .. } => f
+                .debug_struct("ResponseFuture::Admitted")
+                .field("permit", permit)
+                .finish_non_exhaustive(),
+            State::Refused { refusal, .. } => f
+                .debug_struct("ResponseFuture::Refused")
+                .field("refusal", refusal)
+                .finish_non_exhaustive(),
+        }
+    }
+}

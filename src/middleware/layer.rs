@@ -1,0 +1,163 @@
+//! The tower [`Layer`].
+
+use std::fmt;
+
+use tower_layer::Layer;
+
+use super::classify::ErrorsPass;
+use super::service::AdmitService;
+use super::{IntoShared, Limiter};
+use crate::Shared;
+use crate::respond::BoxErrorResponder;
+
+/// Applies a [`Limiter`] to a tower service: requests the limiter refuses never reach the
+/// service. [`ShedLayer`](crate::shed::ShedLayer) and [`WarmUpLayer`](crate::warmup::WarmUpLayer)
+/// are this layer with a [`Shedder`](crate::shed::Shedder) or a warm-up bucket.
+///
+/// The layer holds a limiter created before it, in an `Arc` or as a `&'static` reference
+/// ([`Shared`]): every service it produces, and every clone of them, shares that one limiter.
+/// This matters because axum's `Router::layer` calls [`Layer::layer`] again for every
+/// connection (under `axum::serve`) or even every request (when the router is itself used as a
+/// service, for example wrapped in another layer or nested), and tonic and hyper clone services
+/// per connection: state kept per service would limit nothing. (tower's own
+/// `ConcurrencyLimitLayer` makes a new semaphore in each `layer` call and is caught by exactly
+/// this.)
+///
+/// Each request is decided in `call`; `poll_ready` only forwards the inner service's
+/// readiness, so idle connections hold nothing. An admitted request holds the limiter's permit
+/// in the response future until the inner service answers; the [classifier](Self::classify)
+/// then records a pass or a failure (limiters that learn nothing from outcomes, such as the
+/// warm-up buckets, ignore it). Dropping the future first (a disconnected client, a timeout
+/// further out) ends the request as cancelled. The admitted path allocates nothing.
+///
+/// What a refused request gets depends on the [responder](crate::respond):
+///
+/// - by default the service's error becomes a [`BoxError`](crate::respond::BoxError) holding
+///   the refusal's zero-sized error ([`ShedRejection`](crate::shed::error::ShedRejection),
+///   [`WarmUpRejection`](crate::warmup::error::WarmUpRejection));
+/// - [`http`](Self::http) answers `503 Service Unavailable` with `Retry-After` itself;
+/// - [`grpc`](Self::grpc) answers a `RESOURCE_EXHAUSTED` status with `grpc-retry-pushback-ms`.
+///
+/// # Example
+///
+/// ```
+/// use std::sync::Arc;
+/// use axum::{Router, body::Body, routing::get};
+/// use admit::shed::{ShedLayer, Shedder};
+/// use tower::ServiceExt;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let shedder = Arc::new(Shedder::builder().build()?);
+/// let app: Router = Router::new()
+///     .route("/", get(|| async { "hello" }))
+///     .layer(ShedLayer::new(shedder.clone()).http());
+///
+/// let response = app.oneshot(http::Request::new(Body::empty())).await?;
+/// assert_eq!(response.status(), 200);
+/// // The same shedder, for metrics: the request has completed and passed.
+/// assert_eq!(shedder.snapshot().passed, 1);
+/// # Ok(())
+/// # }
+/// ```
+pub struct AdmitLayer<L: 'static, K = ErrorsPass, R = BoxErrorResponder> {
+    limiter: Shared<L>,
+    classifier: K,
+    responder: R,
+}
+
+impl<L: Limiter> AdmitLayer<L> {
+    /// A layer applying `limiter`: the limiter, an `Arc` of it, or a `&'static` one (which
+    /// saves two atomic operations per request when permits hold the limiter; see [`Shared`]).
+    /// Admitted requests pass ([`ErrorsPass`]) and refusals are boxed errors
+    /// ([`BoxErrorResponder`]).
+    pub fn new(limiter: impl IntoShared<L>) -> Self {
+        AdmitLayer {
+            limiter: limiter.into_shared(),
+            classifier: ErrorsPass,
+            responder: BoxErrorResponder,
+        }
+    }
+}
+
+impl<L: 'static, K, R> AdmitLayer<L, K, R> {
+    /// Decide with `classifier` whether an admitted request passed or failed (see
+    /// [`classify`](super::classify)).
+    pub fn classify<K2>(self, classifier: K2) -> AdmitLayer<L, K2, R> {
+        AdmitLayer {
+            limiter: self.limiter,
+            classifier,
+            responder: self.responder,
+        }
+    }
+
+    /// Answer refused requests with `responder` (see [`respond`](crate::respond)).
+    pub fn respond_with<R2>(self, responder: R2) -> AdmitLayer<L, K, R2> {
+        AdmitLayer {
+            limiter: self.limiter,
+            classifier: self.classifier,
+            responder,
+        }
+    }
+
+    /// For HTTP services, as go-zero's REST server: refusals are answered with an empty
+    /// `503 Service Unavailable` and `Retry-After`
+    /// ([`HttpResponder`](crate::respond::HttpResponder)), and admitted requests answered with
+    /// 503 fail ([`GoZeroHttp`](super::classify::GoZeroHttp)). For a per-client limiter,
+    /// answer 429 with `respond_with(HttpResponder::too_many_requests())` instead.
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+    pub fn http(self) -> AdmitLayer<L, super::classify::GoZeroHttp, crate::respond::HttpResponder> {
+        self.classify(super::classify::GoZeroHttp)
+            .respond_with(crate::respond::HttpResponder::service_unavailable())
+    }
+
+    /// For tonic servers, as go-zero's zRPC server: refusals are answered with
+    /// `RESOURCE_EXHAUSTED` and `grpc-retry-pushback-ms`
+    /// ([`GrpcResponder`](crate::respond::GrpcResponder)), and admitted requests answered with
+    /// `DEADLINE_EXCEEDED` fail ([`GoZeroGrpc`](super::classify::GoZeroGrpc)).
+    #[cfg(feature = "tonic")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
+    pub fn grpc(self) -> AdmitLayer<L, super::classify::GoZeroGrpc, crate::respond::GrpcResponder> {
+        self.classify(super::classify::GoZeroGrpc)
+            .respond_with(crate::respond::GrpcResponder::resource_exhausted())
+    }
+
+    /// The limiter every service from this layer shares.
+    pub fn limiter(&self) -> &Shared<L> {
+        &self.limiter
+    }
+}
+
+impl<Svc, L: Limiter, K: Clone, R: Clone> Layer<Svc> for AdmitLayer<L, K, R> {
+    type Service = AdmitService<Svc, L, K, R>;
+
+    fn layer(&self, inner: Svc) -> Self::Service {
+        AdmitService::new(
+            inner,
+            self.limiter.clone(),
+            self.classifier.clone(),
+            self.responder.clone(),
+        )
+    }
+}
+
+impl<L: 'static, K: Clone, R: Clone> Clone for AdmitLayer<L, K, R> {
+    fn clone(&self) -> Self {
+        AdmitLayer {
+            limiter: self.limiter.clone(),
+            classifier: self.classifier.clone(),
+            responder: self.responder.clone(),
+        }
+    }
+}
+
+impl<L: fmt::Debug + 'static, K: fmt::Debug, R: fmt::Debug> fmt::Debug for AdmitLayer<L, K, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AdmitLayer")
+            .field("limiter", &self.limiter)
+            .field("classifier", &self.classifier)
+            .field("responder", &self.responder)
+            .finish()
+    }
+}

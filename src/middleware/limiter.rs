@@ -1,0 +1,101 @@
+//! What the middleware needs from a limiter.
+
+use super::classify::Outcome;
+use crate::Shared;
+use crate::respond::Refusal;
+
+/// A limiter that [`AdmitLayer`](super::AdmitLayer) can apply to every request: it decides,
+/// an admitted request holds a [`Permit`](Limiter::Permit) until the inner service answers,
+/// and the permit then records the request's [`Outcome`].
+///
+/// Implemented by [`Shedder`](crate::shed::Shedder) (its permit records a pass or a failure)
+/// and [`WarmUp`](crate::warmup::WarmUp) (its permit holds nothing).
+/// Implement it for a limiter of your own to get the same tower glue.
+///
+/// # Example
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use admit::Shared;
+/// use admit::middleware::{AdmitLayer, Limiter};
+/// use admit::shed::Overloaded;
+///
+/// /// Counts the requests it sees and refuses none.
+/// #[derive(Debug, Default)]
+/// struct Counter(AtomicU64);
+///
+/// impl Limiter for Counter {
+///     type Permit = ();
+///     type Refusal = Overloaded;
+///
+///     fn admit(this: &Shared<Self>) -> Result<(), Overloaded> {
+///         this.0.fetch_add(1, Ordering::Relaxed);
+///         Ok(())
+///     }
+/// }
+///
+/// let layer = AdmitLayer::new(Counter::default());
+/// # let _ = layer;
+/// ```
+pub trait Limiter: Send + Sync + 'static {
+    /// What an admitted request holds until its response is ready. Finished with the
+    /// request's outcome, or dropped unfinished when the request is cancelled.
+    type Permit: Finish;
+    /// Why a request was refused.
+    type Refusal: Refusal;
+
+    /// Decides a request arriving now. `this` is the shared handle, so a permit can keep the
+    /// limiter alive (a clone of the `Arc`, or the `&'static` reference).
+    ///
+    /// # Errors
+    ///
+    /// The refusal, answered by the layer's [responder](crate::respond).
+    fn admit(this: &Shared<Self>) -> Result<Self::Permit, Self::Refusal>
+    where
+        Self: Sized;
+}
+
+/// An admitted request's hold on its limiter.
+///
+/// Dropping it unfinished ends the request as cancelled (for the shedder, a failure).
+pub trait Finish {
+    /// Ends the request with `outcome`.
+    fn finish(self, outcome: Outcome);
+}
+
+/// Nothing to release: limiters that decide once and record nothing afterwards.
+impl Finish for () {
+    #[inline]
+    fn finish(self, _outcome: Outcome) {}
+}
+
+/// What [`AdmitLayer::new`](super::AdmitLayer::new) accepts: a limiter, an `Arc` of one, or a
+/// `&'static` one (see [`Shared`]).
+pub trait IntoShared<L: Limiter> {
+    /// The shared handle.
+    fn into_shared(self) -> Shared<L>;
+}
+
+impl<L: Limiter> IntoShared<L> for L {
+    fn into_shared(self) -> Shared<L> {
+        Shared::from(self)
+    }
+}
+
+impl<L: Limiter> IntoShared<L> for std::sync::Arc<L> {
+    fn into_shared(self) -> Shared<L> {
+        Shared::Arc(self)
+    }
+}
+
+impl<L: Limiter> IntoShared<L> for &'static L {
+    fn into_shared(self) -> Shared<L> {
+        Shared::Static(self)
+    }
+}
+
+impl<L: Limiter> IntoShared<L> for Shared<L> {
+    fn into_shared(self) -> Shared<L> {
+        self
+    }
+}

@@ -1,0 +1,26 @@
+//! The tower glue every admit limiter shares: one layer, one service, one response future.
+//!
+//! A [`Limiter`] decides each request in `call`; an admitted request holds the limiter's
+//! permit in the [`ResponseFuture`] until the inner service answers, when a [classifier](classify)
+//! turns the answer into an [`Outcome`] the permit records; a refusal is answered by a
+//! [responder](crate::respond). [`ShedLayer`](crate::shed::ShedLayer) and
+//! [`WarmUpLayer`](crate::warmup::WarmUpLayer) are [`AdmitLayer`] with admit's limiters.
+//!
+//! | piece | role |
+//! |---|---|
+//! | [`AdmitLayer`] | holds the [`Shared`](crate::Shared) limiter, the classifier and the responder |
+//! | [`AdmitService`] | decides in `call`, forwards `poll_ready` without reserving anything |
+//! | [`ResponseFuture`] | holds the permit; finishes it with the outcome, or as cancelled when dropped |
+//! | [`Limiter`], [`Finish`] | what a limiter implements to be applied per request |
+
+pub mod classify;
+mod future;
+mod layer;
+mod limiter;
+mod service;
+
+pub use self::classify::{Classify, Outcome};
+pub use self::future::ResponseFuture;
+pub use self::layer::AdmitLayer;
+pub use self::limiter::{Finish, IntoShared, Limiter};
+pub use self::service::AdmitService;

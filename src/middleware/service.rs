@@ -1,0 +1,109 @@
+//! The service [`AdmitLayer`](super::AdmitLayer) produces.
+
+use std::fmt;
+use std::task::{Context, Poll};
+
+use tower_service::Service;
+
+use super::classify::Classify;
+use super::future::ResponseFuture;
+use super::{IntoShared, Limiter};
+use crate::Shared;
+use crate::respond::Respond;
+
+/// A service behind a [`Limiter`]: made by [`AdmitLayer`](super::AdmitLayer), whose docs
+/// describe its behaviour.
+///
+/// Cloning it is cheap and the clone shares the limiter.
+pub struct AdmitService<Svc, L: 'static, K, R> {
+    inner: Svc,
+    limiter: Shared<L>,
+    classifier: K,
+    responder: R,
+}
+
+impl<Svc, L: Limiter, K, R> AdmitService<Svc, L, K, R> {
+    /// Wraps `inner` with `limiter`, deciding outcomes with `classifier` and answering
+    /// refusals with `responder`. [`AdmitLayer`](super::AdmitLayer) is the usual way to make one.
+    pub fn new(inner: Svc, limiter: impl IntoShared<L>, classifier: K, responder: R) -> Self {
+        AdmitService {
+            inner,
+            limiter: limiter.into_shared(),
+            classifier,
+            responder,
+        }
+    }
+
+    /// The limiter.
+    pub fn limiter(&self) -> &Shared<L> {
+        &self.limiter
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &Svc {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut Svc {
+        &mut self.inner
+    }
+
+    /// Unwraps the inner service.
+    pub fn into_inner(self) -> Svc {
+        self.inner
+    }
+}
+
+impl<Svc, Req, L, K, R> Service<Req> for AdmitService<Svc, L, K, R>
+where
+    Svc: Service<Req>,
+    L: Limiter,
+    K: Classify<Svc::Response, Svc::Error> + Clone,
+    R: Respond<L::Refusal, Svc::Response, Svc::Error> + Clone,
+{
+    type Response = Svc::Response;
+    type Error = R::Error;
+    type Future = ResponseFuture<Svc::Future, L, K, R>;
+
+    /// The inner service's readiness. Reserves nothing: the limiter decides in `call`.
+    #[inline]
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(R::inner_error)
+    }
+
+    /// Asks the limiter; calls the inner service only if the request is admitted.
+    #[inline]
+    fn call(&mut self, request: Req) -> Self::Future {
+        match L::admit(&self.limiter) {
+            Ok(permit) => {
+                ResponseFuture::admitted(self.inner.call(request), permit, self.classifier.clone())
+            }
+            Err(refusal) => ResponseFuture::refused(refusal, self.responder.clone()),
+        }
+    }
+}
+
+impl<Svc: Clone, L: 'static, K: Clone, R: Clone> Clone for AdmitService<Svc, L, K, R> {
+    fn clone(&self) -> Self {
+        AdmitService {
+            inner: self.inner.clone(),
+            limiter: self.limiter.clone(),
+            classifier: self.classifier.clone(),
+            responder: self.responder.clone(),
+        }
+    }
+}
+
+impl<Svc: fmt::Debug, L: fmt::Debug + 'static, K: fmt::Debug, R: fmt::Debug> fmt::Debug
+    for AdmitService<Svc, L, K, R>
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AdmitService")
+            .field("inner", &self.inner)
+            .field("limiter", &self.limiter)
+            .field("classifier", &self.classifier)
+            .field("responder", &self.responder)
+            .finish()
+    }
+}

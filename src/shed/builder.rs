@@ -1,0 +1,249 @@
+//! Configuring a shedder.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+use super::Shedder;
+use super::shedder::{Config, Flight, Heat, MAX_BUCKETS, NANOS_PER_MS};
+use super::window::RollingWindow;
+use crate::ConfigError;
+use crate::clock::{Clock, MonotonicClock};
+use crate::signal::OverloadSignal;
+use crate::signal::cpu::{CpuOverload, CpuSignal, SystemCpu};
+use crate::sync::{AtomicBool, AtomicU64};
+
+/// Configures a [`Shedder`]; created by [`Shedder::builder`].
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use admit::ConfigError;
+/// use admit::shed::Shedder;
+/// use admit::signal::cpu::ManualCpu;
+///
+/// let shedder = Shedder::builder()
+///     .window(Duration::from_secs(10))
+///     .buckets(100)
+///     .cpu_threshold(800)
+///     .cool_off(Duration::from_secs(2))
+///     .cpu(ManualCpu::new(0))
+///     .build()?;
+/// assert_eq!(shedder.buckets(), 100);
+///
+/// assert_eq!(
+///     Shedder::builder().cpu_threshold(1000).cpu(ManualCpu::new(0)).build().unwrap_err(),
+///     ConfigError::CpuThresholdOutOfRange { cpu_threshold: 1000 }
+/// );
+/// # Ok::<(), ConfigError>(())
+/// ```
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct ShedderBuilder<C> {
+    window: Duration,
+    buckets: u32,
+    cpu_threshold: u32,
+    cool_off: Duration,
+    clock: C,
+    /// `None`: a [`SystemCpu`], created by `build`.
+    cpu: Option<Box<dyn CpuSignal>>,
+    signals: Vec<Box<dyn OverloadSignal>>,
+    name: Option<Cow<'static, str>>,
+}
+
+impl ShedderBuilder<MonotonicClock> {
+    pub(super) fn new() -> Self {
+        ShedderBuilder {
+            window: Duration::from_secs(5),
+            buckets: 50,
+            cpu_threshold: 900,
+            cool_off: Duration::from_secs(1),
+            clock: MonotonicClock::new(),
+            cpu: None,
+            signals: Vec::new(),
+            name: None,
+        }
+    }
+}
+
+impl<C: Clock> ShedderBuilder<C> {
+    /// The rolling window over which throughput and latency are measured (default 5 s).
+    pub fn window(mut self, window: Duration) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// How many buckets the window is divided into (default 50, so 100 ms buckets). From 2 to
+    /// 65 536; a bucket must last at least 1 ms.
+    pub fn buckets(mut self, buckets: u32) -> Self {
+        self.buckets = buckets;
+        self
+    }
+
+    /// The CPU load, in ‰ of the CPU limit, from which the CPU counts as hot (default 900).
+    /// Between 1 and 999.
+    pub fn cpu_threshold(mut self, permille: u32) -> Self {
+        self.cpu_threshold = permille;
+        self
+    }
+
+    /// How long the shedder stays hot after the CPU was last seen hot, once it has dropped a
+    /// request (default 1 s). Zero disables the cool-off.
+    pub fn cool_off(mut self, cool_off: Duration) -> Self {
+        self.cool_off = cool_off;
+        self
+    }
+
+    /// The clock to read (default: a [`MonotonicClock`]).
+    pub fn clock<C2: Clock>(self, clock: C2) -> ShedderBuilder<C2> {
+        ShedderBuilder {
+            window: self.window,
+            buckets: self.buckets,
+            cpu_threshold: self.cpu_threshold,
+            cool_off: self.cool_off,
+            clock,
+            cpu: self.cpu,
+            signals: self.signals,
+            name: self.name,
+        }
+    }
+
+    /// The CPU signal to read (default: [`SystemCpu::new`]).
+    pub fn cpu(mut self, cpu: impl CpuSignal + 'static) -> Self {
+        self.cpu = Some(Box::new(cpu));
+        self
+    }
+
+    /// Adds an overload signal beside the CPU: the shedder is hot while any signal reports
+    /// overload, and the smallest headroom scales its limit (see [`signal`](crate::signal)).
+    /// Consulted on every decision, in the order added.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use admit::shed::Shedder;
+    /// use admit::signal::cpu::ManualCpu;
+    /// use admit::signal::{Cause, Pressure};
+    ///
+    /// // Overloaded whatever the CPU says, with half the proven concurrency allowed.
+    /// let shedder = Shedder::builder()
+    ///     .cpu(ManualCpu::new(0))
+    ///     .signal(|_now: u64| Pressure::overloaded(Cause::Custom("drill")).with_headroom(0.5))
+    ///     .build()?;
+    /// let snapshot = shedder.snapshot();
+    /// assert!(snapshot.hot);
+    /// assert_eq!(snapshot.overload_factor, 0.5);
+    /// # Ok::<(), admit::ConfigError>(())
+    /// ```
+    pub fn signal(mut self, signal: impl OverloadSignal + 'static) -> Self {
+        self.signals.push(Box::new(signal));
+        self
+    }
+
+    /// A name for this shedder, for metric labels and logs (default: none).
+    pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Validates the configuration and builds the shedder; its buckets are aligned to this
+    /// moment.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the first invalid setting:
+    /// [`TooFewBuckets`](ConfigError::TooFewBuckets) (fewer than 2),
+    /// [`TooManyBuckets`](ConfigError::TooManyBuckets) (more than 65 536),
+    /// [`BucketTooShort`](ConfigError::BucketTooShort) (`window / buckets` under 1 ms),
+    /// [`CpuThresholdOutOfRange`](ConfigError::CpuThresholdOutOfRange) (outside 1..=999 ‰),
+    /// [`DurationTooLong`](ConfigError::DurationTooLong) or
+    /// [`EmptyName`](ConfigError::EmptyName).
+    pub fn build(self) -> Result<Shedder<C>, ConfigError> {
+        if self.buckets < 2 {
+            return Err(ConfigError::TooFewBuckets {
+                buckets: self.buckets,
+                min: 2,
+            });
+        }
+        if self.buckets > MAX_BUCKETS {
+            return Err(ConfigError::TooManyBuckets {
+                buckets: self.buckets,
+                max: MAX_BUCKETS,
+            });
+        }
+        let window_nanos =
+            u64::try_from(self.window.as_nanos()).map_err(|_| ConfigError::DurationTooLong {
+                setting: "window",
+                value: self.window,
+            })?;
+        // Go divides the window `Duration` by the bucket count in integer nanoseconds.
+        let bucket_nanos = window_nanos / u64::from(self.buckets);
+        if bucket_nanos < NANOS_PER_MS {
+            return Err(ConfigError::BucketTooShort {
+                window: self.window,
+                buckets: self.buckets,
+                min: Duration::from_millis(1),
+            });
+        }
+        if !(1..=999).contains(&self.cpu_threshold) {
+            return Err(ConfigError::CpuThresholdOutOfRange {
+                cpu_threshold: self.cpu_threshold,
+            });
+        }
+        if self.name.as_deref() == Some("") {
+            return Err(ConfigError::EmptyName);
+        }
+        let cool_off_nanos =
+            u64::try_from(self.cool_off.as_nanos()).map_err(|_| ConfigError::DurationTooLong {
+                setting: "cool_off",
+                value: self.cool_off,
+            })?;
+        let cpu = self.cpu.unwrap_or_else(|| Box::new(SystemCpu::new()));
+        let cpu = CpuOverload::boxed(cpu, self.cpu_threshold)?;
+        Ok(Shedder {
+            flight: CachePadded::new(Flight {
+                admitted: AtomicU64::new(0),
+                passed: AtomicU64::new(0),
+                failed: AtomicU64::new(0),
+                avg_flying: AtomicU64::new(0.0f64.to_bits()),
+            }),
+            heat: CachePadded::new(Heat {
+                overloaded_at: AtomicU64::new(0),
+                dropped_recently: AtomicBool::new(false),
+                dropped: AtomicU64::new(0),
+                limit_epoch: AtomicU64::new(0),
+                max_flight: AtomicU64::new(0),
+            }),
+            window: RollingWindow::new(self.buckets as usize),
+            epoch_hint: AtomicU64::new(0),
+            config: Config {
+                window: self.window,
+                buckets: self.buckets,
+                bucket_nanos,
+                window_scale: 1e9 / bucket_nanos as f64 / 1000.0,
+                cool_off_nanos,
+                origin_nanos: self.clock.now_nanos(),
+            },
+            clock: self.clock,
+            cpu,
+            signals: self.signals.into_boxed_slice(),
+            name: self.name,
+        })
+    }
+}
+
+impl<C: fmt::Debug> fmt::Debug for ShedderBuilder<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShedderBuilder")
+            .field("name", &self.name)
+            .field("window", &self.window)
+            .field("buckets", &self.buckets)
+            .field("cpu_threshold", &self.cpu_threshold)
+            .field("cool_off", &self.cool_off)
+            .field("clock", &self.clock)
+            .field("signals", &self.signals.len())
+            .finish_non_exhaustive()
+    }
+}

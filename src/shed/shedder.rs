@@ -1,0 +1,564 @@
+//! The shedder: go-zero's decision over lock-free counters.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+use super::builder::ShedderBuilder;
+use super::error::{OverloadReason, Overloaded};
+use super::permit::{OwnedPermit, Permit};
+use super::window::RollingWindow;
+use crate::Shared;
+use crate::clock::{Clock, MonotonicClock};
+use crate::signal::cpu::{CpuOverload, CpuSignal};
+use crate::signal::{OverloadSignal, Pressure};
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
+
+/// go-zero's `flyingBeta`: the weight of the old smoothed concurrency.
+const FLYING_BETA: f64 = 0.9;
+/// `1 − FLYING_BETA` as Go folds it: exactly 0.1 (`1.0 - 0.9` is 0.09999999999999998).
+const FLYING_WEIGHT: f64 = 0.1;
+/// The default `min_rt` when the window holds no latency, in ms.
+const DEFAULT_MIN_RT_MS: u64 = 1000;
+pub(super) const NANOS_PER_MS: u64 = 1_000_000;
+
+/// Window counters: passes and their latency sum (ms) for each bucket, plus failures and drops.
+/// A pass adds its latency before counting itself (see the window's read order), so a bucket
+/// never shows a pass without its latency.
+pub(super) const PASSES: usize = 0;
+pub(super) const LATENCY_SUM: usize = 1;
+pub(super) const OTHERS: usize = 2;
+
+/// A latency sum at this value has saturated: its bucket's mean is unknown.
+const SATURATED: u64 = u32::MAX as u64;
+
+/// The most buckets a window may have.
+pub(super) const MAX_BUCKETS: u32 = 65_536;
+
+/// An adaptive load shedder. Build one with [`Shedder::builder`].
+///
+/// `Shedder` is `Send + Sync`; share it with an `Arc` (which [`allow_owned`](Self::allow_owned)
+/// needs anyway). All methods take `&self`, never block and never allocate.
+///
+/// # Example
+///
+/// ```
+/// use std::sync::Arc;
+/// use admit::shed::Shedder;
+///
+/// let shedder = Arc::new(Shedder::builder().build()?);
+///
+/// fn handle(shedder: &Arc<Shedder>) -> Result<&'static str, &'static str> {
+///     let Ok(permit) = shedder.allow_owned() else {
+///         return Err("503 Service Unavailable");
+///     };
+///     let response = "200 OK"; // do the work
+///     permit.pass();
+///     Ok(response)
+/// }
+///
+/// assert_eq!(handle(&shedder), Ok("200 OK"));
+/// # Ok::<(), admit::ConfigError>(())
+/// ```
+pub struct Shedder<C: Clock = MonotonicClock> {
+    /// Written by every admission and completion.
+    pub(super) flight: CachePadded<Flight>,
+    /// Written while the service is hot.
+    pub(super) heat: CachePadded<Heat>,
+    pub(super) window: RollingWindow,
+    /// The epoch the last completion fell in: a hint that spares most completions a 64-bit
+    /// division. Written once per bucket, so it shares the read-mostly line with the config.
+    pub(super) epoch_hint: AtomicU64,
+    pub(super) config: Config,
+    pub(super) clock: C,
+    /// go-zero's CPU signal.
+    pub(super) cpu: CpuOverload,
+    /// Signals added with [`ShedderBuilder::signal`], consulted after the CPU.
+    pub(super) signals: Box<[Box<dyn OverloadSignal>]>,
+    pub(super) name: Option<Cow<'static, str>>,
+}
+
+/// Requests in flight and their lifetime totals.
+///
+/// The number in flight is `admitted − passed − failed`: an admitted request that passes costs
+/// two atomic additions, not the three an in-flight counter plus a pass total would.
+#[derive(Debug)]
+pub(super) struct Flight {
+    pub(super) admitted: AtomicU64,
+    pub(super) passed: AtomicU64,
+    pub(super) failed: AtomicU64,
+    /// `f64` bits of go-zero's `avgFlying`.
+    pub(super) avg_flying: AtomicU64,
+}
+
+impl Flight {
+    /// Requests admitted and not yet completed. The completions are read before the
+    /// admissions: every completion counted follows its own admission, so the difference
+    /// is never negative.
+    pub(super) fn flying(&self) -> u64 {
+        let ended = self.passed.load(Ordering::Acquire) + self.failed.load(Ordering::Acquire);
+        self.admitted.load(Ordering::Acquire).saturating_sub(ended)
+    }
+}
+
+#[derive(Debug)]
+pub(super) struct Heat {
+    /// The latest clock reading at which the CPU was at or above the threshold, plus one
+    /// (0: never).
+    pub(super) overloaded_at: AtomicU64,
+    pub(super) dropped_recently: AtomicBool,
+    pub(super) dropped: AtomicU64,
+    /// The epoch (plus one) whose `max_flight` is in `max_flight`; 0 while being written.
+    pub(super) limit_epoch: AtomicU64,
+    /// `f64` bits of go-zero's `maxFlight` for `limit_epoch`.
+    pub(super) max_flight: AtomicU64,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Config {
+    pub(super) window: Duration,
+    pub(super) buckets: u32,
+    pub(super) bucket_nanos: u64,
+    /// go-zero's `windowScale`: buckets per second / 1000.
+    pub(super) window_scale: f64,
+    pub(super) cool_off_nanos: u64,
+    /// The clock reading at construction: buckets are aligned to it.
+    pub(super) origin_nanos: u64,
+}
+
+impl Shedder<MonotonicClock> {
+    /// Starts configuring a shedder with go-zero's defaults: a 5 s window of 50 buckets, a
+    /// 900 ‰ CPU threshold, a 1 s cool-off, a [`MonotonicClock`] and the system CPU signal
+    /// ([`SystemCpu`](crate::signal::cpu::SystemCpu), created by
+    /// [`build`](ShedderBuilder::build) unless another signal is given), unnamed.
+    pub fn builder() -> ShedderBuilder<MonotonicClock> {
+        ShedderBuilder::new()
+    }
+}
+
+impl<C: Clock> Shedder<C> {
+    /// Admits a request, or refuses it if the service is overloaded (see the
+    /// [module docs](super) for the rule).
+    ///
+    /// # Errors
+    ///
+    /// [`Overloaded`], with the reason and a retry hint.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use admit::shed::Shedder;
+    /// use admit::signal::cpu::ManualCpu;
+    ///
+    /// let shedder = Shedder::builder().cpu(ManualCpu::new(200)).build()?;
+    /// let permit = shedder.allow().expect("a cool CPU sheds nothing");
+    /// assert_eq!(shedder.snapshot().flying, 1);
+    /// permit.pass();
+    /// assert_eq!(shedder.snapshot().flying, 0);
+    /// # Ok::<(), admit::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn allow(&self) -> Result<Permit<'_, C>, Overloaded> {
+        let now = self.admit(self.clock.now_nanos())?;
+        Ok(Permit::new(self, now))
+    }
+
+    /// [`allow`](Self::allow) for a shedder in an `Arc`: the permit holds a clone of the `Arc`
+    /// (no allocation) and can move into a future or another thread.
+    ///
+    /// # Errors
+    ///
+    /// [`Overloaded`], with the reason and a retry hint.
+    #[inline]
+    pub fn allow_owned(self: &Arc<Self>) -> Result<OwnedPermit<C>, Overloaded>
+    where
+        C: 'static,
+    {
+        let now = self.admit(self.clock.now_nanos())?;
+        Ok(OwnedPermit::new(Shared::Arc(Arc::clone(self)), now))
+    }
+
+    /// [`allow`](Self::allow) for a [`Shared`] shedder: the permit holds a clone of the handle
+    /// (no allocation; nothing at all for a `&'static` shedder).
+    ///
+    /// # Errors
+    ///
+    /// [`Overloaded`], with the reason and a retry hint.
+    #[inline]
+    pub fn allow_shared(this: &Shared<Self>) -> Result<OwnedPermit<C>, Overloaded>
+    where
+        C: 'static,
+    {
+        let now = this.admit(this.clock.now_nanos())?;
+        Ok(OwnedPermit::new(this.clone(), now))
+    }
+
+    /// The decision: on admission counts the request in flight and returns `now`.
+    #[inline]
+    fn admit(&self, now: u64) -> Result<u64, Overloaded> {
+        if let Some(reason) = self.should_drop(now, self.pressure(now)) {
+            let heat = &self.heat;
+            if !heat.dropped_recently.load(Ordering::Relaxed) {
+                heat.dropped_recently.store(true, Ordering::Release);
+            }
+            heat.dropped.fetch_add(1, Ordering::Relaxed);
+            self.window.add(self.epoch(now), OTHERS, 1);
+            return Err(Overloaded::new(reason, self.retry_after(now, reason)));
+        }
+        self.flight.admitted.fetch_add(1, Ordering::AcqRel);
+        Ok(now)
+    }
+
+    /// The pressure every signal reports at `now`: the CPU's, then the others'. The first
+    /// overloaded signal names the cause; the smallest headroom applies.
+    #[inline]
+    pub(super) fn pressure(&self, now: u64) -> Pressure {
+        let mut pressure = self.cpu.pressure(now);
+        for signal in &self.signals {
+            pressure = pressure.and(signal.pressure(now));
+        }
+        pressure
+    }
+
+    /// go-zero's `shouldDrop`: `(systemOverloaded || stillHot) && highThroughput`, where
+    /// "system overloaded" is any signal's overload and the limit is scaled by the headroom
+    /// (go-zero's overload factor, with the CPU alone).
+    #[inline]
+    fn should_drop(&self, now: u64, pressure: Pressure) -> Option<OverloadReason> {
+        let reason = if let Some(cause) = pressure.cause() {
+            self.note_overload(now);
+            OverloadReason::of(cause)
+        } else if self.still_hot(now, true) {
+            OverloadReason::CoolOff
+        } else {
+            return None;
+        };
+        let limit = self.max_flight(now) * pressure.headroom();
+        let avg_flying = f64::from_bits(self.flight.avg_flying.load(Ordering::Acquire));
+        let flying = self.flight.flying() as f64;
+        (avg_flying > limit && flying > limit).then_some(reason)
+    }
+
+    /// Records that a signal was hot at `now` (go-zero stores it on every hot decision; storing
+    /// only newer readings is the same value, with fewer writes under a coarse clock).
+    fn note_overload(&self, now: u64) {
+        let stamp = now.saturating_add(1);
+        let overloaded_at = &self.heat.overloaded_at;
+        let mut current = overloaded_at.load(Ordering::Acquire);
+        while current < stamp {
+            match overloaded_at.compare_exchange_weak(
+                current,
+                stamp,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// go-zero's `stillHot`: a drop happened and a signal was hot less than `cool_off` ago.
+    /// Once the cool-off has passed it clears the drop flag, if `clear`.
+    pub(super) fn still_hot(&self, now: u64, clear: bool) -> bool {
+        let heat = &self.heat;
+        if !heat.dropped_recently.load(Ordering::Acquire) {
+            return false;
+        }
+        let stamp = heat.overloaded_at.load(Ordering::Acquire);
+        if stamp == 0 {
+            return false;
+        }
+        if now.saturating_sub(stamp - 1) < self.config.cool_off_nanos {
+            return true;
+        }
+        if clear {
+            heat.dropped_recently.store(false, Ordering::Release);
+        }
+        false
+    }
+
+    /// The bucket `now` falls in, counted from the shedder's construction.
+    #[inline]
+    pub(super) fn epoch(&self, now: u64) -> u64 {
+        let elapsed = now.saturating_sub(self.config.origin_nanos);
+        // The hint is some earlier `elapsed / bucket_nanos`, so the product cannot overflow;
+        // it is used only if `elapsed` falls inside its bucket.
+        let hint = self.epoch_hint.load(Ordering::Relaxed);
+        let start = hint * self.config.bucket_nanos;
+        if elapsed >= start && elapsed - start < self.config.bucket_nanos {
+            return hint;
+        }
+        let epoch = elapsed / self.config.bucket_nanos;
+        self.epoch_hint.store(epoch, Ordering::Relaxed);
+        epoch
+    }
+
+    /// go-zero's `maxFlight`, cached once per bucket, since the window ignores the bucket in
+    /// progress. The two cache words are written like a sequence lock: the epoch word is
+    /// cleared, the value written, then the epoch set; a reader uses the value only if it saw
+    /// the same epoch before and after reading it.
+    #[inline]
+    fn max_flight(&self, now: u64) -> f64 {
+        let epoch = self.epoch(now);
+        let tag = epoch.wrapping_add(1).max(1);
+        let heat = &self.heat;
+        if heat.limit_epoch.load(Ordering::Acquire) == tag {
+            let cached = heat.max_flight.load(Ordering::Acquire);
+            if heat.limit_epoch.load(Ordering::Acquire) == tag {
+                return f64::from_bits(cached);
+            }
+        }
+        let (max_pass, min_rt) = self.scan(epoch);
+        let max_flight = self.max_flight_of(max_pass, min_rt);
+        heat.limit_epoch.store(0, Ordering::Release);
+        heat.max_flight
+            .store(max_flight.to_bits(), Ordering::Release);
+        heat.limit_epoch.store(tag, Ordering::Release);
+        max_flight
+    }
+
+    /// `max(maxPass · minRt · windowScale, 1)`, multiplied in go-zero's order.
+    pub(super) fn max_flight_of(&self, max_pass: u64, min_rt: u64) -> f64 {
+        (max_pass as f64 * min_rt as f64 * self.config.window_scale).max(1.0)
+    }
+
+    /// go-zero's `maxPass` and `minRt`, read from the window. A bucket whose latency sum
+    /// saturated (2^32 − 1 ms) has no known mean and is left out of `minRt`.
+    pub(super) fn scan(&self, epoch: u64) -> (u64, u64) {
+        let mut max_pass = 1;
+        let mut min_rt = DEFAULT_MIN_RT_MS;
+        for seen in self.window.visible(epoch, true) {
+            let bucket = self.window.values(seen).0;
+            max_pass = max_pass.max(bucket[PASSES]);
+            if bucket[PASSES] > 0 && bucket[LATENCY_SUM] < SATURATED {
+                let mean = (bucket[LATENCY_SUM] as f64 / bucket[PASSES] as f64).round() as u64;
+                min_rt = min_rt.min(mean);
+            }
+        }
+        (max_pass, min_rt)
+    }
+
+    fn retry_after(&self, now: u64, reason: OverloadReason) -> u64 {
+        match reason {
+            OverloadReason::Cpu | OverloadReason::Signal(_) => self.config.bucket_nanos,
+            OverloadReason::CoolOff => {
+                let since = now.saturating_sub(
+                    self.heat
+                        .overloaded_at
+                        .load(Ordering::Acquire)
+                        .saturating_sub(1),
+                );
+                self.config.cool_off_nanos.saturating_sub(since).max(1)
+            }
+        }
+    }
+
+    /// Ends a request admitted at `admitted_at` (go-zero's `Promise.Pass` / `Fail`).
+    pub(crate) fn complete(&self, admitted_at: u64, passed: bool) {
+        let now = self.clock.now_nanos();
+        let flight = &self.flight;
+        // Count the completion, then read how many remain in flight after it.
+        let (own, other) = if passed {
+            (&flight.passed, &flight.failed)
+        } else {
+            (&flight.failed, &flight.passed)
+        };
+        let ended = own.fetch_add(1, Ordering::AcqRel) + 1 + other.load(Ordering::Acquire);
+        let flying = flight
+            .admitted
+            .load(Ordering::Acquire)
+            .saturating_sub(ended);
+        // A load and a store, not a compare-and-swap loop: two completions at the same instant
+        // may both start from the same average, and one update is then lost (go-zero takes a
+        // lock here). The average is a smoothing, and the lost sample is one of two
+        // simultaneous ones; an atomic read-modify-write would cost every request.
+        let avg = f64::from_bits(flight.avg_flying.load(Ordering::Acquire)) * FLYING_BETA
+            + flying as f64 * FLYING_WEIGHT;
+        flight.avg_flying.store(avg.to_bits(), Ordering::Release);
+        let epoch = self.epoch(now);
+        if passed {
+            // Whole milliseconds, rounded up, as go-zero's `math.Ceil` of float milliseconds,
+            // and at least 1: go-zero reads 0 only for exactly 0 ns, which a coarse clock
+            // reports for every request shorter than its tick (and a zero `min_rt` would cap
+            // the concurrency at 1).
+            let rt_ms = now
+                .saturating_sub(admitted_at)
+                .div_ceil(NANOS_PER_MS)
+                .max(1);
+            self.window.add_pass(epoch, rt_ms);
+        } else {
+            self.window.add(epoch, OTHERS, 1);
+        }
+    }
+
+    /// The clock this shedder reads.
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// The CPU signal this shedder reads.
+    pub fn cpu(&self) -> &dyn CpuSignal {
+        self.cpu.source()
+    }
+
+    /// The name given with [`ShedderBuilder::name`], if any: for metric labels and logs.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The rolling window's length.
+    pub fn window(&self) -> Duration {
+        self.config.window
+    }
+
+    /// How many buckets the window has.
+    pub fn buckets(&self) -> u32 {
+        self.config.buckets
+    }
+
+    /// The CPU threshold, in ‰.
+    pub fn cpu_threshold(&self) -> u32 {
+        self.cpu.threshold()
+    }
+
+    /// The cool-off period.
+    pub fn cool_off(&self) -> Duration {
+        Duration::from_nanos(self.config.cool_off_nanos)
+    }
+}
+
+impl<C: Clock> fmt::Debug for Shedder<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shedder")
+            .field("name", &self.name)
+            .field("window", &self.config.window)
+            .field("buckets", &self.config.buckets)
+            .field("cpu_threshold", &self.cpu.threshold())
+            .field("signals", &self.signals.len())
+            .field("cool_off", &self.cool_off())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The shedder in the tower glue: an admitted request holds an [`OwnedPermit`], which the
+/// layer finishes as passed or failed by its classifier's verdict.
+#[cfg(feature = "tower")]
+impl<C: Clock + 'static> crate::middleware::Limiter for Shedder<C> {
+    type Permit = OwnedPermit<C>;
+    type Refusal = Overloaded;
+
+    #[inline]
+    fn admit(this: &Shared<Self>) -> Result<OwnedPermit<C>, Overloaded> {
+        Shedder::allow_shared(this)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::signal::cpu::ManualCpu;
+
+    fn shedder() -> (ManualClock, ManualCpu, Shedder<ManualClock>) {
+        let clock = ManualClock::new();
+        let cpu = ManualCpu::new(900);
+        let shedder = Shedder::builder()
+            .clock(clock.clone())
+            .cpu(cpu.clone())
+            .build()
+            .unwrap();
+        (clock, cpu, shedder)
+    }
+
+    fn set_flight(shedder: &Shedder<ManualClock>, avg_flying: f64, flying: u64) {
+        let ended = shedder.flight.passed.load(Ordering::Acquire)
+            + shedder.flight.failed.load(Ordering::Acquire);
+        shedder
+            .flight
+            .admitted
+            .store(ended + flying, Ordering::Release);
+        shedder
+            .flight
+            .avg_flying
+            .store(avg_flying.to_bits(), Ordering::Release);
+    }
+
+    /// Vector 9, with go-zero's state injected as its own test does: the window of vector 8
+    /// (max_pass 900, min_rt 6 ⇒ max_flight 54) and explicit in-flight counts.
+    #[test]
+    fn vector_9_should_drop() {
+        let (clock, cpu, shedder) = shedder();
+        for i in 0..10u64 {
+            let passes = (i + 1) * 100;
+            shedder.window.add(i, PASSES, passes);
+            // `passes` latencies averaging i · 10 + 5.5 ms.
+            shedder
+                .window
+                .add(i, LATENCY_SUM, (i + 1) * (1000 * i + 550));
+        }
+        clock.set(Duration::from_millis(950)); // bucket 9 is current
+        assert_eq!(shedder.max_flight(shedder.clock.now_nanos()), 54.0);
+        let now = shedder.clock.now_nanos();
+        for (avg_flying, flying, drop) in [
+            (50.0, 0, false),
+            (80.0, 49, false),
+            (80.0, 54, false),
+            (80.0, 55, true),
+            (54.5, 80, true),
+            (80.0, 80, true),
+        ] {
+            set_flight(&shedder, avg_flying, flying);
+            assert_eq!(
+                shedder
+                    .should_drop(now, shedder.cpu.pressure_at(Some(900)))
+                    .is_some(),
+                drop,
+                "avg_flying {avg_flying}, flying {flying}"
+            );
+        }
+        // 899 ‰ and no recent drop: not hot, whatever the concurrency.
+        let (_, _, fresh) = self::shedder();
+        set_flight(&fresh, 80.0, 80);
+        assert_eq!(fresh.should_drop(0, fresh.cpu.pressure_at(Some(899))), None);
+        // 900 ‰: `allow` refuses and arms the cool-off.
+        cpu.set(900);
+        set_flight(&shedder, 80.0, 80);
+        assert!(!shedder.heat.dropped_recently.load(Ordering::Acquire));
+        assert_eq!(shedder.allow().unwrap_err().reason(), OverloadReason::Cpu);
+        assert!(shedder.heat.dropped_recently.load(Ordering::Acquire));
+    }
+
+    /// Vector 11: go-zero's `stillHot`, with its state injected.
+    #[test]
+    fn vector_11_still_hot() {
+        let (clock, _, shedder) = shedder();
+        clock.set(Duration::from_secs(10));
+        let now = shedder.clock.now_nanos();
+        let heat = &shedder.heat;
+        let overloaded_at = |at: u64| heat.overloaded_at.store(at + 1, Ordering::Release);
+
+        heat.dropped_recently.store(true, Ordering::Release);
+        heat.overloaded_at.store(0, Ordering::Release); // never overloaded
+        assert!(!shedder.still_hot(now, true));
+
+        overloaded_at(now - 2_000_000_000);
+        assert!(!shedder.still_hot(now, true));
+        assert!(!heat.dropped_recently.load(Ordering::Acquire), "cleared");
+
+        heat.dropped_recently.store(true, Ordering::Release);
+        overloaded_at(now);
+        assert!(shedder.still_hot(now, true));
+        overloaded_at(now - 999_000_000);
+        assert!(shedder.still_hot(now, true));
+        overloaded_at(now - 1_000_000_000);
+        assert!(!shedder.still_hot(now, false), "strict <");
+        assert!(
+            heat.dropped_recently.load(Ordering::Acquire),
+            "observing clears nothing"
+        );
+    }
+}

@@ -1,0 +1,107 @@
+//! What a shedder reports about itself.
+
+use super::Shedder;
+use super::shedder::{LATENCY_SUM, OTHERS, PASSES};
+use crate::clock::Clock;
+use crate::sync::Ordering;
+
+impl<C: Clock> Shedder<C> {
+    /// The shedder's state now. Reads atomics and the window; changes nothing (in particular it
+    /// does not end a cool-off the way a decision would), allocates nothing.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use admit::shed::Shedder;
+    /// use admit::signal::cpu::ManualCpu;
+    ///
+    /// let shedder = Shedder::builder().cpu(ManualCpu::new(1000)).build()?;
+    /// let snapshot = shedder.snapshot();
+    /// // An empty window: max_pass 1, min_rt 1000 ms, so max_flight = 1 · 1000 · 10 / 1000.
+    /// assert_eq!((snapshot.max_pass, snapshot.min_rt_ms), (1, 1000));
+    /// assert_eq!(snapshot.max_flight, 10.0);
+    /// assert_eq!(snapshot.overload_factor, 0.1);
+    /// assert!(snapshot.hot);
+    /// # Ok::<(), admit::ConfigError>(())
+    /// ```
+    pub fn snapshot(&self) -> ShedSnapshot {
+        let now = self.clock.now_nanos();
+        let epoch = self.epoch(now);
+        let cpu = self.cpu.load_permille();
+        let pressure = self.pressure(now);
+        let (max_pass, min_rt) = self.scan(epoch);
+        let mut passes = 0;
+        let mut latency = 0;
+        let mut others = 0;
+        let mut buckets = 0;
+        for seen in self.window.visible(epoch, true) {
+            let bucket = self.window.values(seen).0;
+            passes += bucket[PASSES];
+            latency += bucket[LATENCY_SUM];
+            others += bucket[OTHERS];
+            buckets += 1;
+        }
+        let span = buckets as f64 * self.config.bucket_nanos as f64 / 1e9;
+        ShedSnapshot {
+            cpu_permille: cpu,
+            cpu_threshold: self.cpu.threshold(),
+            flying: self.flight.flying(),
+            avg_flying: f64::from_bits(self.flight.avg_flying.load(Ordering::Acquire)),
+            max_pass,
+            min_rt_ms: min_rt,
+            max_flight: self.max_flight_of(max_pass, min_rt),
+            overload_factor: pressure.headroom(),
+            hot: pressure.cause().is_some() || self.still_hot(now, false),
+            passed: self.flight.passed.load(Ordering::Acquire),
+            failed: self.flight.failed.load(Ordering::Acquire),
+            dropped: self.heat.dropped.load(Ordering::Relaxed),
+            arrival_rate: if span > 0.0 {
+                (passes + others) as f64 / span
+            } else {
+                0.0
+            },
+            mean_service_time_ms: (passes > 0).then(|| latency as f64 / passes as f64),
+        }
+    }
+}
+
+/// A point-in-time view of a [`Shedder`], for dashboards and capacity planning.
+///
+/// `arrival_rate` and `mean_service_time_ms` are the inputs an Erlang-C model needs (offered
+/// load `λ` and service time `1/μ`), measured over the visible window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ShedSnapshot {
+    /// The CPU load in ‰ of the CPU limit, or `None` if the signal does not know.
+    pub cpu_permille: Option<u32>,
+    /// The threshold the load is compared with, in ‰.
+    pub cpu_threshold: u32,
+    /// Requests admitted and not yet completed.
+    pub flying: u64,
+    /// The smoothed number in flight (go-zero's `avgFlying`), updated at each completion.
+    pub avg_flying: f64,
+    /// The most requests that passed in one bucket of the visible window (at least 1).
+    pub max_pass: u64,
+    /// The lowest per-bucket mean latency in the visible window, in ms (1000 with no data).
+    pub min_rt_ms: u64,
+    /// The concurrency the service has proven it carries, before the overload factor.
+    pub max_flight: f64,
+    /// The factor applied to `max_flight` now (0.1..=1 from the CPU; the smallest headroom of
+    /// all signals): go-zero's overload factor.
+    pub overload_factor: f64,
+    /// Whether the shedder is in its shedding state: the CPU is at or above the threshold (or
+    /// another signal reports overload), or it is cooling off after a drop.
+    pub hot: bool,
+    /// Requests that passed, since the shedder was built.
+    pub passed: u64,
+    /// Requests that failed or were cancelled, since the shedder was built.
+    pub failed: u64,
+    /// Requests refused, since the shedder was built.
+    pub dropped: u64,
+    /// Requests per second that reached the shedder over the visible window (completed or
+    /// refused there).
+    pub arrival_rate: f64,
+    /// Mean latency of the requests that passed in the visible window, in ms (whole
+    /// milliseconds per request, rounded up); `None` if none did.
+    pub mean_service_time_ms: Option<f64>,
+}

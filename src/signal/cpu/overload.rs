@@ -1,0 +1,112 @@
+//! The CPU as an [`OverloadSignal`]: go-zero's threshold and overload factor.
+
+use std::fmt;
+
+use super::CpuSignal;
+use crate::ConfigError;
+use crate::signal::{Cause, OverloadSignal, Pressure};
+
+/// The overload factor's floor: even a saturated CPU admits 10 % of the proven concurrency.
+const OVERLOAD_FACTOR_FLOOR: f64 = 0.1;
+
+/// go-zero's CPU rule as an [`OverloadSignal`]: overloaded while the load is at or above
+/// `threshold` ‰, with go-zero's overload factor `(1000 − load) / (1000 − threshold)`,
+/// clamped to `0.1..=1`, as the headroom. An unknown load is not overloaded and leaves full
+/// headroom.
+///
+/// Every [`Shedder`](crate::shed::Shedder) has one, built from its builder's
+/// [`cpu`](crate::shed::ShedderBuilder::cpu) and
+/// [`cpu_threshold`](crate::shed::ShedderBuilder::cpu_threshold).
+///
+/// # Example
+///
+/// ```
+/// use admit::signal::cpu::{CpuOverload, ManualCpu};
+/// use admit::signal::{Cause, OverloadSignal};
+///
+/// let cpu = ManualCpu::new(950);
+/// let signal = CpuOverload::new(cpu.clone(), 900)?;
+/// let pressure = signal.pressure(0);
+/// assert_eq!(pressure.cause(), Some(Cause::Cpu));
+/// assert_eq!(pressure.headroom(), 0.5); // (1000 − 950) / (1000 − 900)
+/// cpu.set(899);
+/// assert_eq!(signal.pressure(0).cause(), None);
+/// # Ok::<(), admit::ConfigError>(())
+/// ```
+pub struct CpuOverload {
+    source: Box<dyn CpuSignal>,
+    threshold: u32,
+}
+
+impl CpuOverload {
+    /// Overloaded at or above `threshold` ‰ of what `source` reports.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::CpuThresholdOutOfRange`] if `threshold` is outside `1..=999`: at 0 every
+    /// moment would be overloaded, at 1000 the CPU could never reach it (and the overload
+    /// factor divides by `1000 − threshold`).
+    pub fn new(source: impl CpuSignal + 'static, threshold: u32) -> Result<Self, ConfigError> {
+        Self::boxed(Box::new(source), threshold)
+    }
+
+    /// [`new`](Self::new) for a signal already boxed.
+    pub(crate) fn boxed(source: Box<dyn CpuSignal>, threshold: u32) -> Result<Self, ConfigError> {
+        if !(1..=999).contains(&threshold) {
+            return Err(ConfigError::CpuThresholdOutOfRange {
+                cpu_threshold: threshold,
+            });
+        }
+        Ok(CpuOverload { source, threshold })
+    }
+
+    /// The load in ‰, at most 1000, or `None` if unknown.
+    #[inline]
+    pub fn load_permille(&self) -> Option<u32> {
+        self.source.load_permille().map(|load| load.min(1000))
+    }
+
+    /// The threshold, in ‰.
+    pub fn threshold(&self) -> u32 {
+        self.threshold
+    }
+
+    /// The CPU signal read.
+    pub fn source(&self) -> &dyn CpuSignal {
+        &*self.source
+    }
+
+    /// The reading for a load of `load` ‰ (`None`: unknown).
+    #[inline]
+    pub fn pressure_at(&self, load: Option<u32>) -> Pressure {
+        match load {
+            Some(load) if load >= self.threshold => {
+                Pressure::overloaded(Cause::Cpu).with_headroom(self.overload_factor(load.min(1000)))
+            }
+            // Below the threshold the factor exceeds 1 and clamps to 1: no division needed.
+            _ => Pressure::CALM,
+        }
+    }
+
+    /// go-zero's `overloadFactor`.
+    pub(crate) fn overload_factor(&self, load: u32) -> f64 {
+        let factor = (1000.0 - f64::from(load)) / (1000.0 - f64::from(self.threshold));
+        factor.clamp(OVERLOAD_FACTOR_FLOOR, 1.0)
+    }
+}
+
+impl OverloadSignal for CpuOverload {
+    #[inline]
+    fn pressure(&self, _now_nanos: u64) -> Pressure {
+        self.pressure_at(self.load_permille())
+    }
+}
+
+impl fmt::Debug for CpuOverload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CpuOverload")
+            .field("permille", &self.load_permille())
+            .field("threshold", &self.threshold)
+            .finish()
+    }
+}
