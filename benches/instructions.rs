@@ -18,13 +18,12 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit::warmup::{Profile, WarmUp};
+use admit::warmup::sentinel::SentinelWarmUp;
 use governor::clock::FakeRelativeClock;
 use governor::{Quota, RateLimiter};
 
 fn run_admit(rate: f64, calls: u64) -> u64 {
-    let limiter = WarmUp::builder(rate)
-        .profile(Profile::SentinelExact)
+    let limiter = SentinelWarmUp::builder(rate)
         .warm_up_period(Duration::from_secs(1))
         .clock(ManualClock::new())
         .build()

@@ -21,12 +21,12 @@
 //!     shedder is in an `Arc` (a reference-count increment and decrement per request), or,
 //!     `&'static`, leaked at start-up as a process-wide shedder can be;
 //!   - `admit WarmUpLayer (…)`: a warm-up bucket at 10⁹ permits/s that starts warm, so every
-//!     call takes a permit (a compare-and-swap), with either clock, default profile (`Smooth`);
+//!     call takes a permit (a compare-and-swap), with either clock, the default `WarmUp` (Guava's smooth model);
 //!   - `tower load_shed+concurrency_limit`: `ServiceBuilder::new().load_shed()
 //!     .concurrency_limit(2^20)`, the usual tower stack for shedding;
 //!   - `little-loadshedder`: its `LoadShed` (EWMA 0.25, 10 ms target latency), whose every
 //!     request boxes its future, takes two semaphore permits and locks its statistics twice.
-//!   - `admit WarmUpLayer SentinelExact (…)`: the same bucket with `Profile::SentinelExact`.
+//!   - `admit WarmUpLayer SentinelExact (…)`: the same bucket as a `SentinelWarmUp`.
 //! - **layer/oneshot** (1 thread, admitted): as axum and `ServiceExt::oneshot` drive a service
 //!   per request: a fresh clone of the layered service, `oneshot(request)`, the future polled
 //!   to completion. The clone is part of the cost (an `Arc` increment for admit's layers, a
@@ -69,7 +69,8 @@ use std::time::{Duration, Instant};
 
 use admit::clock::{Clock, MonotonicClock};
 use admit::shed::ShedLayer;
-use admit::warmup::{Profile, WarmUp, WarmUpLayer};
+use admit::warmup::sentinel::SentinelWarmUp;
+use admit::warmup::{WarmUp, WarmUpLayer};
 use admit_benches::{coarse_clock, shedder};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
@@ -140,16 +141,20 @@ fn forever<T>(shared: Arc<T>) -> &'static T {
     Box::leak(Box::new(shared))
 }
 
-/// A bucket that admits everything these benches can send: 10⁹ permits/s, starting warm, with
-/// the default profile (`Smooth`).
+/// A bucket that admits everything these benches can send: 10⁹ permits/s, starting warm, the
+/// default `WarmUp` (Guava's smooth model).
 fn open_bucket<C: Clock>(clock: C) -> WarmUp<C> {
-    open_bucket_with(clock, Profile::Smooth)
+    WarmUp::builder(1e9)
+        .warm_up_period(Duration::from_secs(1))
+        .start_warm(true)
+        .clock(clock)
+        .build()
+        .expect("valid configuration")
 }
 
-/// [`open_bucket`] with the given profile.
-fn open_bucket_with<C: Clock>(clock: C, profile: Profile) -> WarmUp<C> {
-    WarmUp::builder(1e9)
-        .profile(profile)
+/// [`open_bucket`] as Sentinel's bucket.
+fn open_sentinel_bucket<C: Clock>(clock: C) -> SentinelWarmUp<C> {
+    SentinelWarmUp::builder(1e9)
         .warm_up_period(Duration::from_secs(1))
         .start_warm(true)
         .clock(clock)
@@ -253,17 +258,13 @@ fn admit_group(group: &mut BenchmarkGroup<'_, WallTime>) {
     one_thread(
         group,
         "admit WarmUpLayer SentinelExact (MonotonicClock)",
-        WarmUpLayer::new(open_bucket_with(
-            MonotonicClock::new(),
-            Profile::SentinelExact,
-        ))
-        .layer(echo()),
+        WarmUpLayer::new(open_sentinel_bucket(MonotonicClock::new())).layer(echo()),
         admitted,
     );
     one_thread(
         group,
         "admit WarmUpLayer SentinelExact (CoarseClock)",
-        WarmUpLayer::new(open_bucket_with(coarse_clock(), Profile::SentinelExact)).layer(echo()),
+        WarmUpLayer::new(open_sentinel_bucket(coarse_clock())).layer(echo()),
         admitted,
     );
     one_thread(

@@ -9,7 +9,8 @@
 //!   passes and performs its compare-and-swap.
 //! - **mostly reject**: 10/s (admit) and 1/s (governor), so nearly every call is refused.
 //!
-//! admit runs both profiles: `Smooth` (the default, paying now) and `SentinelExact`.
+//! admit runs both buckets: `WarmUp` (the default, Guava's smooth model, paying now) and
+//! `SentinelWarmUp`.
 //!
 //! sentinel-core (Sentinel's Rust port) is checked the way its API requires: an entry built per
 //! call for a named resource and exited when admitted. It reads its own millisecond clock, and
@@ -30,7 +31,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use admit::clock::{Clock, MonotonicClock};
-use admit::warmup::{Profile, WarmUp};
+use admit::warmup::WarmUp;
+use admit::warmup::sentinel::SentinelWarmUp;
 use admit_benches::{coarse_clock, on_two_threads};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
@@ -51,19 +53,28 @@ const REJECT_RATE: u32 = 10;
 type Governor<C> =
     RateLimiter<NotKeyed, InMemoryState, C, NoOpMiddleware<<C as GovernorClock>::Instant>>;
 
-fn admit<C: Clock>(rate: u32, clock: C) -> WarmUp<C> {
-    admit_profile(rate, clock, Profile::SentinelExact)
-}
-
-fn admit_profile<C: Clock>(rate: u32, clock: C, profile: Profile) -> WarmUp<C> {
-    let limiter = WarmUp::builder(f64::from(rate))
+/// Sentinel's bucket at `rate`; at [`REJECT_RATE`], with its first window already full.
+fn admit<C: Clock>(rate: u32, clock: C) -> SentinelWarmUp<C> {
+    let limiter = SentinelWarmUp::builder(f64::from(rate))
         .warm_up_period(Duration::from_secs(1))
-        .profile(profile)
         .clock(clock)
         .build()
         .expect("valid configuration");
     if rate == REJECT_RATE {
         // Fill the first window so that rejection starts with the first measured call.
+        while limiter.try_acquire().is_ok() {}
+    }
+    limiter
+}
+
+/// The default bucket (Guava's smooth model) at `rate`; at [`REJECT_RATE`], refusing.
+fn admit_smooth<C: Clock>(rate: u32, clock: C) -> WarmUp<C> {
+    let limiter = WarmUp::builder(f64::from(rate))
+        .warm_up_period(Duration::from_secs(1))
+        .clock(clock)
+        .build()
+        .expect("valid configuration");
+    if rate == REJECT_RATE {
         while limiter.try_acquire().is_ok() {}
     }
     limiter
@@ -129,12 +140,12 @@ fn pairings(group: &mut BenchmarkGroup<'_, WallTime>, rate: u32, threads: usize)
     }
     bench!(
         "admit Smooth/MonotonicClock",
-        admit_profile(rate, MonotonicClock::new(), Profile::Smooth),
+        admit_smooth(rate, MonotonicClock::new()),
         try_acquire
     );
     bench!(
         "admit Smooth/CoarseClock",
-        admit_profile(rate, coarse_clock(), Profile::Smooth),
+        admit_smooth(rate, coarse_clock()),
         try_acquire
     );
     bench!(

@@ -15,22 +15,23 @@
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit::warmup::{Phase, Profile, WarmUp, WarmUpSnapshot};
+use admit::warmup::sentinel::SentinelWarmUp;
+use admit::warmup::{Phase, WarmUp};
 
 const OFFERED_PER_SECOND: u32 = 1000;
 
 fn main() -> Result<(), admit::ConfigError> {
     let clock = ManualClock::new();
-    let build = |profile| {
-        WarmUp::builder(100.0)
-            .warm_up_period(Duration::from_secs(10))
-            .cold_factor(3)
-            .profile(profile)
-            .clock(clock.clone())
-            .build()
-    };
-    let smooth = build(Profile::Smooth)?;
-    let sentinel = build(Profile::SentinelExact)?;
+    let smooth = WarmUp::builder(100.0)
+        .warm_up_period(Duration::from_secs(10))
+        .cold_factor(3)
+        .clock(clock.clone())
+        .build()?;
+    let sentinel = SentinelWarmUp::builder(100.0)
+        .warm_up_period(Duration::from_secs(10))
+        .cold_factor(3)
+        .clock(clock.clone())
+        .build()?;
 
     println!(
         "Offered load: {OFFERED_PER_SECOND} requests/s. Full rate: 100/s. Cold rate: 100/3 ≈ 33/s."
@@ -50,9 +51,9 @@ fn main() -> Result<(), admit::ConfigError> {
         println!(
             "{second:>6}  | {admitted_smooth:>16}  {:>5.1}  {:<13} | {admitted_sentinel:>23}  {:>5.1}  {}",
             at_start.0.qps_limit,
-            phase(&at_start.0),
+            phase(at_start.0.phase, at_start.0.progress()),
             at_start.1.qps_limit,
-            phase(&at_start.1),
+            phase(at_start.1.phase, at_start.1.progress()),
         );
     }
     println!(
@@ -63,23 +64,37 @@ fn main() -> Result<(), admit::ConfigError> {
 
     println!("\nThen the service goes idle for 12 seconds and both limiters cool down again:");
     clock.advance(Duration::from_secs(12));
-    for (name, limiter) in [("Smooth", &smooth), ("SentinelExact", &sentinel)] {
-        let snapshot = limiter.snapshot();
+    let (smooth, sentinel) = (smooth.snapshot(), sentinel.snapshot());
+    for (name, limit, stored, max, phase_now, progress) in [
+        (
+            "Smooth",
+            smooth.qps_limit,
+            smooth.stored_tokens,
+            smooth.max_tokens,
+            smooth.phase,
+            smooth.progress(),
+        ),
+        (
+            "SentinelExact",
+            sentinel.qps_limit,
+            sentinel.stored_tokens,
+            sentinel.max_tokens,
+            sentinel.phase,
+            sentinel.progress(),
+        ),
+    ] {
         println!(
-            "{name:>13}: limit {:.2} req/s, {:.1} of {:.1} tokens stored, {}",
-            snapshot.qps_limit,
-            snapshot.stored_tokens,
-            snapshot.max_tokens,
-            phase(&snapshot)
+            "{name:>13}: limit {limit:.2} req/s, {stored:.1} of {max:.1} tokens stored, {}",
+            phase(phase_now, progress)
         );
     }
     Ok(())
 }
 
-fn phase(snapshot: &WarmUpSnapshot) -> String {
-    match snapshot.phase {
+fn phase(phase: Phase, progress: f64) -> String {
+    match phase {
         Phase::Cold => "cold".to_string(),
-        Phase::Warming => format!("warming {:>3.0} %", snapshot.progress() * 100.0),
+        Phase::Warming => format!("warming {:>3.0} %", progress * 100.0),
         Phase::Warm => "warm".to_string(),
     }
 }

@@ -48,7 +48,7 @@ use crate::sync::{Arc, AtomicU64, Ordering};
 ///
 /// `now_nanos` returns the nanoseconds elapsed since the clock's origin (whatever instant the
 /// implementation chose as zero). Successive readings must never decrease. Limiters that divide
-/// time into windows (such as [`Profile::SentinelExact`](crate::warmup::Profile::SentinelExact))
+/// time into windows (such as [`SentinelWarmUp`](crate::warmup::sentinel::SentinelWarmUp))
 /// align those windows to the origin.
 ///
 /// # Example
@@ -77,7 +77,7 @@ pub trait Clock: Send + Sync {
     /// How far a reading may lag the true time: the refresh interval of a cached clock, zero
     /// (the default) for a clock read on demand.
     ///
-    /// Limiters that space requests in time ([`Profile::Smooth`](crate::warmup::Profile::Smooth))
+    /// Limiters that space requests in time ([`WarmUp`](crate::warmup::WarmUp))
     /// let a request pass up to this much before its turn, so that a cached clock, which
     /// returns the same reading for a whole tick, does not cap them at one request per tick.
     /// The long-run rate is unchanged.

@@ -68,7 +68,7 @@ pub enum ConfigError {
     /// The cold limit is below one request per second.
     ///
     /// The cold limit is `permits_per_second / cold_factor`, as the profile computes it: in
-    /// [`SentinelExact`](crate::warmup::Profile::SentinelExact) Java's integer truncations can
+    /// [`SentinelWarmUp`](crate::warmup::sentinel::SentinelWarmUp) Java's integer truncations can
     /// push it just below one even where the quotient is exactly one (5 rps, factor 5, 7 s gives
     /// 0.9999999999999999). A per-second limiter then cannot admit even a single request while
     /// cold, and since it only warms up by admitting requests, it would admit nothing, forever
@@ -121,14 +121,6 @@ pub enum ConfigError {
         /// The duration that was given.
         value: Duration,
     },
-    /// The rate of a [`Profile::SentinelExact`](crate::warmup::Profile::SentinelExact)
-    /// limiter cannot change at run time: Sentinel's integer curve and per-second token state
-    /// have no consistent way to rescale. Use [`Profile::Smooth`](crate::warmup::Profile::Smooth)
-    /// or build a new limiter.
-    RateChangeUnsupported {
-        /// The rate that was asked for.
-        permits_per_second: f64,
-    },
     /// A limiter's `name` is empty: names label metrics and logs, and an empty label reads
     /// as no label at all. Leave the name unset instead.
     EmptyName,
@@ -138,9 +130,9 @@ impl ConfigError {
     /// The name of the builder setting that was refused.
     pub fn setting(&self) -> &'static str {
         match self {
-            ConfigError::InvalidRate { .. }
-            | ConfigError::RateTooHigh { .. }
-            | ConfigError::RateChangeUnsupported { .. } => "permits_per_second",
+            ConfigError::InvalidRate { .. } | ConfigError::RateTooHigh { .. } => {
+                "permits_per_second"
+            }
             ConfigError::ColdFactorTooSmall { .. } => "cold_factor",
             ConfigError::ZeroWarmUpPeriod | ConfigError::FractionalWarmUpPeriod { .. } => {
                 "warm_up_period"
@@ -230,11 +222,6 @@ impl fmt::Display for ConfigError {
             ConfigError::DurationTooLong { setting, value } => write!(
                 f,
                 "invalid `{setting}` ({value:?}): longer than the clock can count (584 years)"
-            ),
-            ConfigError::RateChangeUnsupported { permits_per_second } => write!(
-                f,
-                "cannot change `permits_per_second` to {permits_per_second} at run time: only \
-                 the smooth profile can be re-rated live"
             ),
             ConfigError::EmptyName => {
                 f.write_str("invalid `name` (\"\"): must not be empty; leave it unset instead")

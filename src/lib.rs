@@ -6,10 +6,10 @@
 //! - [`warmup`]: a warm-up ("cold start") token bucket. A freshly started or long-idle service
 //!   admits only `permits_per_second / cold_factor` requests per second and ramps up to the full
 //!   rate over the warm-up period, so caches, JIT-like lazy initialisation, connection pools and
-//!   downstream autoscalers get time to catch up. [`warmup::Profile::SentinelExact`] reproduces
-//!   Alibaba Sentinel's `WarmUpController` bit for bit, without its races;
-//!   [`warmup::Profile::Smooth`] is Guava's smooth warm-up in nanoseconds, with async waiting
-//!   and live re-rating.
+//!   downstream autoscalers get time to catch up. [`warmup::WarmUp`] is Guava's smooth warm-up
+//!   in nanoseconds, with async waiting and live re-rating;
+//!   [`warmup::sentinel::SentinelWarmUp`] reproduces Alibaba Sentinel's `WarmUpController`
+//!   bit for bit, without its races.
 //! - [`shed`]: an adaptive load shedder (go-zero's algorithm). It refuses requests only while the
 //!   CPU is hot *and* more requests are in flight than the service has recently shown it can
 //!   carry, measured with a CPU signal that understands container quotas.

@@ -22,7 +22,8 @@ use std::time::Duration;
 use admit::clock::ManualClock;
 use admit::shed::Shedder;
 use admit::shed::{ShedLayer, error::ShedRejection};
-use admit::warmup::{Profile, WarmUp, WarmUpLayer, error::WarmUpRejection};
+use admit::warmup::sentinel::SentinelWarmUp;
+use admit::warmup::{WarmUp, WarmUpLayer, error::WarmUpRejection};
 use counting_alloc::allocations_during;
 use http::Response;
 use rig::Rig;
@@ -57,8 +58,7 @@ fn layers_allocate_nothing_per_request() {
             .unwrap(),
     );
     let slow = Arc::new(
-        WarmUp::builder(3.0)
-            .profile(Profile::SentinelExact)
+        SentinelWarmUp::builder(3.0)
             .clock(clock.clone())
             .build()
             .unwrap(),

@@ -20,7 +20,8 @@ use admit::clock::ManualClock;
 use admit::respond::{BoxError, HttpResponder};
 use admit::shed::ShedLayer;
 use admit::shed::error::ShedRejection;
-use admit::warmup::{Profile, WarmUp, WarmUpLayer};
+use admit::warmup::WarmUpLayer;
+use admit::warmup::sentinel::SentinelWarmUp;
 use axum::Router;
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::Request;
@@ -373,8 +374,7 @@ async fn shed_layer_built_per_request_still_shares_one_shedder() {
 /// admits exactly 3 in the (manual, frozen) second.
 async fn warm_up_layer_services_share_one_bucket(serving: Serving) {
     let limiter = Arc::new(
-        WarmUp::builder(9.0)
-            .profile(Profile::SentinelExact)
+        SentinelWarmUp::builder(9.0)
             .clock(ManualClock::new())
             .build()
             .expect("a valid warm-up configuration"),
@@ -415,8 +415,7 @@ async fn warm_up_layer_built_per_request_still_shares_one_bucket() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn warm_up_layer_answers_429_when_asked() {
     // 3 per second, 1 while cold.
-    let limiter = WarmUp::builder(3.0)
-        .profile(Profile::SentinelExact)
+    let limiter = SentinelWarmUp::builder(3.0)
         .clock(ManualClock::new())
         .build()
         .expect("a valid warm-up configuration");

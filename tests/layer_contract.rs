@@ -23,8 +23,9 @@ use admit::respond::{BoxError, HttpResponder, Refusal};
 use admit::shed::error::ShedRejection;
 use admit::shed::{OverloadReason, ShedLayer, Shedder};
 use admit::signal::cpu::ManualCpu;
+use admit::warmup::WarmUpLayer;
 use admit::warmup::error::WarmUpRejection;
-use admit::warmup::{Profile, WarmUp, WarmUpLayer};
+use admit::warmup::sentinel::SentinelWarmUp;
 use http::{Response, StatusCode};
 use tower::{Layer, Service};
 use tower_test::mock;
@@ -81,9 +82,8 @@ fn answering(
 
 /// A Sentinel-profile bucket at `rate` on `clock`: the contract tests count its per-second
 /// windows (`rate / 3` admitted at once while cold).
-fn sentinel_bucket(rate: f64, clock: &ManualClock) -> WarmUp<ManualClock> {
-    WarmUp::builder(rate)
-        .profile(Profile::SentinelExact)
+fn sentinel_bucket(rate: f64, clock: &ManualClock) -> SentinelWarmUp<ManualClock> {
+    SentinelWarmUp::builder(rate)
         .clock(clock.clone())
         .build()
         .unwrap()
@@ -517,4 +517,29 @@ fn a_static_shedder_behaves_as_a_shared_one() {
         (snapshot.flying, snapshot.passed, snapshot.failed),
         (0, 1, 1)
     );
+}
+
+/// A tower user can tell admit's refusals apart without listing their types: every boxed
+/// refusal downcasts to the type its layer's docs name and is recognised by `is_refusal`;
+/// the inner service's own errors are not.
+#[test]
+fn refusals_downcast_to_their_documented_type_and_are_recognised_generically() {
+    let f = Rig::new();
+    let _held = f.force_overload();
+    let mut shed = ShedLayer::new(f.shedder.clone()).layer(tower::service_fn(|()| {
+        ready(Err::<(), BoxError>("inner failure".into()))
+    }));
+    let refused: BoxError = ready_now(shed.call(())).unwrap_err();
+    assert!(refused.downcast_ref::<ShedRejection>().is_some());
+    assert!(admit::respond::is_refusal(&*refused));
+
+    let limiter = sentinel_bucket(3.0, &f.clock);
+    let mut warm = WarmUpLayer::new(limiter).layer(tower::service_fn(|()| {
+        ready(Err::<(), BoxError>("inner failure".into()))
+    }));
+    let inner: BoxError = ready_now(warm.call(())).unwrap_err();
+    assert!(!admit::respond::is_refusal(&*inner), "{inner}");
+    let refused: BoxError = ready_now(warm.call(())).unwrap_err();
+    assert!(refused.downcast_ref::<WarmUpRejection>().is_some());
+    assert!(admit::respond::is_refusal(&*refused));
 }

@@ -18,7 +18,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use admit::clock::ManualClock;
 use admit::respond::GrpcResponder;
 use admit::shed::ShedLayer;
-use admit::warmup::{Profile, WarmUp, WarmUpInterceptor, WarmUpLayer};
+use admit::warmup::sentinel::SentinelWarmUp;
+use admit::warmup::{WarmUpInterceptor, WarmUpLayer};
 use rig::Rig;
 use servers::bounded;
 use tokio::task::JoinHandle;
@@ -293,9 +294,8 @@ async fn shed_layer_grpc_counts_an_error_status_as_passed() {
 }
 
 /// A 3-per-second bucket on a frozen manual clock: 1 permit while cold.
-fn cold_limit_one() -> Arc<WarmUp<ManualClock>> {
-    let limiter = WarmUp::builder(3.0)
-        .profile(Profile::SentinelExact)
+fn cold_limit_one() -> Arc<SentinelWarmUp<ManualClock>> {
+    let limiter = SentinelWarmUp::builder(3.0)
         .clock(ManualClock::new())
         .build()
         .expect("a valid warm-up configuration");

@@ -1,4 +1,4 @@
-//! Model-checks the lock-free window and token state of `Profile::SentinelExact` with loom:
+//! Model-checks the lock-free window and token state of `SentinelWarmUp` with loom:
 //! every interleaving of the real implementation's atomics (and of the manual clock's).
 //!
 //! Run with `RUSTFLAGS="--cfg admit_loom" cargo test --release --test loom_warmup` (see `.ci/run`).
@@ -7,15 +7,14 @@
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit::warmup::{Profile, WarmUp};
+use admit::warmup::sentinel::SentinelWarmUp;
 use loom::sync::Arc;
 use loom::thread;
 
 /// 10 rps, cold: three permits fit a one-second window.
-fn cold_ten_per_second() -> (ManualClock, Arc<WarmUp<ManualClock>>) {
+fn cold_ten_per_second() -> (ManualClock, Arc<SentinelWarmUp<ManualClock>>) {
     let clock = ManualClock::new();
-    let limiter = WarmUp::builder(10.0)
-        .profile(Profile::SentinelExact)
+    let limiter = SentinelWarmUp::builder(10.0)
         .clock(clock.clone())
         .build()
         .unwrap();

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use admit::clock::Clock;
-use admit::warmup::{AcquireError, Profile, WarmUp};
+use admit::warmup::sentinel::SentinelWarmUp;
+use admit::warmup::{AcquireError, WarmUp};
 use tokio::time::Instant;
 
 /// A clock reading tokio's (paused) time.
@@ -19,10 +20,9 @@ impl Clock for TokioClock {
     }
 }
 
-fn limiter(rate: f64, profile: Profile, start_warm: bool) -> Arc<WarmUp<TokioClock>> {
+fn limiter(rate: f64, start_warm: bool) -> Arc<WarmUp<TokioClock>> {
     Arc::new(
         WarmUp::builder(rate)
-            .profile(profile)
             .burst(Duration::ZERO) // pacing: exact spacing
             .start_warm(start_warm)
             .warm_up_period(Duration::from_secs(10))
@@ -35,13 +35,13 @@ fn limiter(rate: f64, profile: Profile, start_warm: bool) -> Arc<WarmUp<TokioClo
 /// Concurrent waiters are served in the order they reserved, 100 ms apart, each woken once.
 #[tokio::test(start_paused = true)]
 async fn waiters_are_spaced_by_their_reservations() {
-    let limiter = limiter(10.0, Profile::Smooth, true);
+    let limiter = limiter(10.0, true);
     let start = Instant::now();
     let tasks: Vec<_> = (0..5)
         .map(|_| {
             let limiter = limiter.clone();
             tokio::spawn(async move {
-                limiter.acquire(1).await.unwrap();
+                limiter.acquire(1).await;
                 start.elapsed()
             })
         })
@@ -57,22 +57,22 @@ async fn waiters_are_spaced_by_their_reservations() {
 /// A cancelled wait keeps its reservation: the next caller waits behind it.
 #[tokio::test(start_paused = true)]
 async fn a_cancelled_wait_keeps_its_reservation() {
-    let limiter = limiter(10.0, Profile::Smooth, true);
-    limiter.acquire(1).await.unwrap();
+    let limiter = limiter(10.0, true);
+    limiter.acquire(1).await;
     let start = Instant::now();
     let cancelled = tokio::time::timeout(Duration::from_millis(10), limiter.acquire(1)).await;
     assert!(cancelled.is_err(), "the wait was cut short");
-    limiter.acquire(1).await.unwrap();
+    limiter.acquire(1).await;
     assert_eq!(start.elapsed(), Duration::from_millis(200));
 }
 
 /// Cold, the spacing follows the curve: the first waits are near the cold interval (300 ms).
 #[tokio::test(start_paused = true)]
 async fn a_cold_limiter_spaces_waiters_by_the_cold_interval() {
-    let limiter = limiter(10.0, Profile::Smooth, false);
+    let limiter = limiter(10.0, false);
     let start = Instant::now();
-    limiter.acquire(1).await.unwrap();
-    limiter.acquire(1).await.unwrap();
+    limiter.acquire(1).await;
+    limiter.acquire(1).await;
     let gap = start.elapsed();
     assert!(
         gap > Duration::from_millis(280) && gap <= Duration::from_millis(300),
@@ -80,11 +80,14 @@ async fn a_cold_limiter_spaces_waiters_by_the_cold_interval() {
     );
 }
 
-/// The Sentinel profile cannot reserve a later window: `acquire` sleeps for each refusal's
+/// Sentinel's bucket cannot reserve a later window: `acquire` sleeps for each refusal's
 /// retry hint and tries again. 3 rps cold admits one request per rolling second.
 #[tokio::test(start_paused = true)]
 async fn sentinel_acquire_retries_after_the_hint() {
-    let limiter = limiter(3.0, Profile::SentinelExact, false);
+    let limiter = SentinelWarmUp::builder(3.0)
+        .clock(TokioClock(Instant::now()))
+        .build()
+        .unwrap();
     let start = Instant::now();
     limiter.acquire(1).await.unwrap();
     limiter.acquire(1).await.unwrap();
@@ -103,10 +106,6 @@ async fn sentinel_acquire_retries_after_the_hint() {
 #[test]
 fn the_wait_is_send() {
     fn send<T: Send>(_: &T) {}
-    let limiter = WarmUp::builder(10.0)
-        .profile(Profile::Smooth)
-        .burst(Duration::ZERO)
-        .build()
-        .unwrap();
+    let limiter = WarmUp::builder(10.0).burst(Duration::ZERO).build().unwrap();
     send(&limiter.acquire(1));
 }

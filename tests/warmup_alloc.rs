@@ -11,20 +11,19 @@ mod counting_alloc;
 use std::time::Duration;
 
 use admit::clock::{ManualClock, MonotonicClock};
-use admit::warmup::{Payment, Profile, WarmUp};
+use admit::warmup::sentinel::SentinelWarmUp;
+use admit::warmup::{Payment, WarmUp};
 use counting_alloc::allocations_during;
 
 #[test]
 fn deciding_and_observing_never_allocate() {
     let clock = ManualClock::new();
-    let limiter = WarmUp::builder(10.0)
-        .profile(Profile::SentinelExact)
+    let limiter = SentinelWarmUp::builder(10.0)
         .clock(clock.clone())
         .build()
         .unwrap();
     let smooth = |payment| {
         WarmUp::builder(10.0)
-            .profile(Profile::Smooth)
             .payment(payment)
             .clock(clock.clone())
             .build()

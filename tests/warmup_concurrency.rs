@@ -9,28 +9,22 @@ use std::thread;
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit::warmup::{Profile, WarmUp};
+use admit::warmup::sentinel::SentinelWarmUp;
 
 const THREADS: usize = 4;
 
-fn frozen_limiter(rate: f64) -> Arc<WarmUp<ManualClock>> {
+fn frozen_limiter(rate: f64) -> Arc<SentinelWarmUp<ManualClock>> {
     let clock = ManualClock::new();
     clock.set(Duration::from_millis(1_700_000_000_100));
-    Arc::new(
-        WarmUp::builder(rate)
-            .profile(Profile::SentinelExact)
-            .clock(clock)
-            .build()
-            .unwrap(),
-    )
+    Arc::new(SentinelWarmUp::builder(rate).clock(clock).build().unwrap())
 }
 
 /// Runs `attempt` from every thread at once, `per_thread` times, and returns the permits
 /// admitted in total.
 fn race(
-    limiter: &Arc<WarmUp<ManualClock>>,
+    limiter: &Arc<SentinelWarmUp<ManualClock>>,
     per_thread: u32,
-    attempt: fn(&WarmUp<ManualClock>, u32) -> u64,
+    attempt: fn(&SentinelWarmUp<ManualClock>, u32) -> u64,
 ) -> u64 {
     let barrier = Arc::new(Barrier::new(THREADS));
     let workers: Vec<_> = (0..THREADS)

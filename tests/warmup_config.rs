@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use admit::ConfigError;
 use admit::clock::ManualClock;
-use admit::warmup::{AcquireError, Profile, WarmUp};
+use admit::warmup::AcquireError;
+use admit::warmup::sentinel::SentinelWarmUp;
 
 fn build(rate: f64, period: Duration, cold_factor: u32) -> Result<(), ConfigError> {
-    WarmUp::builder(rate)
-        .profile(Profile::SentinelExact)
+    SentinelWarmUp::builder(rate)
         .warm_up_period(period)
         .cold_factor(cold_factor)
         .build()
@@ -41,8 +41,7 @@ fn rates_beyond_the_window_counter_are_refused() {
         }
     );
     // The largest accepted rate builds and admits.
-    let limiter = WarmUp::builder(1_073_741_822.0)
-        .profile(Profile::SentinelExact)
+    let limiter = SentinelWarmUp::builder(1_073_741_822.0)
         .warm_up_period(Duration::from_secs(1))
         .build()
         .unwrap();
@@ -119,8 +118,7 @@ fn token_counts_must_fit_javas_int_arithmetic() {
         assert_eq!(err.setting(), "permits_per_second × warm_up_period");
     }
     // Inside the limits: P · c = 10⁹ and M = 5·10⁸ + 5·10⁸ = 10⁹, both below 2³¹.
-    let curve = WarmUp::builder(1e9)
-        .profile(Profile::SentinelExact)
+    let curve = SentinelWarmUp::builder(1e9)
         .warm_up_period(Duration::from_secs(1))
         .build()
         .unwrap()
@@ -177,8 +175,7 @@ fn every_accepted_configuration_admits_every_second() {
     for cold_factor in 2..=8u32 {
         for rate in 1..=120u32 {
             let clock = ManualClock::new();
-            let Ok(limiter) = WarmUp::builder(f64::from(rate))
-                .profile(Profile::SentinelExact)
+            let Ok(limiter) = SentinelWarmUp::builder(f64::from(rate))
                 .cold_factor(cold_factor)
                 .clock(clock.clone())
                 .build()
@@ -205,10 +202,7 @@ fn every_accepted_configuration_admits_every_second() {
 
 #[test]
 fn acquiring_more_than_the_capacity_is_a_distinct_error() {
-    let limiter = WarmUp::builder(10.5)
-        .profile(Profile::SentinelExact)
-        .build()
-        .unwrap();
+    let limiter = SentinelWarmUp::builder(10.5).build().unwrap();
     assert_eq!(limiter.curve().capacity(), 10);
     let err = limiter.try_acquire_n(11).unwrap_err();
     assert_eq!(

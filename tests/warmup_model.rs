@@ -1,4 +1,4 @@
-//! Differential test: `Profile::SentinelExact` against an independent, deliberately plain model
+//! Differential test: `SentinelWarmUp` against an independent, deliberately plain model
 //! of Sentinel's Java `WarmUpController` and the statistics it reads
 //! (`tests/support/sentinel_model.rs`), on random configurations and random traffic.
 //!
@@ -12,7 +12,7 @@ mod sentinel_model;
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit::warmup::{Profile, WarmUp};
+use admit::warmup::sentinel::SentinelWarmUp;
 use proptest::prelude::*;
 use sentinel_model::{SentinelModel, T0};
 
@@ -32,8 +32,7 @@ fn refused_configurations_are_exactly_javas_dead_ones() {
             for period_secs in 1..=30 {
                 let model = SentinelModel::new(f64::from(rate), period_secs, cold_factor);
                 let dead = model.threshold(model.max_token()) < 1.0;
-                let built = WarmUp::builder(f64::from(rate))
-                    .profile(Profile::SentinelExact)
+                let built = SentinelWarmUp::builder(f64::from(rate))
                     .warm_up_period(Duration::from_secs(period_secs as u64))
                     .cold_factor(cold_factor as u32)
                     .build();
@@ -79,8 +78,7 @@ fn config() -> impl Strategy<Value = Config> {
             c.rate / f64::from(c.cold_factor) >= 1.0
         })
         .prop_filter("the configuration must be accepted", |c| {
-            WarmUp::builder(c.rate)
-                .profile(Profile::SentinelExact)
+            SentinelWarmUp::builder(c.rate)
                 .warm_up_period(Duration::from_secs(u64::from(c.period_secs)))
                 .cold_factor(c.cold_factor)
                 .build()
@@ -115,7 +113,7 @@ proptest! {
         let origin = if config.start_warm { 0 } else { T0 };
         let clock = ManualClock::new();
         clock.set(Duration::from_millis(origin as u64));
-        let limiter = WarmUp::builder(config.rate).profile(Profile::SentinelExact)
+        let limiter = SentinelWarmUp::builder(config.rate)
             .warm_up_period(Duration::from_secs(u64::from(config.period_secs)))
             .cold_factor(config.cold_factor)
             .start_warm(config.start_warm)
@@ -148,8 +146,7 @@ proptest! {
 fn an_idle_limiter_resting_exactly_at_the_warning_level_stays_warm() {
     let clock = ManualClock::new();
     clock.set(Duration::from_millis(T0 as u64));
-    let limiter = WarmUp::builder(10.0)
-        .profile(Profile::SentinelExact)
+    let limiter = SentinelWarmUp::builder(10.0)
         .clock(clock.clone())
         .build()
         .unwrap();

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit::warmup::{AcquireError, Phase, Profile, WarmUp, WarmUpSnapshot};
+use admit::warmup::sentinel::{SentinelSnapshot, SentinelWarmUp};
+use admit::warmup::{AcquireError, Phase};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -34,12 +35,11 @@ fn config() -> impl Strategy<Value = Config> {
         .prop_filter("accepted configurations only", |c| build(c).is_ok())
 }
 
-fn build(config: &Config) -> Result<WarmUp<ManualClock>, admit::ConfigError> {
+fn build(config: &Config) -> Result<SentinelWarmUp<ManualClock>, admit::ConfigError> {
     let clock = ManualClock::new();
     // Start somewhere other than zero, off a second boundary.
     clock.set(Duration::from_millis(86_400_123));
-    WarmUp::builder(config.rate)
-        .profile(Profile::SentinelExact)
+    SentinelWarmUp::builder(config.rate)
         .warm_up_period(Duration::from_secs(config.period_secs))
         .cold_factor(config.cold_factor)
         .start_warm(config.start_warm)
@@ -65,8 +65,8 @@ fn calls() -> impl Strategy<Value = Vec<(u64, u32)>> {
 }
 
 fn check_invariants(
-    limiter: &WarmUp<ManualClock>,
-    s: &WarmUpSnapshot,
+    limiter: &SentinelWarmUp<ManualClock>,
+    s: &SentinelSnapshot,
 ) -> Result<(), TestCaseError> {
     let curve = limiter.curve();
     prop_assert!(s.warning_tokens < s.max_tokens);

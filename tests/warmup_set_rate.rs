@@ -1,4 +1,4 @@
-//! `WarmUp::set_rate` for `Profile::Smooth`: Guava's rescaling, refused settings, and a rate
+//! `WarmUp::set_rate`: Guava's rescaling, refused settings, and a rate
 //! flipping under concurrent traffic that never lets more through than the higher rate allows.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -6,11 +6,10 @@ use std::time::Duration;
 
 use admit::ConfigError;
 use admit::clock::ManualClock;
-use admit::warmup::{Profile, WarmUp};
+use admit::warmup::WarmUp;
 
 fn smooth(rate: f64, clock: &ManualClock, start_warm: bool) -> WarmUp<ManualClock> {
     WarmUp::builder(rate)
-        .profile(Profile::Smooth)
         .burst(Duration::ZERO)
         .warm_up_period(Duration::from_secs(10))
         .start_warm(start_warm)
@@ -51,18 +50,6 @@ fn refused_rates_change_nothing() {
         ));
     }
     assert_eq!(limiter.permits_per_second(), 10.0);
-    let sentinel = WarmUp::builder(10.0)
-        .profile(Profile::SentinelExact)
-        .clock(clock)
-        .build()
-        .unwrap();
-    assert_eq!(
-        sentinel.set_rate(20.0),
-        Err(ConfigError::RateChangeUnsupported {
-            permits_per_second: 20.0
-        })
-    );
-    assert_eq!(sentinel.permits_per_second(), 10.0);
 }
 
 /// Two threads take permits as fast as they can while the rate flips between 100 and 1000 per

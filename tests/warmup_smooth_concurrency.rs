@@ -1,11 +1,11 @@
-//! `Profile::Smooth` under contention: threads racing for permits on a shared manual clock get
+//! `WarmUp` under contention: threads racing for permits on a shared manual clock get
 //! exactly the configured spacing, no more and no fewer admissions, in both payment styles.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit::warmup::{Payment, Profile, WarmUp};
+use admit::warmup::{Payment, WarmUp};
 
 /// Three threads take permits as fast as they can from a warm 1000/s limiter for one simulated
 /// second. Simulated time moves in 50 µs steps, each only after the takers have made attempts,
@@ -13,7 +13,6 @@ use admit::warmup::{Payment, Profile, WarmUp};
 fn racing_for_one_second(payment: Payment) -> u64 {
     let clock = ManualClock::new();
     let limiter = WarmUp::builder(1000.0)
-        .profile(Profile::Smooth)
         .burst(Duration::ZERO)
         .payment(payment)
         .start_warm(true)

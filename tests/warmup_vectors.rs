@@ -1,10 +1,11 @@
-//! The reference vectors of `shared/reference/warmup.md` §6 for `Profile::SentinelExact`.
+//! The reference vectors of `shared/reference/warmup.md` §6 for `SentinelWarmUp`.
 
 use std::time::Duration;
 
 use admit::ConfigError;
 use admit::clock::ManualClock;
-use admit::warmup::{Phase, Profile, WarmUp};
+use admit::warmup::Phase;
+use admit::warmup::sentinel::SentinelWarmUp;
 
 /// Sentinel's tests run on an epoch-millisecond clock; a whole second keeps windows aligned.
 const T0: Duration = Duration::from_millis(1_700_000_000_000);
@@ -13,20 +14,19 @@ fn sentinel(
     rate: f64,
     period_secs: u64,
     cold_factor: u32,
-) -> Result<WarmUp<ManualClock>, ConfigError> {
+) -> Result<SentinelWarmUp<ManualClock>, ConfigError> {
     let clock = ManualClock::new();
     clock.set(T0);
-    WarmUp::builder(rate)
+    SentinelWarmUp::builder(rate)
         .warm_up_period(Duration::from_secs(period_secs))
         .cold_factor(cold_factor)
-        .profile(Profile::SentinelExact)
         .clock(clock)
         .build()
 }
 
 /// Drives `limiter` with one single-permit attempt per millisecond for `seconds` seconds and
 /// returns, per second, the passes and the stored tokens right after that second's first call.
-fn saturate(limiter: &WarmUp<ManualClock>, seconds: usize) -> (Vec<u32>, Vec<f64>) {
+fn saturate(limiter: &SentinelWarmUp<ManualClock>, seconds: usize) -> (Vec<u32>, Vec<f64>) {
     let mut passes = Vec::new();
     let mut tokens = Vec::new();
     for _ in 0..seconds {
@@ -241,11 +241,7 @@ fn tv14_max_tokens_follow_java_not_sentinel_rust() {
 fn tv17_starts_cold_whatever_the_clock_origin() {
     // Java, with a clock starting at 0, never syncs in its first second and starts warm.
     let clock = ManualClock::new();
-    let limiter = WarmUp::builder(10.0)
-        .profile(Profile::SentinelExact)
-        .clock(clock)
-        .build()
-        .unwrap();
+    let limiter = SentinelWarmUp::builder(10.0).clock(clock).build().unwrap();
     let (passes, tokens) = saturate(&limiter, 2);
     assert_eq!(passes, [3, 3]);
     assert_eq!(tokens, [100.0, 97.0]);
@@ -254,8 +250,7 @@ fn tv17_starts_cold_whatever_the_clock_origin() {
 #[test]
 fn tv17_start_warm_reproduces_javas_zero_origin_behaviour() {
     let clock = ManualClock::new();
-    let limiter = WarmUp::builder(10.0)
-        .profile(Profile::SentinelExact)
+    let limiter = SentinelWarmUp::builder(10.0)
         .start_warm(true)
         .clock(clock)
         .build()
@@ -274,11 +269,7 @@ fn tv11_holds_for_any_clock_origin() {
     for origin_secs in [0, 1_700_000_000, 1 << 32, 500 * 365 * 86_400] {
         let clock = ManualClock::new();
         clock.set(Duration::from_secs(origin_secs));
-        let limiter = WarmUp::builder(10.0)
-            .profile(Profile::SentinelExact)
-            .clock(clock)
-            .build()
-            .unwrap();
+        let limiter = SentinelWarmUp::builder(10.0).clock(clock).build().unwrap();
         let (passes, tokens) = saturate(&limiter, 13);
         assert_eq!(
             passes,

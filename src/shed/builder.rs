@@ -13,7 +13,7 @@ use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
 use crate::signal::OverloadSignal;
 use crate::signal::cpu::{CpuOverload, CpuSignal, SystemCpu};
-use crate::sync::{AtomicBool, AtomicU64};
+use crate::sync::{AtomicBool, AtomicU64, SeqLock};
 
 /// Configures a [`Shedder`]; created by [`Shedder::builder`].
 ///
@@ -213,8 +213,7 @@ impl<C: Clock> ShedderBuilder<C> {
                 overloaded_at: AtomicU64::new(0),
                 dropped_recently: AtomicBool::new(false),
                 dropped: AtomicU64::new(0),
-                limit_epoch: AtomicU64::new(0),
-                max_flight: AtomicU64::new(0),
+                limit: SeqLock::new([0, 0]),
             }),
             window: RollingWindow::new(self.buckets as usize),
             epoch_hint: AtomicU64::new(0),

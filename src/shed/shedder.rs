@@ -15,7 +15,7 @@ use crate::Shared;
 use crate::clock::{Clock, MonotonicClock};
 use crate::signal::cpu::{CpuOverload, CpuSignal};
 use crate::signal::{OverloadSignal, Pressure};
-use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Ordering, SeqLock};
 
 /// go-zero's `flyingBeta`: the weight of the old smoothed concurrency.
 const FLYING_BETA: f64 = 0.9;
@@ -111,10 +111,8 @@ pub(super) struct Heat {
     pub(super) overloaded_at: AtomicU64,
     pub(super) dropped_recently: AtomicBool,
     pub(super) dropped: AtomicU64,
-    /// The epoch (plus one) whose `max_flight` is in `max_flight`; 0 while being written.
-    pub(super) limit_epoch: AtomicU64,
-    /// `f64` bits of go-zero's `maxFlight` for `limit_epoch`.
-    pub(super) max_flight: AtomicU64,
+    /// The epoch (plus one, 0: none yet) and the `f64` bits of go-zero's `maxFlight` for it.
+    pub(super) limit: SeqLock<2>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -298,26 +296,21 @@ impl<C: Clock> Shedder<C> {
     }
 
     /// go-zero's `maxFlight`, cached once per bucket, since the window ignores the bucket in
-    /// progress. The two cache words are written like a sequence lock: the epoch word is
-    /// cleared, the value written, then the epoch set; a reader uses the value only if it saw
-    /// the same epoch before and after reading it.
+    /// progress. The cache is the epoch (plus one) and the value under the crate's sequence
+    /// lock: a reader uses it only for its own epoch, and a thread that finds it stale scans
+    /// the window and stores its result unless another thread is storing at that moment.
     #[inline]
     fn max_flight(&self, now: u64) -> f64 {
         let epoch = self.epoch(now);
         let tag = epoch.wrapping_add(1).max(1);
-        let heat = &self.heat;
-        if heat.limit_epoch.load(Ordering::Acquire) == tag {
-            let cached = heat.max_flight.load(Ordering::Acquire);
-            if heat.limit_epoch.load(Ordering::Acquire) == tag {
-                return f64::from_bits(cached);
-            }
+        if let Some([cached_tag, cached]) = self.heat.limit.try_read()
+            && cached_tag == tag
+        {
+            return f64::from_bits(cached);
         }
         let (max_pass, min_rt) = self.scan(epoch);
         let max_flight = self.max_flight_of(max_pass, min_rt);
-        heat.limit_epoch.store(0, Ordering::Release);
-        heat.max_flight
-            .store(max_flight.to_bits(), Ordering::Release);
-        heat.limit_epoch.store(tag, Ordering::Release);
+        self.heat.limit.try_write([tag, max_flight.to_bits()]);
         max_flight
     }
 
@@ -560,5 +553,52 @@ mod tests {
             heat.dropped_recently.load(Ordering::Acquire),
             "observing clears nothing"
         );
+    }
+}
+
+#[cfg(all(test, admit_loom))]
+mod loom_tests {
+    use loom::sync::Arc;
+    use loom::thread;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::signal::cpu::ManualCpu;
+
+    /// Admissions and completions racing a reader of the in-flight count: completions are
+    /// read before admissions, so the reader never counts more requests ended than admitted
+    /// (the subtraction in `Flight::flying` never saturates), and the totals settle exactly.
+    #[test]
+    fn loom_in_flight_never_reads_negative() {
+        loom::model(|| {
+            let shedder = Arc::new(
+                Shedder::builder()
+                    .clock(ManualClock::new())
+                    .cpu(ManualCpu::new(0))
+                    .build()
+                    .unwrap(),
+            );
+            let workers: Vec<_> = [true, false]
+                .into_iter()
+                .map(|passes| {
+                    let shedder = Arc::clone(&shedder);
+                    thread::spawn(move || {
+                        let permit = shedder.allow().unwrap();
+                        if passes { permit.pass() } else { permit.fail() }
+                    })
+                })
+                .collect();
+            let flight = &shedder.flight;
+            let ended =
+                flight.passed.load(Ordering::Acquire) + flight.failed.load(Ordering::Acquire);
+            let admitted = flight.admitted.load(Ordering::Acquire);
+            assert!(admitted >= ended, "{ended} ended of {admitted} admitted");
+            for worker in workers {
+                worker.join().unwrap();
+            }
+            assert_eq!(flight.flying(), 0);
+            assert_eq!(flight.passed.load(Ordering::Acquire), 1);
+            assert_eq!(flight.failed.load(Ordering::Acquire), 1);
+        });
     }
 }

@@ -16,7 +16,8 @@ use std::time::Duration;
 /// ```
 /// use std::time::Duration;
 /// use admit::clock::ManualClock;
-/// use admit::warmup::{Profile, WarmUp};
+/// use admit::warmup::WarmUp;
+/// use admit::warmup::sentinel::SentinelWarmUp;
 ///
 /// let clock = ManualClock::new();
 /// // A flat 10 per second (cold factor 1), spaced exactly (no burst): one every 100 ms.
@@ -30,11 +31,8 @@ use std::time::Duration;
 /// let rejected = limiter.try_acquire().unwrap_err();
 /// assert_eq!(rejected.retry_after(), Duration::from_millis(70));
 ///
-/// // SentinelExact counts passes per rolling second. Cold: 10 / 3 ⇒ three requests fit.
-/// let limiter = WarmUp::builder(10.0)
-///     .profile(Profile::SentinelExact)
-///     .clock(ManualClock::new())
-///     .build()?;
+/// // Sentinel counts passes per rolling second. Cold: 10 / 3 ⇒ three requests fit.
+/// let limiter = SentinelWarmUp::builder(10.0).clock(ManualClock::new()).build()?;
 /// for _ in 0..3 {
 ///     limiter.try_acquire().unwrap();
 /// }
@@ -105,15 +103,17 @@ impl From<AcquireError> for tonic::Status {
     }
 }
 
-/// Why [`WarmUp::try_acquire_n`](super::WarmUp::try_acquire_n) did not pass.
+/// Why [`SentinelWarmUp::try_acquire_n`](super::sentinel::SentinelWarmUp::try_acquire_n) did not
+/// pass.
 ///
 /// # Example
 ///
 /// ```
-/// use admit::warmup::{AcquireError, Profile, WarmUp};
+/// use admit::warmup::AcquireError;
+/// use admit::warmup::sentinel::SentinelWarmUp;
 ///
-/// // SentinelExact admits at most its highest per-second limit at once.
-/// let limiter = WarmUp::builder(10.0).profile(Profile::SentinelExact).build()?;
+/// // Sentinel admits at most its highest per-second limit at once.
+/// let limiter = SentinelWarmUp::builder(10.0).build()?;
 /// assert_eq!(
 ///     limiter.try_acquire_n(11),
 ///     Err(AcquireError::ExceedsCapacity { requested: 11, capacity: 10 })
@@ -126,9 +126,7 @@ pub enum AcquireError {
     /// No room now; retrying later can succeed.
     Rejected(Rejected),
     /// `requested` is more than the limiter can ever admit at once (`capacity`, the floor of its
-    /// highest rate). Retrying cannot help; split the request. Only
-    /// [`Profile::SentinelExact`](super::Profile::SentinelExact) has a capacity: the smooth
-    /// profile admits any request given time.
+    /// highest limit). Retrying cannot help; split the request.
     ExceedsCapacity {
         /// The permits asked for.
         requested: u32,

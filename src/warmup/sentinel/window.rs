@@ -1,4 +1,4 @@
-//! The lock-free state of [`Profile::SentinelExact`](super::Profile::SentinelExact).
+//! The lock-free state of a [`SentinelWarmUp`](super::SentinelWarmUp).
 //!
 //! Sentinel keeps three pieces of state for a warm-up rule: the stored tokens with the time of
 //! their last sync (two independent atomics), a rolling one-second window of two half-second
@@ -29,7 +29,7 @@
 
 use crossbeam_utils::CachePadded;
 
-use super::curve::{Curve, MAX_WINDOW_COUNT};
+use super::curve::{MAX_WINDOW_COUNT, SentinelCurve};
 use crate::sync::{AtomicU64, Ordering};
 
 const NANOS_PER_SEC: u64 = 1_000_000_000;
@@ -119,7 +119,7 @@ struct SecondState {
 pub(crate) struct SentinelWindow {
     second: CachePadded<SecondState>,
     halves: CachePadded<[AtomicU64; 4]>,
-    curve: Curve,
+    curve: SentinelCurve,
     /// The start of the clock second the limiter was built in: windows are counted from here,
     /// so the 33-bit window index lasts 136 years whatever the clock's origin, while windows
     /// stay aligned to the clock's whole seconds.
@@ -134,7 +134,7 @@ fn half_of(now_nanos: u64) -> u64 {
 impl SentinelWindow {
     /// A limiter built at clock reading `built_at_nanos`: cold (a full bucket at its first
     /// call), or, if `start_warm`, an empty bucket as of the build, refilling from then on.
-    pub(crate) fn new(curve: Curve, start_warm: bool, built_at_nanos: u64) -> Self {
+    pub(crate) fn new(curve: SentinelCurve, start_warm: bool, built_at_nanos: u64) -> Self {
         let tokens = if start_warm {
             Tokens::pack(0, 0)
         } else {
@@ -162,7 +162,7 @@ impl SentinelWindow {
     }
 
     /// The curve this window follows.
-    pub(crate) fn curve(&self) -> Curve {
+    pub(crate) fn curve(&self) -> SentinelCurve {
         self.curve
     }
 
@@ -457,7 +457,7 @@ mod tests {
         const BUSY: u64 = 1_500_000_000; // half 3: from here on, the load exceeds the limit
         // Time each call adds: 250 calls per half second under light load, 5 000 under heavy.
         let step = |now: u64| if now < BUSY { 2_000_000 } else { 100_000 };
-        let curve = Curve::sentinel(6000.0, Duration::from_secs(10), 3).unwrap();
+        let curve = SentinelCurve::sentinel(6000.0, Duration::from_secs(10), 3).unwrap();
         let max = curve.max_tokens() as u32;
         for round in 0..100u64 {
             let window = SentinelWindow::new(curve, false, 0);

@@ -1,0 +1,30 @@
+//! The atomics the crate's lock-free state is built from, and the one sequence lock.
+//!
+//! Normal builds use `std`. Built with `RUSTFLAGS="--cfg admit_loom"`, the same code runs on
+//! loom's model-checked atomics, so the loom tests explore every interleaving of the real
+//! implementation rather than of a copy.
+
+#[cfg(admit_loom)]
+mod loom_u128;
+mod seqlock;
+
+#[cfg(not(admit_loom))]
+pub(crate) use portable_atomic::AtomicU128;
+
+#[cfg(admit_loom)]
+pub(crate) use self::loom_u128::AtomicU128;
+#[cfg(admit_loom)]
+pub(crate) use loom::hint::spin_loop;
+#[cfg(admit_loom)]
+pub(crate) use loom::sync::Arc;
+#[cfg(admit_loom)]
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+
+#[cfg(not(admit_loom))]
+pub(crate) use std::hint::spin_loop;
+#[cfg(not(admit_loom))]
+pub(crate) use std::sync::Arc;
+#[cfg(not(admit_loom))]
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+
+pub(crate) use self::seqlock::SeqLock;

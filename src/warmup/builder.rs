@@ -1,0 +1,177 @@
+//! Configuring a warm-up bucket.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use super::curve::smooth_curve;
+use super::limiter::WarmUp;
+use super::smooth::{Payment, SmoothBucket};
+use super::totals::Counters;
+use crate::ConfigError;
+use crate::clock::{Clock, MonotonicClock};
+
+/// The default [burst](WarmUpBuilder::burst): one second, the span Sentinel's rolling window
+/// and governor's default quota admit at once.
+const DEFAULT_BURST: Duration = Duration::from_secs(1);
+
+/// Configures a [`WarmUp`] limiter; created by [`WarmUp::builder`].
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use admit::ConfigError;
+/// use admit::warmup::WarmUp;
+///
+/// let limiter = WarmUp::builder(200.0)
+///     .warm_up_period(Duration::from_millis(1500))
+///     .cold_factor(4)
+///     .name("checkout")
+///     .build()?;
+/// assert!((limiter.curve().qps_limit(limiter.curve().max_tokens()) - 50.0).abs() < 1e-9);
+///
+/// // Every bad setting is a typed error, never a panic or a limiter that admits nothing.
+/// assert_eq!(
+///     WarmUp::builder(f64::INFINITY).build().unwrap_err(),
+///     ConfigError::InvalidRate { permits_per_second: f64::INFINITY }
+/// );
+/// # Ok::<(), ConfigError>(())
+/// ```
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct WarmUpBuilder<C> {
+    permits_per_second: f64,
+    warm_up_period: Duration,
+    cold_factor: u32,
+    payment: Payment,
+    burst: Duration,
+    start_warm: bool,
+    clock: C,
+    name: Option<Cow<'static, str>>,
+}
+
+impl WarmUpBuilder<MonotonicClock> {
+    pub(super) fn new(permits_per_second: f64) -> Self {
+        WarmUpBuilder {
+            permits_per_second,
+            warm_up_period: Duration::from_secs(10),
+            cold_factor: 3,
+            payment: Payment::Now,
+            burst: DEFAULT_BURST,
+            start_warm: false,
+            clock: MonotonicClock::new(),
+            name: None,
+        }
+    }
+}
+
+impl<C: Clock> WarmUpBuilder<C> {
+    /// How long the limiter takes to warm up from cold under load (default 10 s). Any
+    /// duration above zero, fractions of a second included.
+    pub fn warm_up_period(mut self, period: Duration) -> Self {
+        self.warm_up_period = period;
+        self
+    }
+
+    /// How much lower the cold rate is than the full rate (default 3): while cold the rate is
+    /// `permits_per_second / cold_factor`. At least 1; 1 is a plain (flat) rate limiter.
+    pub fn cold_factor(mut self, cold_factor: u32) -> Self {
+        self.cold_factor = cold_factor;
+        self
+    }
+
+    /// How a request pays for its permits (default [`Payment::Now`]).
+    pub fn payment(mut self, payment: Payment) -> Self {
+        self.payment = payment;
+        self
+    }
+
+    /// How far ahead of its turn a request may pass (default one second): the tolerance of a
+    /// GCRA.
+    ///
+    /// With a burst of `b`, requests arriving together pass until the schedule runs `b` ahead
+    /// of the clock: the request on time plus about `b` worth of the current spacing (`b ·
+    /// rate` permits when warm, `b · rate / cold_factor` when cold). The long-run rate is
+    /// unchanged, because each early request still takes its place in the schedule. Idle
+    /// time earns the credit, up to `b`; a new limiter has none, so a cold start admits the
+    /// cold rate from its first request on. Any span `t` admits at most `t + b` worth of the
+    /// spacing in force: after an idle spell long enough to cool down, up to twice the cold
+    /// rate can pass in the first second, the burst at once and then the cold rate
+    /// (Sentinel's rolling window allows as much across two half-second buckets).
+    ///
+    /// For admission control keep a burst: with none, requests are spaced exactly and of
+    /// several arriving at the same instant only one passes, so even a light load with random
+    /// arrivals sees refusals. For pacing (`acquire`, outgoing calls) set `Duration::ZERO`.
+    pub fn burst(mut self, burst: Duration) -> Self {
+        self.burst = burst;
+        self
+    }
+
+    /// Start warm (an empty bucket, full rate) instead of cold (default `false`).
+    ///
+    /// Useful when the service is already warm, for example when a limiter is rebuilt with a new
+    /// rate. The bucket is empty as of [`build`](Self::build); idle time from then on refills it
+    /// as described in the [module docs](super).
+    pub fn start_warm(mut self, start_warm: bool) -> Self {
+        self.start_warm = start_warm;
+        self
+    }
+
+    /// A name for this limiter, for metric labels and logs (default: none).
+    pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The clock to read (default: a [`MonotonicClock`] whose origin is the call to
+    /// [`WarmUp::builder`]). Inject a [`ManualClock`](crate::clock::ManualClock) to make tests
+    /// deterministic.
+    pub fn clock<C2: Clock>(self, clock: C2) -> WarmUpBuilder<C2> {
+        WarmUpBuilder {
+            permits_per_second: self.permits_per_second,
+            warm_up_period: self.warm_up_period,
+            cold_factor: self.cold_factor,
+            payment: self.payment,
+            burst: self.burst,
+            start_warm: self.start_warm,
+            clock,
+            name: self.name,
+        }
+    }
+
+    /// Validates the configuration and builds the limiter.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the first invalid setting:
+    /// [`InvalidRate`](ConfigError::InvalidRate) (rate ≤ 0, NaN, infinite, or so extreme that
+    /// the curve leaves the range of a double),
+    /// [`ColdFactorTooSmall`](ConfigError::ColdFactorTooSmall) (factor 0),
+    /// [`ZeroWarmUpPeriod`](ConfigError::ZeroWarmUpPeriod),
+    /// [`DurationTooLong`](ConfigError::DurationTooLong) (a burst beyond 584 years) or
+    /// [`EmptyName`](ConfigError::EmptyName).
+    pub fn build(self) -> Result<WarmUp<C>, ConfigError> {
+        let now = self.clock.now_nanos();
+        let burst_nanos =
+            u64::try_from(self.burst.as_nanos()).map_err(|_| ConfigError::DurationTooLong {
+                setting: "burst",
+                value: self.burst,
+            })?;
+        let curve = smooth_curve(
+            self.permits_per_second,
+            self.warm_up_period,
+            self.cold_factor,
+        )?;
+        if self.name.as_deref() == Some("") {
+            return Err(ConfigError::EmptyName);
+        }
+        Ok(WarmUp {
+            bucket: SmoothBucket::new(curve, self.payment, now, self.start_warm, burst_nanos),
+            clock: self.clock,
+            warm_up_period: self.warm_up_period,
+            cold_factor: self.cold_factor,
+            totals: Counters::new(),
+            name: self.name,
+        })
+    }
+}

@@ -1,0 +1,425 @@
+//! The lock-free bucket: the state in one 128-bit word, the curve under a sequence lock.
+
+use super::curve::{CURVE_WORDS, SmoothCurve};
+use super::state::{NEVER, Payment, SmoothState, decide};
+use crate::sync::{AtomicU128, Ordering, SeqLock};
+
+/// The lock-free engine: the state in one 128-bit word, updated by one compare-and-swap per
+/// admission. A refusal writes only to mark demand, at most once between two admissions.
+#[derive(Debug)]
+pub(crate) struct SmoothBucket {
+    curve: SharedCurve,
+    payment: Payment,
+    /// How far ahead of its turn a request may pass, in ns; a new schedule starts this far
+    /// ahead of the clock (no credit earned yet).
+    burst: u64,
+    state: AtomicU128,
+}
+
+/// The curve, replaceable at run time: its words under the crate's sequence lock. Readers
+/// (every decision) retry if a writer was active; writers are serialised by the lock's
+/// version, off the hot path.
+#[derive(Debug)]
+struct SharedCurve {
+    words: SeqLock<CURVE_WORDS>,
+}
+
+impl SharedCurve {
+    fn new(curve: SmoothCurve) -> Self {
+        SharedCurve {
+            words: SeqLock::new(curve.to_words()),
+        }
+    }
+
+    #[inline]
+    fn load(&self) -> SmoothCurve {
+        SmoothCurve::from_words(self.words.read())
+    }
+
+    fn store(&self, curve: &SmoothCurve) {
+        self.words.write(curve.to_words());
+    }
+}
+
+impl SmoothBucket {
+    /// A bucket built at `now`: cold (full), or warm (empty) if `start_warm`. A request may
+    /// pass up to `burst` ns before its turn, but a new bucket has earned no such credit yet:
+    /// its schedule starts `burst` ahead, so the first second of a cold start admits the cold
+    /// rate, not a burst on top of it.
+    pub(crate) fn new(
+        curve: SmoothCurve,
+        payment: Payment,
+        now: u64,
+        start_warm: bool,
+        burst: u64,
+    ) -> Self {
+        let state = SmoothState {
+            next_free: match payment {
+                Payment::Later => now.saturating_add(burst),
+                Payment::Now => NEVER,
+            },
+            fill: if start_warm { 0.0 } else { 1.0 },
+            denied: false,
+        };
+        SmoothBucket {
+            curve: SharedCurve::new(curve),
+            payment,
+            burst,
+            state: AtomicU128::new(state.pack()),
+        }
+    }
+
+    /// Reserves `permits` at `now` if they are available within `max_wait` ns: `Ok` with how
+    /// long to wait before using them, or `Err` with how much longer the caller would have to
+    /// be willing to wait.
+    pub(crate) fn reserve(&self, now: u64, permits: f64, max_wait: u64) -> Result<u64, u64> {
+        let mut word = self.state.load(Ordering::Acquire);
+        loop {
+            // A curve replaced between this read and the compare-and-swap below only means
+            // this decision used the rate in force when it started.
+            let curve = self.curve.load();
+            let state = SmoothState::unpack(word);
+            let (next, wait) = match decide(
+                &curve,
+                self.payment,
+                state,
+                now,
+                permits,
+                max_wait,
+                self.burst,
+            ) {
+                Ok(admitted) => admitted,
+                Err(short) => {
+                    if state.denied {
+                        return Err(short);
+                    }
+                    // Mark the unmet demand once; a lost race means someone else changed
+                    // the state, so decide again.
+                    let marked = SmoothState {
+                        denied: true,
+                        ..state
+                    };
+                    match self.state.compare_exchange_weak(
+                        word,
+                        marked.pack(),
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => return Err(short),
+                        Err(actual) => {
+                            word = actual;
+                            continue;
+                        }
+                    }
+                }
+            };
+            match self.state.compare_exchange_weak(
+                word,
+                next.pack(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok(wait),
+                Err(actual) => word = actual,
+            }
+        }
+    }
+
+    /// Permits stored at `now`, counting the idle time since the last decision (an estimate
+    /// for snapshots: the next decision may credit slightly less, by the cost it pays).
+    pub(crate) fn stored_at(&self, now: u64) -> f64 {
+        let curve = self.curve.load();
+        let state = self.state();
+        let stored = state.fill * curve.max();
+        if state.next_free == NEVER {
+            return stored;
+        }
+        curve.stored_after(stored, state.denied, state.next_free, now)
+    }
+
+    /// How far ahead of its turn a request may pass, in ns.
+    pub(crate) fn burst(&self) -> u64 {
+        self.burst
+    }
+
+    /// The curve in force.
+    pub(crate) fn curve(&self) -> SmoothCurve {
+        self.curve.load()
+    }
+
+    /// Replaces the curve. Stored permits keep their share of `max` (Guava's rescaling); the
+    /// time already reserved is kept, so the next caller still waits it out.
+    pub(crate) fn set_curve(&self, curve: &SmoothCurve) {
+        self.curve.store(curve);
+    }
+
+    /// The state now, as the next decision would see it before deciding.
+    pub(super) fn state(&self) -> SmoothState {
+        SmoothState::unpack(self.state.load(Ordering::Acquire))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const SEC: u64 = 1_000_000_000;
+
+    /// A bucket on a manual timeline, driven as Guava's `acquire()` is in its tests: each
+    /// acquire waits as long as the bucket says, and the clock moves on by that much.
+    struct Timeline {
+        bucket: SmoothBucket,
+        now: u64,
+    }
+
+    impl Timeline {
+        fn new(rate: f64, period: u64, factor: f64, payment: Payment) -> Self {
+            let curve = SmoothCurve::new(rate, period as f64, factor);
+            Timeline {
+                bucket: SmoothBucket::new(curve, payment, 0, false, 0),
+                now: 0,
+            }
+        }
+
+        /// One blocking acquire: the wait, in µs rounded to the nearest (Guava's waits are
+        /// whole µs, truncated per step).
+        fn acquire(&mut self) -> u64 {
+            let wait = self.bucket.reserve(self.now, 1.0, u64::MAX).unwrap();
+            self.now += wait;
+            wait
+        }
+
+        fn waits_us(&mut self, n: usize) -> Vec<u64> {
+            (0..n).map(|_| (self.acquire() + 500) / 1000).collect()
+        }
+
+        /// Admissions per second under a try-acquire every millisecond, for `seconds`.
+        fn saturate(&mut self, seconds: usize) -> Vec<u32> {
+            (0..seconds)
+                .map(|_| {
+                    let mut passed = 0;
+                    for _ in 0..1000 {
+                        if self.bucket.reserve(self.now, 1.0, 0).is_ok() {
+                            passed += 1;
+                        }
+                        self.now += MS;
+                    }
+                    passed
+                })
+                .collect()
+        }
+    }
+
+    /// Each wait within a µs or two of Guava's (which truncates every step to whole µs).
+    fn assert_close(actual: &[u64], expected: &[u64]) {
+        assert_eq!(actual.len(), expected.len());
+        for (i, (a, e)) in actual.iter().zip(expected).enumerate() {
+            assert!(
+                a.abs_diff(*e) <= 2,
+                "wait {i}: {a} µs, Guava {e} µs ({actual:?})"
+            );
+        }
+    }
+
+    /// TV-30, Guava's `testWarmUp`: 2 permits/s, 4 s, factor 3, paying later.
+    #[test]
+    fn guava_warm_up() {
+        let mut t = Timeline::new(2.0, 4 * SEC, 3.0, Payment::Later);
+        let cold = [
+            0, 1_375_000, 1_125_000, 875_000, 625_000, 500_000, 500_000, 500_000,
+        ];
+        assert_close(&t.waits_us(8), &cold);
+        t.now += 500 * MS + 4 * SEC; // cold again
+        assert_close(&t.waits_us(8), &cold);
+        t.now += 500 * MS + 2 * SEC; // half way: still warm
+        assert_close(
+            &t.waits_us(8),
+            &[
+                0, 500_000, 500_000, 500_000, 500_000, 500_000, 500_000, 500_000,
+            ],
+        );
+    }
+
+    /// TV-31, Guava's `testWarmUpWithColdFactor` (factor 10) and its factor-1 variant.
+    #[test]
+    fn guava_warm_up_with_cold_factor() {
+        let mut t = Timeline::new(5.0, 4 * SEC, 10.0, Payment::Later);
+        let cold = [
+            0, 1_752_500, 1_257_500, 762_500, 300_227, 200_000, 200_000, 200_000,
+        ];
+        assert_close(&t.waits_us(8), &cold);
+        t.now += 200 * MS + 4 * SEC;
+        assert_close(&t.waits_us(8), &cold);
+        t.now += 200 * MS + SEC;
+        assert_close(
+            &t.waits_us(8),
+            &[
+                0, 200_000, 200_000, 200_000, 200_000, 200_000, 200_000, 200_000,
+            ],
+        );
+
+        let mut flat = Timeline::new(5.0, 4 * SEC, 1.0, Payment::Later);
+        let steady = [
+            0, 200_000, 200_000, 200_000, 200_000, 200_000, 200_000, 200_000,
+        ];
+        assert_close(&flat.waits_us(8), &steady);
+        flat.now += 340 * MS;
+        assert_close(&flat.waits_us(8), &steady);
+    }
+
+    /// Under saturation the admitted rate climbs from the cold rate to the full rate within the
+    /// warm-up period, in both payment styles.
+    #[test]
+    fn saturation_reaches_the_full_rate_within_the_period() {
+        for payment in [Payment::Now, Payment::Later] {
+            let mut t = Timeline::new(10.0, 10 * SEC, 3.0, payment);
+            let per_second = t.saturate(16);
+            assert!(per_second[0] <= 4, "{payment:?}: {per_second:?}");
+            assert!(
+                per_second.windows(2).all(|w| w[1] + 1 >= w[0]),
+                "{payment:?}: the rate never falls back: {per_second:?}"
+            );
+            assert!(
+                per_second[10..].iter().all(|&n| n == 10),
+                "{payment:?}: full rate from second 10 on: {per_second:?}"
+            );
+        }
+    }
+
+    /// A warm limiter under 1 s on / 1 s off load stays warm (Sentinel's bulk subtraction
+    /// re-cools it).
+    #[test]
+    fn bursty_load_keeps_it_warm() {
+        for payment in [Payment::Now, Payment::Later] {
+            let curve = SmoothCurve::new(10.0, 10.0 * SEC as f64, 3.0);
+            let mut t = Timeline {
+                bucket: SmoothBucket::new(curve, payment, 0, true, 0),
+                now: 0,
+            };
+            for cycle in 0..30 {
+                let on = t.saturate(1)[0];
+                assert!(on >= 10, "{payment:?}, cycle {cycle}: {on} admitted");
+                t.now += SEC;
+            }
+        }
+    }
+
+    /// A steady load between the cold and the full rate warms the limiter up (google/guava#3552:
+    /// Guava keeps it cold forever).
+    #[test]
+    fn a_steady_load_below_the_full_rate_warms_it_up() {
+        for payment in [Payment::Now, Payment::Later] {
+            let mut t = Timeline::new(10.0, 10 * SEC, 3.0, payment);
+            let mut per_second = Vec::new();
+            for _ in 0..60 {
+                let mut passed = 0;
+                for _ in 0..5 {
+                    if t.bucket.reserve(t.now, 1.0, 0).is_ok() {
+                        passed += 1;
+                    }
+                    t.now += 200 * MS;
+                }
+                per_second.push(passed);
+            }
+            assert!(
+                per_second[0] < 5,
+                "{payment:?}: starts cold: {per_second:?}"
+            );
+            assert!(
+                per_second[30..].iter().all(|&n| n == 5),
+                "{payment:?}: every request passes once warm: {per_second:?}"
+            );
+        }
+    }
+
+    /// TV-13 in the smooth profile: where Sentinel admits nothing, 1 permit/s with factor 3
+    /// admits requests spaced by the cold interval (3 s at `max`) and warms up. Paying now, the
+    /// first passes at once; the next pay 2.4, 2.0 and 1.6 s (the mean intervals between 9 and 8,
+    /// 8 and 7, 7 and 6 stored permits, on a curve from 10 permits at 3 s to 5 at 1 s).
+    #[test]
+    fn a_tiny_rate_admits_one_request_per_cold_interval() {
+        let mut t = Timeline::new(1.0, 10 * SEC, 3.0, Payment::Now);
+        let mut passed_at = Vec::new();
+        for second in 0..12 {
+            for _ in 0..10 {
+                if t.bucket.reserve(t.now, 1.0, 0).is_ok() {
+                    passed_at.push(second);
+                }
+                t.now += 100 * MS;
+            }
+        }
+        assert_eq!(passed_at[..4], [0, 2, 4, 6], "{passed_at:?}");
+    }
+
+    #[test]
+    fn a_refusal_reports_the_wait_and_marks_demand_once() {
+        let mut t = Timeline::new(10.0, 10 * SEC, 3.0, Payment::Now);
+        assert_eq!(t.bucket.reserve(t.now, 1.0, 0), Ok(0));
+        let after_admission = t.bucket.state();
+        let short = t.bucket.reserve(t.now, 1.0, 0).unwrap_err();
+        // The cost of the next permit: the mean interval between `max − 1` and `max − 2`.
+        let interval = t.bucket.curve().interval(t.bucket.curve().max() - 1.5);
+        assert!(
+            short.abs_diff(interval as u64) < 1000,
+            "{short} vs {interval}"
+        );
+        let marked = t.bucket.state();
+        assert!(marked.denied && !after_admission.denied);
+        assert_eq!(
+            (marked.next_free, marked.fill),
+            (after_admission.next_free, after_admission.fill)
+        );
+        // A second refusal writes nothing.
+        assert_eq!(t.bucket.reserve(t.now, 1.0, 0), Err(short));
+        assert_eq!(t.bucket.state(), marked);
+        // Waiting as long as it said admits.
+        t.now += short;
+        assert_eq!(t.bucket.reserve(t.now, 1.0, 0), Ok(0));
+    }
+
+    /// Threads racing at one instant: exactly one request passes, in either payment style.
+    #[test]
+    fn racing_callers_never_overshoot() {
+        for payment in [Payment::Now, Payment::Later] {
+            let curve = SmoothCurve::new(1000.0, 10.0 * SEC as f64, 3.0);
+            let bucket = SmoothBucket::new(curve, payment, 5 * SEC, false, 0);
+            let admitted = std::sync::atomic::AtomicU32::new(0);
+            std::thread::scope(|scope| {
+                for _ in 0..4 {
+                    scope.spawn(|| {
+                        for _ in 0..10_000 {
+                            if bucket.reserve(5 * SEC, 1.0, 0).is_ok() {
+                                admitted.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    });
+                }
+            });
+            assert_eq!(admitted.into_inner(), 1, "{payment:?}");
+        }
+    }
+
+    #[test]
+    fn states_pack_and_unpack() {
+        for state in [
+            SmoothState {
+                next_free: NEVER,
+                fill: 1.0,
+                denied: true,
+            },
+            SmoothState {
+                next_free: 0,
+                fill: 0.0,
+                denied: false,
+            },
+            SmoothState {
+                next_free: 12_345,
+                fill: 0.3,
+                denied: true,
+            },
+        ] {
+            assert_eq!(SmoothState::unpack(state.pack()), state);
+        }
+    }
+}

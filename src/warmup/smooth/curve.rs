@@ -1,0 +1,168 @@
+//! The smooth curve's constants and the prices they set.
+
+const NANOS_PER_SEC: f64 = 1e9;
+
+/// How many words [`SmoothCurve::to_words`] makes.
+pub(super) const CURVE_WORDS: usize = 7;
+
+/// The smooth curve's constants, in permits and nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct SmoothCurve {
+    rate: f64,
+    stable: f64,
+    threshold: f64,
+    max: f64,
+    slope: f64,
+    /// Stored permits gained per idle ns (`max / period`).
+    refill_rate: f64,
+    /// `1 / max`: a fill fraction is a multiplication, not a division, on the hot path.
+    inverse_max: f64,
+}
+
+impl SmoothCurve {
+    /// The curve for `rate` permits per second, warming up over `period_nanos` with
+    /// `cold_factor` (≥ 1; 1 is a flat limiter). The caller validates the inputs: a positive,
+    /// finite rate and period.
+    pub(crate) fn new(rate: f64, period_nanos: f64, cold_factor: f64) -> Self {
+        let stable = NANOS_PER_SEC / rate;
+        let cold = stable * cold_factor;
+        let threshold = 0.5 * period_nanos / stable;
+        let max = threshold + 2.0 * period_nanos / (stable + cold);
+        SmoothCurve {
+            rate,
+            stable,
+            threshold,
+            max,
+            slope: (cold - stable) / (max - threshold),
+            refill_rate: max / period_nanos,
+            inverse_max: max.recip(),
+        }
+    }
+
+    /// The curve as words, for the sequence lock; [`Self::from_words`] reads them back in the
+    /// same order.
+    pub(super) fn to_words(self) -> [u64; CURVE_WORDS] {
+        [
+            self.rate,
+            self.stable,
+            self.threshold,
+            self.max,
+            self.slope,
+            self.refill_rate,
+            self.inverse_max,
+        ]
+        .map(f64::to_bits)
+    }
+
+    /// The curve from words in [`Self::to_words`]'s order.
+    pub(super) fn from_words(words: [u64; CURVE_WORDS]) -> SmoothCurve {
+        let word = words.map(f64::from_bits);
+        SmoothCurve {
+            rate: word[0],
+            stable: word[1],
+            threshold: word[2],
+            max: word[3],
+            slope: word[4],
+            refill_rate: word[5],
+            inverse_max: word[6],
+        }
+    }
+
+    /// The full rate, in permits per second.
+    pub(crate) fn rate(&self) -> f64 {
+        self.rate
+    }
+
+    /// Permits stored at or below which the full rate applies.
+    pub(crate) fn threshold(&self) -> f64 {
+        self.threshold
+    }
+
+    /// The most permits the bucket stores (cold).
+    pub(crate) fn max(&self) -> f64 {
+        self.max
+    }
+
+    /// The slope of the spacing above the threshold, in ns per permit per stored permit.
+    pub(crate) fn slope(&self) -> f64 {
+        self.slope
+    }
+
+    /// The spacing, in ns, of requests spending the stored permit at level `stored`.
+    pub(crate) fn interval(&self, stored: f64) -> f64 {
+        self.stable + (stored - self.threshold).max(0.0) * self.slope
+    }
+
+    /// What `permits` cost, in ns, with `stored` permits stored; and how many stored ones they
+    /// spend.
+    pub(super) fn cost(&self, stored: f64, permits: f64) -> (f64, f64) {
+        let spend = permits.min(stored);
+        let above = stored - self.threshold;
+        let mut cost = 0.0;
+        let mut below = spend;
+        if above > 0.0 {
+            // The trapezoid over the part of [stored − spend, stored] above the threshold.
+            let spent_above = above.min(spend);
+            let top = self.stable + above * self.slope;
+            let bottom = self.stable + (above - spent_above) * self.slope;
+            cost += spent_above * (top + bottom) / 2.0;
+            below -= spent_above;
+        }
+        cost += (below + (permits - spend)) * self.stable;
+        (cost, spend)
+    }
+
+    /// `stored` permits as a fraction of `max`, within `0..=1` (exactly 1 at `max`, so that a
+    /// full bucket reads as full again).
+    pub(super) fn fill(&self, stored: f64) -> f64 {
+        if stored >= self.max {
+            1.0
+        } else {
+            let fill = stored * self.inverse_max;
+            if fill > 0.0 { fill } else { 0.0 }
+        }
+    }
+
+    /// Stored permits after `idle_nanos` without unmet demand.
+    pub(super) fn refill(&self, stored: f64, idle_nanos: u64) -> f64 {
+        let refilled = stored + nanos_to_f64(idle_nanos) * self.refill_rate;
+        // A comparison rather than `f64::min`, whose NaN handling costs three more
+        // instructions on this hot path; nothing here is NaN.
+        if refilled < self.max {
+            refilled
+        } else {
+            self.max
+        }
+    }
+
+    /// Stored permits at `now`, for a state whose schedule was free from `free_from` on: the
+    /// time since then is idle, except, after a refusal, one spacing at the stored level.
+    ///
+    /// A refusal proves demand only before `free_from` (any request after it would have
+    /// passed), but a steady stream refused in part also leaves a gap of less than one of its
+    /// own intervals between `free_from` and its next admitted request. Crediting that gap
+    /// keeps a load between the cold and the full rate cold forever (google/guava#3552), so
+    /// after a refusal the first spacing is not idle; anything longer is, so a limiter left
+    /// idle after an overload still cools down.
+    pub(super) fn stored_after(&self, stored: f64, denied: bool, free_from: u64, now: u64) -> f64 {
+        let busy_until = if denied {
+            saturating_add(free_from, self.interval(stored))
+        } else {
+            free_from
+        };
+        self.refill(stored, now.saturating_sub(busy_until))
+    }
+}
+
+/// `at + nanos`, saturating.
+pub(super) fn saturating_add(at: u64, nanos: f64) -> u64 {
+    // Through `i64`, one instruction on x86_64 where `u64` takes several: `as` saturates at
+    // `i64::MAX` ns (292 years, beyond any wait) and maps NaN, which cannot occur here, to 0.
+    at.saturating_add(nanos as i64 as u64)
+}
+
+/// `nanos` as a float, through `i64` (one instruction on x86_64 where `u64` takes several);
+/// spans beyond 292 years count as 292 years, which refill any bucket.
+fn nanos_to_f64(nanos: u64) -> f64 {
+    nanos.min(i64::MAX as u64) as i64 as f64
+}

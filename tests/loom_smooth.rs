@@ -1,0 +1,85 @@
+//! Model-checks the default warm-up profile (`WarmUp`, Guava's smooth model) with loom: the
+//! 128-bit state's compare-and-swap (one atomic step in the model) and the curve's sequence
+//! lock, in every interleaving of the real implementation's atomics.
+//!
+//! Run with `RUSTFLAGS="--cfg admit_loom" cargo test --release --test loom_smooth` (see
+//! `.ci/run`).
+#![cfg(admit_loom)]
+
+use std::time::Duration;
+
+use admit::clock::ManualClock;
+use admit::warmup::WarmUp;
+use loom::sync::Arc;
+use loom::thread;
+
+/// A warm 10 rps limiter with exact spacing: one permit every 100 ms.
+fn warm_ten_per_second() -> (ManualClock, Arc<WarmUp<ManualClock>>) {
+    let clock = ManualClock::new();
+    let limiter = WarmUp::builder(10.0)
+        .burst(Duration::ZERO)
+        .start_warm(true)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    (clock, Arc::new(limiter))
+}
+
+#[test]
+fn racing_callers_at_one_instant_admit_exactly_one() {
+    loom::model(|| {
+        let (_clock, limiter) = warm_ten_per_second();
+        let racers: Vec<_> = (0..2)
+            .map(|_| {
+                let limiter = Arc::clone(&limiter);
+                thread::spawn(move || limiter.try_acquire().is_ok())
+            })
+            .collect();
+        let admitted: u32 = racers
+            .into_iter()
+            .map(|r| u32::from(r.join().unwrap()))
+            .sum();
+        assert_eq!(admitted, 1);
+    });
+}
+
+#[test]
+fn a_refusal_racing_an_admission_never_loses_the_admission() {
+    loom::model(|| {
+        let (clock, limiter) = warm_ten_per_second();
+        limiter.try_acquire().unwrap();
+        // 100 ms later exactly one more permit is due; two callers race for it, one of them
+        // after a refusal has marked demand.
+        clock.advance(Duration::from_millis(50));
+        assert!(limiter.try_acquire().is_err());
+        clock.advance(Duration::from_millis(50));
+        let racers: Vec<_> = (0..2)
+            .map(|_| {
+                let limiter = Arc::clone(&limiter);
+                thread::spawn(move || limiter.try_acquire().is_ok())
+            })
+            .collect();
+        let admitted: u32 = racers
+            .into_iter()
+            .map(|r| u32::from(r.join().unwrap()))
+            .sum();
+        assert_eq!(admitted, 1);
+    });
+}
+
+#[test]
+fn a_rate_change_is_seen_whole_or_not_at_all() {
+    loom::model(|| {
+        let (_clock, limiter) = warm_ten_per_second();
+        let before = limiter.curve();
+        let writer = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.set_rate(1000.0).unwrap())
+        };
+        let seen = limiter.curve();
+        writer.join().unwrap();
+        let after = limiter.curve();
+        assert_eq!(after.permits_per_second(), 1000.0);
+        assert!(seen == before || seen == after, "a torn curve: {seen:?}");
+    });
+}

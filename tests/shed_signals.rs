@@ -1,0 +1,185 @@
+//! Overload signals beside the CPU: a signal added with `ShedderBuilder::signal` makes the
+//! shedder hot exactly as a hot CPU does, its headroom scales the limit, and its name is the
+//! refusal's reason. With the CPU alone the decision is go-zero's (the parity suites).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use admit::ConfigError;
+use admit::clock::ManualClock;
+use admit::shed::{OverloadReason, Shedder};
+use admit::signal::cpu::ManualCpu;
+use admit::signal::{Cause, OverloadSignal, Pressure};
+
+/// A signal a test switches on and off, with a headroom in thousandths.
+#[derive(Debug, Default)]
+struct Switch {
+    on: AtomicBool,
+    headroom_milli: AtomicU64,
+    calls: AtomicU64,
+}
+
+impl OverloadSignal for Switch {
+    fn pressure(&self, _now_nanos: u64) -> Pressure {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let headroom = self.headroom_milli.load(Ordering::Relaxed) as f64 / 1000.0;
+        if self.on.load(Ordering::Relaxed) {
+            Pressure::overloaded(Cause::Custom("switch")).with_headroom(headroom)
+        } else {
+            Pressure::CALM.with_headroom(headroom)
+        }
+    }
+}
+
+fn shedder(switch: &Arc<Switch>, cpu: &ManualCpu, clock: &ManualClock) -> Shedder<ManualClock> {
+    switch.headroom_milli.store(1000, Ordering::Relaxed);
+    Shedder::builder()
+        .clock(clock.clone())
+        .cpu(cpu.clone())
+        .signal(Arc::clone(switch))
+        .build()
+        .unwrap()
+}
+
+/// 20 admitted, 5 passed: 15 in flight, and the smoothed count well above an empty window's
+/// limit (10 at full headroom).
+fn crowd(shedder: &Shedder<ManualClock>) -> Vec<admit::shed::Permit<'_, ManualClock>> {
+    let mut held: Vec<_> = (0..20).map(|_| shedder.allow().unwrap()).collect();
+    for permit in held.drain(..5) {
+        permit.pass();
+    }
+    held
+}
+
+#[test]
+fn a_hot_signal_sheds_as_a_hot_cpu_does_and_names_the_reason() {
+    let (switch, cpu, clock) = (
+        Arc::new(Switch::default()),
+        ManualCpu::new(0),
+        ManualClock::new(),
+    );
+    let shedder = shedder(&switch, &cpu, &clock);
+    let held = crowd(&shedder);
+    // Cool CPU, calm signal: nothing is shed, whatever the concurrency.
+    drop(shedder.allow().unwrap());
+    assert!(!shedder.snapshot().hot);
+
+    // Hot, with the headroom of a saturated CPU (0.1): a limit of 1 against ~6.9 in flight on
+    // average and 15 now.
+    switch.on.store(true, Ordering::Relaxed);
+    switch.headroom_milli.store(100, Ordering::Relaxed);
+    let snapshot = shedder.snapshot();
+    assert!(snapshot.hot, "{snapshot:?}");
+    assert_eq!(snapshot.cpu_permille, Some(0));
+    let refused = shedder.allow().unwrap_err();
+    assert_eq!(refused.reason(), OverloadReason::Signal("switch"));
+    assert_eq!(refused.to_string(), "service overloaded: switch");
+    assert_eq!(shedder.snapshot().dropped, 1);
+
+    // The signal calms down: go-zero's cool-off keeps the shedder hot for 1 s after the last
+    // hot reading, then it admits again.
+    switch.on.store(false, Ordering::Relaxed);
+    assert_eq!(
+        shedder.allow().unwrap_err().reason(),
+        OverloadReason::CoolOff
+    );
+    clock.advance(Duration::from_millis(1001));
+    drop(shedder.allow().unwrap());
+    drop(held);
+}
+
+#[test]
+fn the_cpu_names_the_cause_when_both_are_hot() {
+    let (switch, cpu, clock) = (
+        Arc::new(Switch::default()),
+        ManualCpu::new(0),
+        ManualClock::new(),
+    );
+    let shedder = shedder(&switch, &cpu, &clock);
+    let _held = crowd(&shedder);
+    switch.on.store(true, Ordering::Relaxed);
+    switch.headroom_milli.store(100, Ordering::Relaxed);
+    cpu.set(1000);
+    assert_eq!(shedder.allow().unwrap_err().reason(), OverloadReason::Cpu);
+}
+
+#[test]
+fn the_smallest_headroom_scales_the_limit() {
+    let (switch, cpu, clock) = (
+        Arc::new(Switch::default()),
+        ManualCpu::new(950),
+        ManualClock::new(),
+    );
+    let shedder = shedder(&switch, &cpu, &clock);
+    // CPU at 950 ‰: go-zero's factor is 0.5.
+    assert_eq!(shedder.snapshot().overload_factor, 0.5);
+    switch.headroom_milli.store(200, Ordering::Relaxed);
+    assert_eq!(shedder.snapshot().overload_factor, 0.2);
+    switch.headroom_milli.store(900, Ordering::Relaxed);
+    assert_eq!(shedder.snapshot().overload_factor, 0.5);
+}
+
+#[test]
+fn every_decision_consults_every_signal() {
+    let (switch, cpu, clock) = (
+        Arc::new(Switch::default()),
+        ManualCpu::new(0),
+        ManualClock::new(),
+    );
+    let shedder = shedder(&switch, &cpu, &clock);
+    let before = switch.calls.load(Ordering::Relaxed);
+    for _ in 0..10 {
+        shedder.allow().unwrap().pass();
+    }
+    assert_eq!(switch.calls.load(Ordering::Relaxed) - before, 10);
+}
+
+#[test]
+fn pressure_readings_combine_and_clamp() {
+    let hot = Pressure::overloaded(Cause::Cpu).with_headroom(0.4);
+    let calm = Pressure::CALM.with_headroom(0.7);
+    assert_eq!(calm.and(hot).cause(), Some(Cause::Cpu));
+    assert_eq!(calm.and(hot).headroom(), 0.4);
+    assert_eq!(hot.and(calm).headroom(), 0.4);
+    assert_eq!(Pressure::CALM.with_headroom(7.0).headroom(), 1.0);
+    assert_eq!(Pressure::CALM.with_headroom(-1.0).headroom(), 0.0);
+    assert_eq!(
+        calm.with_headroom(f64::NAN).headroom(),
+        0.7,
+        "NaN changes nothing"
+    );
+    assert_eq!(Cause::Custom("queue").to_string(), "queue");
+    assert_eq!(Cause::Cpu.to_string(), "cpu");
+}
+
+#[test]
+fn a_shedder_carries_its_name() {
+    let shedder = Shedder::builder()
+        .cpu(ManualCpu::new(0))
+        .name("checkout")
+        .build()
+        .unwrap();
+    assert_eq!(shedder.name(), Some("checkout"));
+    assert!(format!("{shedder:?}").contains("checkout"));
+    let unnamed = Shedder::builder().cpu(ManualCpu::new(0)).build().unwrap();
+    assert_eq!(unnamed.name(), None);
+    let owned = String::from("search");
+    let named = Shedder::builder()
+        .cpu(ManualCpu::new(0))
+        .name(owned)
+        .build()
+        .unwrap();
+    assert_eq!(named.name(), Some("search"));
+}
+
+#[test]
+fn an_empty_name_is_a_typed_error() {
+    let err = Shedder::builder()
+        .cpu(ManualCpu::new(0))
+        .name("")
+        .build()
+        .unwrap_err();
+    assert_eq!(err, ConfigError::EmptyName);
+    assert_eq!(err.setting(), "name");
+}
