@@ -10,18 +10,19 @@
 //!   in nanoseconds, with async waiting and live re-rating;
 //!   [`warmup::sentinel::SentinelWarmUp`] reproduces Alibaba Sentinel's `WarmUpController`
 //!   bit for bit, without its races.
-//! - [`shed`]: an adaptive load shedder (go-zero's algorithm). It refuses requests only while the
-//!   CPU is hot *and* more requests are in flight than the service has recently shown it can
-//!   carry, measured with a CPU signal that understands container quotas.
+//! - [`shed`]: an adaptive load shedder (go-zero's algorithm). It refuses requests only while an
+//!   overload [`signal`] reports pressure *and* more requests are in flight than the service has
+//!   recently shown it can carry. The first signal is the CPU, measured with an understanding of
+//!   container quotas; others plug in beside it.
 //! - [`erlang`]: capacity planning. Erlang C exact to 1e-13 from a fraction of an erlang to ten
 //!   million, Erlang-A for customers who give up, the fewest servers that meet a wait-time
 //!   target, and a replica planner with hysteresis.
 //! - [`clock`]: the injectable time source every limiter reads, including a [`clock::ManualClock`]
 //!   that makes tests deterministic.
 //!
-//! Both limiters are also tower middleware, for axum, tonic and any tower stack:
-//! [`shed::ShedLayer`] and [`warmup::WarmUpLayer`], deciding each request in `call` with shared
-//! state, releasing a cancelled request's slot, and answering refusals the way you choose
+//! Both limiters are also tower middleware, for axum, tonic and any tower stack, through one
+//! glue ([`middleware`]): [`shed::ShedLayer`] and [`warmup::WarmUpLayer`], deciding each request
+//! in `call` with shared state, releasing a cancelled request's slot, and answering refusals the way you choose
 //! ([`respond`]): a boxed zero-sized error, an HTTP 503 (or 429) with `Retry-After`, or a gRPC
 //! `RESOURCE_EXHAUSTED` with `grpc-retry-pushback-ms`.
 //!

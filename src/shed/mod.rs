@@ -71,6 +71,24 @@
 //! itself (an atomic add and a compare-and-swap). Completing a permit is a clock read and a
 //! handful of atomic updates. Nothing allocates, [`allow_owned`] included.
 //!
+//! # Memory ordering
+//!
+//! - **In flight.** Admissions and completions are counted with `AcqRel` read-modify-writes on
+//!   three totals (admitted, passed, failed); the number in flight is their difference. A
+//!   reader loads the completions before the admissions, each with `Acquire`: a completion it
+//!   sees was released after its own admission, so the admission is visible too and the
+//!   difference is never negative. `loom_in_flight_never_reads_negative` model-checks this.
+//! - **The window.** Each bucket counter is one word changed by compare-and-swap (`AcqRel`),
+//!   tagged with its bucket, so an add is never lost to a concurrent reset. A pass writes its
+//!   latency before its count: a reader that acquires the count sees the latency.
+//! - **The limit cache** is two words under the crate's sequence lock: a reader uses the value
+//!   only for the bucket it was computed for, and a torn read is discarded (loom-checked).
+//! - **Overload and cool-off.** The time of the last hot reading only moves forward (a
+//!   compare-and-swap), and a refusal publishes its drop mark with `Release`; a decision racing
+//!   them may see the cool-off start or end one decision earlier or later, as go-zero's
+//!   unlocked reads of the same fields do. The smoothed concurrency is a load and a store (see
+//!   the differences above), and lifetime drop counts are `Relaxed` statistics.
+//!
 //! [`allow_owned`]: Shedder::allow_owned
 
 mod builder;
