@@ -25,18 +25,18 @@ use std::time::Duration;
 #[non_exhaustive]
 pub enum ConfigError {
     /// `permits_per_second` is zero, negative, NaN or infinite. A rate must be a finite number
-    /// greater than zero (and, for the smooth warm-up profile, not so extreme, around 1e-299
+    /// greater than zero (and, for [`WarmUp`](crate::warmup::WarmUp), not so extreme, around 1e-299
     /// or 1e298 per second, that its curve leaves the range of a double).
     InvalidRate {
         /// The rate that was given.
         permits_per_second: f64,
     },
-    /// `permits_per_second` is larger than the profile can count: a warm-up window counts at
+    /// `permits_per_second` is larger than Sentinel's bucket can count: a half-second window counts at
     /// most `max` admissions.
     RateTooHigh {
         /// The rate that was given.
         permits_per_second: f64,
-        /// The largest rate the profile supports.
+        /// The largest rate supported.
         max: f64,
     },
     /// `cold_factor` is below `min`. The cold rate is `permits_per_second / cold_factor`, so a
@@ -44,13 +44,13 @@ pub enum ConfigError {
     ColdFactorTooSmall {
         /// The factor that was given.
         cold_factor: u32,
-        /// The smallest factor the profile accepts.
+        /// The smallest factor accepted.
         min: u32,
     },
     /// `warm_up_period` is zero. With no warm-up period there is no curve to follow; Guava's
     /// equivalent silently stops limiting (google/guava#2730).
     ZeroWarmUpPeriod,
-    /// `warm_up_period` is not a whole number of seconds, which the profile requires (Sentinel
+    /// `warm_up_period` is not a whole number of seconds, which Sentinel's bucket requires (Sentinel
     /// counts the period in integer seconds).
     FractionalWarmUpPeriod {
         /// The period that was given.
@@ -67,12 +67,16 @@ pub enum ConfigError {
     },
     /// The cold limit is below one request per second.
     ///
-    /// The cold limit is `permits_per_second / cold_factor`, as the profile computes it: in
+    /// The cold limit is `permits_per_second / cold_factor`, as Sentinel computes it: in
     /// [`SentinelWarmUp`](crate::warmup::sentinel::SentinelWarmUp) Java's integer truncations can
     /// push it just below one even where the quotient is exactly one (5 rps, factor 5, 7 s gives
-    /// 0.9999999999999999). A per-second limiter then cannot admit even a single request while
-    /// cold, and since it only warms up by admitting requests, it would admit nothing, forever
-    /// (Sentinel behaves exactly so). Raise the rate or lower the cold factor.
+    /// 0.9999999999999999). Such a configuration is not a warm-up limiter: started cold, a
+    /// per-second limiter cannot admit a single request, and since it only warms up by admitting
+    /// requests, it admits nothing, forever. Sentinel does exactly that, except when
+    /// `(int)(P·c) < f − 1` (its warning level `W` is 0) and its maximum `M` is not 0: its first
+    /// token update then lands in its dead zone at `W`, and it never warms up but admits the full
+    /// rate from the start (3 rps, 1 s, factor 5 admits 3 per second). Raise the rate or lower
+    /// the cold factor.
     ColdRateBelowOne {
         /// The rate that was given.
         permits_per_second: f64,
@@ -161,7 +165,7 @@ impl fmt::Display for ConfigError {
                 max,
             } => write!(
                 f,
-                "invalid `permits_per_second` ({permits_per_second}): this profile counts at most \
+                "invalid `permits_per_second` ({permits_per_second}): Sentinel's bucket counts at most \
                  {max} permits per second"
             ),
             ConfigError::ColdFactorTooSmall { cold_factor, min } => write!(
@@ -176,7 +180,7 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::FractionalWarmUpPeriod { warm_up_period } => write!(
                 f,
-                "invalid `warm_up_period` ({warm_up_period:?}): this profile needs a whole number \
+                "invalid `warm_up_period` ({warm_up_period:?}): Sentinel's bucket needs a whole number \
                  of seconds"
             ),
             ConfigError::TokenOverflow {

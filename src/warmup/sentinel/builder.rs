@@ -112,7 +112,8 @@ impl<C: Clock> SentinelBuilder<C> {
     /// [`ColdFactorTooSmall`](ConfigError::ColdFactorTooSmall) (factor < 2),
     /// [`ZeroWarmUpPeriod`](ConfigError::ZeroWarmUpPeriod),
     /// [`FractionalWarmUpPeriod`](ConfigError::FractionalWarmUpPeriod),
-    /// [`ColdRateBelowOne`](ConfigError::ColdRateBelowOne) (rate / factor < 1),
+    /// [`ColdRateBelowOne`](ConfigError::ColdRateBelowOne) (a cold limit below one request per
+    /// second: Sentinel would never warm up),
     /// [`TokenOverflow`](ConfigError::TokenOverflow) or [`EmptyName`](ConfigError::EmptyName).
     pub fn build(self) -> Result<SentinelWarmUp<C>, ConfigError> {
         let now = self.clock.now_nanos();

@@ -70,7 +70,11 @@ impl<C: Clock> SentinelWarmUp<C> {
     /// Takes `n` permits at once if the rolling window has room for all of them under the
     /// limit in force.
     ///
-    /// Acquiring 0 permits always succeeds and changes nothing.
+    /// Acquiring 0 permits is a call like any other, as Sentinel's `canPass` with
+    /// `acquireCount` 0: it runs the second's token update, and is refused while the rolling
+    /// window holds more passes than the limit in force (only in the first half of a second
+    /// whose update lowered the limit below the passes of the half second before, until that
+    /// half ends, which the retry hint points at).
     ///
     /// While cold, the limit is `permits_per_second / cold_factor`, and the limiter only warms
     /// up by admitting requests: a workload whose every request asks for more than the cold
@@ -104,12 +108,10 @@ impl<C: Clock> SentinelWarmUp<C> {
     /// ```
     #[inline]
     pub fn try_acquire_n(&self, n: u32) -> Result<(), AcquireError> {
-        if n == 0 {
-            return Ok(());
-        }
         let now = self.clock.now_nanos();
-        // Even a request that can never fit runs the second's token sync first, as in Sentinel,
-        // so that it changes the limiter's future exactly as Sentinel's would.
+        // Every request, for 0 permits or more than can ever fit, runs the second's token sync
+        // first, as in Sentinel, so that it changes the limiter's future exactly as Sentinel's
+        // would.
         let decision = self.window.try_acquire(now, n).map_err(|refusal| {
             let capacity = self.window.curve().capacity();
             if n > capacity {

@@ -11,7 +11,8 @@
 //!   second (seconds and half seconds are aligned to the clock's whole seconds): first refilled
 //!   by `permits_per_second` per second elapsed since the last update (capped at `M`), then
 //!   reduced in bulk by the passes of the previous second. The limit chosen from the tokens then
-//!   holds for the whole second. Every call counts, admitted or not, as in Sentinel.
+//!   holds for the whole second. Every call counts, admitted or not and for any number of
+//!   permits, 0 included, as in Sentinel.
 //! - **Admission** counts passes in a rolling window of the current and the previous half
 //!   second, and admits `n` permits if `passes + n ≤ limit`. Passes made late in one second
 //!   therefore still count early in the next (Sentinel's behaviour).
@@ -28,11 +29,13 @@
 //!   second followed by an idle one is never subtracted (Sentinel's bulk-subtraction leak):
 //!   intermittent load re-cools the bucket faster than its real consumption implies. Both
 //!   quirks are kept for parity.
-//! - **Tiny rates.** A cold limit below one request per second could never admit anything and
-//!   would never warm up; such configurations are refused with
-//!   [`ConfigError::ColdRateBelowOne`](crate::ConfigError::ColdRateBelowOne) (including the
-//!   few where `permits_per_second / cold_factor` is exactly one but Java's truncations put
-//!   the computed limit just below it).
+//! - **Tiny rates.** Configurations whose cold limit is below one request per second are
+//!   refused with [`ConfigError::ColdRateBelowOne`](crate::ConfigError::ColdRateBelowOne)
+//!   (including the few where `permits_per_second / cold_factor` is exactly one but Java's
+//!   truncations put the computed limit just below it): they are not warm-up limiters. On them
+//!   Sentinel admits nothing, forever, or, when `(int)(P·c) < f − 1` (so `W` = 0) and `M` > 0,
+//!   never warms up and admits the full rate from the start (3 rps / 1 s / factor 5 admits 3
+//!   per second).
 //!   At a cold limit of exactly one (3 rps, factor 3) the limiter admits one request per second
 //!   while cold and warms very slowly, as Sentinel does.
 //! - **Range.** Windows are numbered from the second the limiter was built in, so any clock

@@ -167,7 +167,8 @@ impl SentinelWindow {
     }
 
     /// Admits `n` permits at clock reading `now_nanos` if the rolling one-second window has room
-    /// under the limit in force. `n >= 1`.
+    /// under the limit in force. `n` may be 0: like Sentinel's `canPass` with `acquireCount` 0,
+    /// that syncs the second and is refused only while the window is over the limit.
     ///
     /// The common case (the second already synced, the previous window sealed) is three
     /// independent loads, a few comparisons and, to admit, one compare-and-swap. Everything else

@@ -333,7 +333,7 @@ mod tests {
         }
     }
 
-    /// TV-13 in the smooth profile: where Sentinel admits nothing, 1 permit/s with factor 3
+    /// TV-13 for the smooth bucket: where Sentinel admits nothing, 1 permit/s with factor 3
     /// admits requests spaced by the cold interval (3 s at `max`) and warms up. Paying now, the
     /// first passes at once; the next pay 2.4, 2.0 and 1.6 s (the mean intervals between 9 and 8,
     /// 8 and 7, 7 and 6 stored permits, on a curve from 10 permits at 3 s to 5 at 1 s).

@@ -1,4 +1,4 @@
-//! The engine of the smooth warm-up profile: Guava's `SmoothWarmingUp` model in nanoseconds,
+//! The engine of [`WarmUp`](super::WarmUp): Guava's `SmoothWarmingUp` model in nanoseconds,
 //! as one lock-free 128-bit state word.
 //!
 //! Permits are spaced in time rather than counted per window. The limiter stores permits while
