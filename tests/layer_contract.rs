@@ -80,7 +80,7 @@ fn answering(
     })
 }
 
-/// A Sentinel-profile bucket at `rate` on `clock`: the contract tests count its per-second
+/// A Sentinel bucket at `rate` on `clock`: the contract tests count its per-second
 /// windows (`rate / 3` admitted at once while cold).
 fn sentinel_bucket(rate: f64, clock: &ManualClock) -> SentinelWarmUp<ManualClock> {
     SentinelWarmUp::builder(rate)

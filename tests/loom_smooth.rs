@@ -1,4 +1,4 @@
-//! Model-checks the default warm-up profile (`WarmUp`, Guava's smooth model) with loom: the
+//! Model-checks the default warm-up bucket (`WarmUp`, Guava's smooth model) with loom: the
 //! 128-bit state's compare-and-swap (one atomic step in the model) and the curve's sequence
 //! lock, in every interleaving of the real implementation's atomics.
 //!

@@ -1,6 +1,6 @@
 //! `try_acquire`, `try_acquire_n`, `reserve` and `snapshot` never touch the heap, in both
-//! profiles: admitted, rejected, across window and second boundaries (where Sentinel's token
-//! sync and window sealing run), and when the smooth profile marks unmet demand.
+//! buckets: admitted, rejected, across window and second boundaries (where Sentinel's token
+//! sync and window sealing run), and when the smooth bucket marks unmet demand.
 //!
 //! Allocations are counted per thread, so the test harness's own threads cannot disturb the
 //! count; one test in this file all the same.

@@ -1,6 +1,6 @@
-//! `Profile::Smooth` through the public API, on a manual clock: Guava's reference waits (TV-30,
-//! TV-31) with `reserve` and `Payment::Later`, the ramp under saturation, sub-second warm-up
-//! periods, snapshots, and the settings only this profile accepts.
+//! `WarmUp` (Guava's smooth model) through the public API, on a manual clock: Guava's reference
+//! waits (TV-30, TV-31) with `reserve` and `Payment::Later`, the ramp under saturation,
+//! sub-second warm-up periods, snapshots, and the settings only this bucket accepts.
 
 use std::time::Duration;
 
