@@ -2,8 +2,10 @@
 //! steady state. Allocations are counted per thread (the harness's own threads may allocate
 //! meanwhile); one test in this file all the same.
 
-#[path = "support/counting_alloc.rs"]
-mod counting_alloc;
+use admit_testkit::counting_alloc;
+
+#[global_allocator]
+static ALLOCATOR: counting_alloc::CountingAllocator = counting_alloc::CountingAllocator;
 
 use std::time::Duration;
 

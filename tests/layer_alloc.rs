@@ -7,8 +7,11 @@
 
 #![cfg(feature = "http")]
 
-#[path = "support/counting_alloc.rs"]
-mod counting_alloc;
+use admit_testkit::counting_alloc;
+
+#[global_allocator]
+static ALLOCATOR: counting_alloc::CountingAllocator = counting_alloc::CountingAllocator;
+
 #[path = "support/rig.rs"]
 mod rig;
 

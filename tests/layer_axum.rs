@@ -8,11 +8,7 @@
 
 #[path = "support/rig.rs"]
 mod rig;
-#[path = "support/servers.rs"]
-mod servers;
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -22,11 +18,12 @@ use admit::shed::ShedLayer;
 use admit::shed::error::ShedRejection;
 use admit::warmup::WarmUpLayer;
 use admit::warmup::sentinel::SentinelWarmUp;
+use admit_testkit::TestServer;
+use admit_testkit::axum::{serve_router, serve_service};
+use admit_testkit::wait::{bounded, eventually};
 use axum::Router;
 use axum::error_handling::HandleErrorLayer;
-use axum::extract::Request;
 use axum::http::StatusCode;
-use axum::response::Response;
 use axum::routing::get;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
@@ -34,55 +31,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use rig::Rig;
-use servers::{bounded, eventually};
-use tokio::task::JoinHandle;
-use tower::{Layer, Service, ServiceBuilder};
-
-/// A server task on a loopback port, stopped when dropped.
-struct Server {
-    addr: SocketAddr,
-    task: JoinHandle<()>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// Serves `router` the ordinary way, `axum::serve(listener, router)`.
-async fn serve_router(router: Router) -> Server {
-    let listener = bounded("bind", tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .await
-        .expect("bind a loopback port");
-    let addr = listener.local_addr().expect("the bound address");
-    let task = tokio::spawn(async move {
-        axum::serve(listener, router)
-            .await
-            .expect("the server runs");
-    });
-    Server { addr, task }
-}
-
-/// Serves any request service: a `Router` wrapped by a layer is no longer a `Router`, so it is
-/// served through `axum::ServiceExt::into_make_service`.
-async fn serve_service<S>(service: S) -> Server
-where
-    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send,
-{
-    let listener = bounded("bind", tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .await
-        .expect("bind a loopback port");
-    let addr = listener.local_addr().expect("the bound address");
-    let make_service = axum::ServiceExt::<Request>::into_make_service(service);
-    let task = tokio::spawn(async move {
-        axum::serve(listener, make_service)
-            .await
-            .expect("the server runs");
-    });
-    Server { addr, task }
-}
+use tower::{Layer, ServiceBuilder};
 
 /// What the client got back.
 #[derive(Debug)]
@@ -113,20 +62,20 @@ struct Http {
 
 impl Http {
     /// A client that keeps connections alive and reuses them.
-    fn new(server: &Server) -> Self {
+    fn new(server: &TestServer) -> Self {
         Http {
             client: Client::builder(TokioExecutor::new()).build_http(),
-            base: format!("http://{}", server.addr),
+            base: server.url(),
         }
     }
 
     /// A client that keeps no idle connection: every request opens a new one.
-    fn without_pool(server: &Server) -> Self {
+    fn without_pool(server: &TestServer) -> Self {
         Http {
             client: Client::builder(TokioExecutor::new())
                 .pool_max_idle_per_host(0)
                 .build_http(),
-            base: format!("http://{}", server.addr),
+            base: server.url(),
         }
     }
 

@@ -8,10 +8,7 @@
 
 #[path = "support/rig.rs"]
 mod rig;
-#[path = "support/servers.rs"]
-mod servers;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -20,11 +17,11 @@ use admit::respond::GrpcResponder;
 use admit::shed::ShedLayer;
 use admit::warmup::sentinel::SentinelWarmUp;
 use admit::warmup::{WarmUpInterceptor, WarmUpLayer};
+use admit_testkit::TestServer;
+use admit_testkit::tonic::{listen, spawn_server};
+use admit_testkit::wait::bounded;
 use rig::Rig;
-use servers::bounded;
-use tokio::task::JoinHandle;
 use tonic::Code;
-use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Channel, Server};
 use tonic_health::ServingStatus;
 use tonic_health::pb::health_check_response::ServingStatus as WireStatus;
@@ -35,38 +32,6 @@ use tonic_health::server::{HealthReporter, HealthService};
 
 /// The service name the tests mark SERVING and check.
 const SERVICE: &str = "admit.test.Echo";
-
-/// A server task on a loopback port, stopped when dropped.
-struct TestServer {
-    addr: SocketAddr,
-    task: JoinHandle<()>,
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// A loopback listener for `serve_with_incoming`, and its address.
-async fn listen() -> (SocketAddr, TcpIncoming) {
-    let listener = bounded("bind", tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .await
-        .expect("bind a loopback port");
-    let addr = listener.local_addr().expect("the bound address");
-    (addr, TcpIncoming::from(listener))
-}
-
-/// Runs `serve` (a tonic server's `serve_with_incoming` future) in a task.
-fn spawn_server<F>(addr: SocketAddr, serve: F) -> TestServer
-where
-    F: Future<Output = Result<(), tonic::transport::Error>> + Send + 'static,
-{
-    let task = tokio::spawn(async move {
-        serve.await.expect("the server runs");
-    });
-    TestServer { addr, task }
-}
 
 /// A health reporter with [`SERVICE`] marked SERVING.
 async fn reporter() -> HealthReporter {
@@ -81,7 +46,7 @@ async fn reporter() -> HealthReporter {
 
 /// A client connected to `server`.
 async fn client(server: &TestServer) -> HealthClient<Channel> {
-    let endpoint = Channel::from_shared(format!("http://{}", server.addr)).expect("a valid URI");
+    let endpoint = Channel::from_shared(server.url()).expect("a valid URI");
     let channel = bounded("connect", endpoint.connect())
         .await
         .expect("connect to the test server");

@@ -4,8 +4,11 @@
 //! Allocations are counted per thread, since the system CPU signal's sampler thread allocates
 //! on its own schedule (off the hot path). One test in this file all the same.
 
-#[path = "support/counting_alloc.rs"]
-mod counting_alloc;
+use admit_testkit::counting_alloc;
+
+#[global_allocator]
+static ALLOCATOR: counting_alloc::CountingAllocator = counting_alloc::CountingAllocator;
+
 #[path = "support/rig.rs"]
 mod rig;
 

@@ -5,8 +5,10 @@
 //! Allocations are counted per thread, so the test harness's own threads cannot disturb the
 //! count; one test in this file all the same.
 
-#[path = "support/counting_alloc.rs"]
-mod counting_alloc;
+use admit_testkit::counting_alloc;
+
+#[global_allocator]
+static ALLOCATOR: counting_alloc::CountingAllocator = counting_alloc::CountingAllocator;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! Include it with `#[path = "support/rig.rs"] mod rig;`.
 
 // Each test file uses its own subset.
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub)]
 
 use std::sync::Arc;
 use std::time::Duration;

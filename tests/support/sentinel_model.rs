@@ -16,7 +16,7 @@
 //! Include from an integration test with
 //! `#[path = "support/sentinel_model.rs"] mod sentinel_model;`.
 
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub)]
 
 // ---------------------------------------------------------------------------
 // Statistics: LeapArray / ArrayMetric / StatisticNode

@@ -1,0 +1,21 @@
+//! Helpers shared by `admit`'s integration tests, one module per concern:
+//!
+//! - [`wait`]: bounded waits, so that no network await can hang a test run;
+//! - [`server`]: a server task on a loopback port, [`TestServer`], stopped gracefully when
+//!   dropped or with [`TestServer::shutdown`];
+//! - [`axum`] and [`tonic`]: how the end-to-end tests start those servers;
+//! - [`counting_alloc`]: a global allocator that counts each thread's heap allocations.
+//!
+//! Launchers for outside processes the tests talk to (a Prometheus server next) belong here too,
+//! each in a module of its own.
+//!
+//! The kit does not depend on `admit`: as one of admit's dev-dependencies, a kit that did would
+//! hand the tests a second copy of admit's types.
+
+pub mod axum;
+pub mod counting_alloc;
+pub mod server;
+pub mod tonic;
+pub mod wait;
+
+pub use server::TestServer;
