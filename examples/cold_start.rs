@@ -1,9 +1,10 @@
-//! A cold start, second by second, in both warm-up profiles.
+//! A cold start, second by second, in both warm-up buckets.
 //!
 //! A service that handles 100 requests per second when warm is restarted and immediately hit
 //! by more traffic than it can take. The warm-up limiter admits a third of the full rate at
-//! first and ramps up as the service proves itself; this prints what each profile admits each
-//! second: `Smooth` (the default) and `SentinelExact` (Sentinel's numbers).
+//! first and ramps up as the service proves itself; this prints what each bucket admits each
+//! second: `WarmUp` (the default, Guava's smooth model) and `SentinelWarmUp` (Sentinel's
+//! numbers).
 //!
 //! Time is simulated with a `ManualClock`, so the 16 seconds run instantly and the output is
 //! the same on every machine:
@@ -38,7 +39,7 @@ fn main() -> Result<(), admit::ConfigError> {
     );
     println!("Admitted per second, and the limit and phase at the start of the second:\n");
     println!(
-        "second  | Smooth: admitted  limit  phase         | SentinelExact: admitted  limit  phase"
+        "second  | WarmUp: admitted  limit  phase         | SentinelWarmUp: admitted  limit  phase"
     );
     for second in 0..16 {
         let at_start = (smooth.snapshot(), sentinel.snapshot());
@@ -57,8 +58,8 @@ fn main() -> Result<(), admit::ConfigError> {
         );
     }
     println!(
-        "\nSmooth passes a one-second burst of the cold rate at once (its default burst), then \
-         rises continuously\nand is warm within the 10 s period; SentinelExact steps once per \
+        "\nWarmUp passes a one-second burst of the cold rate at once (its default burst), then \
+         rises continuously\nand is warm within the 10 s period; SentinelWarmUp steps once per \
          second and is warm in second 12."
     );
 
@@ -67,7 +68,7 @@ fn main() -> Result<(), admit::ConfigError> {
     let (smooth, sentinel) = (smooth.snapshot(), sentinel.snapshot());
     for (name, limit, stored, max, phase_now, progress) in [
         (
-            "Smooth",
+            "WarmUp",
             smooth.qps_limit,
             smooth.stored_tokens,
             smooth.max_tokens,
@@ -75,7 +76,7 @@ fn main() -> Result<(), admit::ConfigError> {
             smooth.progress(),
         ),
         (
-            "SentinelExact",
+            "SentinelWarmUp",
             sentinel.qps_limit,
             sentinel.stored_tokens,
             sentinel.max_tokens,

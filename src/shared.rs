@@ -28,11 +28,19 @@ use std::sync::Arc;
 /// let layer = ShedLayer::new(&*SHEDDER).http();
 /// # let _ = layer;
 /// ```
+#[non_exhaustive]
 pub enum Shared<L: 'static> {
     /// Shared by reference counting.
     Arc(Arc<L>),
     /// Shared for the rest of the program.
     Static(&'static L),
+}
+
+impl<L: 'static> Shared<L> {
+    /// `limiter` in a new `Arc`.
+    pub fn new(limiter: L) -> Self {
+        Shared::Arc(Arc::new(limiter))
+    }
 }
 
 impl<L: 'static> Deref for Shared<L> {
@@ -54,12 +62,6 @@ impl<L: 'static> Clone for Shared<L> {
             Shared::Arc(limiter) => Shared::Arc(Arc::clone(limiter)),
             Shared::Static(limiter) => Shared::Static(limiter),
         }
-    }
-}
-
-impl<L: 'static> From<L> for Shared<L> {
-    fn from(limiter: L) -> Self {
-        Shared::Arc(Arc::new(limiter))
     }
 }
 

@@ -72,7 +72,7 @@ mod layers {
         clonable::<ShedLayer<ManualClock, ErrorsFail, BoxErrorResponder>>();
         clonable::<AdmitService<(), Shedder<ManualClock>, ErrorsPass, BoxErrorResponder>>();
         clonable::<WarmUpLayer>();
-        clonable::<WarmUpLayer<WarmUp<ManualClock>, HttpResponder>>();
+        clonable::<WarmUpLayer<WarmUp<ManualClock>, ErrorsPass, HttpResponder>>();
         clonable::<AdmitService<(), WarmUp<ManualClock>, ErrorsPass, GrpcResponder>>();
         clonable::<WarmUpInterceptor>();
         sendable::<ResponseFuture<Inner, Shedder<ManualClock>, GoZeroHttp, HttpResponder>>();

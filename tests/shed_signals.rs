@@ -71,6 +71,7 @@ fn a_hot_signal_sheds_as_a_hot_cpu_does_and_names_the_reason() {
     switch.headroom_milli.store(100, Ordering::Relaxed);
     let snapshot = shedder.snapshot();
     assert!(snapshot.hot, "{snapshot:?}");
+    assert_eq!(snapshot.cause, Some(Cause::Custom("switch")));
     assert_eq!(snapshot.cpu_permille, Some(0));
     let refused = shedder.allow().unwrap_err();
     assert_eq!(refused.reason(), OverloadReason::Signal("switch"));
@@ -146,8 +147,8 @@ fn pressure_readings_combine_and_clamp() {
     assert_eq!(Pressure::CALM.with_headroom(-1.0).headroom(), 0.0);
     assert_eq!(
         calm.with_headroom(f64::NAN).headroom(),
-        0.7,
-        "NaN changes nothing"
+        0.0,
+        "NaN fails closed"
     );
     assert_eq!(Cause::Custom("queue").to_string(), "queue");
     assert_eq!(Cause::Cpu.to_string(), "cpu");

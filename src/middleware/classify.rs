@@ -88,7 +88,7 @@ impl<T, E> Classify<T, E> for ErrorsFail {
 /// go-zero's REST rule: a `503 Service Unavailable` response fails (go-zero's timeout handler
 /// answers 503, so timeouts fail), any other response passes. An `Err` (no response at all)
 /// fails too, and so does a refusal by another admit layer further in (a response marked
-/// [`Refused`](crate::respond::Refused), such as a warm-up bucket's 429).
+/// [`Refused`](crate::respond::Refused), such as a warm-up bucket's 503 or 429).
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

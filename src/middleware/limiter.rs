@@ -8,8 +8,9 @@ use crate::respond::Refusal;
 /// an admitted request holds a [`Permit`](Limiter::Permit) until the inner service answers,
 /// and the permit then records the request's [`Outcome`].
 ///
-/// Implemented by [`Shedder`](crate::shed::Shedder) (its permit records a pass or a failure)
-/// and [`WarmUp`](crate::warmup::WarmUp) (its permit holds nothing).
+/// Implemented by [`Shedder`](crate::shed::Shedder) (its permit records a pass or a failure),
+/// [`WarmUp`](crate::warmup::WarmUp) and
+/// [`SentinelWarmUp`](crate::warmup::sentinel::SentinelWarmUp) (their permits hold nothing).
 /// Implement it for a limiter of your own to get the same tower glue.
 ///
 /// # Example
@@ -78,7 +79,7 @@ pub trait IntoShared<L: Limiter> {
 
 impl<L: Limiter> IntoShared<L> for L {
     fn into_shared(self) -> Shared<L> {
-        Shared::from(self)
+        Shared::new(self)
     }
 }
 

@@ -89,7 +89,7 @@ impl<C: Clock> ShedderBuilder<C> {
         self
     }
 
-    /// How long the shedder stays hot after the CPU was last seen hot, once it has dropped a
+    /// How long the shedder stays hot after a signal was last seen hot, once it has dropped a
     /// request (default 1 s). Zero disables the cool-off.
     pub fn cool_off(mut self, cool_off: Duration) -> Self {
         self.cool_off = cool_off;

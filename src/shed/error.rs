@@ -13,8 +13,8 @@ pub enum OverloadReason {
     /// The CPU is at or above the threshold, and more requests are in flight than the service
     /// has shown it can carry.
     Cpu,
-    /// The CPU has dropped below the threshold, but less than the cool-off period ago, and
-    /// more requests are in flight than the service has shown it can carry.
+    /// No signal is hot any more, but one was less than the cool-off period ago, and more
+    /// requests are in flight than the service has shown it can carry.
     CoolOff,
     /// A signal added with [`ShedderBuilder::signal`](super::ShedderBuilder::signal), by the
     /// name its [`Cause::Custom`] gives, reports overload, and
@@ -97,7 +97,17 @@ impl fmt::Display for Overloaded {
     }
 }
 
-impl Error for Overloaded {}
+/// With the `tower` feature its [`source`](Error::source) is
+/// [`Refused`](crate::respond::Refused), so [`is_refusal`](crate::respond::is_refusal)
+/// recognises it.
+impl Error for Overloaded {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        #[cfg(feature = "tower")]
+        return Some(&crate::respond::Refused);
+        #[cfg(not(feature = "tower"))]
+        None
+    }
+}
 
 #[cfg(feature = "tower")]
 impl crate::respond::Refusal for Overloaded {

@@ -17,8 +17,8 @@
 //!    per-bucket mean latency in ms, over the rolling `window` (5 s in 50 buckets by default):
 //!    Little's law applied to the best the service has recently done.
 //!
-//! With a cool CPU nothing is shed, whatever the concurrency; a burst of requests with a hot CPU
-//! passes until the smoothed concurrency catches up.
+//! While no signal is hot nothing is shed, whatever the concurrency; a burst of requests with
+//! a hot CPU passes until the smoothed concurrency catches up.
 //!
 //! # Using it
 //!
@@ -64,10 +64,11 @@
 //!
 //! # Cost
 //!
-//! With a cool CPU, [`allow`](Shedder::allow) is a clock read, a CPU-signal load, a flag load and
-//! one atomic add. With a hot CPU it also records the time of the overload (a compare-and-swap
-//! whenever the clock has moved on), reads the cached limit (three loads), and, for the first
-//! hot decision of each bucket, scans the window (two loads per bucket). A refusal counts
+//! While nothing is hot, [`allow`](Shedder::allow) is a clock read, the CPU signal (a dynamic
+//! call and an atomic load), one dynamic call per added signal, a flag load and one atomic add.
+//! While hot it also records the time of the overload (a compare-and-swap whenever the clock
+//! has moved on), reads the cached limit (a sequence-locked read of two words), and, for the
+//! first hot decision of each bucket, scans the window (two loads per bucket). A refusal counts
 //! itself (an atomic add and a compare-and-swap). Completing a permit is a clock read and a
 //! handful of atomic updates. Nothing allocates, [`allow_owned`] included.
 //!

@@ -106,7 +106,7 @@ impl Flight {
 
 #[derive(Debug)]
 pub(super) struct Heat {
-    /// The latest clock reading at which the CPU was at or above the threshold, plus one
+    /// The latest clock reading at which a signal reported overload, plus one
     /// (0: never).
     pub(super) overloaded_at: AtomicU64,
     pub(super) dropped_recently: AtomicBool,
@@ -214,7 +214,13 @@ impl<C: Clock> Shedder<C> {
     /// overloaded signal names the cause; the smallest headroom applies.
     #[inline]
     pub(super) fn pressure(&self, now: u64) -> Pressure {
-        let mut pressure = self.cpu.pressure(now);
+        self.pressure_with(now, self.cpu.load_permille())
+    }
+
+    /// [`pressure`](Self::pressure) with the CPU load already read.
+    #[inline]
+    pub(super) fn pressure_with(&self, now: u64, cpu: Option<u32>) -> Pressure {
+        let mut pressure = self.cpu.pressure_at(cpu);
         for signal in &self.signals {
             pressure = pressure.and(signal.pressure(now));
         }
@@ -303,14 +309,18 @@ impl<C: Clock> Shedder<C> {
     fn max_flight(&self, now: u64) -> f64 {
         let epoch = self.epoch(now);
         let tag = epoch.wrapping_add(1).max(1);
-        if let Some([cached_tag, cached]) = self.heat.limit.try_read()
+        let cached = self.heat.limit.try_read();
+        if let Some([cached_tag, value]) = cached
             && cached_tag == tag
         {
-            return f64::from_bits(cached);
+            return f64::from_bits(value);
         }
         let (max_pass, min_rt) = self.scan(epoch);
         let max_flight = self.max_flight_of(max_pass, min_rt);
-        self.heat.limit.try_write([tag, max_flight.to_bits()]);
+        // A thread whose clock reading lags leaves a newer bucket's limit in place.
+        if cached.is_none_or(|[cached_tag, _]| cached_tag < tag) {
+            self.heat.limit.try_write([tag, max_flight.to_bits()]);
+        }
         max_flight
     }
 

@@ -3,11 +3,15 @@
 use super::Shedder;
 use super::shedder::{LATENCY_SUM, OTHERS, PASSES};
 use crate::clock::Clock;
+use crate::signal::Cause;
 use crate::sync::Ordering;
 
 impl<C: Clock> Shedder<C> {
-    /// The shedder's state now. Reads atomics and the window; changes nothing (in particular it
-    /// does not end a cool-off the way a decision would), allocates nothing.
+    /// The shedder's state now. Reads the CPU load once, consults the other signals, and reads
+    /// atomics and the window; changes nothing (in particular it does not end a cool-off the
+    /// way a decision would), allocates nothing.
+    ///
+    /// Cheap enough for a metrics scrape, but it scans the window: not for every request.
     ///
     /// # Example
     ///
@@ -28,7 +32,7 @@ impl<C: Clock> Shedder<C> {
         let now = self.clock.now_nanos();
         let epoch = self.epoch(now);
         let cpu = self.cpu.load_permille();
-        let pressure = self.pressure(now);
+        let pressure = self.pressure_with(now, cpu);
         let (max_pass, min_rt) = self.scan(epoch);
         let mut passes = 0;
         let mut latency = 0;
@@ -52,6 +56,7 @@ impl<C: Clock> Shedder<C> {
             max_flight: self.max_flight_of(max_pass, min_rt),
             overload_factor: pressure.headroom(),
             hot: pressure.cause().is_some() || self.still_hot(now, false),
+            cause: pressure.cause(),
             passed: self.flight.passed.load(Ordering::Acquire),
             failed: self.flight.failed.load(Ordering::Acquire),
             dropped: self.heat.dropped.load(Ordering::Relaxed),
@@ -92,6 +97,9 @@ pub struct ShedSnapshot {
     /// Whether the shedder is in its shedding state: the CPU is at or above the threshold (or
     /// another signal reports overload), or it is cooling off after a drop.
     pub hot: bool,
+    /// The signal reporting overload now (the CPU first), if any; `None` while only cooling off
+    /// or calm.
+    pub cause: Option<Cause>,
     /// Requests that passed, since the shedder was built.
     pub passed: u64,
     /// Requests that failed or were cancelled, since the shedder was built.

@@ -91,12 +91,14 @@ impl Pressure {
     }
 
     /// The same reading with `headroom`, the share of the proven concurrency to admit:
-    /// clamped to `0.0..=1.0`; NaN leaves the headroom unchanged.
+    /// clamped to `0.0..=1.0`. NaN counts as 0 (a signal that cannot compute its headroom
+    /// fails closed). Even at 0 the shedder refuses only while more requests are in flight
+    /// than none, so a request arriving to an idle service passes.
     #[must_use]
     pub fn with_headroom(self, headroom: f64) -> Pressure {
         Pressure {
             headroom: if headroom.is_nan() {
-                self.headroom
+                0.0
             } else {
                 headroom.clamp(0.0, 1.0)
             },

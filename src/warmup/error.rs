@@ -67,7 +67,17 @@ impl fmt::Display for Rejected {
     }
 }
 
-impl Error for Rejected {}
+/// With the `tower` feature its [`source`](Error::source) is
+/// [`Refused`](crate::respond::Refused), so [`is_refusal`](crate::respond::is_refusal)
+/// recognises it.
+impl Error for Rejected {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        #[cfg(feature = "tower")]
+        return Some(&crate::respond::Refused);
+        #[cfg(not(feature = "tower"))]
+        None
+    }
+}
 
 #[cfg(feature = "tower")]
 impl crate::respond::Refusal for Rejected {

@@ -63,7 +63,6 @@
 //! `cmpxchg16b`, chosen at run time; targets without a 128-bit compare-and-swap use
 //! `portable-atomic`'s fallback, a lock.
 //!
-//!
 //! # In a tower stack
 //!
 //! [`WarmUpLayer`] takes one permit per request in axum, tonic or any tower stack, and
@@ -83,7 +82,9 @@
 //! successful `try_acquire` happens after every earlier successful one it saw. A rejection acts
 //! as an `Acquire` load of the state. The curve is read under a sequence lock, so a decision
 //! uses one whole curve, the one in force before or after a concurrent
-//! [`set_rate`](WarmUp::set_rate), never a mix. `tests/loom_smooth.rs` model-checks both.
+//! [`set_rate`](WarmUp::set_rate), never a mix. `tests/loom_smooth.rs` model-checks the
+//! decisions' interleavings and the curve's sequence lock; the 128-bit word is one atomic
+//! step in that model, so its own ordering rests on the hardware's compare-and-swap.
 //!
 //! # Example
 //!
@@ -176,6 +177,6 @@ pub use self::snapshot::{Phase, Totals, WarmUpSnapshot};
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub type WarmUpLayer<
     B = WarmUp,
-    R = crate::respond::BoxErrorResponder,
     K = crate::middleware::classify::ErrorsPass,
+    R = crate::respond::BoxErrorResponder,
 > = crate::middleware::AdmitLayer<B, K, R>;

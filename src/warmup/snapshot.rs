@@ -70,10 +70,12 @@ pub struct WarmUpSnapshot {
 }
 
 /// How many decisions a warm-up bucket made, since it was built: one per acquire, whatever its
-/// permit count (a zero-permit acquire of a [`WarmUp`](super::WarmUp) decides nothing).
+/// permit count (a zero-permit acquire of a [`WarmUp`](super::WarmUp) decides nothing). The
+/// shedder's counterparts are the `passed`, `failed` and `dropped` totals of its snapshot.
 ///
-/// Apart from the [snapshot](super::WarmUp::snapshot), which is the state that decides the
-/// next request and which a refusal leaves unchanged.
+/// Kept apart from the [snapshot](super::WarmUp::snapshot): the snapshot is the state that
+/// decides the next request, which a refusal leaves unchanged; the totals count every
+/// decision.
 ///
 /// # Example
 ///

@@ -50,7 +50,6 @@
 //!   later, so concurrent callers overshoot the limit; here an admission is a single
 //!   compare-and-swap on the window, which no caller can slip past.
 //!
-//!
 //! # Cost
 //!
 //! `try_acquire` reads the clock once, loads three words and, when it admits, performs one
