@@ -1,48 +1,92 @@
-//! The decision counters behind [`Totals`]: striped, so threads deciding at once do not fight
-//! over one cache line.
+//! The decision counters behind [`Totals`]: one stripe per thread, written without a locked
+//! instruction.
+//!
+//! A thread claims one of [`SLOTS`] process-wide slots at its first decision and keeps it until
+//! it exits; in every limiter, the stripe of that slot is written by that thread alone, so a
+//! decision counts itself with a plain load and store (no read-modify-write, no cache line
+//! shared with another thread). The release of a slot at thread exit happens before the next
+//! claim of it, so the next owner continues from the last count: the sums stay exact. Threads
+//! beyond [`SLOTS`] alive at once share one more stripe, counted with an atomic add.
 
 use std::cell::Cell;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, Ordering as StdOrdering};
 
 use crossbeam_utils::CachePadded;
 
 use super::snapshot::Totals;
 use crate::sync::{AtomicU64, Ordering};
 
-/// How many stripes: threads are spread over them round-robin, so up to this many threads
-/// count without sharing a line.
-const STRIPES: usize = 8;
+/// Slots a thread can own: stripes written without a locked instruction.
+const SLOTS: usize = 32;
+/// The stripe threads without a slot share.
+const SHARED: usize = SLOTS;
+/// Not claimed yet.
+const UNCLAIMED: usize = usize::MAX;
 
 const ADMITTED: usize = 0;
 const REFUSED: usize = 1;
 
-/// The next stripe a thread is given.
-static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
+/// Which slots are owned by a live thread.
+static CLAIMED: [AtomicBool; SLOTS] = [const { AtomicBool::new(false) }; SLOTS];
 
 thread_local! {
-    /// This thread's stripe, `usize::MAX` until its first decision.
-    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+    /// This thread's slot: an index below [`SLOTS`], [`SHARED`], or [`UNCLAIMED`].
+    static SLOT: Cell<usize> = const { Cell::new(UNCLAIMED) };
+    /// Releases this thread's slot when the thread exits.
+    static RELEASE: SlotRelease = const { SlotRelease };
 }
 
-/// This thread's stripe.
+/// Gives the thread's slot back at thread exit.
+struct SlotRelease;
+
+impl Drop for SlotRelease {
+    fn drop(&mut self) {
+        let slot = SLOT.get();
+        SLOT.set(UNCLAIMED);
+        if slot < SLOTS {
+            CLAIMED[slot].store(false, StdOrdering::Release);
+        }
+    }
+}
+
+/// This thread's stripe, claiming a slot at its first decision.
 #[inline]
 fn stripe() -> usize {
-    STRIPE.with(|stripe| {
-        let mut index = stripe.get();
-        if index == usize::MAX {
-            index = NEXT_STRIPE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % STRIPES;
-            stripe.set(index);
-        }
-        index
-    })
+    let slot = SLOT.get();
+    if slot != UNCLAIMED {
+        return slot;
+    }
+    claim()
 }
 
-/// How many decisions admitted and refused, one relaxed add per decision on the calling
-/// thread's stripe: the totals are statistics, ordered with nothing else, and exact once the
-/// stripes are summed.
+#[cold]
+fn claim() -> usize {
+    // Under loom, threads are coroutines sharing one OS thread's locals: count atomically.
+    if cfg!(admit_loom) {
+        return SHARED;
+    }
+    let slot = (0..SLOTS)
+        .find(|&slot| {
+            CLAIMED[slot]
+                .compare_exchange(false, true, StdOrdering::Acquire, StdOrdering::Relaxed)
+                .is_ok()
+        })
+        .unwrap_or(SHARED);
+    // Registers the release (a thread already past its locals' destruction keeps `SHARED`).
+    if slot < SLOTS && RELEASE.try_with(|_| ()).is_err() {
+        CLAIMED[slot].store(false, StdOrdering::Release);
+        SLOT.set(SHARED);
+        return SHARED;
+    }
+    SLOT.set(slot);
+    slot
+}
+
+/// How many decisions admitted and refused: statistics, ordered with nothing else, and exact
+/// once the stripes are summed.
 #[derive(Debug)]
 pub(crate) struct Counters {
-    stripes: [CachePadded<[AtomicU64; 2]>; STRIPES],
+    stripes: [CachePadded<[AtomicU64; 2]>; SLOTS + 1],
 }
 
 impl Counters {
@@ -58,7 +102,14 @@ impl Counters {
     #[inline]
     pub(crate) fn count<T, E>(&self, decision: Result<T, E>) -> Result<T, E> {
         let which = if decision.is_ok() { ADMITTED } else { REFUSED };
-        self.stripes[stripe()][which].fetch_add(1, Ordering::Relaxed);
+        let stripe = stripe();
+        let counter = &self.stripes[stripe][which];
+        if stripe == SHARED {
+            counter.fetch_add(1, Ordering::Relaxed);
+        } else {
+            // Only this thread writes this stripe.
+            counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        }
         decision
     }
 
@@ -79,33 +130,35 @@ impl Counters {
 
 #[cfg(all(test, not(admit_loom)))]
 mod tests {
-    use super::Counters;
+    use super::{Counters, SLOTS};
 
-    /// Threads on different stripes add up exactly.
+    /// More threads than slots, in waves, some outliving others: every decision is counted
+    /// once, whichever stripe it landed on.
     #[test]
     fn stripes_sum_exactly() {
         let counters = Counters::new();
-        std::thread::scope(|scope| {
-            for thread in 0..12u64 {
-                let counters = &counters;
-                scope.spawn(move || {
-                    for i in 0..1000u64 {
-                        let _ = counters.count(if (i + thread) % 3 == 0 {
-                            Err(())
-                        } else {
-                            Ok(())
-                        });
-                    }
-                });
-            }
-        });
+        let mut expected_refused = 0;
+        for wave in 0..3u64 {
+            std::thread::scope(|scope| {
+                for thread in 0..(SLOTS as u64 + 8) {
+                    let counters = &counters;
+                    scope.spawn(move || {
+                        for i in 0..500u64 {
+                            let refused = (i + thread + wave) % 3 == 0;
+                            let _ = counters.count(if refused { Err(()) } else { Ok(()) });
+                        }
+                    });
+                }
+            });
+            expected_refused += (0..(SLOTS as u64 + 8))
+                .map(|t| (0..500u64).filter(|i| (i + t + wave) % 3 == 0).count() as u64)
+                .sum::<u64>();
+        }
         let totals = counters.get();
-        assert_eq!(totals.admitted + totals.refused, 12_000);
         assert_eq!(
-            totals.refused,
-            (0..12u64)
-                .map(|t| (0..1000u64).filter(|i| (i + t) % 3 == 0).count() as u64)
-                .sum::<u64>()
+            totals.admitted + totals.refused,
+            3 * (SLOTS as u64 + 8) * 500
         );
+        assert_eq!(totals.refused, expected_refused);
     }
 }
