@@ -12,7 +12,7 @@ use super::window::RollingWindow;
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
 use crate::signal::OverloadSignal;
-use crate::signal::cpu::{CpuOverload, CpuSignal, SystemCpu};
+use crate::signal::cpu::{CpuOverload, CpuSignal, Source, SystemCpu};
 use crate::sync::{AtomicBool, AtomicU64, SeqLock};
 
 /// Configures a [`Shedder`]; created by [`Shedder::builder`].
@@ -48,7 +48,7 @@ pub struct ShedderBuilder<C> {
     cool_off: Duration,
     clock: C,
     /// `None`: a [`SystemCpu`], created by `build`.
-    cpu: Option<Box<dyn CpuSignal>>,
+    cpu: Option<Source>,
     signals: Vec<Box<dyn OverloadSignal>>,
     name: Option<Cow<'static, str>>,
 }
@@ -112,7 +112,7 @@ impl<C: Clock> ShedderBuilder<C> {
 
     /// The CPU signal to read (default: [`SystemCpu::new`]).
     pub fn cpu(mut self, cpu: impl CpuSignal + 'static) -> Self {
-        self.cpu = Some(Box::new(cpu));
+        self.cpu = Some(Source::new(cpu));
         self
     }
 
@@ -200,8 +200,8 @@ impl<C: Clock> ShedderBuilder<C> {
                 setting: "cool_off",
                 value: self.cool_off,
             })?;
-        let cpu = self.cpu.unwrap_or_else(|| Box::new(SystemCpu::new()));
-        let cpu = CpuOverload::boxed(cpu, self.cpu_threshold)?;
+        let cpu = self.cpu.unwrap_or_else(|| Source::new(SystemCpu::new()));
+        let cpu = CpuOverload::of(cpu, self.cpu_threshold)?;
         Ok(Shedder {
             flight: CachePadded::new(Flight {
                 admitted: AtomicU64::new(0),

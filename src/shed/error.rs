@@ -24,6 +24,7 @@ pub enum OverloadReason {
 
 impl OverloadReason {
     /// The reason for a refusal while `cause` reports overload.
+    #[inline]
     pub(crate) fn of(cause: Cause) -> OverloadReason {
         match cause {
             Cause::Cpu => OverloadReason::Cpu,
@@ -65,6 +66,7 @@ pub struct Overloaded {
 }
 
 impl Overloaded {
+    #[inline]
     pub(crate) fn new(reason: OverloadReason, retry_after_nanos: u64) -> Self {
         Overloaded {
             reason,

@@ -83,6 +83,7 @@ impl Pressure {
     };
 
     /// Overloaded by `cause`, with full headroom.
+    #[inline]
     pub const fn overloaded(cause: Cause) -> Pressure {
         Pressure {
             cause: Some(cause),
@@ -94,6 +95,7 @@ impl Pressure {
     /// clamped to `0.0..=1.0`. NaN counts as 0 (a signal that cannot compute its headroom
     /// fails closed). Even at 0 the shedder refuses only while more requests are in flight
     /// than none, so a request arriving to an idle service passes.
+    #[inline]
     #[must_use]
     pub fn with_headroom(self, headroom: f64) -> Pressure {
         Pressure {
@@ -107,11 +109,13 @@ impl Pressure {
     }
 
     /// What overloads the system, or `None` if this signal sees no overload.
+    #[inline]
     pub fn cause(&self) -> Option<Cause> {
         self.cause
     }
 
     /// The share of the proven concurrency to admit, `0.0..=1.0`.
+    #[inline]
     pub fn headroom(&self) -> f64 {
         self.headroom
     }

@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-use super::CpuSignal;
+use std::any::Any;
+
+use super::{CpuSignal, ManualCpu, SystemCpu};
 use crate::ConfigError;
 use crate::signal::{Cause, OverloadSignal, Pressure};
 
@@ -34,8 +36,47 @@ const OVERLOAD_FACTOR_FLOOR: f64 = 0.1;
 /// # Ok::<(), admit::ConfigError>(())
 /// ```
 pub struct CpuOverload {
-    source: Box<dyn CpuSignal>,
+    source: Source,
     threshold: u32,
+}
+
+/// The signal read: admit's own kinds dispatched statically (their load is inlined into every
+/// decision), anything else through a dynamic call.
+pub(crate) enum Source {
+    System(SystemCpu),
+    Manual(ManualCpu),
+    Other(Box<dyn CpuSignal>),
+}
+
+impl Source {
+    pub(crate) fn new<S: CpuSignal + 'static>(source: S) -> Source {
+        let any: &dyn Any = &source;
+        if let Some(system) = any.downcast_ref::<SystemCpu>() {
+            Source::System(system.clone())
+        } else if let Some(manual) = any.downcast_ref::<ManualCpu>() {
+            Source::Manual(manual.clone())
+        } else {
+            Source::Other(Box::new(source))
+        }
+    }
+
+    #[inline]
+    fn get(&self) -> &dyn CpuSignal {
+        match self {
+            Source::System(system) => system,
+            Source::Manual(manual) => manual,
+            Source::Other(other) => &**other,
+        }
+    }
+
+    #[inline]
+    fn load_permille(&self) -> Option<u32> {
+        match self {
+            Source::System(system) => system.load_permille(),
+            Source::Manual(manual) => manual.load_permille(),
+            Source::Other(other) => other.load_permille(),
+        }
+    }
 }
 
 impl CpuOverload {
@@ -47,11 +88,11 @@ impl CpuOverload {
     /// moment would be overloaded, at 1000 the CPU could never reach it (and the overload
     /// factor divides by `1000 − threshold`).
     pub fn new(source: impl CpuSignal + 'static, threshold: u32) -> Result<Self, ConfigError> {
-        Self::boxed(Box::new(source), threshold)
+        Self::of(Source::new(source), threshold)
     }
 
-    /// [`new`](Self::new) for a signal already boxed.
-    pub(crate) fn boxed(source: Box<dyn CpuSignal>, threshold: u32) -> Result<Self, ConfigError> {
+    /// [`new`](Self::new) for a source already classified.
+    pub(crate) fn of(source: Source, threshold: u32) -> Result<Self, ConfigError> {
         if !(1..=999).contains(&threshold) {
             return Err(ConfigError::CpuThresholdOutOfRange {
                 cpu_threshold: threshold,
@@ -73,7 +114,7 @@ impl CpuOverload {
 
     /// The CPU signal read.
     pub fn source(&self) -> &dyn CpuSignal {
-        &*self.source
+        self.source.get()
     }
 
     /// The reading for a load of `load` ‰ (`None`: unknown).
@@ -89,6 +130,7 @@ impl CpuOverload {
     }
 
     /// go-zero's `overloadFactor`.
+    #[inline]
     pub(crate) fn overload_factor(&self, load: u32) -> f64 {
         let factor = (1000.0 - f64::from(load)) / (1000.0 - f64::from(self.threshold));
         factor.clamp(OVERLOAD_FACTOR_FLOOR, 1.0)
