@@ -17,14 +17,13 @@ use super::snapshot::Totals;
 use crate::sync::{AtomicU64, Ordering};
 
 /// Slots a thread can own: stripes written without a locked instruction.
-const SLOTS: usize = 32;
-/// The stripe threads without a slot share.
+const SLOTS: usize = 31;
+/// The stripe threads without a slot share: the last of a power-of-two count, so that a
+/// stripe index masked with `STRIPES - 1` needs no bounds check.
 const SHARED: usize = SLOTS;
+const STRIPES: usize = SLOTS + 1;
 /// Not claimed yet.
 const UNCLAIMED: usize = usize::MAX;
-
-const ADMITTED: usize = 0;
-const REFUSED: usize = 1;
 
 /// Which slots are owned by a live thread.
 static CLAIMED: [AtomicBool; SLOTS] = [const { AtomicBool::new(false) }; SLOTS];
@@ -86,7 +85,8 @@ fn claim() -> usize {
 /// once the stripes are summed.
 #[derive(Debug)]
 pub(crate) struct Counters {
-    stripes: [CachePadded<[AtomicU64; 2]>; SLOTS + 1],
+    /// Per stripe: admitted, refused.
+    stripes: [CachePadded<[AtomicU64; 2]>; STRIPES],
 }
 
 impl Counters {
@@ -101,9 +101,9 @@ impl Counters {
     /// Counts a decision and returns it.
     #[inline]
     pub(crate) fn count<T, E>(&self, decision: Result<T, E>) -> Result<T, E> {
-        let which = if decision.is_ok() { ADMITTED } else { REFUSED };
-        let stripe = stripe();
-        let counter = &self.stripes[stripe][which];
+        let stripe = stripe() & (STRIPES - 1);
+        let [admitted, refused] = &*self.stripes[stripe];
+        let counter = if decision.is_ok() { admitted } else { refused };
         if stripe == SHARED {
             counter.fetch_add(1, Ordering::Relaxed);
         } else {
@@ -122,8 +122,8 @@ impl Counters {
                 .sum()
         };
         Totals {
-            admitted: sum(ADMITTED),
-            refused: sum(REFUSED),
+            admitted: sum(0),
+            refused: sum(1),
         }
     }
 }
