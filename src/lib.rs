@@ -14,6 +14,8 @@
 //!   overload [`signal`] reports pressure *and* more requests are in flight than the service has
 //!   recently shown it can carry. The first signal is the CPU, measured with an understanding of
 //!   container quotas; others plug in beside it.
+//! - [`signal`]: overload signals, the "is the system under pressure?" the shedder asks: go-zero's
+//!   CPU signal, and any [`signal::OverloadSignal`] of your own.
 //! - [`erlang`]: capacity planning. Erlang C exact to 1e-13 from a fraction of an erlang to ten
 //!   million, Erlang-A for customers who give up, the fewest servers that meet a wait-time
 //!   target, and a replica planner with hysteresis.
