@@ -235,3 +235,13 @@ impl fmt::Display for ConfigError {
 }
 
 impl Error for ConfigError {}
+
+/// What a limiter's refusal reports as its [`source`](Error::source): with the `tower` feature
+/// the [`Refused`](crate::respond::Refused) marker, which
+/// [`is_refusal`](crate::respond::is_refusal) looks for.
+pub(crate) fn refusal_source() -> Option<&'static (dyn Error + 'static)> {
+    #[cfg(feature = "tower")]
+    return Some(&crate::respond::Refused);
+    #[cfg(not(feature = "tower"))]
+    None
+}

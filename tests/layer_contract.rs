@@ -532,6 +532,8 @@ fn refusals_downcast_to_their_documented_type_and_are_recognised_generically() {
     let refused: BoxError = ready_now(shed.call(())).unwrap_err();
     assert!(refused.downcast_ref::<ShedRejection>().is_some());
     assert!(admit::respond::is_refusal(&*refused));
+    // The refusal values themselves are recognised too.
+    assert!(admit::respond::is_refusal(&f.shedder.allow().unwrap_err()));
 
     let limiter = sentinel_bucket(3.0, &f.clock);
     let mut warm = WarmUpLayer::new(limiter).layer(tower::service_fn(|()| {

@@ -104,10 +104,7 @@ impl fmt::Display for Overloaded {
 /// recognises it.
 impl Error for Overloaded {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
-        #[cfg(feature = "tower")]
-        return Some(&crate::respond::Refused);
-        #[cfg(not(feature = "tower"))]
-        None
+        crate::error::refusal_source()
     }
 }
 

@@ -72,10 +72,7 @@ impl fmt::Display for Rejected {
 /// recognises it.
 impl Error for Rejected {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
-        #[cfg(feature = "tower")]
-        return Some(&crate::respond::Refused);
-        #[cfg(not(feature = "tower"))]
-        None
+        crate::error::refusal_source()
     }
 }
 
