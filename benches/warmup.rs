@@ -53,31 +53,34 @@ const REJECT_RATE: u32 = 10;
 type Governor<C> =
     RateLimiter<NotKeyed, InMemoryState, C, NoOpMiddleware<<C as GovernorClock>::Instant>>;
 
-/// Sentinel's bucket at `rate`; at [`REJECT_RATE`], with its first window already full.
+/// Sentinel's bucket at `rate`, refusing from the first measured call at [`REJECT_RATE`].
 fn admit<C: Clock>(rate: u32, clock: C) -> SentinelWarmUp<C> {
     let limiter = SentinelWarmUp::builder(f64::from(rate))
         .warm_up_period(Duration::from_secs(1))
         .clock(clock)
         .build()
         .expect("valid configuration");
-    if rate == REJECT_RATE {
-        // Fill the first window so that rejection starts with the first measured call.
-        while limiter.try_acquire().is_ok() {}
-    }
+    used_up_at_reject_rate(rate, || limiter.try_acquire().is_ok());
     limiter
 }
 
-/// The default bucket (Guava's smooth model) at `rate`; at [`REJECT_RATE`], refusing.
+/// The default bucket (Guava's smooth model) at `rate`, likewise.
 fn admit_smooth<C: Clock>(rate: u32, clock: C) -> WarmUp<C> {
     let limiter = WarmUp::builder(f64::from(rate))
         .warm_up_period(Duration::from_secs(1))
         .clock(clock)
         .build()
         .expect("valid configuration");
-    if rate == REJECT_RATE {
-        while limiter.try_acquire().is_ok() {}
-    }
+    used_up_at_reject_rate(rate, || limiter.try_acquire().is_ok());
     limiter
+}
+
+/// At [`REJECT_RATE`], takes permits until `try_acquire` refuses, so that rejection starts
+/// with the first measured call.
+fn used_up_at_reject_rate(rate: u32, mut try_acquire: impl FnMut() -> bool) {
+    if rate == REJECT_RATE {
+        while try_acquire() {}
+    }
 }
 
 fn governor<C: GovernorClock>(rate: u32, clock: C) -> Governor<C> {

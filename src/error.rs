@@ -236,6 +236,15 @@ impl fmt::Display for ConfigError {
 
 impl Error for ConfigError {}
 
+/// The check every builder makes of the name it was given: an empty one is
+/// [`ConfigError::EmptyName`].
+pub(crate) fn check_name(name: Option<&str>) -> Result<(), ConfigError> {
+    match name {
+        Some("") => Err(ConfigError::EmptyName),
+        _ => Ok(()),
+    }
+}
+
 /// What a limiter's refusal reports as its [`source`](Error::source): with the `tower` feature
 /// the [`Refused`](crate::respond::Refused) marker, which
 /// [`is_refusal`](crate::respond::is_refusal) looks for.

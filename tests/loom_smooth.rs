@@ -25,21 +25,25 @@ fn warm_ten_per_second() -> (ManualClock, Arc<WarmUp<ManualClock>>) {
     (clock, Arc::new(limiter))
 }
 
+/// Two threads call `try_acquire` at once; how many were admitted.
+fn admitted_by_two_racers(limiter: &Arc<WarmUp<ManualClock>>) -> u32 {
+    let racers: Vec<_> = (0..2)
+        .map(|_| {
+            let limiter = Arc::clone(limiter);
+            thread::spawn(move || limiter.try_acquire().is_ok())
+        })
+        .collect();
+    racers
+        .into_iter()
+        .map(|racer| u32::from(racer.join().unwrap()))
+        .sum()
+}
+
 #[test]
 fn racing_callers_at_one_instant_admit_exactly_one() {
     loom::model(|| {
         let (_clock, limiter) = warm_ten_per_second();
-        let racers: Vec<_> = (0..2)
-            .map(|_| {
-                let limiter = Arc::clone(&limiter);
-                thread::spawn(move || limiter.try_acquire().is_ok())
-            })
-            .collect();
-        let admitted: u32 = racers
-            .into_iter()
-            .map(|r| u32::from(r.join().unwrap()))
-            .sum();
-        assert_eq!(admitted, 1);
+        assert_eq!(admitted_by_two_racers(&limiter), 1);
     });
 }
 
@@ -48,22 +52,12 @@ fn a_refusal_racing_an_admission_never_loses_the_admission() {
     loom::model(|| {
         let (clock, limiter) = warm_ten_per_second();
         limiter.try_acquire().unwrap();
-        // 100 ms later exactly one more permit is due; two callers race for it, one of them
-        // after a refusal has marked demand.
+        // 100 ms later exactly one more permit is due; two callers race for it while the
+        // state carries the refusal's demand mark.
         clock.advance(Duration::from_millis(50));
         assert!(limiter.try_acquire().is_err());
         clock.advance(Duration::from_millis(50));
-        let racers: Vec<_> = (0..2)
-            .map(|_| {
-                let limiter = Arc::clone(&limiter);
-                thread::spawn(move || limiter.try_acquire().is_ok())
-            })
-            .collect();
-        let admitted: u32 = racers
-            .into_iter()
-            .map(|r| u32::from(r.join().unwrap()))
-            .sum();
-        assert_eq!(admitted, 1);
+        assert_eq!(admitted_by_two_racers(&limiter), 1);
     });
 }
 

@@ -192,9 +192,7 @@ impl<C: Clock> ShedderBuilder<C> {
                 cpu_threshold: self.cpu_threshold,
             });
         }
-        if self.name.as_deref() == Some("") {
-            return Err(ConfigError::EmptyName);
-        }
+        crate::error::check_name(self.name.as_deref())?;
         let cool_off_nanos =
             u64::try_from(self.cool_off.as_nanos()).map_err(|_| ConfigError::DurationTooLong {
                 setting: "cool_off",

@@ -162,9 +162,7 @@ impl<C: Clock> WarmUpBuilder<C> {
             self.warm_up_period,
             self.cold_factor,
         )?;
-        if self.name.as_deref() == Some("") {
-            return Err(ConfigError::EmptyName);
-        }
+        crate::error::check_name(self.name.as_deref())?;
         Ok(WarmUp {
             bucket: SmoothBucket::new(curve, self.payment, now, self.start_warm, burst_nanos),
             clock: self.clock,

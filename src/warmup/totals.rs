@@ -7,6 +7,9 @@
 //! shared with another thread). The release of a slot at thread exit happens before the next
 //! claim of it, so the next owner continues from the last count: the sums stay exact. Threads
 //! beyond [`SLOTS`] alive at once share one more stripe, counted with an atomic add.
+//!
+//! Claiming a slot registers its release as a thread-local destructor, once per thread (the
+//! platform may allocate for that registration; decisions after it never do).
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering as StdOrdering};

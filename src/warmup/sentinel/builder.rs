@@ -122,9 +122,7 @@ impl<C: Clock> SentinelBuilder<C> {
             self.warm_up_period,
             self.cold_factor,
         )?;
-        if self.name.as_deref() == Some("") {
-            return Err(ConfigError::EmptyName);
-        }
+        crate::error::check_name(self.name.as_deref())?;
         Ok(SentinelWarmUp {
             window: SentinelWindow::new(curve, self.start_warm, now),
             clock: self.clock,
