@@ -4,16 +4,18 @@
 //! - [`server`]: a server task on a loopback port, [`TestServer`], stopped gracefully when
 //!   dropped or with [`TestServer::shutdown`];
 //! - [`axum`] and [`tonic`]: how the end-to-end tests start those servers;
-//! - [`counting_alloc`]: a global allocator that counts each thread's heap allocations.
+//! - [`counting_alloc`]: a global allocator that counts each thread's heap allocations;
+//! - [`prometheus`]: a real Prometheus server that scrapes test servers, and its query API.
 //!
-//! Launchers for outside processes the tests talk to (a Prometheus server next) belong here too,
-//! each in a module of its own.
+//! Launchers for outside processes the tests talk to belong here too, each in a module of its own
+//! (`prometheus`).
 //!
 //! The kit does not depend on `admit`: as one of admit's dev-dependencies, a kit that did would
 //! hand the tests a second copy of admit's types.
 
 pub mod axum;
 pub mod counting_alloc;
+pub mod prometheus;
 pub mod server;
 pub mod tonic;
 pub mod wait;

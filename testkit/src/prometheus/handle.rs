@@ -1,0 +1,215 @@
+//! The [`Prometheus`] handle: what a test asks of a running server, and its stop.
+
+use std::fs;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, ExitStatus};
+use std::time::Duration;
+
+use super::http::http_get;
+use super::launch::LOG_FILE;
+use super::query::{parse_answer, percent_encode};
+use super::stop::terminate;
+use super::temp_dir::TempDir;
+use super::{JOB, QueryError, Sample};
+use crate::wait::NET_TIMEOUT;
+
+/// How often [`Prometheus::wait_until`] queries again.
+const QUERY_POLL: Duration = Duration::from_millis(100);
+
+/// How many of the log's last lines the error messages and panics quote.
+const LOG_TAIL_LINES: usize = 40;
+
+/// A running Prometheus server scraping the test servers given to [`start`](super::start), with its
+/// temporary directory.
+///
+/// [`stop`](Prometheus::stop) stops it by process id (SIGTERM, then SIGKILL if it lingers);
+/// dropping the handle does the same, without panicking. Either way the temporary directory
+/// goes too.
+#[derive(Debug)]
+pub struct Prometheus {
+    /// `None` once stopped.
+    pub(super) child: Option<Child>,
+    pub(super) pid: u32,
+    pub(super) addr: SocketAddr,
+    /// How many targets the scrape job has.
+    pub(super) targets: usize,
+    pub(super) scrape_interval: Duration,
+    /// Dropped after [`Prometheus`]'s own `drop` has stopped the process.
+    pub(super) dir: TempDir,
+}
+
+impl Prometheus {
+    /// The address of Prometheus' web server and HTTP API, on `127.0.0.1`.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Prometheus' base URL, `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The process id of the Prometheus server.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The scrape interval, as given to [`start`](super::start).
+    pub fn scrape_interval(&self) -> Duration {
+        self.scrape_interval
+    }
+
+    /// The temporary directory with the configuration (`prometheus.yml`), the TSDB (`data/`)
+    /// and the server's output (`prometheus.log`). It is removed when the handle is stopped or
+    /// dropped.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The last lines of the server's output, for failure messages.
+    pub fn log_tail(&self) -> String {
+        match fs::read(self.dir.path().join(LOG_FILE)) {
+            Ok(log) => tail(&String::from_utf8_lossy(&log)),
+            Err(error) => format!("(no log: {error})"),
+        }
+    }
+
+    /// The answer to the instant query `promql` at the current time, from
+    /// `GET /api/v1/query`: one [`Sample`] per series of a `vector`, or one without labels for a
+    /// `scalar`.
+    ///
+    /// # Errors
+    ///
+    /// [`QueryError::Io`] if the request fails or takes longer than [`NET_TIMEOUT`];
+    /// [`QueryError::Prometheus`] if Prometheus answers with an error;
+    /// [`QueryError::Unexpected`] for any other result type (`matrix`, `string`) or an answer
+    /// this client cannot read.
+    pub async fn query(&self, promql: &str) -> Result<Vec<Sample>, QueryError> {
+        let target = format!("/api/v1/query?query={}", percent_encode(promql));
+        let response = http_get(self.addr, &target, NET_TIMEOUT)
+            .await
+            .map_err(QueryError::Io)?;
+        parse_answer(response.status, &response.body)
+    }
+
+    /// Queries `promql` every 100 ms until `accept` holds for an answer, and returns that
+    /// answer. Failed queries count as not accepted.
+    ///
+    /// # Panics
+    ///
+    /// If no answer is accepted within `limit`, with `what`, the last answer and the end of
+    /// Prometheus' log.
+    pub async fn wait_until<F>(
+        &self,
+        what: &str,
+        promql: &str,
+        limit: Duration,
+        mut accept: F,
+    ) -> Vec<Sample>
+    where
+        F: FnMut(&[Sample]) -> bool,
+    {
+        let mut last = None;
+        let polling = async {
+            loop {
+                match self.query(promql).await {
+                    Ok(samples) if accept(&samples) => return samples,
+                    answer => last = Some(answer),
+                }
+                tokio::time::sleep(QUERY_POLL).await;
+            }
+        };
+        if let Ok(samples) = tokio::time::timeout(limit, polling).await {
+            return samples;
+        }
+        let last = match last {
+            None => "no answer".to_owned(),
+            Some(Ok(samples)) => format!("{samples:?}"),
+            Some(Err(error)) => error.to_string(),
+        };
+        panic!(
+            "{what}: `{promql}` not as expected within {limit:?}; the last answer: {last}; \
+             the end of Prometheus' log:\n{}",
+            self.log_tail()
+        );
+    }
+
+    /// Waits until Prometheus has scraped every target successfully: `up{job="admit"}` is 1
+    /// for each. Returns those `up` samples. Allow for the first scrape's delay of about 5 s;
+    /// [`FIRST_SCRAPE_LIMIT`](super::FIRST_SCRAPE_LIMIT) does.
+    ///
+    /// Each scrape's samples are stored together with its `up`, so the scraped series can be
+    /// queried as soon as this returns.
+    ///
+    /// # Panics
+    ///
+    /// As [`wait_until`](Prometheus::wait_until), if a target is not up within `limit`.
+    pub async fn wait_for_scrape(&self, limit: Duration) -> Vec<Sample> {
+        let targets = self.targets;
+        self.wait_until(
+            "every target scraped",
+            &format!("up{{job=\"{JOB}\"}}"),
+            limit,
+            |samples| samples.len() == targets && samples.iter().all(|sample| sample.value == 1.0),
+        )
+        .await
+    }
+
+    /// Stops the server by its process id: SIGTERM, then SIGKILL if it has not exited within
+    /// 10 s; then removes the temporary directory. Returns how the process exited (Prometheus
+    /// exits with 0 on SIGTERM).
+    ///
+    /// It blocks the calling thread while it waits, for milliseconds as a rule.
+    ///
+    /// # Panics
+    ///
+    /// If the process cannot be signalled or has not exited even after SIGKILL, with the end of
+    /// the log.
+    pub fn stop(mut self) -> ExitStatus {
+        let Some(child) = self.child.as_mut() else {
+            unreachable!("only `stop` and `drop` stop the process, and both consume the handle")
+        };
+        match terminate(child) {
+            Ok(status) => {
+                self.child = None;
+                status
+            }
+            Err(error) => panic!(
+                "stopping Prometheus (pid {}): {error}; the end of its log:\n{}",
+                self.pid,
+                self.log_tail()
+            ),
+        }
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // Best effort: a process that cannot be stopped is left behind rather than a panic
+            // raised in a destructor.
+            let _ = terminate(&mut child);
+        }
+    }
+}
+
+/// The last [`LOG_TAIL_LINES`] lines of `log`.
+pub(super) fn tail(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_tail_is_its_last_lines() {
+        let log: String = (0..100).map(|line| format!("line {line}\n")).collect();
+        let tail = tail(&log);
+        assert!(tail.starts_with("line 60\n"), "{tail}");
+        assert!(tail.ends_with("line 99"), "{tail}");
+        assert_eq!(super::tail("one\ntwo"), "one\ntwo");
+    }
+}

@@ -1,0 +1,303 @@
+//! Starting Prometheus: its configuration, its process on a free port (tried again when
+//! another process takes the port first), and the wait until it is ready.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::fs::{self, File};
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::handle::tail;
+use super::http::http_get;
+use super::temp_dir::TempDir;
+use super::{JOB, Prometheus, StartError, binary};
+
+/// How many times [`start`] tries, each on a new port, when another process took the port first.
+const START_ATTEMPTS: u32 = 3;
+
+/// How long a start waits for `/-/ready` to answer 200, and how often it asks.
+const READY_LIMIT: Duration = Duration::from_secs(30);
+const READY_POLL: Duration = Duration::from_millis(50);
+
+/// The file names in the temporary directory; Prometheus creates the TSDB directory itself.
+const CONFIG_FILE: &str = "prometheus.yml";
+const DATA_DIR: &str = "data";
+pub(super) const LOG_FILE: &str = "prometheus.log";
+
+/// Starts Prometheus on a free loopback port, scraping `http://<target>/metrics` for each of
+/// `targets` every `scrape_interval` (in whole milliseconds, at least 1 ms; the scrape timeout is
+/// the same), in the job [`JOB`] (`"admit"`), and waits until it is ready.
+///
+/// An unspecified target address (`0.0.0.0` or `::`) is scraped on loopback, and an address
+/// given twice once; the `instance` label of a target's series is its address, such as
+/// `127.0.0.1:40123`.
+///
+/// Ready means the HTTP API answers: the first scrape comes later, see
+/// [`wait_for_scrape`](Prometheus::wait_for_scrape).
+///
+/// # Errors
+///
+/// [`StartError::NotInstalled`] without a [`binary`]; [`StartError::Io`] if the temporary
+/// directory, the port or the process cannot be had; [`StartError::NotReady`], with the end of
+/// the log, if Prometheus exits or is not ready within 30 s. A start that fails because another
+/// process took the port is tried again, up to three times in all.
+pub async fn start(
+    targets: &[SocketAddr],
+    scrape_interval: Duration,
+) -> Result<Prometheus, StartError> {
+    let binary = binary().ok_or(StartError::NotInstalled)?;
+    start_with(&binary, targets, scrape_interval).await
+}
+
+/// [`start`] with a given binary.
+async fn start_with(
+    binary: &Path,
+    targets: &[SocketAddr],
+    scrape_interval: Duration,
+) -> Result<Prometheus, StartError> {
+    // Each address once: Prometheus scrapes a target listed twice only once.
+    let targets: BTreeSet<SocketAddr> = targets
+        .iter()
+        .map(|&target| scrape_address(target))
+        .collect();
+    let targets: Vec<SocketAddr> = targets.into_iter().collect();
+    let mut attempt = 1;
+    loop {
+        match start_once(binary, &targets, scrape_interval).await {
+            Ok(prometheus) => return Ok(prometheus),
+            Err(Failure::PortTaken(_)) if attempt < START_ATTEMPTS => attempt += 1,
+            Err(Failure::PortTaken(error) | Failure::Fatal(error)) => return Err(error),
+        }
+    }
+}
+
+/// Why one start attempt failed: whether another attempt, on another port, may succeed.
+enum Failure {
+    PortTaken(StartError),
+    Fatal(StartError),
+}
+
+impl From<io::Error> for Failure {
+    fn from(error: io::Error) -> Self {
+        Failure::Fatal(StartError::Io(error))
+    }
+}
+
+async fn start_once(
+    binary: &Path,
+    targets: &[SocketAddr],
+    scrape_interval: Duration,
+) -> Result<Prometheus, Failure> {
+    let dir = TempDir::new()?;
+    let config_file = dir.path().join(CONFIG_FILE);
+    fs::write(&config_file, config(targets, scrape_interval))?;
+    let log = File::create(dir.path().join(LOG_FILE))?;
+    // Free now; Prometheus may lose it to another process before it binds, hence the retries.
+    let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
+        .local_addr()?
+        .port();
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let child = Command::new(binary)
+        .arg(flag("--config.file=", &config_file))
+        .arg(flag("--storage.tsdb.path=", &dir.path().join(DATA_DIR)))
+        .arg(format!("--web.listen-address={addr}"))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .map_err(|error| {
+            io::Error::new(
+                error.kind(),
+                format!("spawning {}: {error}", binary.display()),
+            )
+        })?;
+    let mut prometheus = Prometheus {
+        pid: child.id(),
+        child: Some(child),
+        addr,
+        targets: targets.len(),
+        scrape_interval,
+        dir,
+    };
+    // On an error the handle drops here: the process is stopped and the directory removed.
+    prometheus.wait_ready().await?;
+    Ok(prometheus)
+}
+
+/// `--name=path`, for paths that need not be UTF-8.
+fn flag(name: &str, path: &Path) -> OsString {
+    let mut flag = OsString::from(name);
+    flag.push(path);
+    flag
+}
+
+/// The configuration file: one scrape job, [`JOB`], of static targets.
+fn config(targets: &[SocketAddr], scrape_interval: Duration) -> String {
+    let interval = format!("{}ms", scrape_interval.as_millis().max(1));
+    let targets = targets
+        .iter()
+        .map(|target| format!("'{target}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "global:\n  scrape_interval: {interval}\n  scrape_timeout: {interval}\n\
+         scrape_configs:\n  - job_name: {JOB}\n    metrics_path: /metrics\n    \
+         static_configs:\n      - targets: [{targets}]\n"
+    )
+}
+
+/// Where Prometheus reaches a server listening on `addr`: loopback for an unspecified address.
+fn scrape_address(addr: SocketAddr) -> SocketAddr {
+    match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => {
+            SocketAddr::from((Ipv4Addr::LOCALHOST, addr.port()))
+        }
+        IpAddr::V6(ip) if ip.is_unspecified() => {
+            SocketAddr::from((Ipv6Addr::LOCALHOST, addr.port()))
+        }
+        _ => addr,
+    }
+}
+
+impl Prometheus {
+    /// Polls the process until `/-/ready` answers 200, failing if it exits first.
+    async fn wait_ready(&mut self) -> Result<(), Failure> {
+        let deadline = Instant::now() + READY_LIMIT;
+        loop {
+            let Some(child) = self.child.as_mut() else {
+                unreachable!("the process is stopped only by `stop` and `drop`")
+            };
+            if let Some(status) = child.try_wait()? {
+                let log = fs::read(self.dir.path().join(LOG_FILE)).unwrap_or_default();
+                let log = String::from_utf8_lossy(&log);
+                let error = StartError::NotReady {
+                    reason: format!("it exited ({status}) before it was ready"),
+                    log_tail: tail(&log),
+                };
+                return Err(if log.contains("address already in use") {
+                    Failure::PortTaken(error)
+                } else {
+                    Failure::Fatal(error)
+                });
+            }
+            // Refused connections and 503s are expected until it is ready.
+            let ready = http_get(self.addr, "/-/ready", Duration::from_secs(1)).await;
+            if ready.is_ok_and(|response| response.status == 200) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(Failure::Fatal(StartError::NotReady {
+                    reason: format!("`/-/ready` did not answer 200 within {READY_LIMIT:?}"),
+                    log_tail: self.log_tail(),
+                }));
+            }
+            tokio::time::sleep(READY_POLL).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    #[test]
+    fn the_config_has_one_job_of_static_targets() {
+        let targets = [
+            SocketAddr::from(([127, 0, 0, 1], 4000)),
+            SocketAddr::from((Ipv6Addr::LOCALHOST, 4002)),
+        ];
+        assert_eq!(
+            config(&targets, Duration::from_millis(200)),
+            "global:\n  scrape_interval: 200ms\n  scrape_timeout: 200ms\n\
+             scrape_configs:\n  - job_name: admit\n    metrics_path: /metrics\n    \
+             static_configs:\n      - targets: ['127.0.0.1:4000', '[::1]:4002']\n"
+        );
+        assert!(config(&[], Duration::ZERO).contains("scrape_interval: 1ms\n"));
+        assert!(config(&[], Duration::ZERO).contains("- targets: []\n"));
+    }
+
+    #[test]
+    fn unspecified_addresses_are_scraped_on_loopback() {
+        let scraped = |addr: SocketAddr| scrape_address(addr).to_string();
+        assert_eq!(scraped(SocketAddr::from(([0, 0, 0, 0], 1))), "127.0.0.1:1");
+        assert_eq!(
+            scraped(SocketAddr::from((Ipv6Addr::UNSPECIFIED, 2))),
+            "[::1]:2"
+        );
+        assert_eq!(
+            scraped(SocketAddr::from(([127, 0, 0, 2], 3))),
+            "127.0.0.2:3"
+        );
+    }
+
+    /// An executable shell script in `dir` that appends its arguments to `dir/calls`, then runs
+    /// `body`.
+    fn fake_binary(dir: &TempDir, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let calls = dir.path().join("calls");
+        let script = dir.path().join("prometheus");
+        let text = format!("#!/bin/sh\necho \"$@\" >> '{}'\n{body}\n", calls.display());
+        fs::write(&script, text).expect("write the script");
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o755))
+            .expect("make it executable");
+        script
+    }
+
+    fn calls_in(dir: &TempDir) -> Vec<String> {
+        let calls = fs::read_to_string(dir.path().join("calls")).unwrap_or_default();
+        calls.lines().map(str::to_owned).collect()
+    }
+
+    /// Both fakes in one test, written before either runs: a process forked while another
+    /// thread still holds a script open for writing would make exec'ing it fail (`ETXTBSY`).
+    #[tokio::test]
+    async fn early_exits_are_retried_only_for_a_taken_port() {
+        let (taken, broken) = (
+            TempDir::new().expect("a dir"),
+            TempDir::new().expect("a dir"),
+        );
+        let taken_binary = fake_binary(
+            &taken,
+            "echo 'level=error msg=\"Unable to start web listener\" \
+             err=\"listen tcp 127.0.0.1:1: bind: address already in use\"' >&2\nexit 1",
+        );
+        let broken_binary = fake_binary(&broken, "echo 'err=\"parsing YAML file\"' >&2\nexit 1");
+
+        let error = start_with(&taken_binary, &[], Duration::from_secs(1))
+            .await
+            .expect_err("never ready");
+        match &error {
+            StartError::NotReady { reason, log_tail } => {
+                assert!(reason.contains("exited"), "{reason}");
+                assert!(log_tail.ends_with("address already in use\""), "{log_tail}");
+            }
+            other => panic!("not NotReady: {other:?}"),
+        }
+        let calls = calls_in(&taken);
+        assert_eq!(calls.len(), START_ATTEMPTS as usize, "{calls:?}");
+        for call in &calls {
+            let flags: Vec<&str> = call.split(' ').collect();
+            assert!(flags[0].starts_with("--config.file="), "{call}");
+            assert!(flags[1].starts_with("--storage.tsdb.path="), "{call}");
+            assert!(
+                flags[2].starts_with("--web.listen-address=127.0.0.1:"),
+                "{call}"
+            );
+            let config = Path::new(flags[0].trim_start_matches("--config.file="));
+            assert!(!config.exists(), "{config:?} removed with its directory");
+        }
+
+        let error = start_with(&broken_binary, &[], Duration::from_secs(1))
+            .await
+            .expect_err("never ready");
+        let message = error.to_string();
+        assert!(message.contains("exited"), "{message}");
+        assert!(message.ends_with("err=\"parsing YAML file\""), "{message}");
+        assert_eq!(calls_in(&broken).len(), 1, "not retried");
+    }
+}

@@ -1,0 +1,138 @@
+//! A real Prometheus server for integration tests: [`start`] runs the `prometheus` binary
+//! (Debian's `prometheus` package, version 2.42) on a free loopback port, scraping test servers
+//! on loopback, and [`Prometheus::query`] asks its HTTP API for instant queries.
+//!
+//! A test that needs Prometheus asks [`require`] first, so that every such test follows one
+//! rule: without a binary it prints a `SKIPPED:` line and returns, unless
+//! [`REQUIRE_ENV`] (`ADMIT_REQUIRE_PROMETHEUS`) is set, when it fails instead.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! use admit_testkit::TestServer;
+//! use admit_testkit::prometheus::{self, FIRST_SCRAPE_LIMIT};
+//!
+//! async fn scraped(server: &TestServer) {
+//!     if prometheus::require("scraped").is_none() {
+//!         return;
+//!     }
+//!     let prometheus = prometheus::start(&[server.addr()], Duration::from_millis(200))
+//!         .await
+//!         .unwrap_or_else(|error| panic!("{error}"));
+//!     prometheus.wait_for_scrape(FIRST_SCRAPE_LIMIT).await;
+//!     let samples = prometheus.query("demo_requests_total").await.expect("the query");
+//!     assert_eq!(samples[0].value, 42.0);
+//!     prometheus.stop();
+//! }
+//! ```
+//!
+//! What Prometheus 2.42 does that the tests must allow for:
+//!
+//! - The first scrape comes about 5 s after the start, whatever the scrape interval: service
+//!   discovery, static targets included, hands its targets to the scrape manager on a fixed 5 s
+//!   tick, and no flag shortens it. Later scrapes follow the interval. [`FIRST_SCRAPE_LIMIT`]
+//!   allows for that.
+//! - Scrape intervals of milliseconds are accepted (even `1ms`); the scrape timeout may not
+//!   exceed the interval.
+//! - It is ready (`/-/ready` answers 200) within a fraction of a second of its start, and on
+//!   SIGTERM it exits with status 0 within milliseconds.
+//!
+//! The server lives as long as its [`Prometheus`] handle: [`Prometheus::stop`] or dropping the
+//! handle stops the process and removes its temporary directory. A test process killed outright
+//! (SIGKILL) runs no destructor and leaves both behind.
+//!
+//! The waits here are bounded by tokio's timer, so they need a runtime whose clock runs
+//! (not `start_paused`): a paused clock would jump past every limit while the real server works.
+
+mod error;
+mod handle;
+mod http;
+mod launch;
+mod query;
+mod stop;
+mod temp_dir;
+
+use std::env;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use error::StartError;
+pub use handle::Prometheus;
+pub use launch::start;
+pub use query::{QueryError, Sample};
+
+/// The environment variable that names the Prometheus binary, ahead of any search.
+pub const BINARY_ENV: &str = "PROMETHEUS";
+
+/// The environment variable that turns [`require`]'s skip into a failure, whatever its value:
+/// set it where Prometheus must be installed, such as CI.
+pub const REQUIRE_ENV: &str = "ADMIT_REQUIRE_PROMETHEUS";
+
+/// A limit for [`Prometheus::wait_for_scrape`] that allows for Prometheus' first scrape, about
+/// 5 s after its start, several times over.
+pub const FIRST_SCRAPE_LIMIT: Duration = Duration::from_secs(30);
+
+/// The scrape job's name: every scraped series carries `job="admit"`.
+pub const JOB: &str = "admit";
+
+/// Where Debian's `prometheus` package installs the binary.
+const DEBIAN_BINARY: &str = "/usr/bin/prometheus";
+
+const INSTALL_HINT: &str = "install Debian's `prometheus` package (`apt-get install -y prometheus`) \
+     or set PROMETHEUS to the binary's path";
+
+/// The Prometheus binary: the path in [`BINARY_ENV`] (`$PROMETHEUS`) if set, else the first
+/// executable `prometheus` on `PATH`, else Debian's `/usr/bin/prometheus` if it is there.
+pub fn binary() -> Option<PathBuf> {
+    if let Some(path) = env::var_os(BINARY_ENV).filter(|path| !path.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    let on_path = env::var_os("PATH").and_then(|paths| {
+        env::split_paths(&paths)
+            .map(|dir| dir.join("prometheus"))
+            .find(|candidate| is_executable(candidate))
+    });
+    on_path.or_else(|| {
+        let debian = PathBuf::from(DEBIAN_BINARY);
+        is_executable(&debian).then_some(debian)
+    })
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(path)
+        .is_ok_and(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
+}
+
+/// The one rule for tests that need Prometheus: the [`binary`] if there is one; otherwise a
+/// `SKIPPED: <test>: …` line on stderr and `None`, and the test should return.
+///
+/// ```no_run
+/// if admit_testkit::prometheus::require("my_test").is_none() {
+///     return;
+/// }
+/// ```
+///
+/// # Panics
+///
+/// If there is no binary and [`REQUIRE_ENV`] (`ADMIT_REQUIRE_PROMETHEUS`) is set, with the
+/// install hint.
+pub fn require(test: &str) -> Option<PathBuf> {
+    let binary = binary();
+    if binary.is_none() {
+        if env::var_os(REQUIRE_ENV).is_some() {
+            panic!(
+                "{test}: {REQUIRE_ENV} is set but there is no Prometheus binary: {INSTALL_HINT}"
+            );
+        }
+        // Straight to stderr: the test harness captures `eprintln!` of passing tests.
+        let _ = writeln!(
+            io::stderr(),
+            "SKIPPED: {test}: no Prometheus binary: {INSTALL_HINT}. \
+             Set {REQUIRE_ENV} to fail instead of skipping."
+        );
+    }
+    binary
+}
