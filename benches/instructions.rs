@@ -4,8 +4,8 @@
 //! benches/callgrind.sh
 //! ```
 //!
-//! `instructions <admit|governor> <admit|reject> <calls>` makes `calls` decisions with one
-//! limiter; the script runs it under `valgrind --tool=callgrind` with two call counts and divides
+//! `instructions <admit|governor|shed> <admit|reject> <calls>` makes `calls` decisions with one
+//! limiter (`shed`: the shedder's `allow`, and `pass` when admitted); the script runs it under `valgrind --tool=callgrind` with two call counts and divides
 //! the difference in instructions by the difference in calls, which cancels start-up and set-up.
 //!
 //! Both limiters read a manual clock (admit's `ManualClock`, governor's `FakeRelativeClock`), so
@@ -18,6 +18,8 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 use admit::clock::ManualClock;
+use admit::shed::Shedder;
+use admit::signal::cpu::ManualCpu;
 use admit::warmup::sentinel::SentinelWarmUp;
 use governor::clock::FakeRelativeClock;
 use governor::{Quota, RateLimiter};
@@ -33,6 +35,35 @@ fn run_admit(rate: f64, calls: u64) -> u64 {
         .sum()
 }
 
+fn run_shed(overloaded: bool, calls: u64) -> u64 {
+    let cpu = ManualCpu::new(0);
+    let shedder = Shedder::builder()
+        .clock(ManualClock::new())
+        .cpu(cpu.clone())
+        .build()
+        .expect("valid configuration");
+    let mut held = Vec::new();
+    if overloaded {
+        // As the layer benchmark's refusing shedder: a small limit, 1000 requests in flight.
+        held.extend((0..1100).map(|_| shedder.allow().expect("a cool CPU admits")));
+        for permit in held.drain(..100) {
+            permit.pass();
+        }
+        cpu.set(1000);
+    }
+    let admitted = (0..calls)
+        .map(|_| match black_box(shedder.allow()) {
+            Ok(permit) => {
+                permit.pass();
+                1
+            }
+            Err(_) => 0,
+        })
+        .sum();
+    drop(held);
+    admitted
+}
+
 fn run_governor(rate: u32, calls: u64) -> u64 {
     let quota = Quota::per_second(NonZeroU32::new(rate).expect("non-zero rate"));
     let limiter = RateLimiter::direct_with_clock(quota, FakeRelativeClock::default());
@@ -44,7 +75,7 @@ fn run_governor(rate: u32, calls: u64) -> u64 {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [limiter, scenario, calls] = args.as_slice() else {
-        eprintln!("usage: instructions <admit|governor> <admit|reject> <calls>");
+        eprintln!("usage: instructions <admit|governor|shed> <admit|reject> <calls>");
         std::process::exit(2);
     };
     let calls: u64 = calls.parse().expect("calls must be a number");
@@ -58,6 +89,7 @@ fn main() {
     let admitted = match limiter.as_str() {
         "admit" => run_admit(admit_rate, calls),
         "governor" => run_governor(governor_rate, calls),
+        "shed" => run_shed(scenario == "reject", calls),
         other => panic!("unknown limiter {other}"),
     };
     println!("{limiter} {scenario}: {admitted} of {calls} admitted");

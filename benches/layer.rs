@@ -44,6 +44,10 @@
 //!     of the service acquired in `poll_ready` and holds forever, so `poll_ready` finds no
 //!     permit (re-polling its queued acquire, which locks the semaphore's waiter list) and
 //!     `load_shed` refuses with its boxed zero-sized `Overloaded`.
+//! - **layer/metrics** (1 thread, admitted): one `admit ShedLayer` and one `admit WarmUpLayer`
+//!   service (`MonotonicClock`, `Arc`) with metrics off, then the same two services after a real
+//!   Prometheus recorder (`metrics-exporter-prometheus`) is installed and a `Reporter` over both
+//!   limiters publishes every 10 ms from another thread.
 //! - **layer/2 threads** (admitted, contention): the admit and tower entries run by two threads
 //!   at once, each with its own clone of one service (sharing the one shedder, bucket or
 //!   semaphore). The reported time is wall time divided by the requests *each* thread made.
@@ -63,18 +67,21 @@ use std::convert::Infallible;
 use std::future::{Future, Ready, ready};
 use std::hint::{black_box, spin_loop};
 use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use admit::clock::{Clock, MonotonicClock};
+use admit::metrics::Reporter;
 use admit::shed::ShedLayer;
 use admit::warmup::sentinel::SentinelWarmUp;
 use admit::warmup::{WarmUp, WarmUpLayer};
-use admit_benches::{coarse_clock, shedder};
+use admit_benches::{coarse_clock, named_shedder, shedder};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use little_loadshedder::{LoadShed as LittleLoadShed, LoadShedResponse};
+use metrics_exporter_prometheus::PrometheusBuilder;
 use tower::load_shed::error::Overloaded;
 use tower::util::ServiceFn;
 use tower::{Layer, Service, ServiceBuilder, ServiceExt, service_fn};
@@ -392,15 +399,66 @@ fn oneshot_group(group: &mut BenchmarkGroup<'_, WallTime>) {
     );
 }
 
+/// The same two layered services with metrics off, then with a recorder installed and a
+/// reporter publishing both limiters every 10 ms from another thread. The recorder stays
+/// installed for the rest of the process, so this group runs last.
+fn metrics_group(group: &mut BenchmarkGroup<'_, WallTime>) {
+    let shedder = named_shedder(MonotonicClock::new(), false, Some("bench"));
+    let mut shed = ShedLayer::new(Arc::clone(&shedder)).layer(echo());
+    let bucket = Arc::new(
+        WarmUp::builder(1e9)
+            .warm_up_period(Duration::from_secs(1))
+            .start_warm(true)
+            .name("bench")
+            .build()
+            .expect("valid configuration"),
+    );
+    let mut warm_up = WarmUpLayer::new(Arc::clone(&bucket)).layer(echo());
+    let mut both = |group: &mut BenchmarkGroup<'_, WallTime>, state: &str| {
+        assert!(admitted(serve(&mut shed, REQUEST)));
+        group.bench_function(format!("admit ShedLayer (metrics {state})"), |b| {
+            b.iter(|| serve(&mut shed, black_box(REQUEST)))
+        });
+        assert!(admitted(serve(&mut warm_up, REQUEST)));
+        group.bench_function(format!("admit WarmUpLayer (metrics {state})"), |b| {
+            b.iter(|| serve(&mut warm_up, black_box(REQUEST)))
+        });
+    };
+    both(group, "off");
+
+    PrometheusBuilder::new()
+        .install_recorder()
+        .expect("the first recorder of this process");
+    let reporter = Reporter::builder()
+        .shedder(shedder)
+        .warm_up(bucket)
+        .build()
+        .expect("named limiters");
+    let stop = Arc::new(AtomicBool::new(false));
+    let publisher = std::thread::spawn({
+        let stop = Arc::clone(&stop);
+        move || {
+            while !stop.load(Ordering::Relaxed) {
+                reporter.report();
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    });
+    both(group, "on");
+    stop.store(true, Ordering::Relaxed);
+    publisher.join().expect("the publisher thread");
+}
+
 /// Adds a group's entries.
 type Register = fn(&mut BenchmarkGroup<'_, WallTime>);
 
 fn benches(c: &mut Criterion) {
-    let groups: [(&str, Register); 4] = [
+    let groups: [(&str, Register); 5] = [
         ("layer/admit", admit_group),
         ("layer/oneshot", oneshot_group),
         ("layer/refuse", refuse_group),
         ("layer/2 threads", two_thread_group),
+        ("layer/metrics", metrics_group),
     ];
     for (name, register) in groups {
         let mut group = c.benchmark_group(name);

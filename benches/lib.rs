@@ -38,14 +38,21 @@ pub fn coarse_clock() -> CoarseClock {
 /// A shedder on `clock` whose CPU signal reads 0 ‰, or, `overloaded`, 1000 ‰ with 1000
 /// requests held in flight, so that it refuses every request.
 pub fn shedder<C: Clock + 'static>(clock: C, overloaded: bool) -> Arc<Shedder<C>> {
+    named_shedder(clock, overloaded, None)
+}
+
+/// [`shedder`], named (for the metrics benchmarks) if `name` is given.
+pub fn named_shedder<C: Clock + 'static>(
+    clock: C,
+    overloaded: bool,
+    name: Option<&'static str>,
+) -> Arc<Shedder<C>> {
     let cpu = ManualCpu::new(0);
-    let shedder = Arc::new(
-        Shedder::builder()
-            .clock(clock)
-            .cpu(cpu.clone())
-            .build()
-            .expect("valid configuration"),
-    );
+    let mut builder = Shedder::builder().clock(clock).cpu(cpu.clone());
+    if let Some(name) = name {
+        builder = builder.name(name);
+    }
+    let shedder = Arc::new(builder.build().expect("valid configuration"));
     if overloaded {
         // 100 quick passes make the limit small; the other 1000 stay in flight for good.
         let mut in_flight: Vec<_> = (0..1100)

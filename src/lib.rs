@@ -36,6 +36,8 @@
 //! | `http` | no | answering refusals with HTTP responses, go-zero's HTTP and gRPC classifiers |
 //! | `tonic` | no | answering refusals with `tonic::Status`, `From` conversions into it, [`warmup::WarmUpInterceptor`] |
 //! | `tokio` | no | [`warmup::WarmUp::acquire`]: waiting for permits on tokio's timer |
+//! | `metrics` | no | [`metrics`]: publishing what the limiters count through the `metrics` facade |
+//! | `tracing` | no | `tracing` events when shedding starts and stops and a warm-up reaches its full rate |
 //!
 //! The hot paths are lock-free and allocation-free: a decision is a clock read and a few atomic
 //! operations.
@@ -71,6 +73,9 @@
 pub mod clock;
 pub mod erlang;
 mod error;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod middleware;

@@ -13,7 +13,7 @@ use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
 use crate::signal::OverloadSignal;
 use crate::signal::cpu::{CpuOverload, CpuSignal, Source, SystemCpu};
-use crate::sync::{AtomicBool, AtomicU64, SeqLock};
+use crate::sync::{AtomicBool, AtomicU64, SeqLock, Striped};
 
 /// Configures a [`Shedder`]; created by [`Shedder::builder`].
 ///
@@ -214,6 +214,7 @@ impl<C: Clock> ShedderBuilder<C> {
                 limit: SeqLock::new([0, 0]),
             }),
             window: RollingWindow::new(self.buckets as usize),
+            service_micros: Striped::new(),
             epoch_hint: AtomicU64::new(0),
             config: Config {
                 window: self.window,

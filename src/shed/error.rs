@@ -31,6 +31,29 @@ impl OverloadReason {
             Cause::Custom(name) => OverloadReason::Signal(name),
         }
     }
+
+    /// A short name for logs and labels: `cpu`, `cool-off`, or the signal's name.
+    ///
+    /// ```
+    /// use admit::shed::OverloadReason;
+    ///
+    /// assert_eq!(OverloadReason::CoolOff.as_str(), "cool-off");
+    /// assert_eq!(OverloadReason::Signal("queue").to_string(), "queue");
+    /// ```
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            OverloadReason::Cpu => "cpu",
+            OverloadReason::CoolOff => "cool-off",
+            OverloadReason::Signal(name) => name,
+        }
+    }
+}
+
+/// [`as_str`](OverloadReason::as_str).
+impl fmt::Display for OverloadReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The shedder refused a request: the service is overloaded.

@@ -69,8 +69,9 @@
 //! While hot it also records the time of the overload (a compare-and-swap whenever the clock
 //! has moved on), reads the cached limit (a sequence-locked read of two words), and, for the
 //! first hot decision of each bucket, scans the window (two loads per bucket). A refusal counts
-//! itself (an atomic add and a compare-and-swap). Completing a permit is a clock read and a
-//! handful of atomic updates. Nothing allocates, [`allow_owned`] included.
+//! itself (an atomic add and a compare-and-swap). Completing a permit is a clock read, a
+//! handful of atomic updates, and a plain load and store adding its service time to a stripe the
+//! calling thread owns. Nothing allocates, [`allow_owned`] included.
 //!
 //! # Memory ordering
 //!
@@ -85,10 +86,12 @@
 //! - **The limit cache** is two words under the crate's sequence lock: a reader uses the value
 //!   only for the bucket it was computed for, and a torn read is discarded (loom-checked).
 //! - **Overload and cool-off.** The time of the last hot reading only moves forward (a
-//!   compare-and-swap), and a refusal publishes its drop mark with `Release`; a decision racing
-//!   them may see the cool-off start or end one decision earlier or later, as go-zero's
-//!   unlocked reads of the same fields do. The smoothed concurrency is a load and a store (see
-//!   the differences above), and lifetime drop counts are `Relaxed` statistics.
+//!   compare-and-swap), and the first refusal sets the drop mark with an `AcqRel` swap (its
+//!   clearing is a swap too, so exactly one thread sees each transition: the `tracing`
+//!   events); a decision racing them may see the cool-off start or end one decision earlier or
+//!   later, as go-zero's unlocked reads of the same fields do. The smoothed concurrency is a
+//!   load and a store (see the differences above), and lifetime drop counts and service times
+//!   are `Relaxed` statistics.
 //!
 //! [`allow_owned`]: Shedder::allow_owned
 

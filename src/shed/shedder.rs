@@ -15,7 +15,7 @@ use crate::Shared;
 use crate::clock::{Clock, MonotonicClock};
 use crate::signal::cpu::{CpuOverload, CpuSignal};
 use crate::signal::{OverloadSignal, Pressure};
-use crate::sync::{AtomicBool, AtomicU64, Ordering, SeqLock};
+use crate::sync::{AtomicBool, AtomicU64, Ordering, SeqLock, Striped};
 
 /// go-zero's `flyingBeta`: the weight of the old smoothed concurrency.
 const FLYING_BETA: f64 = 0.9;
@@ -24,6 +24,7 @@ const FLYING_WEIGHT: f64 = 0.1;
 /// The default `min_rt` when the window holds no latency, in ms.
 const DEFAULT_MIN_RT_MS: u64 = 1000;
 pub(super) const NANOS_PER_MS: u64 = 1_000_000;
+const NANOS_PER_MICRO: u64 = 1_000;
 
 /// Window counters: passes and their latency sum (ms) for each bucket, plus failures and drops.
 /// A pass adds its latency before counting itself (see the window's read order), so a bucket
@@ -69,6 +70,8 @@ pub struct Shedder<C: Clock = MonotonicClock> {
     /// Written while the service is hot.
     pub(super) heat: CachePadded<Heat>,
     pub(super) window: RollingWindow,
+    /// The service time of every completed request, in µs: one counter striped by thread.
+    pub(super) service_micros: Striped<1>,
     /// The epoch the last completion fell in: a hint that spares most completions a 64-bit
     /// division. Written once per bucket, so it shares the read-mostly line with the config.
     pub(super) epoch_hint: AtomicU64,
@@ -200,7 +203,7 @@ impl<C: Clock> Shedder<C> {
         if let Some(reason) = self.should_drop(now, self.pressure(now)) {
             let heat = &self.heat;
             if !heat.dropped_recently.load(Ordering::Relaxed) {
-                heat.dropped_recently.store(true, Ordering::Release);
+                self.start_shedding(reason);
             }
             heat.dropped.fetch_add(1, Ordering::Relaxed);
             self.window.add(self.epoch(now), OTHERS, 1);
@@ -246,6 +249,23 @@ impl<C: Clock> Shedder<C> {
         (avg_flying > limit && flying > limit).then_some(reason)
     }
 
+    /// The first drop since the shedder last cooled off: arms the cool-off (go-zero's
+    /// `dropTime`), and with the `tracing` feature logs that shedding started, once.
+    #[cold]
+    fn start_shedding(&self, _reason: OverloadReason) {
+        let _was = self.heat.dropped_recently.swap(true, Ordering::AcqRel);
+        #[cfg(feature = "tracing")]
+        if !_was {
+            tracing::warn!(
+                target: "admit::shed",
+                limiter = self.name().unwrap_or_default(),
+                reason = %_reason,
+                in_flight = self.flight.flying(),
+                "shedding started"
+            );
+        }
+    }
+
     /// Records that a signal was hot at `now` (go-zero stores it on every hot decision; storing
     /// only newer readings is the same value, with fewer writes under a coarse clock).
     fn note_overload(&self, now: u64) {
@@ -279,8 +299,14 @@ impl<C: Clock> Shedder<C> {
         if now.saturating_sub(stamp - 1) < self.config.cool_off_nanos {
             return true;
         }
-        if clear {
-            heat.dropped_recently.store(false, Ordering::Release);
+        if clear && heat.dropped_recently.swap(false, Ordering::AcqRel) {
+            #[cfg(feature = "tracing")]
+            tracing::info!(
+                target: "admit::shed",
+                limiter = self.name().unwrap_or_default(),
+                dropped_total = heat.dropped.load(Ordering::Relaxed),
+                "shedding stopped"
+            );
         }
         false
     }
@@ -382,16 +408,18 @@ impl<C: Clock> Shedder<C> {
         let avg = f64::from_bits(flight.avg_flying.load(Ordering::Acquire)) * FLYING_BETA
             + flying as f64 * FLYING_WEIGHT;
         flight.avg_flying.store(avg.to_bits(), Ordering::Release);
+        let elapsed = now.saturating_sub(admitted_at);
+        self.service_micros.add(
+            0,
+            elapsed.saturating_add(NANOS_PER_MICRO / 2) / NANOS_PER_MICRO,
+        );
         let epoch = self.epoch(now);
         if passed {
             // Whole milliseconds, rounded up, as go-zero's `math.Ceil` of float milliseconds,
             // and at least 1: go-zero reads 0 only for exactly 0 ns, which a coarse clock
             // reports for every request shorter than its tick (and a zero `min_rt` would cap
             // the concurrency at 1).
-            let rt_ms = now
-                .saturating_sub(admitted_at)
-                .div_ceil(NANOS_PER_MS)
-                .max(1);
+            let rt_ms = elapsed.div_ceil(NANOS_PER_MS).max(1);
             self.window.add_pass(epoch, rt_ms);
         } else {
             self.window.add(epoch, OTHERS, 1);

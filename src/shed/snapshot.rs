@@ -1,5 +1,7 @@
 //! What a shedder reports about itself.
 
+use std::time::Duration;
+
 use super::Shedder;
 use super::shedder::{LATENCY_SUM, OTHERS, PASSES};
 use crate::clock::Clock;
@@ -60,6 +62,7 @@ impl<C: Clock> Shedder<C> {
             passed: self.flight.passed.load(Ordering::Acquire),
             failed: self.flight.failed.load(Ordering::Acquire),
             dropped: self.heat.dropped.load(Ordering::Relaxed),
+            service_time: Duration::from_micros(self.service_micros.sum(0)),
             arrival_rate: if span > 0.0 {
                 (passes + others) as f64 / span
             } else {
@@ -106,6 +109,10 @@ pub struct ShedSnapshot {
     pub failed: u64,
     /// Requests refused, since the shedder was built.
     pub dropped: u64,
+    /// The time the completed requests (`passed` and `failed`) spent between admission and
+    /// completion, summed, since the shedder was built: divided by their number, the mean
+    /// service time; its rate, the mean number busy. Each request counts to the nearest µs.
+    pub service_time: Duration,
     /// Requests per second that reached the shedder over the visible window (completed or
     /// refused there).
     pub arrival_rate: f64,

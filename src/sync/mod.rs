@@ -1,4 +1,5 @@
-//! The atomics the crate's lock-free state is built from, and the one sequence lock.
+//! The atomics the crate's lock-free state is built from, the one sequence lock, and the
+//! counters striped by thread.
 //!
 //! Normal builds use `std`. Built with `RUSTFLAGS="--cfg admit_loom"`, the same code runs on
 //! loom's model-checked atomics, so the loom tests explore every interleaving of the real
@@ -7,6 +8,7 @@
 #[cfg(admit_loom)]
 mod loom_u128;
 mod seqlock;
+mod striped;
 
 #[cfg(not(admit_loom))]
 pub(crate) use portable_atomic::AtomicU128;
@@ -28,3 +30,4 @@ pub(crate) use std::sync::Arc;
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 
 pub(crate) use self::seqlock::SeqLock;
+pub(crate) use self::striped::Striped;

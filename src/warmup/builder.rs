@@ -169,6 +169,8 @@ impl<C: Clock> WarmUpBuilder<C> {
             warm_up_period: self.warm_up_period,
             cold_factor: self.cold_factor,
             totals: Counters::new(),
+            #[cfg(feature = "tracing")]
+            watch: super::watch::RateWatch::new(self.start_warm, self.name.clone()),
             name: self.name,
         })
     }

@@ -45,6 +45,8 @@ pub struct WarmUp<C = MonotonicClock> {
     pub(super) cold_factor: u32,
     pub(super) totals: Counters,
     pub(super) name: Option<Cow<'static, str>>,
+    #[cfg(feature = "tracing")]
+    pub(super) watch: super::watch::RateWatch,
 }
 
 impl WarmUp<MonotonicClock> {
@@ -89,8 +91,11 @@ impl<C: Clock> WarmUp<C> {
         let now = self.clock.now_nanos();
         let decision = self
             .bucket
-            .reserve(now, 1.0, self.tolerance())
-            .map(|_| ())
+            .reserve_watched(now, 1.0, self.tolerance())
+            .map(|(_, _warm)| {
+                #[cfg(feature = "tracing")]
+                self.watch.observe(_warm, || self.permits_per_second());
+            })
             .map_err(Rejected::new);
         self.totals.count(decision)
     }
@@ -176,8 +181,12 @@ impl<C: Clock> WarmUp<C> {
             .saturating_add(self.tolerance());
         let decision = self
             .bucket
-            .reserve(now, f64::from(n), max_wait)
-            .map(|wait| Duration::from_nanos(wait.saturating_sub(self.bucket.burst())))
+            .reserve_watched(now, f64::from(n), max_wait)
+            .map(|(wait, _warm)| {
+                #[cfg(feature = "tracing")]
+                self.watch.observe(_warm, || self.permits_per_second());
+                Duration::from_nanos(wait.saturating_sub(self.bucket.burst()))
+            })
             .map_err(Rejected::new);
         self.totals.count(decision)
     }

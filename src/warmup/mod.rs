@@ -126,6 +126,8 @@ pub mod sentinel;
 mod smooth;
 mod snapshot;
 mod totals;
+#[cfg(feature = "tracing")]
+mod watch;
 
 pub use self::builder::WarmUpBuilder;
 pub use self::curve::Curve;

@@ -1,167 +1,33 @@
-//! The decision counters behind [`Totals`]: one stripe per thread, written without a locked
-//! instruction.
-//!
-//! A thread claims one of [`SLOTS`] process-wide slots at its first decision and keeps it until
-//! it exits; in every limiter, the stripe of that slot is written by that thread alone, so a
-//! decision counts itself with a plain load and store (no read-modify-write, no cache line
-//! shared with another thread). The release of a slot at thread exit happens before the next
-//! claim of it, so the next owner continues from the last count: the sums stay exact. Threads
-//! beyond [`SLOTS`] alive at once share one more stripe, counted with an atomic add.
-//!
-//! Claiming a slot registers its release as a thread-local destructor, once per thread (the
-//! platform may allocate for that registration; decisions after it never do).
-
-use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering as StdOrdering};
-
-use crossbeam_utils::CachePadded;
+//! The decision counters behind [`Totals`].
 
 use super::snapshot::Totals;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::Striped;
 
-/// Slots a thread can own: stripes written without a locked instruction.
-const SLOTS: usize = 31;
-/// The stripe threads without a slot share: the last of a power-of-two count, so that a
-/// stripe index masked with `STRIPES - 1` needs no bounds check.
-const SHARED: usize = SLOTS;
-const STRIPES: usize = SLOTS + 1;
-/// Not claimed yet.
-const UNCLAIMED: usize = usize::MAX;
+const ADMITTED: usize = 0;
+const REFUSED: usize = 1;
 
-/// Which slots are owned by a live thread.
-static CLAIMED: [AtomicBool; SLOTS] = [const { AtomicBool::new(false) }; SLOTS];
-
-thread_local! {
-    /// This thread's slot: an index below [`SLOTS`], [`SHARED`], or [`UNCLAIMED`].
-    static SLOT: Cell<usize> = const { Cell::new(UNCLAIMED) };
-    /// Releases this thread's slot when the thread exits.
-    static RELEASE: SlotRelease = const { SlotRelease };
-}
-
-/// Gives the thread's slot back at thread exit.
-struct SlotRelease;
-
-impl Drop for SlotRelease {
-    fn drop(&mut self) {
-        let slot = SLOT.get();
-        SLOT.set(UNCLAIMED);
-        if slot < SLOTS {
-            CLAIMED[slot].store(false, StdOrdering::Release);
-        }
-    }
-}
-
-/// This thread's stripe, claiming a slot at its first decision.
-#[inline]
-fn stripe() -> usize {
-    let slot = SLOT.get();
-    if slot != UNCLAIMED {
-        return slot;
-    }
-    claim()
-}
-
-#[cold]
-fn claim() -> usize {
-    // Under loom, threads are coroutines sharing one OS thread's locals: count atomically.
-    if cfg!(admit_loom) {
-        return SHARED;
-    }
-    let slot = (0..SLOTS)
-        .find(|&slot| {
-            CLAIMED[slot]
-                .compare_exchange(false, true, StdOrdering::Acquire, StdOrdering::Relaxed)
-                .is_ok()
-        })
-        .unwrap_or(SHARED);
-    // Registers the release (a thread already past its locals' destruction keeps `SHARED`).
-    if slot < SLOTS && RELEASE.try_with(|_| ()).is_err() {
-        CLAIMED[slot].store(false, StdOrdering::Release);
-        SLOT.set(SHARED);
-        return SHARED;
-    }
-    SLOT.set(slot);
-    slot
-}
-
-/// How many decisions admitted and refused: statistics, ordered with nothing else, and exact
-/// once the stripes are summed.
+/// How many decisions admitted and refused, striped by thread.
 #[derive(Debug)]
-pub(crate) struct Counters {
-    /// Per stripe: admitted, refused.
-    stripes: [CachePadded<[AtomicU64; 2]>; STRIPES],
-}
+pub(crate) struct Counters(Striped<2>);
 
 impl Counters {
     pub(crate) fn new() -> Self {
-        Counters {
-            stripes: std::array::from_fn(|_| {
-                CachePadded::new([AtomicU64::new(0), AtomicU64::new(0)])
-            }),
-        }
+        Counters(Striped::new())
     }
 
     /// Counts a decision and returns it.
     #[inline]
     pub(crate) fn count<T, E>(&self, decision: Result<T, E>) -> Result<T, E> {
-        let stripe = stripe() & (STRIPES - 1);
-        let [admitted, refused] = &*self.stripes[stripe];
-        let counter = if decision.is_ok() { admitted } else { refused };
-        if stripe == SHARED {
-            counter.fetch_add(1, Ordering::Relaxed);
-        } else {
-            // Only this thread writes this stripe.
-            counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        }
+        self.0
+            .add(if decision.is_ok() { ADMITTED } else { REFUSED }, 1);
         decision
     }
 
-    /// The totals now: the sum over the stripes.
+    /// The totals now.
     pub(crate) fn get(&self) -> Totals {
-        let sum = |which: usize| {
-            self.stripes
-                .iter()
-                .map(|stripe| stripe[which].load(Ordering::Relaxed))
-                .sum()
-        };
         Totals {
-            admitted: sum(0),
-            refused: sum(1),
+            admitted: self.0.sum(ADMITTED),
+            refused: self.0.sum(REFUSED),
         }
-    }
-}
-
-#[cfg(all(test, not(admit_loom)))]
-mod tests {
-    use super::{Counters, SLOTS};
-
-    /// More threads than slots, in waves, some outliving others: every decision is counted
-    /// once, whichever stripe it landed on.
-    #[test]
-    fn stripes_sum_exactly() {
-        let counters = Counters::new();
-        let mut expected_refused = 0;
-        for wave in 0..3u64 {
-            std::thread::scope(|scope| {
-                for thread in 0..(SLOTS as u64 + 8) {
-                    let counters = &counters;
-                    scope.spawn(move || {
-                        for i in 0..500u64 {
-                            let refused = (i + thread + wave) % 3 == 0;
-                            let _ = counters.count(if refused { Err(()) } else { Ok(()) });
-                        }
-                    });
-                }
-            });
-            expected_refused += (0..(SLOTS as u64 + 8))
-                .map(|t| (0..500u64).filter(|i| (i + t + wave) % 3 == 0).count() as u64)
-                .sum::<u64>();
-        }
-        let totals = counters.get();
-        assert_eq!(
-            totals.admitted + totals.refused,
-            3 * (SLOTS as u64 + 8) * 500
-        );
-        assert_eq!(totals.refused, expected_refused);
     }
 }

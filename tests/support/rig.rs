@@ -26,13 +26,22 @@ pub struct Rig {
 impl Rig {
     /// A cool shedder (CPU 0 ‰) whose clock never moves unless the test moves it.
     pub fn new() -> Self {
+        Rig::build(None)
+    }
+
+    /// [`Rig::new`] with a named shedder, for the metrics tests.
+    pub fn named(name: &'static str) -> Self {
+        Rig::build(Some(name))
+    }
+
+    fn build(name: Option<&'static str>) -> Self {
         let clock = ManualClock::new();
         let cpu = ManualCpu::new(0);
-        let shedder = Shedder::builder()
-            .clock(clock.clone())
-            .cpu(cpu.clone())
-            .build()
-            .expect("a valid shedder configuration");
+        let mut builder = Shedder::builder().clock(clock.clone()).cpu(cpu.clone());
+        if let Some(name) = name {
+            builder = builder.name(name);
+        }
+        let shedder = builder.build().expect("a valid shedder configuration");
         Rig {
             shedder: Arc::new(shedder),
             clock,

@@ -129,6 +129,8 @@ impl<C: Clock> SentinelBuilder<C> {
             warm_up_period: self.warm_up_period,
             cold_factor: self.cold_factor,
             totals: Counters::new(),
+            #[cfg(feature = "tracing")]
+            watch: crate::warmup::watch::RateWatch::new(self.start_warm, self.name.clone()),
             name: self.name,
         })
     }

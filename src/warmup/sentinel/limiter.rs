@@ -38,6 +38,8 @@ pub struct SentinelWarmUp<C = MonotonicClock> {
     pub(super) cold_factor: u32,
     pub(super) totals: Counters,
     pub(super) name: Option<Cow<'static, str>>,
+    #[cfg(feature = "tracing")]
+    pub(super) watch: crate::warmup::watch::RateWatch,
 }
 
 impl SentinelWarmUp<MonotonicClock> {
@@ -64,6 +66,9 @@ impl<C: Clock> SentinelWarmUp<C> {
             .window
             .try_acquire(now, 1)
             .map_err(|refusal| Rejected::new(refusal.retry_after_nanos));
+        #[cfg(feature = "tracing")]
+        self.watch
+            .observe(self.window.at_full_rate(), || self.permits_per_second());
         self.totals.count(decision)
     }
 
@@ -123,6 +128,9 @@ impl<C: Clock> SentinelWarmUp<C> {
                 Rejected::new(refusal.retry_after_nanos).into()
             }
         });
+        #[cfg(feature = "tracing")]
+        self.watch
+            .observe(self.window.at_full_rate(), || self.permits_per_second());
         self.totals.count(decision)
     }
 

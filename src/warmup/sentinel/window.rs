@@ -166,6 +166,14 @@ impl SentinelWindow {
         self.curve
     }
 
+    /// Whether the tokens stored at the last sync are at or below the warning level: the full
+    /// rate applies.
+    #[cfg(feature = "tracing")]
+    pub(crate) fn at_full_rate(&self) -> bool {
+        let tokens = Tokens::unpack(self.second.tokens.load(Ordering::Relaxed)).tokens;
+        f64::from(tokens) <= self.curve.warning_tokens()
+    }
+
     /// Admits `n` permits at clock reading `now_nanos` if the rolling one-second window has room
     /// under the limit in force. `n` may be 0: like Sentinel's `canPass` with `acquireCount` 0,
     /// that syncs the second and is refused only while the window is over the limit.

@@ -69,10 +69,26 @@ impl SmoothBucket {
         }
     }
 
+    /// [`reserve_watched`](Self::reserve_watched) without the full-rate flag.
+    #[cfg(test)]
+    pub(crate) fn reserve(&self, now: u64, permits: f64, max_wait: u64) -> Result<u64, u64> {
+        self.reserve_watched(now, permits, max_wait)
+            .map(|(wait, _)| wait)
+    }
+
     /// Reserves `permits` at `now` if they are available within `max_wait` ns: `Ok` with how
     /// long to wait before using them, or `Err` with how much longer the caller would have to
     /// be willing to wait.
-    pub(crate) fn reserve(&self, now: u64, permits: f64, max_wait: u64) -> Result<u64, u64> {
+    ///
+    /// With the `tracing` feature, `Ok` also says whether the admission left the bucket at its
+    /// full rate (stored permits at or below the threshold); without it, always `false`, at no
+    /// cost.
+    pub(crate) fn reserve_watched(
+        &self,
+        now: u64,
+        permits: f64,
+        max_wait: u64,
+    ) -> Result<(u64, bool), u64> {
         let mut word = self.state.load(Ordering::Acquire);
         loop {
             // A curve replaced between this read and the compare-and-swap below only means
@@ -119,7 +135,11 @@ impl SmoothBucket {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return Ok(wait),
+                Ok(_) => {
+                    let warm =
+                        cfg!(feature = "tracing") && next.fill * curve.max() <= curve.threshold();
+                    return Ok((wait, warm));
+                }
                 Err(actual) => word = actual,
             }
         }

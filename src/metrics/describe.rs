@@ -1,0 +1,74 @@
+//! The help text and units of every series, given to the recorder each time a set of metrics
+//! is built (a recorder keeps the last).
+
+use metrics::{Unit, describe_counter, describe_gauge};
+
+use super::names;
+
+/// Describes the shedder's series.
+pub(super) fn shedder() {
+    describe_counter!(
+        names::SHED_REQUESTS,
+        "Requests that reached the shedder, by outcome (passed, failed, dropped)"
+    );
+    describe_gauge!(
+        names::SHED_SERVICE_SECONDS,
+        Unit::Seconds,
+        "Service time of the completed requests, summed (monotonic: use rate())"
+    );
+    describe_gauge!(
+        names::SHED_IN_FLIGHT,
+        "Requests admitted and not yet completed"
+    );
+    describe_gauge!(names::SHED_CPU, "CPU load as a share of the CPU limit");
+    describe_gauge!(
+        names::SHED_CPU_THRESHOLD,
+        "CPU load at which the shedder is hot"
+    );
+    describe_gauge!(names::SHED_SHEDDING, "1 while the shedder is hot, else 0");
+    describe_gauge!(
+        names::SHED_MAX_FLIGHT,
+        "Concurrency the service has proven it carries"
+    );
+    describe_gauge!(names::SHED_HEADROOM, "Share of max_flight admitted now");
+}
+
+/// Describes the warm-up buckets' series.
+pub(super) fn warm_up() {
+    describe_counter!(
+        names::WARMUP_REQUESTS,
+        "Warm-up bucket decisions, by outcome (admitted, refused)"
+    );
+    describe_gauge!(names::WARMUP_LIMIT, "Rate in force, in permits per second");
+    describe_gauge!(
+        names::WARMUP_FULL_RATE,
+        "Rate once warm, in permits per second"
+    );
+    describe_gauge!(
+        names::WARMUP_STORED,
+        "Permits stored (a full bucket is cold)"
+    );
+    describe_gauge!(
+        names::WARMUP_PROGRESS,
+        "Warm-up progress from 0 (cold) to 1 (warm)"
+    );
+}
+
+/// Describes the plans' series.
+pub(super) fn plan() {
+    describe_gauge!(names::PLAN_SERVERS, "Servers the target needs");
+    describe_gauge!(names::PLAN_REPLICAS, "Replicas recommended");
+    describe_gauge!(
+        names::PLAN_SERVICE_LEVEL,
+        "Predicted share of requests waiting at most the target wait"
+    );
+    describe_gauge!(
+        names::PLAN_MEAN_WAIT,
+        Unit::Seconds,
+        "Predicted mean wait in the queue"
+    );
+    describe_gauge!(
+        names::PLAN_OCCUPANCY,
+        "Predicted share of time a server is busy"
+    );
+}

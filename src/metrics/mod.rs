@@ -1,0 +1,56 @@
+//! Metrics: what the limiters count, published through the [`metrics`](https://docs.rs/metrics)
+//! facade for Prometheus and the autoscalers that read it.
+//!
+//! The application installs a recorder (for example `metrics-exporter-prometheus`), then
+//! builds a [`Reporter`] over its named limiters. The reporter registers each series once, and
+//! [`Reporter::report`] reads the limiters' snapshots and totals and sets the series; call it
+//! before rendering a scrape, or run it on a timer with [`Reporter::run`]. Decisions never
+//! touch a metric: they pay nothing for it, with or without a recorder.
+//!
+//! | source | series (see [`names`]) |
+//! |---|---|
+//! | [`ShedderMetrics`] | `admit_shed_requests_total{outcome}`, `admit_shed_service_seconds_total`, `admit_shed_requests_in_flight`, `admit_shed_cpu_load_ratio`, `admit_shed_cpu_threshold_ratio`, `admit_shed_shedding`, `admit_shed_max_flight`, `admit_shed_headroom_ratio` |
+//! | [`WarmUpMetrics`] | `admit_warmup_requests_total{outcome}`, `admit_warmup_limit_per_second`, `admit_warmup_full_rate_per_second`, `admit_warmup_stored_permits`, `admit_warmup_progress_ratio` |
+//! | [`PlanMetrics`] | `admit_plan_servers`, `admit_plan_replicas`, `admit_plan_service_level_ratio`, `admit_plan_mean_wait_seconds`, `admit_plan_occupancy_ratio` |
+//!
+//! Every series of a limiter is labelled `limiter="<its name>"` (a plan's, `planner="…"`), so
+//! a limiter must be named; the README shows the PromQL for each autoscaling input.
+//!
+//! Other components publish the same way: implement [`Source`] (register handles when built,
+//! set them in [`Source::report`]) and add it with [`ReporterBuilder::source`].
+//!
+//! Without the facade, read the same numbers yourself: `Shedder::snapshot`, `WarmUp::totals`
+//! and `WarmUp::snapshot` are cheap and allocation-free.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use admit::metrics::Reporter;
+//! use admit::shed::Shedder;
+//! use admit::warmup::WarmUp;
+//!
+//! // Install the recorder first (e.g. `PrometheusBuilder::new().install_recorder()`).
+//! let shedder = Arc::new(Shedder::builder().name("api").build()?);
+//! let bucket = Arc::new(WarmUp::builder(500.0).name("api").build()?);
+//! let reporter = Reporter::builder()
+//!     .shedder(Arc::clone(&shedder))
+//!     .warm_up(Arc::clone(&bucket))
+//!     .build()?;
+//! reporter.report(); // before each scrape, or on a timer
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod describe;
+mod error;
+pub mod names;
+mod plan;
+mod reporter;
+mod shed;
+mod warmup;
+
+pub use self::error::MetricsError;
+pub use self::plan::PlanMetrics;
+pub use self::reporter::{Reporter, ReporterBuilder, Source};
+pub use self::shed::ShedderMetrics;
+pub use self::warmup::{WarmUpBucket, WarmUpMetrics};

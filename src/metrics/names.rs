@@ -1,0 +1,60 @@
+//! The names of the metrics admit publishes, and of their labels.
+//!
+//! Every series carries the [`LIMITER`] label (the name given to the limiter's builder) or, for
+//! a plan, the [`PLANNER`] label. Units are in the names: seconds, ratios from 0 to 1, and
+//! `_per_second` rates; counters end in `_total`, gauges never do, except
+//! [`SHED_SERVICE_SECONDS`] (see there).
+
+/// Label: the limiter's name.
+pub const LIMITER: &str = "limiter";
+/// Label: the planner's name.
+pub const PLANNER: &str = "planner";
+/// Label: how a request ended (`passed`, `failed`, `dropped` for a shedder; `admitted`,
+/// `refused` for a warm-up bucket).
+pub const OUTCOME: &str = "outcome";
+
+/// Counter: requests that reached a shedder, by [`OUTCOME`]: `passed` and `failed` when they
+/// complete, `dropped` when refused. All three together are the offered load.
+pub const SHED_REQUESTS: &str = "admit_shed_requests_total";
+/// The time the completed (`passed` and `failed`) requests spent between admission and
+/// completion, summed, in seconds: monotonic like a counter, but published as a gauge,
+/// because the `metrics` facade's counters hold integers. `rate()` reads it as a counter.
+pub const SHED_SERVICE_SECONDS: &str = "admit_shed_service_seconds_total";
+/// Gauge: requests admitted and not yet completed.
+pub const SHED_IN_FLIGHT: &str = "admit_shed_requests_in_flight";
+/// Gauge: the CPU load as a share of the CPU limit (0 to 1); absent while the signal has never
+/// known it, NaN once it no longer does.
+pub const SHED_CPU: &str = "admit_shed_cpu_load_ratio";
+/// Gauge: the CPU load at and above which the shedder is hot (0 to 1).
+pub const SHED_CPU_THRESHOLD: &str = "admit_shed_cpu_threshold_ratio";
+/// Gauge: 1 while the shedder is hot (a signal reports overload, or it is cooling off after a
+/// drop), else 0.
+pub const SHED_SHEDDING: &str = "admit_shed_shedding";
+/// Gauge: the concurrency the service has proven it carries (go-zero's `maxFlight`).
+pub const SHED_MAX_FLIGHT: &str = "admit_shed_max_flight";
+/// Gauge: the share of `max_flight` admitted now (0.1 to 1 from the CPU; go-zero's overload
+/// factor).
+pub const SHED_HEADROOM: &str = "admit_shed_headroom_ratio";
+
+/// Counter: a warm-up bucket's decisions, by [`OUTCOME`]: `admitted` or `refused`.
+pub const WARMUP_REQUESTS: &str = "admit_warmup_requests_total";
+/// Gauge: the rate in force, in permits per second.
+pub const WARMUP_LIMIT: &str = "admit_warmup_limit_per_second";
+/// Gauge: the rate once warm, in permits per second.
+pub const WARMUP_FULL_RATE: &str = "admit_warmup_full_rate_per_second";
+/// Gauge: the permits stored (a full bucket is cold).
+pub const WARMUP_STORED: &str = "admit_warmup_stored_permits";
+/// Gauge: warm-up progress, from 0 (cold) to 1 (at the full rate).
+pub const WARMUP_PROGRESS: &str = "admit_warmup_progress_ratio";
+
+/// Gauge: the servers (workers) the plan's target needs.
+pub const PLAN_SERVERS: &str = "admit_plan_servers";
+/// Gauge: the replicas the planner recommends.
+pub const PLAN_REPLICAS: &str = "admit_plan_replicas";
+/// Gauge: the predicted share of requests that wait at most the target's wait, with the
+/// servers planned (only for a service-level target).
+pub const PLAN_SERVICE_LEVEL: &str = "admit_plan_service_level_ratio";
+/// Gauge: the predicted mean wait in the queue, in seconds, with the servers planned.
+pub const PLAN_MEAN_WAIT: &str = "admit_plan_mean_wait_seconds";
+/// Gauge: the predicted share of time a server is busy, with the servers planned.
+pub const PLAN_OCCUPANCY: &str = "admit_plan_occupancy_ratio";

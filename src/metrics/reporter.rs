@@ -1,0 +1,163 @@
+//! The reporter: publishes every source it was built with.
+
+use std::fmt;
+
+use super::{MetricsError, ShedderMetrics, WarmUpBucket, WarmUpMetrics};
+use crate::Shared;
+use crate::clock::Clock;
+use crate::shed::Shedder;
+
+/// Something that publishes metrics: it registers its handles when built and sets them in
+/// [`report`](Source::report). The shedder's and the warm-up buckets' metrics are sources;
+/// implement it to publish your own beside them.
+pub trait Source: Send + Sync + fmt::Debug {
+    /// The prefix of the series this source publishes, such as `admit_shed`: two sources of
+    /// one family must have different names.
+    fn family(&self) -> &'static str;
+    /// The name that labels this source's series.
+    fn name(&self) -> &str;
+    /// Reads the source's state and publishes it. Must not block.
+    fn report(&self);
+}
+
+/// Publishes a set of [sources](Source): [`report`](Self::report) sets every series from the
+/// sources' current state. Build one with [`Reporter::builder`] after installing the recorder.
+///
+/// # Example
+///
+/// ```
+/// use std::sync::Arc;
+/// use admit::metrics::{MetricsError, Reporter};
+/// use admit::shed::Shedder;
+///
+/// let a = Arc::new(Shedder::builder().name("search").build()?);
+/// let b = Arc::new(Shedder::builder().name("search").build()?);
+/// let duplicate = Reporter::builder().shedder(a).shedder(b).build();
+/// assert!(matches!(duplicate, Err(MetricsError::DuplicateName { .. })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Reporter {
+    sources: Vec<Box<dyn Source>>,
+}
+
+impl Reporter {
+    /// Starts a reporter with no sources.
+    pub fn builder() -> ReporterBuilder {
+        ReporterBuilder {
+            sources: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// Publishes every source's current state. Allocates nothing once each series exists.
+    pub fn report(&self) {
+        for source in &self.sources {
+            source.report();
+        }
+    }
+
+    /// The sources, in the order they were added.
+    pub fn sources(&self) -> impl Iterator<Item = &dyn Source> {
+        self.sources.iter().map(|source| &**source)
+    }
+
+    /// Reports now and then every `every`, on tokio's timer, forever: spawn it
+    /// (`tokio::spawn(reporter.run(period))`). A tick missed under load is skipped, not made up.
+    ///
+    /// # Panics
+    ///
+    /// If `every` is zero, or outside a tokio runtime with its timer.
+    #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    pub async fn run(self, every: std::time::Duration) {
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            ticks.tick().await;
+            self.report();
+        }
+    }
+}
+
+impl fmt::Debug for Reporter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reporter")
+            .field("sources", &self.sources)
+            .finish()
+    }
+}
+
+/// Builds a [`Reporter`]: each source registers its series as it is added, so install the
+/// recorder first. The first error is kept and returned by [`build`](Self::build).
+#[must_use = "a builder does nothing until built"]
+pub struct ReporterBuilder {
+    sources: Vec<Box<dyn Source>>,
+    error: Option<MetricsError>,
+}
+
+impl ReporterBuilder {
+    /// Adds a shedder's metrics ([`ShedderMetrics`]). The shedder must be named.
+    pub fn shedder<C: Clock + 'static>(self, shedder: impl Into<Shared<Shedder<C>>>) -> Self {
+        self.add(ShedderMetrics::new(shedder))
+    }
+
+    /// Adds a warm-up bucket's metrics ([`WarmUpMetrics`]), a [`WarmUp`](crate::warmup::WarmUp)
+    /// or a [`SentinelWarmUp`](crate::warmup::sentinel::SentinelWarmUp). The bucket must be
+    /// named.
+    pub fn warm_up<B: WarmUpBucket>(self, bucket: impl Into<Shared<B>>) -> Self {
+        self.add(WarmUpMetrics::new(bucket))
+    }
+
+    /// Adds a source of your own.
+    pub fn source(self, source: impl Source + 'static) -> Self {
+        self.add(Ok(source))
+    }
+
+    fn add(mut self, source: Result<impl Source + 'static, MetricsError>) -> Self {
+        if self.error.is_some() {
+            return self;
+        }
+        match source {
+            Ok(source) => {
+                let clash = self.sources.iter().any(|known| {
+                    known.family() == source.family() && known.name() == source.name()
+                });
+                if clash {
+                    self.error = Some(MetricsError::DuplicateName {
+                        family: source.family(),
+                        name: source.name().to_owned(),
+                    });
+                } else {
+                    self.sources.push(Box::new(source));
+                }
+            }
+            Err(error) => self.error = Some(error),
+        }
+        self
+    }
+
+    /// The reporter.
+    ///
+    /// # Errors
+    ///
+    /// The first error met while adding sources: [`MetricsError::Unnamed`] for a limiter
+    /// without a name, [`MetricsError::DuplicateName`] for two sources that would publish the
+    /// same series.
+    pub fn build(self) -> Result<Reporter, MetricsError> {
+        match self.error {
+            Some(error) => Err(error),
+            None => Ok(Reporter {
+                sources: self.sources,
+            }),
+        }
+    }
+}
+
+impl fmt::Debug for ReporterBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReporterBuilder")
+            .field("sources", &self.sources)
+            .field("error", &self.error)
+            .finish()
+    }
+}

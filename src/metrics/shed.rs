@@ -1,0 +1,141 @@
+//! A shedder's metrics.
+
+use std::fmt;
+use std::sync::OnceLock;
+
+use metrics::{Counter, Gauge, SharedString};
+
+use super::names::{self, LIMITER, OUTCOME};
+use super::{MetricsError, Source};
+use crate::Shared;
+use crate::clock::Clock;
+use crate::shed::Shedder;
+
+/// Publishes a [`Shedder`]'s [snapshot](Shedder::snapshot) through the `metrics` facade: its
+/// request totals by outcome, service time, requests in flight, CPU load, whether it is
+/// shedding, and its learned limit (see [`names`](super::names) for each series).
+///
+/// The handles are registered with the recorder installed when this is built, labelled
+/// `limiter="<the shedder's name>"`; [`report`](Self::report) reads a snapshot and sets them,
+/// allocating nothing. The CPU series alone is registered at the first report that knows the
+/// load (with the recorder installed then), so it is absent, not 0, until the load is known;
+/// it is NaN whenever the load is no longer known. The shedder's decisions pay nothing for it: the totals published are the
+/// ones the shedder keeps anyway.
+///
+/// # Example
+///
+/// ```
+/// use std::sync::Arc;
+/// use admit::metrics::ShedderMetrics;
+/// use admit::shed::Shedder;
+///
+/// let shedder = Arc::new(Shedder::builder().name("checkout").build()?);
+/// let metrics = ShedderMetrics::new(Arc::clone(&shedder))?;
+/// metrics.report(); // with no recorder installed, this does nothing
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct ShedderMetrics<C: Clock + 'static> {
+    shedder: Shared<Shedder<C>>,
+    passed: Counter,
+    failed: Counter,
+    dropped: Counter,
+    service_seconds: Gauge,
+    in_flight: Gauge,
+    /// Registered the first time the CPU load is known, so that it is absent until then.
+    cpu: OnceLock<Gauge>,
+    cpu_threshold: Gauge,
+    shedding: Gauge,
+    max_flight: Gauge,
+    headroom: Gauge,
+}
+
+impl<C: Clock + 'static> ShedderMetrics<C> {
+    /// Registers the shedder's series with the installed recorder.
+    ///
+    /// # Errors
+    ///
+    /// [`MetricsError::Unnamed`] if the shedder has no name.
+    pub fn new(shedder: impl Into<Shared<Shedder<C>>>) -> Result<Self, MetricsError> {
+        let shedder = shedder.into();
+        let name: SharedString = shedder
+            .name()
+            .ok_or(MetricsError::Unnamed { kind: "shedder" })?
+            .to_owned()
+            .into();
+        super::describe::shedder();
+        let requests = |outcome: &'static str| metrics::counter!(names::SHED_REQUESTS, LIMITER => name.clone(), OUTCOME => outcome);
+        let gauge = |metric: &'static str| metrics::gauge!(metric, LIMITER => name.clone());
+        Ok(ShedderMetrics {
+            passed: requests("passed"),
+            failed: requests("failed"),
+            dropped: requests("dropped"),
+            service_seconds: gauge(names::SHED_SERVICE_SECONDS),
+            in_flight: gauge(names::SHED_IN_FLIGHT),
+            cpu: OnceLock::new(),
+            cpu_threshold: gauge(names::SHED_CPU_THRESHOLD),
+            shedding: gauge(names::SHED_SHEDDING),
+            max_flight: gauge(names::SHED_MAX_FLIGHT),
+            headroom: gauge(names::SHED_HEADROOM),
+            shedder,
+        })
+    }
+
+    /// Reads the shedder's snapshot and publishes it.
+    pub fn report(&self) {
+        let snapshot = self.shedder.snapshot();
+        self.passed.absolute(snapshot.passed);
+        self.failed.absolute(snapshot.failed);
+        self.dropped.absolute(snapshot.dropped);
+        self.service_seconds
+            .set(snapshot.service_time.as_secs_f64());
+        self.in_flight.set(snapshot.flying as f64);
+        match snapshot.cpu_permille {
+            Some(permille) => self
+                .cpu
+                .get_or_init(|| self.register(names::SHED_CPU))
+                .set(f64::from(permille) / 1000.0),
+            None => {
+                if let Some(cpu) = self.cpu.get() {
+                    cpu.set(f64::NAN);
+                }
+            }
+        }
+        self.cpu_threshold
+            .set(f64::from(snapshot.cpu_threshold) / 1000.0);
+        self.shedding.set(if snapshot.hot { 1.0 } else { 0.0 });
+        self.max_flight.set(snapshot.max_flight);
+        self.headroom.set(snapshot.overload_factor);
+    }
+
+    /// The shedder this publishes.
+    pub fn shedder(&self) -> &Shared<Shedder<C>> {
+        &self.shedder
+    }
+
+    fn register(&self, metric: &'static str) -> Gauge {
+        let name = self.shedder.name().unwrap_or_default().to_owned();
+        metrics::gauge!(metric, LIMITER => name)
+    }
+}
+
+impl<C: Clock + 'static> Source for ShedderMetrics<C> {
+    fn family(&self) -> &'static str {
+        "admit_shed"
+    }
+
+    fn name(&self) -> &str {
+        self.shedder.name().unwrap_or_default()
+    }
+
+    fn report(&self) {
+        ShedderMetrics::report(self);
+    }
+}
+
+impl<C: Clock + 'static> fmt::Debug for ShedderMetrics<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShedderMetrics")
+            .field("limiter", &self.shedder.name())
+            .finish_non_exhaustive()
+    }
+}

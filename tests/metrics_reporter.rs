@@ -1,0 +1,294 @@
+//! The reporter through a real Prometheus recorder (`metrics-exporter-prometheus`), rendered to
+//! the text format: every series, its type and its value after a known workload on manual
+//! time and a manual CPU; the typed errors for unnamed and duplicate limiters.
+
+#![cfg(feature = "metrics")]
+
+#[path = "support/rig.rs"]
+mod rig;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use admit::clock::ManualClock;
+use admit::erlang::{MMc, Target};
+use admit::metrics::{MetricsError, PlanMetrics, Reporter, names};
+use admit::shed::Shedder;
+use admit::warmup::WarmUp;
+use admit::warmup::sentinel::SentinelWarmUp;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusRecorder};
+use rig::Rig;
+
+/// A scrape, parsed: `name{labels}` (labels as rendered) to value, and name to type.
+struct Scrape {
+    values: BTreeMap<String, f64>,
+    types: BTreeMap<String, String>,
+}
+
+impl Scrape {
+    fn of(recorder: &PrometheusRecorder) -> Scrape {
+        let text = recorder.handle().render();
+        let mut values = BTreeMap::new();
+        let mut types = BTreeMap::new();
+        for line in text.lines() {
+            if let Some(declaration) = line.strip_prefix("# TYPE ") {
+                let (name, kind) = declaration.split_once(' ').expect("a TYPE line");
+                types.insert(name.to_owned(), kind.to_owned());
+            } else if !line.starts_with('#') && !line.is_empty() {
+                let (series, value) = line.rsplit_once(' ').expect("a sample line");
+                let value = match value {
+                    "NaN" => f64::NAN,
+                    value => value.parse().expect("a number"),
+                };
+                values.insert(series.to_owned(), value);
+            }
+        }
+        Scrape { values, types }
+    }
+
+    fn get(&self, series: &str) -> Option<f64> {
+        self.values.get(series).copied()
+    }
+
+    fn value(&self, series: &str) -> f64 {
+        self.get(series)
+            .unwrap_or_else(|| panic!("no series {series} in {:#?}", self.values))
+    }
+}
+
+#[test]
+fn a_known_workload_renders_exactly() {
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let rig = Rig::named("api");
+    let bucket = Arc::new(
+        WarmUp::builder(10.0)
+            .name("api")
+            .clock(rig.clock.clone())
+            .build()
+            .unwrap(),
+    );
+    let reporter = metrics::with_local_recorder(&recorder, || {
+        Reporter::builder()
+            .shedder(Arc::clone(&rig.shedder))
+            .warm_up(Arc::clone(&bucket))
+            .build()
+            .unwrap()
+    });
+    // The CPU load is unknown: its series is absent, not 0.
+    rig.cpu.set_unknown();
+    reporter.report();
+    let scrape = Scrape::of(&recorder);
+    assert_eq!(
+        scrape.get(r#"admit_shed_cpu_load_ratio{limiter="api"}"#),
+        None
+    );
+    assert_eq!(
+        scrape.value(r#"admit_shed_requests_total{limiter="api",outcome="passed"}"#),
+        0.0
+    );
+
+    // Six requests pass after 30 ms each, two fail after 10 ms; one stays in flight.
+    rig.cpu.set(500);
+    for (count, took, passes) in [(6, 30, true), (2, 10, false)] {
+        for _ in 0..count {
+            let permit = rig.shedder.allow().unwrap();
+            rig.clock.advance(Duration::from_millis(took));
+            if passes { permit.pass() } else { permit.fail() }
+        }
+    }
+    let open = rig.shedder.allow_owned().unwrap();
+    // Then an overload: 5 more pass at once (0 ms), 15 stay in flight, 7 are dropped.
+    let held = rig.force_overload();
+    let dropped = (0..7).filter(|_| rig.shedder.allow().is_err()).count();
+    assert_eq!(dropped, 7);
+    // The warm-up bucket, cold at 10 / 3 per second: one admitted, then two refused.
+    assert!(bucket.try_acquire().is_ok());
+    assert!(bucket.try_acquire().is_err());
+    assert!(bucket.try_acquire().is_err());
+
+    // The CPU series is registered when the load is first known, with the recorder in force
+    // then: this one's.
+    metrics::with_local_recorder(&recorder, || reporter.report());
+    let scrape = Scrape::of(&recorder);
+    let api = |name: &str| format!(r#"{name}{{limiter="api"}}"#);
+    let outcome = |outcome: &str| {
+        format!(r#"admit_shed_requests_total{{limiter="api",outcome="{outcome}"}}"#)
+    };
+    assert_eq!(scrape.value(&outcome("passed")), 11.0);
+    assert_eq!(scrape.value(&outcome("failed")), 2.0);
+    assert_eq!(scrape.value(&outcome("dropped")), 7.0);
+    let service = scrape.value(&api(names::SHED_SERVICE_SECONDS));
+    assert!((service - 0.2).abs() < 1e-9, "{service}");
+    assert_eq!(scrape.value(&api(names::SHED_IN_FLIGHT)), 16.0);
+    assert_eq!(scrape.value(&api(names::SHED_CPU)), 1.0);
+    assert_eq!(scrape.value(&api(names::SHED_CPU_THRESHOLD)), 0.9);
+    assert_eq!(scrape.value(&api(names::SHED_SHEDDING)), 1.0);
+    let snapshot = rig.shedder.snapshot();
+    assert_eq!(
+        scrape.value(&api(names::SHED_MAX_FLIGHT)),
+        snapshot.max_flight
+    );
+    assert_eq!(scrape.value(&api(names::SHED_HEADROOM)), 0.1);
+
+    let decisions = |outcome: &str| {
+        format!(r#"admit_warmup_requests_total{{limiter="api",outcome="{outcome}"}}"#)
+    };
+    assert_eq!(scrape.value(&decisions("admitted")), 1.0);
+    assert_eq!(scrape.value(&decisions("refused")), 2.0);
+    let warm = bucket.snapshot();
+    assert_eq!(scrape.value(&api(names::WARMUP_LIMIT)), warm.qps_limit);
+    assert_eq!(scrape.value(&api(names::WARMUP_FULL_RATE)), 10.0);
+    assert_eq!(scrape.value(&api(names::WARMUP_STORED)), warm.stored_tokens);
+    assert_eq!(scrape.value(&api(names::WARMUP_PROGRESS)), warm.progress());
+
+    // The CPU load becomes unknown again: NaN, not the stale reading.
+    rig.cpu.set_unknown();
+    reporter.report();
+    assert!(Scrape::of(&recorder).value(&api(names::SHED_CPU)).is_nan());
+
+    // Counters are counters, gauges gauges; only counters (and the service time, a gauge
+    // because the facade's counters hold integers) end in `_total`.
+    for (name, kind) in &scrape.types {
+        let expected = if name == names::SHED_REQUESTS || name == names::WARMUP_REQUESTS {
+            "counter"
+        } else {
+            "gauge"
+        };
+        assert_eq!(kind, expected, "{name}");
+        assert_eq!(
+            name.ends_with("_total"),
+            kind == "counter" || name == names::SHED_SERVICE_SECONDS,
+            "{name}"
+        );
+        assert!(name.starts_with("admit_"), "{name}");
+    }
+    assert_eq!(scrape.types.len(), 13, "{:?}", scrape.types.keys());
+    drop((open, held));
+}
+
+#[test]
+fn a_plan_renders_its_answer() {
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let plan = metrics::with_local_recorder(&recorder, || PlanMetrics::new("orders").unwrap());
+    let queue = MMc::new(1200.0, 12.5).unwrap();
+    let target = Target::ServiceLevel {
+        within: 0.05,
+        at_least: 0.95,
+    };
+    let servers = queue.min_servers(target).unwrap();
+    let staffed = queue.with_servers(servers).unwrap();
+    let orders = |name: &str| format!(r#"{name}{{planner="orders"}}"#);
+    // Nothing until the first plan; a mean-wait target publishes no service level.
+    assert_eq!(Scrape::of(&recorder).values.len(), 0);
+    metrics::with_local_recorder(&recorder, || {
+        plan.record(&staffed, Target::MeanWait { at_most: 0.01 });
+    });
+    assert_eq!(
+        Scrape::of(&recorder).get(&orders(names::PLAN_SERVICE_LEVEL)),
+        None
+    );
+    metrics::with_local_recorder(&recorder, || {
+        plan.record(&staffed, target);
+        plan.record_replicas(13);
+    });
+    let scrape = Scrape::of(&recorder);
+    assert_eq!(scrape.value(&orders(names::PLAN_SERVERS)), servers as f64);
+    assert_eq!(scrape.value(&orders(names::PLAN_REPLICAS)), 13.0);
+    let level = scrape.value(&orders(names::PLAN_SERVICE_LEVEL));
+    assert!((0.95..=1.0).contains(&level), "{level}");
+    assert_eq!(
+        scrape.value(&orders(names::PLAN_MEAN_WAIT)),
+        staffed.mean_wait()
+    );
+    assert_eq!(
+        scrape.value(&orders(names::PLAN_OCCUPANCY)),
+        staffed.occupancy()
+    );
+    assert_eq!(
+        PlanMetrics::new("").unwrap_err(),
+        MetricsError::Unnamed { kind: "planner" }
+    );
+}
+
+#[test]
+fn unnamed_and_duplicate_limiters_are_typed_errors() {
+    let unnamed = Arc::new(Shedder::builder().build().unwrap());
+    assert_eq!(
+        Reporter::builder().shedder(unnamed).build().unwrap_err(),
+        MetricsError::Unnamed { kind: "shedder" }
+    );
+    let sentinel = Arc::new(SentinelWarmUp::builder(10.0).build().unwrap());
+    assert_eq!(
+        Reporter::builder().warm_up(sentinel).build().unwrap_err(),
+        MetricsError::Unnamed {
+            kind: "warm-up bucket"
+        }
+    );
+    // A smooth bucket and a Sentinel bucket publish the same series: one name each.
+    let clock = ManualClock::new();
+    let smooth = Arc::new(
+        WarmUp::builder(10.0)
+            .name("edge")
+            .clock(clock.clone())
+            .build()
+            .unwrap(),
+    );
+    let exact = Arc::new(
+        SentinelWarmUp::builder(10.0)
+            .name("edge")
+            .clock(clock)
+            .build()
+            .unwrap(),
+    );
+    let error = Reporter::builder()
+        .warm_up(smooth)
+        .warm_up(exact)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        error,
+        MetricsError::DuplicateName {
+            family: "admit_warmup",
+            name: "edge".to_owned()
+        }
+    );
+    assert!(error.to_string().contains("\"edge\""), "{error}");
+    // A shedder and a bucket may share a name: their series differ.
+    let shedder = Arc::new(Shedder::builder().name("edge").build().unwrap());
+    let bucket = Arc::new(WarmUp::builder(10.0).name("edge").build().unwrap());
+    let reporter = Reporter::builder()
+        .shedder(shedder)
+        .warm_up(bucket)
+        .build()
+        .unwrap();
+    assert_eq!(reporter.sources().count(), 2);
+}
+
+/// `Reporter::run` publishes at once and then every period, on tokio's (here paused) timer.
+#[cfg(feature = "tokio")]
+#[tokio::test(start_paused = true)]
+async fn run_reports_every_period() {
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let rig = Rig::named("timed");
+    let reporter = metrics::with_local_recorder(&recorder, || {
+        Reporter::builder()
+            .shedder(Arc::clone(&rig.shedder))
+            .build()
+            .unwrap()
+    });
+    let passed = r#"admit_shed_requests_total{limiter="timed",outcome="passed"}"#;
+    rig.shedder.allow().unwrap().pass();
+    let running = tokio::spawn(reporter.run(Duration::from_secs(1)));
+    tokio::task::yield_now().await;
+    assert_eq!(Scrape::of(&recorder).value(passed), 1.0);
+
+    rig.shedder.allow().unwrap().pass();
+    tokio::time::advance(Duration::from_millis(999)).await;
+    tokio::task::yield_now().await;
+    assert_eq!(Scrape::of(&recorder).value(passed), 1.0, "not yet a period");
+    tokio::time::advance(Duration::from_millis(1)).await;
+    tokio::task::yield_now().await;
+    assert_eq!(Scrape::of(&recorder).value(passed), 2.0);
+    running.abort();
+}
