@@ -128,6 +128,17 @@ pub enum ConfigError {
     /// A limiter's `name` is empty: names label metrics and logs, and an empty label reads
     /// as no label at all. Leave the name unset instead.
     EmptyName,
+    /// A queue-delay gate's `target` is not between zero and its `interval` (both exclusive),
+    /// or longer than `max`: CoDel sheds when every sojourn of an interval exceeded the target,
+    /// so the target must be positive and shorter than the interval.
+    QueueTargetOutOfRange {
+        /// The target that was given.
+        target: Duration,
+        /// The interval that was given.
+        interval: Duration,
+        /// The longest target supported.
+        max: Duration,
+    },
 }
 
 impl ConfigError {
@@ -148,6 +159,7 @@ impl ConfigError {
             ConfigError::CpuThresholdOutOfRange { .. } => "cpu_threshold",
             ConfigError::DurationTooLong { setting, .. } => setting,
             ConfigError::EmptyName => "name",
+            ConfigError::QueueTargetOutOfRange { .. } => "target",
         }
     }
 }
@@ -230,6 +242,15 @@ impl fmt::Display for ConfigError {
             ConfigError::EmptyName => {
                 f.write_str("invalid `name` (\"\"): must not be empty; leave it unset instead")
             }
+            ConfigError::QueueTargetOutOfRange {
+                target,
+                interval,
+                max,
+            } => write!(
+                f,
+                "invalid `target` ({target:?}): must be above zero, below the interval \
+                 ({interval:?}) and at most {max:?}"
+            ),
         }
     }
 }

@@ -40,6 +40,7 @@
 //! ```
 
 pub mod cpu;
+pub mod queue;
 
 use std::fmt;
 use std::sync::Arc;

@@ -1,0 +1,10 @@
+//! Queue-time signals: how long requests waited before being served.
+//!
+//! The CPU signal engages only once the CPU average has crossed its threshold, a second or more
+//! into an overload, and it cannot see a backlog of work done inline. The time a request spent
+//! waiting can: a [`QueueGate`] applies CoDel's rule to it and is hot within one to two 100 ms
+//! intervals of an overload.
+
+mod gate;
+
+pub use self::gate::{DEFAULT_INTERVAL, DEFAULT_TARGET, QueueGate};

@@ -1,0 +1,267 @@
+//! The queue-delay gate: the reference vectors for folly's CoDel (through a transcription of
+//! folly's rule) and for admit's grid-aligned gate, a property against a plain model of the
+//! grid rule, and threads racing within an interval.
+
+#[path = "support/folly_codel.rs"]
+mod folly_codel;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use admit::ConfigError;
+use admit::signal::queue::QueueGate;
+use folly_codel::FollyCodel;
+use proptest::prelude::*;
+
+const MS: u64 = 1_000_000;
+
+/// A sojourn given in (possibly fractional) milliseconds, in ns.
+fn ms(value: f64) -> u64 {
+    (value * 1e6).round() as u64
+}
+
+fn folly() -> FollyCodel {
+    FollyCodel::new(5 * MS, 100 * MS)
+}
+
+fn gate() -> QueueGate {
+    QueueGate::default()
+}
+
+/// `(t ms, sojourn ms)` calls, their verdicts (`true`: shed).
+fn run_folly(calls: &[(f64, f64)]) -> Vec<bool> {
+    let mut codel = folly();
+    calls
+        .iter()
+        .map(|&(t, sojourn)| codel.overloaded(ms(sojourn), ms(t)))
+        .collect()
+}
+
+fn run_gate(calls: &[(f64, f64)]) -> Vec<bool> {
+    let gate = gate();
+    calls
+        .iter()
+        .map(|&(t, sojourn)| gate.check(ms(t), ms(sojourn)))
+        .collect()
+}
+
+const BASIC: [(f64, f64); 5] = [
+    (110.0, 100.0),
+    (200.0, 50.0),
+    (200.0, 50.0),
+    (310.0, 2.0),
+    (400.0, 20.0),
+];
+
+const IDLE: [(f64, f64); 8] = [
+    (1.0, 40.0),
+    (50.0, 40.0),
+    (150.0, 40.0),
+    (160.0, 40.0),
+    (10160.0, 0.0),
+    (10170.0, 30.0),
+    (10260.0, 30.0),
+    (10270.0, 30.0),
+];
+
+/// Every 20 ms from t = 20, sojourn 1 ms up to and including t = 300, then 30 ms, to t = 600.
+fn onset() -> Vec<(f64, f64)> {
+    (1..=30)
+        .map(|i| {
+            let t = f64::from(i) * 20.0;
+            (t, if t <= 300.0 { 1.0 } else { 30.0 })
+        })
+        .collect()
+}
+
+fn first_shed(verdicts: &[bool], calls: &[(f64, f64)]) -> Option<f64> {
+    verdicts.iter().position(|&shed| shed).map(|i| calls[i].0)
+}
+
+#[test]
+fn folly_basic() {
+    assert_eq!(run_folly(&BASIC), [false, false, true, false, true]);
+}
+
+#[test]
+fn folly_onset_sheds_first_at_540() {
+    let calls = onset();
+    assert_eq!(first_shed(&run_folly(&calls), &calls), Some(540.0));
+}
+
+#[test]
+fn folly_target_is_strict() {
+    assert_eq!(
+        run_folly(&[(1.0, 5.0), (101.0, 5.0), (102.0, 20.0)]),
+        [false, false, false]
+    );
+    assert_eq!(
+        run_folly(&[
+            (1.0, 5.000001),
+            (102.0, 5.000001),
+            (103.0, 10.0),
+            (104.0, 10.000001)
+        ]),
+        [false, false, false, true]
+    );
+}
+
+#[test]
+fn folly_idle() {
+    assert_eq!(
+        run_folly(&IDLE),
+        [false, false, true, false, false, true, true, false]
+    );
+}
+
+#[test]
+fn folly_load() {
+    for (sojourn, load) in [
+        (0.0, 0),
+        (2.0, 20),
+        (7.0, 70),
+        (9.999999, 99),
+        (10.0, 100),
+        (40.0, 100),
+    ] {
+        let mut codel = folly();
+        codel.overloaded(ms(sojourn), ms(1.0));
+        assert_eq!(codel.load(), load, "{sojourn} ms");
+    }
+}
+
+#[test]
+fn gate_basic() {
+    assert_eq!(run_gate(&BASIC), [false, true, true, false, false]);
+}
+
+#[test]
+fn gate_onset_sheds_every_request_from_500() {
+    let calls = onset();
+    let verdicts = run_gate(&calls);
+    assert_eq!(first_shed(&verdicts, &calls), Some(500.0));
+    for (&(t, _), &shed) in calls.iter().zip(&verdicts) {
+        assert_eq!(shed, t >= 500.0, "t = {t}");
+    }
+}
+
+#[test]
+fn gate_idle() {
+    assert_eq!(
+        run_gate(&IDLE),
+        [false, false, true, true, false, false, false, false]
+    );
+}
+
+#[test]
+fn gate_target_is_strict_and_needs_the_interval_before() {
+    let gate = gate();
+    // Interval 0: {5, 6}: its minimum is not above 5, so interval 1 is cold.
+    assert!(!gate.check(ms(1.0), ms(5.0)));
+    assert!(!gate.check(ms(50.0), ms(6.0)));
+    // Interval 1: {5.000001, 10, 10.000001}: all pass, and interval 2 is hot.
+    for (t, sojourn) in [(101.0, 5.000001), (150.0, 10.0), (199.0, 10.000001)] {
+        assert!(!gate.check(ms(t), ms(sojourn)), "t = {t}");
+    }
+    assert!(
+        !gate.check(ms(201.0), ms(4.0)),
+        "hot, but 4 ms is not too late"
+    );
+    assert!(gate.hot(ms(250.0)));
+    assert!(gate.check(ms(299.0), ms(50.0)));
+    // Interval 2 held 4 ms: interval 3 is cold.
+    assert!(!gate.check(ms(301.0), ms(50.0)));
+    assert_eq!(gate.min_sojourn(ms(302.0)), Some(Duration::from_millis(50)));
+}
+
+#[test]
+fn gate_configuration() {
+    let invalid = |target: u64, interval: u64| {
+        matches!(
+            QueueGate::new(
+                Duration::from_millis(target),
+                Duration::from_millis(interval)
+            ),
+            Err(ConfigError::QueueTargetOutOfRange { .. })
+        )
+    };
+    assert!(invalid(0, 100));
+    assert!(invalid(100, 100));
+    assert!(invalid(200, 100));
+    assert!(!invalid(99, 100));
+    let gate = QueueGate::new(Duration::from_millis(10), Duration::from_secs(1)).unwrap();
+    assert_eq!(
+        (gate.target(), gate.interval()),
+        (Duration::from_millis(10), Duration::from_secs(1))
+    );
+    let error = QueueGate::new(Duration::ZERO, Duration::from_millis(100)).unwrap_err();
+    assert_eq!(error.setting(), "target");
+}
+
+/// The grid rule in plain words, over the samples of one run: hot in interval `e` iff
+/// interval `e − 1` had samples, all above the target, and a sample of interval `e` has been
+/// recorded (the gate learns of a new interval from its first sample).
+fn model_hot(samples: &[(u64, u64)], now: u64, target: u64, interval: u64) -> bool {
+    let e = now / interval;
+    if e == 0 || !samples.iter().any(|&(t, _)| t / interval == e) {
+        return false;
+    }
+    let before: Vec<u64> = samples
+        .iter()
+        .filter(|&&(t, _)| t / interval == e - 1)
+        .map(|&(_, sojourn)| sojourn)
+        .collect();
+    !before.is_empty() && before.iter().all(|&sojourn| sojourn > target)
+}
+
+proptest! {
+    /// With samples in time order, the gate is hot exactly when the model says, so never
+    /// without a whole interval of sojourns above the target before it.
+    #[test]
+    fn the_gate_is_hot_only_after_a_whole_interval_above_target(
+        steps in proptest::collection::vec((0u64..60, 0u64..20), 1..300),
+    ) {
+        let gate = gate();
+        let mut now = 0;
+        let mut samples = Vec::new();
+        for (advance, sojourn_ms) in steps {
+            now += advance * MS;
+            let sojourn = sojourn_ms * MS / 2;
+            samples.push((now, sojourn));
+            let shed = gate.check(now, sojourn);
+            let hot = model_hot(&samples, now, 5 * MS, 100 * MS);
+            prop_assert_eq!(gate.hot(now), hot, "t = {} ns", now);
+            prop_assert_eq!(shed, hot && sojourn > 10 * MS);
+        }
+    }
+}
+
+/// Threads recording one interval's sojourns at once: the next interval's verdict follows the
+/// true minimum, whichever thread lands first.
+#[test]
+fn racing_threads_keep_the_true_minimum() {
+    for (low, hot) in [(6 * MS, true), (5 * MS, false), (MS, false)] {
+        let gate = Arc::new(gate());
+        let threads: Vec<_> = (0..4u64)
+            .map(|thread| {
+                let gate = Arc::clone(&gate);
+                std::thread::spawn(move || {
+                    for i in 0..2_000u64 {
+                        let sojourn = if thread == 3 && i == 1_999 {
+                            low
+                        } else {
+                            20 * MS + i
+                        };
+                        gate.record(100 * MS + i * 1_000, sojourn);
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(gate.min_sojourn(150 * MS), Some(Duration::from_nanos(low)));
+        gate.record(200 * MS, 0);
+        assert_eq!(gate.hot(200 * MS), hot, "minimum {low} ns");
+    }
+}
