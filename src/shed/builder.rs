@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
@@ -12,6 +13,7 @@ use super::window::RollingWindow;
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
 use crate::signal::OverloadSignal;
+use crate::signal::queue::QueueGate;
 use crate::signal::cpu::{CpuOverload, CpuSignal, Source, SystemCpu};
 use crate::sync::{AtomicBool, AtomicU64, SeqLock, Striped};
 
@@ -50,6 +52,7 @@ pub struct ShedderBuilder<C> {
     /// `None`: a [`SystemCpu`], created by `build`.
     cpu: Option<Source>,
     signals: Vec<Box<dyn OverloadSignal>>,
+    queue: Option<Arc<QueueGate>>,
     name: Option<Cow<'static, str>>,
 }
 
@@ -63,6 +66,7 @@ impl ShedderBuilder<MonotonicClock> {
             clock: MonotonicClock::new(),
             cpu: None,
             signals: Vec::new(),
+            queue: None,
             name: None,
         }
     }
@@ -106,6 +110,7 @@ impl<C: Clock> ShedderBuilder<C> {
             clock,
             cpu: self.cpu,
             signals: self.signals,
+            queue: self.queue,
             name: self.name,
         }
     }
@@ -139,6 +144,19 @@ impl<C: Clock> ShedderBuilder<C> {
     /// ```
     pub fn signal(mut self, signal: impl OverloadSignal + 'static) -> Self {
         self.signals.push(Box::new(signal));
+        self
+    }
+
+    /// A queue-delay gate (default: none): the requests' waits, given to
+    /// [`allow_after`](Shedder::allow_after) (the layers read them from a request-start header
+    /// when asked to) or recorded by work queued inside the process, make the shedder hot
+    /// within one to two of the gate's intervals of an overload, and while it is hot a request
+    /// that waited more than twice the target is refused. Pass an `Arc` to share the gate with
+    /// [`QueueStamp`](crate::signal::queue::QueueStamp)s.
+    ///
+    /// Without a gate the shedder decides exactly as go-zero's.
+    pub fn queue_gate(mut self, gate: impl Into<Arc<QueueGate>>) -> Self {
+        self.queue = Some(gate.into());
         self
     }
 
@@ -227,6 +245,7 @@ impl<C: Clock> ShedderBuilder<C> {
             clock: self.clock,
             cpu,
             signals: self.signals.into_boxed_slice(),
+            queue: self.queue,
             name: self.name,
         })
     }

@@ -20,6 +20,13 @@ pub enum OverloadReason {
     /// name its [`Cause::Custom`] gives, reports overload, and
     /// more requests are in flight than the service has shown it can carry.
     Signal(&'static str),
+    /// The shedder's [queue gate](super::ShedderBuilder::queue_gate) is hot (every request of
+    /// the last interval waited longer than its target), and more requests are in flight than
+    /// the service has shown it can carry.
+    Queue,
+    /// The queue gate is hot and this request waited more than twice its target: by the time
+    /// it would be served, its client has likely given up.
+    QueueDelay,
 }
 
 impl OverloadReason {
@@ -28,11 +35,13 @@ impl OverloadReason {
     pub(crate) fn of(cause: Cause) -> OverloadReason {
         match cause {
             Cause::Cpu => OverloadReason::Cpu,
+            Cause::Queue => OverloadReason::Queue,
             Cause::Custom(name) => OverloadReason::Signal(name),
         }
     }
 
-    /// A short name for logs and labels: `cpu`, `cool-off`, or the signal's name.
+    /// A short name for logs and labels: `cpu`, `cool-off`, `queue`, `queue-delay`, or the
+    /// signal's name.
     ///
     /// ```
     /// use admit::shed::OverloadReason;
@@ -45,6 +54,8 @@ impl OverloadReason {
             OverloadReason::Cpu => "cpu",
             OverloadReason::CoolOff => "cool-off",
             OverloadReason::Signal(name) => name,
+            OverloadReason::Queue => "queue",
+            OverloadReason::QueueDelay => "queue-delay",
         }
     }
 }
@@ -118,6 +129,12 @@ impl fmt::Display for Overloaded {
                 f.write_str("service overloaded: cooling off after an overload")
             }
             OverloadReason::Signal(name) => write!(f, "service overloaded: {name}"),
+            OverloadReason::Queue => {
+                f.write_str("service overloaded: requests wait longer than the queue target")
+            }
+            OverloadReason::QueueDelay => {
+                f.write_str("service overloaded: the request waited too long in the queue")
+            }
         }
     }
 }

@@ -14,6 +14,7 @@ use super::window::RollingWindow;
 use crate::Shared;
 use crate::clock::{Clock, MonotonicClock};
 use crate::signal::cpu::{CpuOverload, CpuSignal};
+use crate::signal::queue::QueueGate;
 use crate::signal::{OverloadSignal, Pressure};
 use crate::sync::{AtomicBool, AtomicU64, Ordering, SeqLock, Striped};
 
@@ -35,6 +36,12 @@ pub(super) const OTHERS: usize = 2;
 
 /// A latency sum at this value has saturated: its bucket's mean is unknown.
 const SATURATED: u64 = u32::MAX as u64;
+
+/// A duration in ns, saturating (584 years).
+#[inline]
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
 
 /// The most buckets a window may have.
 pub(super) const MAX_BUCKETS: u32 = 65_536;
@@ -81,6 +88,8 @@ pub struct Shedder<C: Clock = MonotonicClock> {
     pub(super) cpu: CpuOverload,
     /// Signals added with [`ShedderBuilder::signal`], consulted after the CPU.
     pub(super) signals: Box<[Box<dyn OverloadSignal>]>,
+    /// The queue-delay gate added with [`ShedderBuilder::queue_gate`], if any.
+    pub(super) queue: Option<Arc<QueueGate>>,
     pub(super) name: Option<Cow<'static, str>>,
 }
 
@@ -163,7 +172,46 @@ impl<C: Clock> Shedder<C> {
     /// ```
     #[inline]
     pub fn allow(&self) -> Result<Permit<'_, C>, Overloaded> {
-        let now = self.admit(self.clock.now_nanos())?;
+        let now = self.admit(self.clock.now_nanos(), None)?;
+        Ok(Permit::new(self, now))
+    }
+
+    /// [`allow`](Self::allow) for a request that waited `waited` before reaching the shedder
+    /// (in a proxy's queue, a socket backlog, a pool): the wait is recorded in the
+    /// [queue gate](ShedderBuilder::queue_gate), and while the gate is hot a request that
+    /// waited more than twice its target is refused ([`OverloadReason::QueueDelay`]). Without a
+    /// gate it is [`allow`](Self::allow).
+    ///
+    /// # Errors
+    ///
+    /// [`Overloaded`], with the reason and a retry hint.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use admit::clock::ManualClock;
+    /// use admit::shed::{OverloadReason, Shedder};
+    /// use admit::signal::queue::QueueGate;
+    ///
+    /// let clock = ManualClock::new();
+    /// let shedder = Shedder::builder()
+    ///     .clock(clock.clone())
+    ///     .queue_gate(QueueGate::default()) // 5 ms target, 100 ms intervals
+    ///     .build()?;
+    /// // From 100 ms to 200 ms every request waited 40 ms: the gate is hot after 200 ms.
+    /// clock.set(Duration::from_millis(150));
+    /// shedder.allow_after(Duration::from_millis(40)).unwrap().pass();
+    /// clock.set(Duration::from_millis(250));
+    /// let refused = shedder.allow_after(Duration::from_millis(40)).unwrap_err();
+    /// assert_eq!(refused.reason(), OverloadReason::QueueDelay);
+    /// // A request that waited little is served.
+    /// shedder.allow_after(Duration::from_millis(2)).unwrap().pass();
+    /// # Ok::<(), admit::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn allow_after(&self, waited: Duration) -> Result<Permit<'_, C>, Overloaded> {
+        let now = self.admit(self.clock.now_nanos(), Some(nanos(waited)))?;
         Ok(Permit::new(self, now))
     }
 
@@ -178,7 +226,7 @@ impl<C: Clock> Shedder<C> {
     where
         C: 'static,
     {
-        let now = self.admit(self.clock.now_nanos())?;
+        let now = self.admit(self.clock.now_nanos(), None)?;
         Ok(OwnedPermit::new(Shared::Arc(Arc::clone(self)), now))
     }
 
@@ -193,14 +241,35 @@ impl<C: Clock> Shedder<C> {
     where
         C: 'static,
     {
-        let now = this.admit(this.clock.now_nanos())?;
+        Shedder::allow_shared_after(this, None)
+    }
+
+    /// [`allow_shared`](Self::allow_shared) for a request that waited `waited` (see
+    /// [`allow_after`](Self::allow_after)); `None` if the wait is unknown.
+    ///
+    /// # Errors
+    ///
+    /// [`Overloaded`], with the reason and a retry hint.
+    #[inline]
+    pub fn allow_shared_after(
+        this: &Shared<Self>,
+        waited: Option<Duration>,
+    ) -> Result<OwnedPermit<C>, Overloaded>
+    where
+        C: 'static,
+    {
+        let now = this.admit(this.clock.now_nanos(), waited.map(nanos))?;
         Ok(OwnedPermit::new(this.clone(), now))
     }
 
     /// The decision: on admission counts the request in flight and returns `now`.
     #[inline]
-    fn admit(&self, now: u64) -> Result<u64, Overloaded> {
-        if let Some(reason) = self.should_drop(now, self.pressure(now)) {
+    fn admit(&self, now: u64, waited: Option<u64>) -> Result<u64, Overloaded> {
+        let queue_hot = match &self.queue {
+            Some(gate) => gate.observe(now, waited),
+            None => false,
+        };
+        if let Some(reason) = self.should_drop(now, self.pressure(now), queue_hot, waited) {
             let heat = &self.heat;
             if !heat.dropped_recently.load(Ordering::Relaxed) {
                 self.start_shedding(reason);
@@ -233,11 +302,23 @@ impl<C: Clock> Shedder<C> {
     /// go-zero's `shouldDrop`: `(systemOverloaded || stillHot) && highThroughput`, where
     /// "system overloaded" is any signal's overload and the limit is scaled by the headroom
     /// (go-zero's overload factor, with the CPU alone).
+    ///
+    /// With a hot queue gate the shedder is hot too, and a request that `waited` more than
+    /// twice the gate's target is refused whatever the concurrency.
     #[inline]
-    fn should_drop(&self, now: u64, pressure: Pressure) -> Option<OverloadReason> {
+    fn should_drop(
+        &self,
+        now: u64,
+        pressure: Pressure,
+        queue_hot: bool,
+        waited: Option<u64>,
+    ) -> Option<OverloadReason> {
         let reason = if let Some(cause) = pressure.cause() {
             self.note_overload(now);
             OverloadReason::of(cause)
+        } else if queue_hot {
+            self.note_overload(now);
+            OverloadReason::Queue
         } else if self.still_hot(now, true) {
             OverloadReason::CoolOff
         } else {
@@ -246,7 +327,12 @@ impl<C: Clock> Shedder<C> {
         let limit = self.max_flight(now) * pressure.headroom();
         let avg_flying = f64::from_bits(self.flight.avg_flying.load(Ordering::Acquire));
         let flying = self.flight.flying() as f64;
-        (avg_flying > limit && flying > limit).then_some(reason)
+        if avg_flying > limit && flying > limit {
+            return Some(reason);
+        }
+        let too_late = |gate: &Arc<QueueGate>| waited.is_some_and(|ns| gate.too_late(ns));
+        (queue_hot && self.queue.as_ref().is_some_and(too_late))
+            .then_some(OverloadReason::QueueDelay)
     }
 
     /// The first drop since the shedder last cooled off: arms the cool-off (go-zero's
@@ -374,6 +460,10 @@ impl<C: Clock> Shedder<C> {
     fn retry_after(&self, now: u64, reason: OverloadReason) -> u64 {
         match reason {
             OverloadReason::Cpu | OverloadReason::Signal(_) => self.config.bucket_nanos,
+            OverloadReason::Queue | OverloadReason::QueueDelay => self
+                .queue
+                .as_ref()
+                .map_or(self.config.bucket_nanos, |gate| nanos(gate.interval())),
             OverloadReason::CoolOff => {
                 let since = now.saturating_sub(
                     self.heat
@@ -429,6 +519,12 @@ impl<C: Clock> Shedder<C> {
     /// The clock this shedder reads.
     pub fn clock(&self) -> &C {
         &self.clock
+    }
+
+    /// The queue-delay gate, if the shedder has one: record the waits of work queued inside
+    /// the process into it (see [`QueueStamp`](crate::signal::queue::QueueStamp)).
+    pub fn queue_gate(&self) -> Option<&Arc<QueueGate>> {
+        self.queue.as_ref()
     }
 
     /// The CPU signal this shedder reads.
@@ -493,6 +589,7 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::signal::cpu::ManualCpu;
+    use crate::signal::queue::QueueGate;
 
     fn shedder() -> (ManualClock, ManualCpu, Shedder<ManualClock>) {
         let clock = ManualClock::new();
@@ -545,7 +642,7 @@ mod tests {
             set_flight(&shedder, avg_flying, flying);
             assert_eq!(
                 shedder
-                    .should_drop(now, shedder.cpu.pressure_at(Some(900)))
+                    .should_drop(now, shedder.cpu.pressure_at(Some(900)), false, None)
                     .is_some(),
                 drop,
                 "avg_flying {avg_flying}, flying {flying}"
@@ -554,13 +651,75 @@ mod tests {
         // 899 ‰ and no recent drop: not hot, whatever the concurrency.
         let (_, _, fresh) = self::shedder();
         set_flight(&fresh, 80.0, 80);
-        assert_eq!(fresh.should_drop(0, fresh.cpu.pressure_at(Some(899))), None);
+        assert_eq!(fresh.should_drop(0, fresh.cpu.pressure_at(Some(899)), false, None), None);
         // 900 ‰: `allow` refuses and arms the cool-off.
         cpu.set(900);
         set_flight(&shedder, 80.0, 80);
         assert!(!shedder.heat.dropped_recently.load(Ordering::Acquire));
         assert_eq!(shedder.allow().unwrap_err().reason(), OverloadReason::Cpu);
         assert!(shedder.heat.dropped_recently.load(Ordering::Acquire));
+    }
+
+    /// A shedder with a queue gate (5 ms target, 100 ms intervals), the CPU at `cpu` ‰ and a
+    /// window whose limit is 20 (max_pass 100, min_rt 20 ms), the clock at 1050 ms; with
+    /// `hot_queue`, every request of the interval before (900–1000 ms) waited 30 ms.
+    fn queued(cpu: u32, hot_queue: bool) -> (ManualClock, Shedder<ManualClock>) {
+        let clock = ManualClock::new();
+        let gate = QueueGate::default();
+        if hot_queue {
+            gate.record(950 * NANOS_PER_MS, 30 * NANOS_PER_MS);
+        }
+        let shedder = Shedder::builder()
+            .clock(clock.clone())
+            .cpu(ManualCpu::new(cpu))
+            .queue_gate(gate)
+            .build()
+            .unwrap();
+        for epoch in 0..10 {
+            shedder.window.add(epoch, PASSES, 100);
+            shedder.window.add(epoch, LATENCY_SUM, 100 * 20);
+        }
+        clock.set(Duration::from_millis(1050));
+        (clock, shedder)
+    }
+
+    fn waited(ms: u64) -> Option<Duration> {
+        Some(Duration::from_millis(ms))
+    }
+
+    /// The decision vectors of the queue signal (limit 20, target 5 ms, threshold 900 ‰).
+    #[test]
+    fn queue_decision_vectors() {
+        let decide = |shedder: &Shedder<ManualClock>, waited: Option<Duration>| {
+            let now = shedder.clock.now_nanos();
+            shedder.admit(now, waited.map(nanos)).err().map(|e| e.reason())
+        };
+        let (_, cold) = queued(500, false);
+        assert_eq!(cold.max_flight(cold.clock.now_nanos()), 20.0);
+        set_flight(&cold, 50.0, 50);
+        assert_eq!(decide(&cold, waited(30)), None, "queue cold, CPU cool: go-zero's");
+
+        let (_, hot) = queued(500, true);
+        set_flight(&hot, 50.0, 50);
+        assert_eq!(decide(&hot, waited(3)), Some(OverloadReason::Queue));
+
+        let (clock, hot) = queued(500, true);
+        set_flight(&hot, 2.0, 2);
+        assert_eq!(decide(&hot, waited(8)), None, "not twice the target");
+        assert_eq!(decide(&hot, None), None, "no wait known");
+        assert_eq!(decide(&hot, waited(30)), Some(OverloadReason::QueueDelay));
+        // The drop armed the cool-off: half a second later, with the queue cold and the
+        // concurrency over the limit, go-zero's cool-off refuses; a second later it is over.
+        clock.set(Duration::from_millis(1550));
+        set_flight(&hot, 50.0, 50);
+        assert!(!hot.queue_gate().unwrap().hot(hot.clock.now_nanos()));
+        assert_eq!(decide(&hot, None), Some(OverloadReason::CoolOff));
+        clock.set(Duration::from_millis(2050));
+        assert_eq!(decide(&hot, None), None);
+
+        let (_, busy) = queued(950, false);
+        set_flight(&busy, 2.0, 2);
+        assert_eq!(decide(&busy, waited(30)), None, "CPU hot, queue cold: no lateness rule");
     }
 
     /// Vector 11: go-zero's `stillHot`, with its state injected.

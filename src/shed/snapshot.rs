@@ -35,6 +35,8 @@ impl<C: Clock> Shedder<C> {
         let epoch = self.epoch(now);
         let cpu = self.cpu.load_permille();
         let pressure = self.pressure_with(now, cpu);
+        let queue_hot = self.queue.as_ref().is_some_and(|gate| gate.hot(now));
+        let cause = pressure.cause().or(queue_hot.then_some(Cause::Queue));
         let (max_pass, min_rt) = self.scan(epoch);
         let mut passes = 0;
         let mut latency = 0;
@@ -57,8 +59,8 @@ impl<C: Clock> Shedder<C> {
             min_rt_ms: min_rt,
             max_flight: self.max_flight_of(max_pass, min_rt),
             overload_factor: pressure.headroom(),
-            hot: pressure.cause().is_some() || self.still_hot(now, false),
-            cause: pressure.cause(),
+            hot: cause.is_some() || self.still_hot(now, false),
+            cause,
             passed: self.flight.passed.load(Ordering::Acquire),
             failed: self.flight.failed.load(Ordering::Acquire),
             dropped: self.heat.dropped.load(Ordering::Relaxed),
@@ -98,10 +100,10 @@ pub struct ShedSnapshot {
     /// all signals): go-zero's overload factor.
     pub overload_factor: f64,
     /// Whether the shedder is in its shedding state: the CPU is at or above the threshold (or
-    /// another signal reports overload), or it is cooling off after a drop.
+    /// another signal, or the queue gate, reports overload), or it is cooling off after a drop.
     pub hot: bool,
-    /// The signal reporting overload now (the CPU first), if any; `None` while only cooling off
-    /// or calm.
+    /// The signal reporting overload now (the CPU first, the queue gate last), if any; `None`
+    /// while only cooling off or calm.
     pub cause: Option<Cause>,
     /// Requests that passed, since the shedder was built.
     pub passed: u64,

@@ -51,6 +51,9 @@ use std::sync::Arc;
 pub enum Cause {
     /// The CPU is at or above its threshold.
     Cpu,
+    /// Requests wait in a queue longer than its target: a
+    /// [`QueueGate`](queue::QueueGate) is hot.
+    Queue,
     /// A signal of your own, by its name.
     Custom(&'static str),
 }
@@ -59,6 +62,7 @@ impl fmt::Display for Cause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Cause::Cpu => f.write_str("cpu"),
+            Cause::Queue => f.write_str("queue"),
             Cause::Custom(name) => f.write_str(name),
         }
     }
