@@ -5,6 +5,7 @@ use std::fmt;
 use tower_layer::Layer;
 
 use super::classify::ErrorsPass;
+use super::queue_time::NoQueueTime;
 use super::service::AdmitService;
 use super::{IntoShared, Limiter};
 use crate::Shared;
@@ -60,10 +61,11 @@ use crate::respond::BoxErrorResponder;
 /// # Ok(())
 /// # }
 /// ```
-pub struct AdmitLayer<L: 'static, K = ErrorsPass, R = BoxErrorResponder> {
+pub struct AdmitLayer<L: 'static, K = ErrorsPass, R = BoxErrorResponder, Q = NoQueueTime> {
     limiter: Shared<L>,
     classifier: K,
     responder: R,
+    queue_time: Q,
 }
 
 impl<L: Limiter> AdmitLayer<L> {
@@ -76,27 +78,42 @@ impl<L: Limiter> AdmitLayer<L> {
             limiter: limiter.into_shared(),
             classifier: ErrorsPass,
             responder: BoxErrorResponder,
+            queue_time: NoQueueTime,
         }
     }
 }
 
-impl<L: 'static, K, R> AdmitLayer<L, K, R> {
+impl<L: 'static, K, R, Q> AdmitLayer<L, K, R, Q> {
     /// Decide with `classifier` whether an admitted request passed or failed (see
     /// [`classify`](super::classify)).
-    pub fn classify<K2>(self, classifier: K2) -> AdmitLayer<L, K2, R> {
+    pub fn classify<K2>(self, classifier: K2) -> AdmitLayer<L, K2, R, Q> {
         AdmitLayer {
             limiter: self.limiter,
             classifier,
             responder: self.responder,
+            queue_time: self.queue_time,
         }
     }
 
     /// Answer refused requests with `responder` (see [`respond`](crate::respond)).
-    pub fn respond_with<R2>(self, responder: R2) -> AdmitLayer<L, K, R2> {
+    pub fn respond_with<R2>(self, responder: R2) -> AdmitLayer<L, K, R2, Q> {
         AdmitLayer {
             limiter: self.limiter,
             classifier: self.classifier,
             responder,
+            queue_time: self.queue_time,
+        }
+    }
+
+    /// Where to read how long each request waited before reaching the layer (default:
+    /// [`NoQueueTime`]). The shedder feeds the wait to its
+    /// [queue gate](crate::shed::ShedderBuilder::queue_gate); the warm-up buckets ignore it.
+    pub fn queue_time<Q2>(self, queue_time: Q2) -> AdmitLayer<L, K, R, Q2> {
+        AdmitLayer {
+            limiter: self.limiter,
+            classifier: self.classifier,
+            responder: self.responder,
+            queue_time,
         }
     }
 
@@ -107,7 +124,9 @@ impl<L: 'static, K, R> AdmitLayer<L, K, R> {
     /// answer 429 with `respond_with(HttpResponder::too_many_requests())` instead.
     #[cfg(feature = "http")]
     #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-    pub fn http(self) -> AdmitLayer<L, super::classify::GoZeroHttp, crate::respond::HttpResponder> {
+    pub fn http(
+        self,
+    ) -> AdmitLayer<L, super::classify::GoZeroHttp, crate::respond::HttpResponder, Q> {
         self.classify(super::classify::GoZeroHttp)
             .respond_with(crate::respond::HttpResponder::service_unavailable())
     }
@@ -118,7 +137,9 @@ impl<L: 'static, K, R> AdmitLayer<L, K, R> {
     /// `DEADLINE_EXCEEDED` fail ([`GoZeroGrpc`](super::classify::GoZeroGrpc)).
     #[cfg(feature = "tonic")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
-    pub fn grpc(self) -> AdmitLayer<L, super::classify::GoZeroGrpc, crate::respond::GrpcResponder> {
+    pub fn grpc(
+        self,
+    ) -> AdmitLayer<L, super::classify::GoZeroGrpc, crate::respond::GrpcResponder, Q> {
         self.classify(super::classify::GoZeroGrpc)
             .respond_with(crate::respond::GrpcResponder::resource_exhausted())
     }
@@ -129,8 +150,8 @@ impl<L: 'static, K, R> AdmitLayer<L, K, R> {
     }
 }
 
-impl<Svc, L: Limiter, K: Clone, R: Clone> Layer<Svc> for AdmitLayer<L, K, R> {
-    type Service = AdmitService<Svc, L, K, R>;
+impl<Svc, L: Limiter, K: Clone, R: Clone, Q: Clone> Layer<Svc> for AdmitLayer<L, K, R, Q> {
+    type Service = AdmitService<Svc, L, K, R, Q>;
 
     fn layer(&self, inner: Svc) -> Self::Service {
         AdmitService::new(
@@ -139,25 +160,30 @@ impl<Svc, L: Limiter, K: Clone, R: Clone> Layer<Svc> for AdmitLayer<L, K, R> {
             self.classifier.clone(),
             self.responder.clone(),
         )
+        .with_queue_time(self.queue_time.clone())
     }
 }
 
-impl<L: 'static, K: Clone, R: Clone> Clone for AdmitLayer<L, K, R> {
+impl<L: 'static, K: Clone, R: Clone, Q: Clone> Clone for AdmitLayer<L, K, R, Q> {
     fn clone(&self) -> Self {
         AdmitLayer {
             limiter: self.limiter.clone(),
             classifier: self.classifier.clone(),
             responder: self.responder.clone(),
+            queue_time: self.queue_time.clone(),
         }
     }
 }
 
-impl<L: fmt::Debug + 'static, K: fmt::Debug, R: fmt::Debug> fmt::Debug for AdmitLayer<L, K, R> {
+impl<L: fmt::Debug + 'static, K: fmt::Debug, R: fmt::Debug, Q: fmt::Debug> fmt::Debug
+    for AdmitLayer<L, K, R, Q>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AdmitLayer")
             .field("limiter", &self.limiter)
             .field("classifier", &self.classifier)
             .field("responder", &self.responder)
+            .field("queue_time", &self.queue_time)
             .finish()
     }
 }

@@ -1,5 +1,7 @@
 //! What the middleware needs from a limiter.
 
+use std::time::Duration;
+
 use super::classify::Outcome;
 use crate::Shared;
 use crate::respond::Refusal;
@@ -54,6 +56,20 @@ pub trait Limiter: Send + Sync + 'static {
     fn admit(this: &Shared<Self>) -> Result<Self::Permit, Self::Refusal>
     where
         Self: Sized;
+
+    /// [`admit`](Self::admit) for a request known to have waited `waited` before reaching the
+    /// layer (see [`QueueTime`](super::QueueTime)). The default ignores the wait.
+    #[inline]
+    fn admit_after(
+        this: &Shared<Self>,
+        waited: Option<Duration>,
+    ) -> Result<Self::Permit, Self::Refusal>
+    where
+        Self: Sized,
+    {
+        let _ = waited;
+        Self::admit(this)
+    }
 }
 
 /// An admitted request's hold on its limiter.

@@ -17,10 +17,12 @@ pub mod classify;
 mod future;
 mod layer;
 mod limiter;
+mod queue_time;
 mod service;
 
 pub use self::classify::{Classify, Outcome};
 pub use self::future::ResponseFuture;
 pub use self::layer::AdmitLayer;
 pub use self::limiter::{Finish, IntoShared, Limiter};
+pub use self::queue_time::{NoQueueTime, QueueTime};
 pub use self::service::AdmitService;

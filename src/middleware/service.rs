@@ -7,6 +7,7 @@ use tower_service::Service;
 
 use super::classify::Classify;
 use super::future::ResponseFuture;
+use super::queue_time::{NoQueueTime, QueueTime};
 use super::{IntoShared, Limiter};
 use crate::Shared;
 use crate::respond::Respond;
@@ -15,11 +16,12 @@ use crate::respond::Respond;
 /// describe its behaviour.
 ///
 /// Cloning it is cheap and the clone shares the limiter.
-pub struct AdmitService<Svc, L: 'static, K, R> {
+pub struct AdmitService<Svc, L: 'static, K, R, Q = NoQueueTime> {
     inner: Svc,
     limiter: Shared<L>,
     classifier: K,
     responder: R,
+    queue_time: Q,
 }
 
 impl<Svc, L: Limiter, K, R> AdmitService<Svc, L, K, R> {
@@ -31,6 +33,21 @@ impl<Svc, L: Limiter, K, R> AdmitService<Svc, L, K, R> {
             limiter: limiter.into_shared(),
             classifier,
             responder,
+            queue_time: NoQueueTime,
+        }
+    }
+}
+
+impl<Svc, L: Limiter, K, R, Q> AdmitService<Svc, L, K, R, Q> {
+    /// The service reading how long each request waited from `queue_time` (see
+    /// [`AdmitLayer::queue_time`](super::AdmitLayer::queue_time)).
+    pub fn with_queue_time<Q2>(self, queue_time: Q2) -> AdmitService<Svc, L, K, R, Q2> {
+        AdmitService {
+            inner: self.inner,
+            limiter: self.limiter,
+            classifier: self.classifier,
+            responder: self.responder,
+            queue_time,
         }
     }
 
@@ -55,10 +72,11 @@ impl<Svc, L: Limiter, K, R> AdmitService<Svc, L, K, R> {
     }
 }
 
-impl<Svc, Req, L, K, R> Service<Req> for AdmitService<Svc, L, K, R>
+impl<Svc, Req, L, K, R, Q> Service<Req> for AdmitService<Svc, L, K, R, Q>
 where
     Svc: Service<Req>,
     L: Limiter,
+    Q: QueueTime<Req>,
     K: Classify<Svc::Response, Svc::Error> + Clone,
     R: Respond<L::Refusal, Svc::Response, Svc::Error> + Clone,
 {
@@ -75,7 +93,7 @@ where
     /// Asks the limiter; calls the inner service only if the request is admitted.
     #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
-        match L::admit(&self.limiter) {
+        match L::admit_after(&self.limiter, self.queue_time.waited(&request)) {
             Ok(permit) => {
                 ResponseFuture::admitted(self.inner.call(request), permit, self.classifier.clone())
             }
@@ -84,19 +102,22 @@ where
     }
 }
 
-impl<Svc: Clone, L: 'static, K: Clone, R: Clone> Clone for AdmitService<Svc, L, K, R> {
+impl<Svc: Clone, L: 'static, K: Clone, R: Clone, Q: Clone> Clone
+    for AdmitService<Svc, L, K, R, Q>
+{
     fn clone(&self) -> Self {
         AdmitService {
             inner: self.inner.clone(),
             limiter: self.limiter.clone(),
             classifier: self.classifier.clone(),
             responder: self.responder.clone(),
+            queue_time: self.queue_time.clone(),
         }
     }
 }
 
-impl<Svc: fmt::Debug, L: fmt::Debug + 'static, K: fmt::Debug, R: fmt::Debug> fmt::Debug
-    for AdmitService<Svc, L, K, R>
+impl<Svc: fmt::Debug, L: fmt::Debug + 'static, K: fmt::Debug, R: fmt::Debug, Q: fmt::Debug>
+    fmt::Debug for AdmitService<Svc, L, K, R, Q>
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AdmitService")
@@ -104,6 +125,7 @@ impl<Svc: fmt::Debug, L: fmt::Debug + 'static, K: fmt::Debug, R: fmt::Debug> fmt
             .field("limiter", &self.limiter)
             .field("classifier", &self.classifier)
             .field("responder", &self.responder)
+            .field("queue_time", &self.queue_time)
             .finish()
     }
 }

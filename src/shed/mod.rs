@@ -133,4 +133,5 @@ pub type ShedLayer<
     C = crate::clock::MonotonicClock,
     K = crate::middleware::classify::ErrorsPass,
     R = crate::respond::BoxErrorResponder,
-> = crate::middleware::AdmitLayer<Shedder<C>, K, R>;
+    Q = crate::middleware::NoQueueTime,
+> = crate::middleware::AdmitLayer<Shedder<C>, K, R, Q>;

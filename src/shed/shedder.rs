@@ -582,6 +582,14 @@ impl<C: Clock + 'static> crate::middleware::Limiter for Shedder<C> {
     fn admit(this: &Shared<Self>) -> Result<OwnedPermit<C>, Overloaded> {
         Shedder::allow_shared(this)
     }
+
+    #[inline]
+    fn admit_after(
+        this: &Shared<Self>,
+        waited: Option<Duration>,
+    ) -> Result<OwnedPermit<C>, Overloaded> {
+        Shedder::allow_shared_after(this, waited)
+    }
 }
 
 #[cfg(test)]

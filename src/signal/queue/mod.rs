@@ -6,5 +6,7 @@
 //! intervals of an overload.
 
 mod gate;
+mod stamp;
 
 pub use self::gate::{DEFAULT_INTERVAL, DEFAULT_TARGET, QueueGate};
+pub use self::stamp::{Expired, QueueStamp};
