@@ -118,6 +118,15 @@ pub enum ConfigError {
         /// The threshold that was given, in ‰.
         cpu_threshold: u32,
     },
+    /// A duration setting is shorter than `min` (zero included).
+    DurationTooShort {
+        /// The setting's name.
+        setting: &'static str,
+        /// The duration that was given.
+        value: Duration,
+        /// The shortest duration accepted.
+        min: Duration,
+    },
     /// A duration setting is longer than the clock can count (about 584 years).
     DurationTooLong {
         /// The setting's name.
@@ -157,7 +166,8 @@ impl ConfigError {
             ConfigError::TooFewBuckets { .. } | ConfigError::TooManyBuckets { .. } => "buckets",
             ConfigError::BucketTooShort { .. } => "window / buckets",
             ConfigError::CpuThresholdOutOfRange { .. } => "cpu_threshold",
-            ConfigError::DurationTooLong { setting, .. } => setting,
+            ConfigError::DurationTooShort { setting, .. }
+            | ConfigError::DurationTooLong { setting, .. } => setting,
             ConfigError::EmptyName => "name",
             ConfigError::QueueTargetOutOfRange { .. } => "target",
         }
@@ -234,6 +244,14 @@ impl fmt::Display for ConfigError {
             ConfigError::CpuThresholdOutOfRange { cpu_threshold } => write!(
                 f,
                 "invalid `cpu_threshold` ({cpu_threshold} ‰): must be between 1 and 999 ‰"
+            ),
+            ConfigError::DurationTooShort {
+                setting,
+                value,
+                min,
+            } => write!(
+                f,
+                "invalid `{setting}` ({value:?}): must be at least {min:?}"
             ),
             ConfigError::DurationTooLong { setting, value } => write!(
                 f,

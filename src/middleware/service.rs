@@ -102,9 +102,7 @@ where
     }
 }
 
-impl<Svc: Clone, L: 'static, K: Clone, R: Clone, Q: Clone> Clone
-    for AdmitService<Svc, L, K, R, Q>
-{
+impl<Svc: Clone, L: 'static, K: Clone, R: Clone, Q: Clone> Clone for AdmitService<Svc, L, K, R, Q> {
     fn clone(&self) -> Self {
         AdmitService {
             inner: self.inner.clone(),

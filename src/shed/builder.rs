@@ -13,8 +13,8 @@ use super::window::RollingWindow;
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
 use crate::signal::OverloadSignal;
-use crate::signal::queue::QueueGate;
 use crate::signal::cpu::{CpuOverload, CpuSignal, Source, SystemCpu};
+use crate::signal::queue::QueueGate;
 use crate::sync::{AtomicBool, AtomicU64, SeqLock, Striped};
 
 /// Configures a [`Shedder`]; created by [`Shedder::builder`].

@@ -659,7 +659,10 @@ mod tests {
         // 899 ‰ and no recent drop: not hot, whatever the concurrency.
         let (_, _, fresh) = self::shedder();
         set_flight(&fresh, 80.0, 80);
-        assert_eq!(fresh.should_drop(0, fresh.cpu.pressure_at(Some(899)), false, None), None);
+        assert_eq!(
+            fresh.should_drop(0, fresh.cpu.pressure_at(Some(899)), false, None),
+            None
+        );
         // 900 ‰: `allow` refuses and arms the cool-off.
         cpu.set(900);
         set_flight(&shedder, 80.0, 80);
@@ -700,12 +703,19 @@ mod tests {
     fn queue_decision_vectors() {
         let decide = |shedder: &Shedder<ManualClock>, waited: Option<Duration>| {
             let now = shedder.clock.now_nanos();
-            shedder.admit(now, waited.map(nanos)).err().map(|e| e.reason())
+            shedder
+                .admit(now, waited.map(nanos))
+                .err()
+                .map(|e| e.reason())
         };
         let (_, cold) = queued(500, false);
         assert_eq!(cold.max_flight(cold.clock.now_nanos()), 20.0);
         set_flight(&cold, 50.0, 50);
-        assert_eq!(decide(&cold, waited(30)), None, "queue cold, CPU cool: go-zero's");
+        assert_eq!(
+            decide(&cold, waited(30)),
+            None,
+            "queue cold, CPU cool: go-zero's"
+        );
 
         let (_, hot) = queued(500, true);
         set_flight(&hot, 50.0, 50);
@@ -727,7 +737,11 @@ mod tests {
 
         let (_, busy) = queued(950, false);
         set_flight(&busy, 2.0, 2);
-        assert_eq!(decide(&busy, waited(30)), None, "CPU hot, queue cold: no lateness rule");
+        assert_eq!(
+            decide(&busy, waited(30)),
+            None,
+            "CPU hot, queue cold: no lateness rule"
+        );
     }
 
     /// Vector 11: go-zero's `stillHot`, with its state injected.

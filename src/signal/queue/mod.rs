@@ -4,8 +4,16 @@
 //! into an overload, and it cannot see a backlog of work done inline. The time a request spent
 //! waiting can: a [`QueueGate`] applies CoDel's rule to it and is hot within one to two 100 ms
 //! intervals of an overload.
+//!
+//! Where the waits come from:
+//!
+//! - [`header`]: a request-start header stamped by a proxy or load balancer (nginx, HAProxy,
+//!   Envoy, Heroku, …), with [`floor::SkewFloor`] removing the clocks' offset;
+//! - [`QueueStamp`]: jobs queued inside the process (`spawn_blocking`, a pool);
 
+pub mod floor;
 mod gate;
+pub mod header;
 mod stamp;
 
 pub use self::gate::{DEFAULT_INTERVAL, DEFAULT_TARGET, QueueGate};
