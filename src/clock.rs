@@ -298,6 +298,43 @@ impl Clock for ManualClock {
     }
 }
 
+/// Its reading as nanoseconds since the Unix epoch: a manual wall clock for tests.
+impl WallClock for ManualClock {
+    #[inline]
+    fn unix_nanos(&self) -> u64 {
+        self.now_nanos()
+    }
+}
+
+/// A wall clock: the time of day, which request-start headers are stamped with. Everything
+/// else in admit reads a monotonic [`Clock`]; a wall clock may jump, so only the parsing of
+/// headers uses one.
+pub trait WallClock: Send + Sync {
+    /// Nanoseconds since the Unix epoch (1970-01-01 UTC).
+    fn unix_nanos(&self) -> u64;
+}
+
+/// The system's wall clock ([`std::time::SystemTime`]); a time before the epoch reads as 0.
+///
+/// ```
+/// use admit::clock::{SystemWallClock, WallClock};
+///
+/// assert!(SystemWallClock.unix_nanos() > 1_700_000_000_000_000_000);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SystemWallClock;
+
+impl WallClock for SystemWallClock {
+    #[inline]
+    fn unix_nanos(&self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| {
+                u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+            })
+    }
+}
+
 /// A cached monotonic clock: a background thread refreshes it every `resolution`, and a read is
 /// one atomic load (≈ 0.3 ns instead of ≈ 18 ns for [`MonotonicClock`]).
 ///

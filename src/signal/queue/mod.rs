@@ -8,13 +8,19 @@
 //! Where the waits come from:
 //!
 //! - [`header`]: a request-start header stamped by a proxy or load balancer (nginx, HAProxy,
-//!   Envoy, Heroku, …), with [`floor::SkewFloor`] removing the clocks' offset;
+//!   Envoy, Heroku, …), with [`floor::SkewFloor`] removing the clocks' offset; a layer reads it
+//!   with `RequestStart` (feature `http`);
 //! - [`QueueStamp`]: jobs queued inside the process (`spawn_blocking`, a pool);
 
 pub mod floor;
 mod gate;
 pub mod header;
+#[cfg(feature = "http")]
+mod request_start;
 mod stamp;
 
 pub use self::gate::{DEFAULT_INTERVAL, DEFAULT_TARGET, QueueGate};
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use self::request_start::RequestStart;
 pub use self::stamp::{Expired, QueueStamp};
