@@ -11,16 +11,24 @@
 //!   Envoy, Heroku, …), with [`floor::SkewFloor`] removing the clocks' offset; a layer reads it
 //!   with `RequestStart` (feature `http`);
 //! - [`QueueStamp`]: jobs queued inside the process (`spawn_blocking`, a pool);
+//! - [`LagProbe`]: no request at all: how late a timer fires, for the backlog that work done
+//!   inline in async handlers leaves in tokio's run queue.
 
 pub mod floor;
 mod gate;
 pub mod header;
+mod probe;
+#[cfg(feature = "tokio")]
+mod probe_task;
 #[cfg(feature = "http")]
 mod request_start;
+mod rng;
 mod stamp;
 
 pub use self::gate::{DEFAULT_INTERVAL, DEFAULT_TARGET, QueueGate};
+pub use self::probe::{LagProbe, LagProbeBuilder, LagVerdict};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use self::request_start::RequestStart;
+pub use self::rng::draw_ppm;
 pub use self::stamp::{Expired, QueueStamp};

@@ -1,0 +1,361 @@
+//! The runtime lag probe: how late a timer fires, for work done inline in async handlers.
+//!
+//! # Why
+//!
+//! A handler that does its CPU work inline (no `spawn_blocking`) keeps tokio's workers busy, and
+//! the backlog waits in tokio's run queue, not in the service: requests in flight stay at the
+//! worker count, so the shedder's concurrency rule never sees it, and no proxy header measures
+//! the wait. A timer's lateness does: a task that asks to wake every `interval` is woken late by
+//! as long as the workers were busy before they got to it.
+//!
+//! # The controller
+//!
+//! Every tick the probe's task records its lateness, `max(0, now − deadline)`, into its own
+//! [`QueueGate`] and steps an integral controller: the drop probability `p` rises by 50 000 ppm
+//! if the lateness exceeded the target, and falls by 10 000 ppm otherwise, within
+//! `0..=1_000_000`. A request is dropped with probability `p`.
+//!
+//! Integral, not proportional to the lateness (toobusy's rule): tokio's timer is processed only
+//! when a worker parks or every 61 polls, and the woken probe usually takes the worker's LIFO
+//! slot, so its lateness plateaus near 20 ms once the workers are saturated, however long the
+//! backlog grows. A proportional rule under-sheds; the integral keeps rising while the lateness
+//! stays above target (measured: a ramp of about 0.7 s, then no client timeouts).
+//!
+//! A starved probe cannot report itself, so every decision also checks a heartbeat: a last tick
+//! more than `interval + 4·target` old means the runtime has not run the probe since, and the
+//! request is dropped at once.
+//!
+//! # Defaults
+//!
+//! A tick every 10 ms, a 5 ms target, gate intervals of 100 ms. tokio's timer has a 1 ms
+//! resolution (a sleep ends on a millisecond tick): an idle runtime measured 1–2 ms of lateness,
+//! a saturated one 9 ms and more.
+//!
+//! # Concurrency
+//!
+//! The probe's task is the only writer of the tick state (the last tick and `p`; `run` lets one
+//! task at a time run a probe), so a step is a load and a store, no read-modify-write.
+//! Decisions read the state with relaxed loads and allocate nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::gate::{DEFAULT_INTERVAL, DEFAULT_TARGET, QueueGate};
+use super::rng::draw_ppm;
+use crate::ConfigError;
+#[cfg(feature = "tokio")]
+use crate::sync::AtomicBool;
+use crate::sync::{AtomicU64, Ordering};
+
+/// The default tick interval.
+const DEFAULT_TICK: Duration = Duration::from_millis(10);
+/// The shortest tick interval: tokio's timer resolution.
+const MIN_TICK: Duration = Duration::from_millis(1);
+/// The drop probability's scale: parts per million.
+const PPM: u64 = 1_000_000;
+/// What a late tick adds to the drop probability.
+const STEP_UP: u64 = 50_000;
+/// What a tick on time takes from it.
+const STEP_DOWN: u64 = 10_000;
+/// The heartbeat is missed once the next tick is this many targets overdue.
+const HEARTBEAT_TARGETS: u64 = 4;
+/// `last_tick` of a probe whose task has not started: its heartbeat is never missed.
+const NEVER: u64 = u64::MAX;
+
+/// Why [`LagProbe::should_drop`] drops a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LagVerdict {
+    /// The probe missed its heartbeat: its last tick is more than `interval + 4·target` old,
+    /// so the runtime has not run it since.
+    Stalled,
+    /// The random draw fell below the controller's drop probability.
+    Lagging,
+}
+
+/// The runtime lag probe: a task that wakes every `interval` and measures how late it woke,
+/// and the drop decision that lateness drives. It protects work done inline in async handlers,
+/// whose backlog waits in tokio's run queue where no concurrency limit or header can see it.
+///
+/// Each tick ([`tick`](Self::tick)) records the lateness into the probe's [`QueueGate`] and
+/// moves the drop probability: up 5 % after a tick later than the target, down 1 % otherwise.
+/// [`should_drop`](Self::should_drop) drops with that probability, or at once if the probe
+/// missed its heartbeat (no tick for `interval + 4·target`).
+///
+/// Clones share one probe. Run its task with [`run`](Self::run) (feature `tokio`); it stops
+/// once the last clone is dropped. Until the task starts the probe is cold.
+///
+/// # Example
+///
+/// ```
+/// use admit::signal::queue::{LagProbe, LagVerdict};
+///
+/// let probe = LagProbe::default(); // a tick every 10 ms, 5 ms target
+/// let ms = |ms: u64| ms * 1_000_000;
+/// // Three ticks 22 ms late: 15 % of requests are dropped.
+/// for tick in 1..=3 {
+///     probe.tick(ms(10 * tick), ms(10 * tick + 22));
+/// }
+/// assert_eq!(probe.drop_ppm(), 150_000);
+/// assert_eq!(probe.should_drop_with(ms(55), 149_999), Some(LagVerdict::Lagging));
+/// assert_eq!(probe.should_drop_with(ms(55), 150_000), None);
+/// // No tick for 31 ms: the heartbeat is missed, every request is dropped.
+/// assert_eq!(probe.should_drop_with(ms(83), 999_999), Some(LagVerdict::Stalled));
+/// ```
+#[derive(Clone, Debug)]
+pub struct LagProbe {
+    pub(super) state: Arc<ProbeState>,
+}
+
+/// What the probe's clones and its task share.
+#[derive(Debug)]
+pub(super) struct ProbeState {
+    interval_ns: u64,
+    target_ns: u64,
+    /// The clock reading of the last tick, or [`NEVER`].
+    last_tick: AtomicU64,
+    /// The drop probability, in ppm.
+    drop_ppm: AtomicU64,
+    /// Whether a task runs the probe.
+    #[cfg(feature = "tokio")]
+    running: AtomicBool,
+    gate: QueueGate,
+}
+
+impl ProbeState {
+    /// One controller step; returns the lateness. One writer at a time.
+    pub(super) fn tick(&self, deadline_ns: u64, now_ns: u64) -> u64 {
+        let lateness = now_ns.saturating_sub(deadline_ns);
+        self.last_tick.store(now_ns, Ordering::Relaxed);
+        self.gate.record(now_ns, lateness);
+        let p = self.drop_ppm.load(Ordering::Relaxed);
+        let p = if lateness > self.target_ns {
+            (p + STEP_UP).min(PPM)
+        } else {
+            p.saturating_sub(STEP_DOWN)
+        };
+        self.drop_ppm.store(p, Ordering::Relaxed);
+        lateness
+    }
+}
+
+/// What the task needs ([`run`](LagProbe::run)).
+#[cfg(feature = "tokio")]
+impl ProbeState {
+    pub(super) fn interval_ns(&self) -> u64 {
+        self.interval_ns
+    }
+
+    /// Claims the probe for a task starting at `now_ns` and arms the heartbeat; `false` if a
+    /// task already runs it.
+    pub(super) fn claim(&self, now_ns: u64) -> bool {
+        if self.running.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        self.last_tick.store(now_ns, Ordering::Relaxed);
+        true
+    }
+
+    /// The task stopped: disarms the heartbeat, clears `p` and frees the probe for another task.
+    pub(super) fn release(&self) {
+        self.last_tick.store(NEVER, Ordering::Relaxed);
+        self.drop_ppm.store(0, Ordering::Relaxed);
+        self.running.store(false, Ordering::Release);
+    }
+}
+
+impl LagProbe {
+    /// Starts a probe with the defaults: a tick every 10 ms, a 5 ms target, 100 ms gate
+    /// intervals.
+    pub fn builder() -> LagProbeBuilder {
+        LagProbeBuilder {
+            interval: DEFAULT_TICK,
+            target: DEFAULT_TARGET,
+            gate_interval: DEFAULT_INTERVAL,
+        }
+    }
+
+    /// One controller step, what the task does each tick: the tick due at `deadline_ns` ran at
+    /// `now_ns` (both on the clock of the decisions). Stores the tick, records the lateness,
+    /// `max(0, now − deadline)`, into the [gate](Self::gate), and raises the drop probability by
+    /// 50 000 ppm if the lateness exceeded the target, else lowers it by 10 000 ppm, within
+    /// `0..=1_000_000`. Returns the lateness.
+    ///
+    /// For tests and drivers of your own: the step is a load and a store, so ticks must not
+    /// race each other (do not call it while the probe's task runs).
+    pub fn tick(&self, deadline_ns: u64, now_ns: u64) -> u64 {
+        self.state.tick(deadline_ns, now_ns)
+    }
+
+    /// How overdue the next tick is at `now_ns`: `max(0, now − last tick − interval)`; 0 before
+    /// the first tick.
+    #[inline]
+    pub fn lag_now(&self, now_ns: u64) -> u64 {
+        let last = self.state.last_tick.load(Ordering::Relaxed);
+        now_ns
+            .saturating_sub(last)
+            .saturating_sub(self.state.interval_ns)
+    }
+
+    /// Whether the probe missed its heartbeat at `now_ns`: [`lag_now`](Self::lag_now) is above
+    /// four targets. Never before the task starts.
+    #[inline]
+    pub fn heartbeat_hot(&self, now_ns: u64) -> bool {
+        self.lag_now(now_ns) > self.state.target_ns.saturating_mul(HEARTBEAT_TARGETS)
+    }
+
+    /// Whether to drop a request at `now_ns`: [`Stalled`](LagVerdict::Stalled) if the
+    /// heartbeat is missed, else [`Lagging`](LagVerdict::Lagging) with probability
+    /// [`drop_ppm`](Self::drop_ppm), drawn from this thread's generator
+    /// ([`draw_ppm`](super::draw_ppm), only while the probability is above zero). Lock-free and
+    /// allocation-free.
+    #[inline]
+    pub fn should_drop(&self, now_ns: u64) -> Option<LagVerdict> {
+        self.decide(now_ns, draw_ppm)
+    }
+
+    /// [`should_drop`](Self::should_drop) with the draw given: `u` in `0..1_000_000` drops iff
+    /// `u` is below the drop probability (a larger `u` never drops but on the heartbeat).
+    #[inline]
+    pub fn should_drop_with(&self, now_ns: u64, u: u32) -> Option<LagVerdict> {
+        self.decide(now_ns, || u)
+    }
+
+    #[inline]
+    fn decide(&self, now_ns: u64, draw: impl FnOnce() -> u32) -> Option<LagVerdict> {
+        if self.heartbeat_hot(now_ns) {
+            return Some(LagVerdict::Stalled);
+        }
+        let p = self.state.drop_ppm.load(Ordering::Relaxed);
+        (p > 0 && u64::from(draw()) < p).then_some(LagVerdict::Lagging)
+    }
+
+    /// The drop probability, in parts per million.
+    #[inline]
+    pub fn drop_ppm(&self) -> u32 {
+        // At most `PPM`.
+        self.state.drop_ppm.load(Ordering::Relaxed) as u32
+    }
+
+    /// Whether the lateness gate is hot at `now_ns`: every tick of the previous gate interval
+    /// was later than the target.
+    #[inline]
+    pub fn lateness_hot(&self, now_ns: u64) -> bool {
+        self.state.gate.hot(now_ns)
+    }
+
+    /// The gate every tick's lateness is recorded into.
+    pub fn gate(&self) -> &QueueGate {
+        &self.state.gate
+    }
+
+    /// The clock reading of the last tick (or of the task's start); `None` while no task runs
+    /// the probe and it was never ticked.
+    pub fn last_tick(&self) -> Option<u64> {
+        let last = self.state.last_tick.load(Ordering::Relaxed);
+        (last != NEVER).then_some(last)
+    }
+
+    /// The tick interval.
+    pub fn interval(&self) -> Duration {
+        Duration::from_nanos(self.state.interval_ns)
+    }
+
+    /// The target: ticks later than this raise the drop probability.
+    pub fn target(&self) -> Duration {
+        Duration::from_nanos(self.state.target_ns)
+    }
+}
+
+/// A tick every 10 ms, a 5 ms target, 100 ms gate intervals.
+impl Default for LagProbe {
+    fn default() -> Self {
+        LagProbe::builder().build().expect("the defaults are valid")
+    }
+}
+
+/// Configures a [`LagProbe`]; created by [`LagProbe::builder`].
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use admit::ConfigError;
+/// use admit::signal::queue::LagProbe;
+///
+/// let probe = LagProbe::builder()
+///     .interval(Duration::from_millis(20))
+///     .target(Duration::from_millis(8))
+///     .build()?;
+/// assert_eq!(probe.target(), Duration::from_millis(8));
+///
+/// let zero = LagProbe::builder().interval(Duration::ZERO).build();
+/// assert!(matches!(zero, Err(ConfigError::DurationTooShort { .. })));
+/// # Ok::<(), ConfigError>(())
+/// ```
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct LagProbeBuilder {
+    interval: Duration,
+    target: Duration,
+    gate_interval: Duration,
+}
+
+impl LagProbeBuilder {
+    /// How often the probe ticks (default 10 ms); at least 1 ms, tokio's timer resolution. The
+    /// gate judges only gate intervals that follow one with ticks: keep it at most the gate
+    /// interval.
+    pub fn interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+
+    /// The lateness above which a tick counts as late (default 5 ms); above zero and below the
+    /// gate interval.
+    pub fn target(mut self, target: Duration) -> Self {
+        self.target = target;
+        self
+    }
+
+    /// The interval of the lateness gate (default 100 ms).
+    pub fn gate_interval(mut self, gate_interval: Duration) -> Self {
+        self.gate_interval = gate_interval;
+        self
+    }
+
+    /// Validates the settings and builds the probe, cold: no task runs it yet.
+    ///
+    /// # Errors
+    ///
+    /// [`DurationTooShort`](ConfigError::DurationTooShort) for a tick interval under 1 ms,
+    /// [`DurationTooLong`](ConfigError::DurationTooLong) for an interval beyond 584 years, and
+    /// [`QueueTargetOutOfRange`](ConfigError::QueueTargetOutOfRange) unless
+    /// `0 < target < gate_interval`.
+    pub fn build(self) -> Result<LagProbe, ConfigError> {
+        let nanos = |setting, value: Duration| {
+            u64::try_from(value.as_nanos())
+                .map_err(|_| ConfigError::DurationTooLong { setting, value })
+        };
+        if self.interval < MIN_TICK {
+            return Err(ConfigError::DurationTooShort {
+                setting: "interval",
+                value: self.interval,
+                min: MIN_TICK,
+            });
+        }
+        let interval_ns = nanos("interval", self.interval)?;
+        nanos("gate_interval", self.gate_interval)?;
+        let gate = QueueGate::new(self.target, self.gate_interval)?;
+        Ok(LagProbe {
+            state: Arc::new(ProbeState {
+                interval_ns,
+                target_ns: self.target.as_nanos() as u64,
+                last_tick: AtomicU64::new(NEVER),
+                drop_ppm: AtomicU64::new(0),
+                #[cfg(feature = "tokio")]
+                running: AtomicBool::new(false),
+                gate,
+            }),
+        })
+    }
+}

@@ -1,0 +1,90 @@
+//! A per-thread random draw in parts per million: SplitMix64, seeded once per thread.
+//!
+//! The drop decision needs one fair coin per request, not cryptographic randomness, and must not
+//! contend: each thread keeps its own 64-bit state in a `thread_local!` `Cell` (no destructor,
+//! so nothing is registered or allocated). A thread seeds its state at its first draw from a
+//! process-wide counter, so no two threads of a process share a sequence, and from the address
+//! of its state, which differs between processes (ASLR), so replicas do not drop in step.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// SplitMix64's increment (2⁶⁴ / φ, odd).
+const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+/// A draw is uniform in `0..PPM`.
+const PPM: u64 = 1_000_000;
+/// A state of zero means "not seeded yet".
+const UNSEEDED: u64 = 0;
+
+/// Seeds handed out so far: every thread's seed differs.
+static SEEDS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// This thread's SplitMix64 state, or [`UNSEEDED`].
+    static STATE: Cell<u64> = const { Cell::new(UNSEEDED) };
+}
+
+/// SplitMix64's output function: a bijection that scatters neighbouring inputs.
+#[inline]
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Maps 64 random bits onto `0..PPM` by multiply-and-shift (bias below 10⁻¹³).
+#[inline]
+fn to_ppm(bits: u64) -> u32 {
+    ((u128::from(bits) * u128::from(PPM)) >> 64) as u32
+}
+
+/// A fresh, non-zero state for this thread.
+#[cold]
+fn seed(state: &Cell<u64>) -> u64 {
+    let count = SEEDS.fetch_add(1, Ordering::Relaxed);
+    let address = std::ptr::from_ref(state) as usize as u64;
+    match mix(count.wrapping_mul(GOLDEN) ^ mix(address)) {
+        UNSEEDED => GOLDEN,
+        seeded => seeded,
+    }
+}
+
+/// A uniform draw in `0..1_000_000` from this thread's generator: what
+/// [`LagProbe::should_drop`](super::LagProbe::should_drop) compares with the drop probability.
+///
+/// Lock-free and allocation-free: one thread-local load and store (the first draw on a thread
+/// also takes a seed from a process-wide counter). Not for cryptography.
+///
+/// # Example
+///
+/// ```
+/// use admit::signal::queue::draw_ppm;
+///
+/// let u = draw_ppm();
+/// assert!(u < 1_000_000);
+/// ```
+#[inline]
+pub fn draw_ppm() -> u32 {
+    STATE.with(|state| {
+        let mut current = state.get();
+        if current == UNSEEDED {
+            current = seed(state);
+        }
+        // A state that wraps to zero (after 2⁶⁴ draws) is simply reseeded.
+        let next = current.wrapping_add(GOLDEN);
+        state.set(next);
+        to_ppm(mix(next))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PPM, to_ppm};
+
+    #[test]
+    fn the_mapping_covers_the_range_and_no_more() {
+        assert_eq!(to_ppm(0), 0);
+        assert_eq!(u64::from(to_ppm(u64::MAX)), PPM - 1);
+        assert_eq!(to_ppm(1 << 63), 500_000);
+    }
+}
