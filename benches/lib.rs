@@ -41,18 +41,41 @@ pub fn shedder<C: Clock + 'static>(clock: C, overloaded: bool) -> Arc<Shedder<C>
     named_shedder(clock, overloaded, None)
 }
 
+/// [`shedder`] with a queue gate (5 ms target, 100 ms intervals).
+pub fn queued_shedder<C: Clock + 'static>(clock: C, overloaded: bool) -> Arc<Shedder<C>> {
+    build_shedder(
+        Shedder::builder()
+            .clock(clock)
+            .queue_gate(admit::signal::queue::QueueGate::default()),
+        overloaded,
+    )
+}
+
 /// [`shedder`], named (for the metrics benchmarks) if `name` is given.
 pub fn named_shedder<C: Clock + 'static>(
     clock: C,
     overloaded: bool,
     name: Option<&'static str>,
 ) -> Arc<Shedder<C>> {
-    let cpu = ManualCpu::new(0);
-    let mut builder = Shedder::builder().clock(clock).cpu(cpu.clone());
-    if let Some(name) = name {
-        builder = builder.name(name);
+    let builder = Shedder::builder().clock(clock);
+    match name {
+        Some(name) => build_shedder(builder.name(name), overloaded),
+        None => build_shedder(builder, overloaded),
     }
-    let shedder = Arc::new(builder.build().expect("valid configuration"));
+}
+
+/// Builds with a manual CPU signal; if `overloaded`, pushes it into overload for good.
+fn build_shedder<C: Clock + 'static>(
+    builder: admit::shed::ShedderBuilder<C>,
+    overloaded: bool,
+) -> Arc<Shedder<C>> {
+    let cpu = ManualCpu::new(0);
+    let shedder = Arc::new(
+        builder
+            .cpu(cpu.clone())
+            .build()
+            .expect("valid configuration"),
+    );
     if overloaded {
         // 100 quick passes make the limit small; the other 1000 stay in flight for good.
         let mut in_flight: Vec<_> = (0..1100)

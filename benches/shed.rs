@@ -10,14 +10,18 @@
 //! - **overloaded**: the CPU reads 1000 ‰ and many requests are in flight, so every request is
 //!   refused. The semaphore has no permit left.
 //!
+//! `admit+queue/…` is the same shedder with a queue gate attached (5 ms target, 100 ms
+//! intervals), called with `allow_after(2 ms)`: each admission also records its wait.
+//!
 //! The two-thread benches run the same loop on two threads at once against one shared shedder;
 //! the reported time is wall time divided by the calls each thread made.
 
 use std::hint::black_box;
 use std::sync::Arc;
+use std::time::Duration;
 
 use admit::clock::MonotonicClock;
-use admit_benches::{coarse_clock, on_two_threads, shedder};
+use admit_benches::{coarse_clock, on_two_threads, queued_shedder, shedder};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use tokio::sync::Semaphore;
@@ -54,6 +58,17 @@ fn register(group: &mut BenchmarkGroup<'_, WallTime>, overloaded: bool, threads:
         }
         Err(_) => false,
     });
+    let queued = queued_shedder(MonotonicClock::new(), overloaded);
+    bench!(
+        "admit+queue/MonotonicClock",
+        || match queued.allow_after(Duration::from_millis(2)) {
+            Ok(permit) => {
+                permit.pass();
+                true
+            }
+            Err(_) => false,
+        }
+    );
     let limit = semaphore(overloaded);
     bench!("tokio/Semaphore", || limit.try_acquire().is_ok());
 }

@@ -14,7 +14,7 @@ use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
 use crate::signal::OverloadSignal;
 use crate::signal::cpu::{CpuOverload, CpuSignal, Source, SystemCpu};
-use crate::signal::queue::QueueGate;
+use crate::signal::queue::{LagProbe, QueueGate};
 use crate::sync::{AtomicBool, AtomicU64, SeqLock, Striped};
 
 /// Configures a [`Shedder`]; created by [`Shedder::builder`].
@@ -53,6 +53,7 @@ pub struct ShedderBuilder<C> {
     cpu: Option<Source>,
     signals: Vec<Box<dyn OverloadSignal>>,
     queue: Option<Arc<QueueGate>>,
+    probe: Option<LagProbe>,
     name: Option<Cow<'static, str>>,
 }
 
@@ -67,6 +68,7 @@ impl ShedderBuilder<MonotonicClock> {
             cpu: None,
             signals: Vec::new(),
             queue: None,
+            probe: None,
             name: None,
         }
     }
@@ -111,6 +113,7 @@ impl<C: Clock> ShedderBuilder<C> {
             cpu: self.cpu,
             signals: self.signals,
             queue: self.queue,
+            probe: self.probe,
             name: self.name,
         }
     }
@@ -157,6 +160,16 @@ impl<C: Clock> ShedderBuilder<C> {
     /// Without a gate the shedder decides exactly as go-zero's.
     pub fn queue_gate(mut self, gate: impl Into<Arc<QueueGate>>) -> Self {
         self.queue = Some(gate.into());
+        self
+    }
+
+    /// A runtime lag probe (default: none): while its timer fires late (the runtime's workers
+    /// are busy with work done inline), the shedder refuses a share of requests that its
+    /// controller raises as long as the lateness stays above target, whatever the
+    /// concurrency ([`OverloadReason::RuntimeLag`](super::OverloadReason::RuntimeLag)). Spawn
+    /// the probe's task (`tokio::spawn(probe.run(clock))`, feature `tokio`) for it to tick.
+    pub fn runtime_probe(mut self, probe: LagProbe) -> Self {
+        self.probe = Some(probe);
         self
     }
 
@@ -246,6 +259,7 @@ impl<C: Clock> ShedderBuilder<C> {
             cpu,
             signals: self.signals.into_boxed_slice(),
             queue: self.queue,
+            probe: self.probe,
             name: self.name,
         })
     }

@@ -27,6 +27,10 @@ pub enum OverloadReason {
     /// The queue gate is hot and this request waited more than twice its target: by the time
     /// it would be served, its client has likely given up.
     QueueDelay,
+    /// The shedder's [runtime lag probe](super::ShedderBuilder::runtime_probe) fires late: the
+    /// runtime is too busy to serve more (refused at random, in the share the probe's controller
+    /// sets, or all while the probe misses its heartbeat).
+    RuntimeLag,
 }
 
 impl OverloadReason {
@@ -36,12 +40,13 @@ impl OverloadReason {
         match cause {
             Cause::Cpu => OverloadReason::Cpu,
             Cause::Queue => OverloadReason::Queue,
+            Cause::RuntimeLag => OverloadReason::RuntimeLag,
             Cause::Custom(name) => OverloadReason::Signal(name),
         }
     }
 
-    /// A short name for logs and labels: `cpu`, `cool-off`, `queue`, `queue-delay`, or the
-    /// signal's name.
+    /// A short name for logs and labels: `cpu`, `cool-off`, `queue`, `queue-delay`,
+    /// `runtime-lag`, or the signal's name.
     ///
     /// ```
     /// use admit::shed::OverloadReason;
@@ -56,6 +61,7 @@ impl OverloadReason {
             OverloadReason::Signal(name) => name,
             OverloadReason::Queue => "queue",
             OverloadReason::QueueDelay => "queue-delay",
+            OverloadReason::RuntimeLag => "runtime-lag",
         }
     }
 }
@@ -134,6 +140,9 @@ impl fmt::Display for Overloaded {
             }
             OverloadReason::QueueDelay => {
                 f.write_str("service overloaded: the request waited too long in the queue")
+            }
+            OverloadReason::RuntimeLag => {
+                f.write_str("service overloaded: the runtime runs its timers late")
             }
         }
     }

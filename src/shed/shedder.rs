@@ -14,7 +14,7 @@ use super::window::RollingWindow;
 use crate::Shared;
 use crate::clock::{Clock, MonotonicClock};
 use crate::signal::cpu::{CpuOverload, CpuSignal};
-use crate::signal::queue::QueueGate;
+use crate::signal::queue::{LagProbe, QueueGate};
 use crate::signal::{OverloadSignal, Pressure};
 use crate::sync::{AtomicBool, AtomicU64, Ordering, SeqLock, Striped};
 
@@ -90,6 +90,8 @@ pub struct Shedder<C: Clock = MonotonicClock> {
     pub(super) signals: Box<[Box<dyn OverloadSignal>]>,
     /// The queue-delay gate added with [`ShedderBuilder::queue_gate`], if any.
     pub(super) queue: Option<Arc<QueueGate>>,
+    /// The runtime lag probe added with [`ShedderBuilder::runtime_probe`], if any.
+    pub(super) probe: Option<LagProbe>,
     pub(super) name: Option<Cow<'static, str>>,
 }
 
@@ -269,7 +271,17 @@ impl<C: Clock> Shedder<C> {
             Some(gate) => gate.observe(now, waited),
             None => false,
         };
-        if let Some(reason) = self.should_drop(now, self.pressure(now), queue_hot, waited) {
+        let lagging = self
+            .probe
+            .as_ref()
+            .is_some_and(|probe| probe.should_drop(now).is_some());
+        let verdict = if lagging {
+            self.note_overload(now);
+            Some(OverloadReason::RuntimeLag)
+        } else {
+            self.should_drop(now, self.pressure(now), queue_hot, waited)
+        };
+        if let Some(reason) = verdict {
             let heat = &self.heat;
             if !heat.dropped_recently.load(Ordering::Relaxed) {
                 self.start_shedding(reason);
@@ -460,6 +472,10 @@ impl<C: Clock> Shedder<C> {
     fn retry_after(&self, now: u64, reason: OverloadReason) -> u64 {
         match reason {
             OverloadReason::Cpu | OverloadReason::Signal(_) => self.config.bucket_nanos,
+            OverloadReason::RuntimeLag => self
+                .probe
+                .as_ref()
+                .map_or(self.config.bucket_nanos, |probe| nanos(probe.interval())),
             OverloadReason::Queue | OverloadReason::QueueDelay => self
                 .queue
                 .as_ref()
@@ -525,6 +541,11 @@ impl<C: Clock> Shedder<C> {
     /// the process into it (see [`QueueStamp`](crate::signal::queue::QueueStamp)).
     pub fn queue_gate(&self) -> Option<&Arc<QueueGate>> {
         self.queue.as_ref()
+    }
+
+    /// The runtime lag probe, if the shedder has one.
+    pub fn runtime_probe(&self) -> Option<&LagProbe> {
+        self.probe.as_ref()
     }
 
     /// The CPU signal this shedder reads.

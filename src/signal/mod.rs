@@ -54,6 +54,8 @@ pub enum Cause {
     /// Requests wait in a queue longer than its target: a
     /// [`QueueGate`](queue::QueueGate) is hot.
     Queue,
+    /// The runtime runs its timers late: a [`LagProbe`](queue::LagProbe) is shedding.
+    RuntimeLag,
     /// A signal of your own, by its name.
     Custom(&'static str),
 }
@@ -63,6 +65,7 @@ impl fmt::Display for Cause {
         match self {
             Cause::Cpu => f.write_str("cpu"),
             Cause::Queue => f.write_str("queue"),
+            Cause::RuntimeLag => f.write_str("runtime-lag"),
             Cause::Custom(name) => f.write_str(name),
         }
     }

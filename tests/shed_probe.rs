@@ -1,0 +1,69 @@
+//! The shedder with a runtime lag probe: its controller's share and its heartbeat refuse
+//! requests whatever the concurrency (`OverloadReason::RuntimeLag`), and a probe ticking on
+//! time refuses none. The probe's ticks are driven by hand on a manual clock.
+
+use std::time::Duration;
+
+use admit::clock::{Clock, ManualClock};
+use admit::shed::{OverloadReason, Shedder};
+use admit::signal::Cause;
+use admit::signal::cpu::ManualCpu;
+use admit::signal::queue::LagProbe;
+
+const MS: u64 = 1_000_000;
+
+#[test]
+fn the_probe_sheds_while_the_runtime_lags() {
+    let clock = ManualClock::new();
+    let probe = LagProbe::default(); // ticks every 10 ms, 5 ms target
+    let shedder = Shedder::builder()
+        .clock(clock.clone())
+        .cpu(ManualCpu::new(0))
+        .runtime_probe(probe.clone())
+        .build()
+        .unwrap();
+    // A probe that never ticked is cold.
+    shedder.allow().unwrap().pass();
+
+    // Twenty ticks each 22 ms late: the controller's share climbs to every request.
+    let mut now = 1_000 * MS;
+    for _ in 0..20 {
+        now += 32 * MS;
+        clock.set(Duration::from_nanos(now));
+        probe.tick(now - 22 * MS, now);
+    }
+    assert_eq!(probe.drop_ppm(), 1_000_000);
+    for _ in 0..50 {
+        let refused = shedder.allow().unwrap_err();
+        assert_eq!(refused.reason(), OverloadReason::RuntimeLag);
+        assert_eq!(refused.retry_after(), Duration::from_millis(10));
+    }
+    let snapshot = shedder.snapshot();
+    assert_eq!(snapshot.cause, Some(Cause::RuntimeLag));
+    assert!(snapshot.hot);
+
+    // A hundred ticks on time bring the share back to nothing.
+    for _ in 0..100 {
+        now += 10 * MS;
+        clock.set(Duration::from_nanos(now));
+        probe.tick(now, now);
+    }
+    assert_eq!(probe.drop_ppm(), 0);
+    for _ in 0..50 {
+        shedder.allow().unwrap().pass();
+    }
+
+    // The probe misses its heartbeat (its last tick over 10 + 4·5 ms ago): every request is
+    // refused until it ticks again.
+    clock.set(Duration::from_nanos(now + 31 * MS));
+    assert!(probe.heartbeat_hot(clock.now_nanos()));
+    assert_eq!(
+        shedder.allow().unwrap_err().reason(),
+        OverloadReason::RuntimeLag
+    );
+    // It ticks, 21 ms late: only the controller's share (one late tick: 5 %) may refuse now.
+    probe.tick(now + 10 * MS, now + 31 * MS);
+    assert_eq!(probe.drop_ppm(), 50_000);
+    let snapshot = shedder.snapshot();
+    assert_eq!(snapshot.dropped, 51);
+}
