@@ -31,11 +31,16 @@
 //! The warm-up bucket allows twice the server's nominal capacity once warm, so it is no
 //! hand-tuned limit: under overload the shedder finds the sustainable load by itself.
 //!
+//! admit's run also uses the queue-time signals at their defaults: the load generator stamps
+//! every request with `X-Request-Start`, as a proxy in front of the server would, and the
+//! shedder's queue gate reads the wait from it; a runtime lag probe watches how late tokio runs
+//! its timers. `--go-zero` adds a run with the CPU signal alone, as before those signals.
+//!
 //! `--inline` does the work inside the async handler instead, the anti-pattern that hides the
 //! queue in tokio's run queue (see the README).
 //!
-//! `--tower <k>` adds a third run behind tower's `load_shed + concurrency_limit(k)` with a
-//! hand-picked `k`, for comparison.
+//! `--tower <k>` adds a run behind tower's `load_shed + concurrency_limit(k)` with a
+//! hand-picked `k`, for comparison. `--json <path>` writes the summary for a program to check.
 //!
 //! It prints a line per second while it runs, a side-by-side summary at the end, and writes an
 //! SVG chart of goodput and p99 latency over time for every run.
@@ -49,8 +54,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use admit::clock::MonotonicClock;
 use admit::shed::{ShedLayer, Shedder};
 use admit::signal::cpu::{CpuSignal, Smoothing, SystemCpu};
+use admit::signal::queue::header::HeaderConfig;
+use admit::signal::queue::{LagProbe, QueueGate, RequestStart};
 use admit::warmup::{WarmUp, WarmUpLayer};
 use axum::Router;
 use axum::body::Bytes;
@@ -85,10 +93,13 @@ Options:
   --cpu-horizon-ms <ms>    time constant of admit's CPU smoothing [default: 1000]
   --chart <path>           where to write the SVG chart [default: target/overload.svg]
   --tower <k>              also run tower's load_shed + concurrency_limit(k)
-  --only <run>             run only `unprotected`, `admit` or `tower:<k>`
+  --go-zero                also run admit with the CPU signal alone (go-zero's shedder, as
+                           before the queue-time signals)
+  --only <run>             run only `unprotected`, `admit`, `go-zero` or `tower:<k>`
   --no-pin                 do not pin the server and the load generator to CPUs
   --inline                 do the work inside the async handler (the anti-pattern), not on
                            spawn_blocking
+  --json <path>            also write the per-phase summary as JSON
   -h, --help               print this help
 ";
 
@@ -106,6 +117,8 @@ struct Options {
     pin: bool,
     /// Burn the CPU inside the async handler instead of on `spawn_blocking`.
     inline: bool,
+    /// Where to write the summary as JSON.
+    json: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -119,7 +132,10 @@ struct Phase {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Protection {
     Unprotected,
+    /// admit's warm-up layer and shedder, with the queue-time signals.
     Admit,
+    /// admit as before the queue-time signals: the CPU signal alone (go-zero's shedder).
+    GoZero,
     /// tower's `load_shed + concurrency_limit(k)`, with a hand-picked `k`.
     Tower(usize),
 }
@@ -130,6 +146,7 @@ impl Protection {
         match self {
             Protection::Unprotected => "unprotected".to_string(),
             Protection::Admit => "admit".to_string(),
+            Protection::GoZero => "admit go-zero".to_string(),
             Protection::Tower(k) => format!("tower k={k}"),
         }
     }
@@ -138,6 +155,7 @@ impl Protection {
     fn arg(self) -> String {
         match self {
             Protection::Tower(k) => format!("tower:{k}"),
+            Protection::GoZero => "go-zero".to_string(),
             other => other.name(),
         }
     }
@@ -146,10 +164,11 @@ impl Protection {
         match name {
             "unprotected" => Ok(Protection::Unprotected),
             "admit" => Ok(Protection::Admit),
+            "go-zero" => Ok(Protection::GoZero),
             other => match other.strip_prefix("tower:").map(str::parse::<usize>) {
                 Some(Ok(k)) if k > 0 => Ok(Protection::Tower(k)),
                 _ => Err(format!(
-                    "unknown run `{other}` (unprotected, admit or tower:<k> with k > 0)"
+                    "unknown run `{other}` (unprotected, admit, go-zero or tower:<k> with k > 0)"
                 )
                 .into()),
             },
@@ -207,6 +226,7 @@ fn parse(args: &[String]) -> Result<Option<Options>, BoxError> {
         runs: vec![Protection::Unprotected, Protection::Admit],
         pin: true,
         inline: false,
+        json: None,
     };
     let mut args = args.iter();
     while let Some(flag) = args.next() {
@@ -249,6 +269,8 @@ fn parse(args: &[String]) -> Result<Option<Options>, BoxError> {
                 let run = Protection::parse(&format!("tower:{}", value()?))?;
                 options.runs.push(run);
             }
+            "--go-zero" => options.runs.push(Protection::GoZero),
+            "--json" => options.json = Some(PathBuf::from(value()?)),
             "--no-pin" => options.pin = false,
             "--inline" => options.inline = true,
             other => return Err(format!("unknown option `{other}`; try --help").into()),
@@ -399,11 +421,14 @@ fn serve(args: &[String]) -> Result<(), BoxError> {
         .build()?;
     runtime.block_on(async move {
         let cpu = SystemCpu::with_smoothing(Smoothing::Exponential { horizon });
+        // admit's queue-time signals, at their defaults: a 5 ms target over 100 ms intervals
+        // for the waits the proxy's header shows, and a probe of the runtime's timer lateness
+        // (10 ms ticks, 5 ms target) for a runtime too busy to serve.
         let limiter = match protection {
             Protection::Unprotected | Protection::Tower(_) => None,
             // Twice the nominal capacity once warm, a sixth of that (a third of the capacity,
             // matching the cold penalty) while cold, warming up over the cold phase.
-            Protection::Admit => Some(Arc::new(
+            Protection::Admit | Protection::GoZero => Some(Arc::new(
                 WarmUp::builder(2.0 * capacity)
                     .cold_factor(6)
                     .warm_up_period(cold)
@@ -432,14 +457,24 @@ fn serve(args: &[String]) -> Result<(), BoxError> {
             );
         }
         if let Some(limiter) = limiter {
-            let shedder = Arc::new(Shedder::builder().cpu(cpu).build()?);
+            let mut shedder = Shedder::builder().cpu(cpu);
+            if protection == Protection::Admit {
+                let probe = LagProbe::default();
+                tokio::spawn(probe.run(MonotonicClock::new()));
+                shedder = shedder
+                    .queue_gate(QueueGate::default())
+                    .runtime_probe(probe);
+            }
+            let shedder = Arc::new(shedder.build()?);
+            // The waits the load generator stamps as `X-Request-Start`, as a proxy would.
+            let start = RequestStart::new(HeaderConfig::default())?;
             // The bucket outside: the shedder learns only from the requests it lets through.
             // Both refuse with a boxed zero-sized error, which `refused` turns into a 503.
             app = app.layer(
                 tower::ServiceBuilder::new()
                     .layer(HandleErrorLayer::new(refused))
                     .layer(WarmUpLayer::new(limiter))
-                    .layer(ShedLayer::new(shedder)),
+                    .layer(ShedLayer::new(shedder).queue_time(start)),
             );
         }
         let app = app
@@ -523,6 +558,12 @@ async fn drive(options: Options, pinned: bool) -> Result<(), BoxError> {
         });
     }
     summarise(&options, &runs);
+    if let Some(path) = &options.json {
+        match write_json(&options, &runs, path) {
+            Ok(()) => println!("\nSummary as JSON: {}", path.display()),
+            Err(error) => println!("\nCould not write {}: {error}", path.display()),
+        }
+    }
     if let Err(error) = write_chart(&options, &runs) {
         println!(
             "\nCould not write the chart to {}: {error}",
@@ -660,7 +701,12 @@ async fn load(options: &Options, addr: &str) -> Result<Vec<Tally>, BoxError> {
             tokio::spawn(async move {
                 let sent = tokio::time::Instant::now();
                 let answer = tokio::time::timeout(deadline, async {
-                    let response = client.get(uri).await?;
+                    // Stamped as a proxy in front of the server would (Envoy's
+                    // `t=%START_TIME(%s.%6f)%`): when the request left for the server.
+                    let request = http::Request::get(uri)
+                        .header("x-request-start", request_start())
+                        .body(Empty::new())?;
+                    let response = client.request(request).await?;
                     let status = response.status();
                     response.into_body().collect().await?;
                     Ok::<_, BoxError>(status)
@@ -692,6 +738,14 @@ async fn load(options: &Options, addr: &str) -> Result<Vec<Tally>, BoxError> {
     let mut seconds = std::mem::take(&mut *tallies.lock().unwrap_or_else(PoisonError::into_inner));
     seconds.truncate(total as usize);
     Ok(seconds)
+}
+
+/// The wall clock as a request-start header value: `t=<seconds>.<microseconds>`.
+fn request_start() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    format!("t={}.{:06}", now.as_secs(), now.subsec_micros())
 }
 
 fn phase_at(phases: &[Phase], second: usize) -> Phase {
@@ -794,21 +848,7 @@ fn summarise(options: &Options, runs: &[Run]) {
         let _ = write!(header, "  {:>14}", run.protection.name());
     }
     println!("{header}");
-    // Each phase, and the overload once the shedder's CPU signal has caught up (from its
-    // third second on).
-    let mut spans = Vec::new();
-    let mut start = 0;
-    for phase in &options.phases {
-        let span = start..start + phase.seconds as usize;
-        start = span.end;
-        if phase.name == "overload" && phase.seconds > 4 {
-            spans.push((phase.name, span.clone()));
-            spans.push(("  settled", span.start + 2..span.end));
-        } else {
-            spans.push((phase.name, span));
-        }
-    }
-    for (name, span) in spans {
+    for (name, span) in spans(options) {
         let mut per_run: Vec<Totals> = runs
             .iter()
             .map(|run| totals(&run.seconds[span.clone()]))
@@ -838,6 +878,64 @@ fn summarise(options: &Options, runs: &[Run]) {
             println!("{line}");
         }
     }
+}
+
+/// The spans the summary reports: each phase, the overload's first second, and the overload
+/// once settled (from its third second on).
+fn spans(options: &Options) -> Vec<(&'static str, std::ops::Range<usize>)> {
+    let mut spans = Vec::new();
+    let mut start = 0;
+    for phase in &options.phases {
+        let span = start..start + phase.seconds as usize;
+        start = span.end;
+        if phase.name == "overload" && phase.seconds > 4 {
+            spans.push((phase.name, span.clone()));
+            spans.push(("  first second", span.start..span.start + 1));
+            spans.push(("  settled", span.start + 2..span.end));
+        } else {
+            spans.push((phase.name, span));
+        }
+    }
+    spans
+}
+
+/// The summary as JSON: the setting, the calibrated capacity, and for each run and span the
+/// goodput and shed rates, the share timed out and the latency quantiles.
+fn write_json(options: &Options, runs: &[Run], path: &std::path::Path) -> std::io::Result<()> {
+    let runs: Vec<serde_json::Value> = runs
+        .iter()
+        .map(|run| {
+            let phases: Vec<serde_json::Value> = spans(options)
+                .into_iter()
+                .map(|(name, span)| {
+                    let mut t = totals(&run.seconds[span]);
+                    let per_second = |count: u64| count as f64 / t.seconds.max(1) as f64;
+                    serde_json::json!({
+                        "phase": name.trim(),
+                        "seconds": t.seconds,
+                        "offered_per_s": per_second(t.offered),
+                        "goodput_per_s": per_second(t.ok),
+                        "shed_per_s": per_second(t.shed),
+                        "timed_out_ratio": t.lost as f64 / t.offered.max(1) as f64,
+                        "p50_ms": quantile_ms(&mut t.latencies_us, 0.5),
+                        "p99_ms": quantile_ms(&mut t.latencies_us, 0.99),
+                    })
+                })
+                .collect();
+            serde_json::json!({ "run": run.protection.name(), "phases": phases })
+        })
+        .collect();
+    let summary = serde_json::json!({
+        "work_ms": options.work_ms,
+        "capacity_per_s": 1000.0 / options.work_ms,
+        "deadline_ms": options.deadline.as_secs_f64() * 1e3,
+        "inline": options.inline,
+        "runs": runs,
+    });
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, serde_json::to_string_pretty(&summary)?)
 }
 
 /// Two panels, goodput and p99 latency per second, one line per run, phases shaded.

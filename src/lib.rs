@@ -33,9 +33,9 @@
 //! | feature | default | adds |
 //! |---|---|---|
 //! | `tower` | yes | [`middleware`] ([`shed::ShedLayer`], [`warmup::WarmUpLayer`]), [`respond`] |
-//! | `http` | no | answering refusals with HTTP responses, go-zero's HTTP and gRPC classifiers |
+//! | `http` | yes | answering refusals with HTTP responses, go-zero's HTTP and gRPC classifiers, `RequestStart` |
 //! | `tonic` | no | answering refusals with `tonic::Status`, `From` conversions into it, [`warmup::WarmUpInterceptor`] |
-//! | `tokio` | no | [`warmup::WarmUp::acquire`]: waiting for permits on tokio's timer |
+//! | `tokio` | yes | [`warmup::WarmUp::acquire`]: waiting for permits on tokio's timer; the runtime lag probe's task |
 //! | `metrics` | no | [`metrics`]: publishing what the limiters count through the `metrics` facade |
 //! | `tracing` | no | `tracing` events when shedding starts and stops and a warm-up reaches its full rate |
 //!

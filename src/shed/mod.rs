@@ -31,9 +31,28 @@
 //! In a tower stack (axum, tonic, hyper), [`ShedLayer`] does all of this per request; its
 //! [classifier](crate::middleware::classify) decides pass or fail from the response.
 //!
+//! # Queue-time signals
+//!
+//! A shedder may also watch how long requests wait
+//! ([`queue_gate`](ShedderBuilder::queue_gate)) and how late the runtime runs its timers
+//! ([`runtime_probe`](ShedderBuilder::runtime_probe)); see [`signal::queue`](crate::signal::queue).
+//!
+//! - While the gate is hot (every wait of its last interval exceeded its target) the shedder is
+//!   hot, and a request that waited more than twice the target is refused whatever the
+//!   concurrency ([`OverloadReason::QueueDelay`]); other refusals follow go-zero's rule
+//!   ([`OverloadReason::Queue`]) and arm the cool-off.
+//! - While the gate has measured the queue and found it short (its
+//!   [state](crate::signal::queue::QueueState) is `Cold`), the CPU signal is set aside: the
+//!   service keeps up with its load, and shedding on a busy CPU would only waste capacity
+//!   (go-zero holds the CPU near its threshold, about 5–10 % below what the service can do).
+//!   With no measurement (`Unknown`) the CPU decides as usual.
+//! - While the probe lags, a share of requests is refused at random, set by its controller,
+//!   or all of them while it misses its heartbeat ([`OverloadReason::RuntimeLag`]).
+//!
 //! # Parity with go-zero
 //!
-//! With no signal besides the CPU, the decision reproduces go-zero's `adaptiveShedder`
+//! With no signal besides the CPU (no queue gate, no probe), the decision reproduces go-zero's
+//! `adaptiveShedder`
 //! (`core/load`, 2024) exactly: the `>=` CPU
 //! comparison and strict `>` for both concurrency tests, the strict `<` of the cool-off and the
 //! way a drop arms it, the rolling window aligned to the shedder's construction with the bucket

@@ -14,7 +14,7 @@ use super::window::RollingWindow;
 use crate::Shared;
 use crate::clock::{Clock, MonotonicClock};
 use crate::signal::cpu::{CpuOverload, CpuSignal};
-use crate::signal::queue::{LagProbe, QueueGate};
+use crate::signal::queue::{LagProbe, QueueGate, QueueState};
 use crate::signal::{OverloadSignal, Pressure};
 use crate::sync::{AtomicBool, AtomicU64, Ordering, SeqLock, Striped};
 
@@ -267,10 +267,11 @@ impl<C: Clock> Shedder<C> {
     /// The decision: on admission counts the request in flight and returns `now`.
     #[inline]
     fn admit(&self, now: u64, waited: Option<u64>) -> Result<u64, Overloaded> {
-        let queue_hot = match &self.queue {
-            Some(gate) => gate.observe(now, waited),
-            None => false,
+        let queue = match &self.queue {
+            Some(gate) => gate.observe_state(now, waited),
+            None => QueueState::Unknown,
         };
+        let queue_hot = queue == QueueState::Hot;
         let lagging = self
             .probe
             .as_ref()
@@ -279,7 +280,14 @@ impl<C: Clock> Shedder<C> {
             self.note_overload(now);
             Some(OverloadReason::RuntimeLag)
         } else {
-            self.should_drop(now, self.pressure(now), queue_hot, waited)
+            // A queue the gate has measured and found short outranks the CPU: the service
+            // keeps up, so a busy CPU is just a busy CPU.
+            let cpu = if queue == QueueState::Cold {
+                None
+            } else {
+                self.cpu.load_permille()
+            };
+            self.should_drop(now, self.pressure_with(now, cpu), queue_hot, waited)
         };
         if let Some(reason) = verdict {
             let heat = &self.heat;
@@ -294,14 +302,9 @@ impl<C: Clock> Shedder<C> {
         Ok(now)
     }
 
-    /// The pressure every signal reports at `now`: the CPU's, then the others'. The first
-    /// overloaded signal names the cause; the smallest headroom applies.
-    #[inline]
-    pub(super) fn pressure(&self, now: u64) -> Pressure {
-        self.pressure_with(now, self.cpu.load_permille())
-    }
-
-    /// [`pressure`](Self::pressure) with the CPU load already read.
+    /// The pressure every signal reports at `now`, given the CPU's load (`None`: unknown,
+    /// or set aside): the CPU's, then the others'. The first overloaded signal names the
+    /// cause; the smallest headroom applies.
     #[inline]
     pub(super) fn pressure_with(&self, now: u64, cpu: Option<u32>) -> Pressure {
         let mut pressure = self.cpu.pressure_at(cpu);
@@ -618,7 +621,7 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::signal::cpu::ManualCpu;
-    use crate::signal::queue::QueueGate;
+    use crate::signal::queue::{QueueGate, QueueState};
 
     fn shedder() -> (ManualClock, ManualCpu, Shedder<ManualClock>) {
         let clock = ManualClock::new();
@@ -763,6 +766,21 @@ mod tests {
             None,
             "CPU hot, queue cold: no lateness rule"
         );
+        set_flight(&busy, 50.0, 50);
+        assert_eq!(
+            decide(&busy, waited(3)),
+            Some(OverloadReason::Cpu),
+            "the gate knows nothing of the interval before: the CPU decides"
+        );
+
+        // The interval before held waits at or below the target: the gate found the queue
+        // short, and a hot CPU alone refuses nothing.
+        let (_, measured) = queued(950, false);
+        let gate = measured.queue_gate().unwrap();
+        gate.record(950 * NANOS_PER_MS, 2 * NANOS_PER_MS);
+        set_flight(&measured, 50.0, 50);
+        assert_eq!(decide(&measured, waited(3)), None);
+        assert_eq!(gate.state(measured.clock.now_nanos()), QueueState::Cold);
     }
 
     /// Vector 11: go-zero's `stillHot`, with its state injected.

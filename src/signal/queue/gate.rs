@@ -57,8 +57,8 @@ pub struct QueueGate {
     interval_ns: u64,
     /// The interval being measured (its number modulo 2^24) and its smallest sojourn so far.
     current: AtomicU64,
-    /// `interval << 1 | hot`: the verdict for the interval it names, stored by the first
-    /// sample of that interval; only ever raised.
+    /// `interval << 2 | state` ([`QueueState`] as 0, 1, 2): the verdict for the interval it
+    /// names, stored by the first sample of that interval; only ever raised.
     verdict: AtomicU64,
     /// The interval of a recent reading: spares most readings a 64-bit division.
     hint: AtomicU64,
@@ -143,10 +143,15 @@ impl QueueGate {
                 Ok(_) => {
                     if ahead != 0 {
                         // The first sample of a new interval closes the one it holds: hot if
-                        // that was the interval just before and it never dipped below target.
-                        let hot = ahead == 1 && min > self.target_ns;
+                        // that was the interval just before and it never dipped below target,
+                        // cold if it was and did, unknown if it was older.
+                        let state = match (ahead == 1, min > self.target_ns) {
+                            (false, _) => QueueState::Unknown,
+                            (true, false) => QueueState::Cold,
+                            (true, true) => QueueState::Hot,
+                        };
                         self.verdict
-                            .fetch_max(interval << 1 | u64::from(hot), Ordering::AcqRel);
+                            .fetch_max(interval << 2 | state as u64, Ordering::AcqRel);
                     }
                     return;
                 }
@@ -164,7 +169,36 @@ impl QueueGate {
 
     #[inline]
     fn hot_in(&self, interval: u64) -> bool {
-        self.verdict.load(Ordering::Acquire) == (interval << 1 | 1)
+        self.state_in(interval) == QueueState::Hot
+    }
+
+    #[inline]
+    fn state_in(&self, interval: u64) -> QueueState {
+        let verdict = self.verdict.load(Ordering::Acquire);
+        if verdict >> 2 != interval {
+            return QueueState::Unknown;
+        }
+        match verdict & 3 {
+            2 => QueueState::Hot,
+            1 => QueueState::Cold,
+            _ => QueueState::Unknown,
+        }
+    }
+
+    /// What the gate knows at clock reading `now_ns` (see [`QueueState`]).
+    #[inline]
+    pub fn state(&self, now_ns: u64) -> QueueState {
+        self.state_in(self.interval_of(now_ns))
+    }
+
+    /// [`record`](Self::record)s the sojourn, if any, and returns the [`state`](Self::state).
+    #[inline]
+    pub fn observe_state(&self, now_ns: u64, sojourn_ns: impl Into<Option<u64>>) -> QueueState {
+        let interval = self.interval_of(now_ns);
+        if let Some(sojourn) = sojourn_ns.into() {
+            self.record_in(interval, sojourn);
+        }
+        self.state_in(interval)
     }
 
     /// Whether a request that waited `sojourn_ns` waited too long to be worth serving while
@@ -185,11 +219,7 @@ impl QueueGate {
     /// interval computation for both.
     #[inline]
     pub fn observe(&self, now_ns: u64, sojourn_ns: impl Into<Option<u64>>) -> bool {
-        let interval = self.interval_of(now_ns);
-        if let Some(sojourn) = sojourn_ns.into() {
-            self.record_in(interval, sojourn);
-        }
-        self.hot_in(interval)
+        self.observe_state(now_ns, sojourn_ns) == QueueState::Hot
     }
 
     /// The smallest sojourn recorded in the interval of `now_ns`, if any was.
@@ -208,6 +238,17 @@ impl QueueGate {
     pub fn interval(&self) -> Duration {
         Duration::from_nanos(self.interval_ns)
     }
+}
+
+/// What a [`QueueGate`] knows of the queue in the current interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum QueueState {
+    /// No verdict: the interval before had no sample (or none of this interval has come yet).
+    Unknown = 0,
+    /// The interval before had samples, and one waited at most the target: no standing queue.
+    Cold = 1,
+    /// Every sample of the interval before waited longer than the target: a standing queue.
+    Hot = 2,
 }
 
 /// A 5 ms target over 100 ms intervals (CoDel's and folly's defaults).

@@ -25,7 +25,7 @@ mod request_start;
 mod rng;
 mod stamp;
 
-pub use self::gate::{DEFAULT_INTERVAL, DEFAULT_TARGET, QueueGate};
+pub use self::gate::{DEFAULT_INTERVAL, DEFAULT_TARGET, QueueGate, QueueState};
 pub use self::probe::{LagProbe, LagProbeBuilder, LagVerdict};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
