@@ -118,6 +118,10 @@ fn a_known_workload_renders_exactly() {
     assert_eq!(scrape.value(&outcome("passed")), 11.0);
     assert_eq!(scrape.value(&outcome("failed")), 2.0);
     assert_eq!(scrape.value(&outcome("dropped")), 7.0);
+    let reason =
+        |reason: &str| format!(r#"admit_shed_dropped_total{{limiter="api",reason="{reason}"}}"#);
+    assert_eq!(scrape.value(&reason("cpu")), 7.0);
+    assert_eq!(scrape.value(&reason("queue-delay")), 0.0);
     let service = scrape.value(&api(names::SHED_SERVICE_SECONDS));
     assert!((service - 0.2).abs() < 1e-9, "{service}");
     assert_eq!(scrape.value(&api(names::SHED_IN_FLIGHT)), 16.0);
@@ -150,7 +154,12 @@ fn a_known_workload_renders_exactly() {
     // Counters are counters, gauges gauges; only counters (and the service time, a gauge
     // because the facade's counters hold integers) end in `_total`.
     for (name, kind) in &scrape.types {
-        let expected = if name == names::SHED_REQUESTS || name == names::WARMUP_REQUESTS {
+        let counters = [
+            names::SHED_REQUESTS,
+            names::SHED_DROPPED,
+            names::WARMUP_REQUESTS,
+        ];
+        let expected = if counters.contains(&name.as_str()) {
             "counter"
         } else {
             "gauge"
@@ -163,7 +172,7 @@ fn a_known_workload_renders_exactly() {
         );
         assert!(name.starts_with("admit_"), "{name}");
     }
-    assert_eq!(scrape.types.len(), 13, "{:?}", scrape.types.keys());
+    assert_eq!(scrape.types.len(), 14, "{:?}", scrape.types.keys());
     drop((open, held));
 }
 
@@ -291,4 +300,79 @@ async fn run_reports_every_period() {
     tokio::task::yield_now().await;
     assert_eq!(Scrape::of(&recorder).value(passed), 2.0);
     running.abort();
+}
+
+/// A shedder with a queue gate and a runtime lag probe also publishes the waits by source as
+/// a Prometheus histogram, whether the gate is hot, and the probe's drop share.
+#[test]
+fn queue_signals_render_as_a_histogram() {
+    use admit::signal::queue::{LagProbe, QueueGate, QueueStamp};
+
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let clock = ManualClock::new();
+    let probe = LagProbe::default();
+    let shedder = Arc::new(
+        Shedder::builder()
+            .name("q")
+            .clock(clock.clone())
+            .cpu(admit::signal::cpu::ManualCpu::new(0))
+            .queue_gate(QueueGate::default())
+            .runtime_probe(probe.clone())
+            .build()
+            .unwrap(),
+    );
+    let reporter = metrics::with_local_recorder(&recorder, || {
+        Reporter::builder()
+            .shedder(Arc::clone(&shedder))
+            .build()
+            .unwrap()
+    });
+    // 100–200 ms: waits of 3 ms and 30 ms; 200–300 ms: the gate is hot, a 40 ms wait is late.
+    let at = |ms: u64| clock.set(Duration::from_millis(ms));
+    at(150);
+    shedder
+        .allow_after(Duration::from_millis(30))
+        .unwrap()
+        .pass();
+    shedder
+        .allow_after(Duration::from_millis(30))
+        .unwrap()
+        .pass();
+    at(250);
+    let late = shedder.allow_after(Duration::from_millis(40)).unwrap_err();
+    assert_eq!(late.reason(), admit::shed::OverloadReason::QueueDelay);
+    // A pool job that waited 2 ms, and a probe tick 7 ms late.
+    let stamp = QueueStamp::at(248 * 1_000_000);
+    stamp
+        .started(shedder.queue_gate().unwrap(), 250 * 1_000_000)
+        .unwrap();
+    probe.tick(243 * 1_000_000, 250 * 1_000_000);
+    metrics::with_local_recorder(&recorder, || reporter.report());
+
+    let scrape = Scrape::of(&recorder);
+    let bucket = |source: &str, le: &str| {
+        scrape.value(&format!(
+            r#"admit_queue_wait_seconds_bucket{{limiter="q",source="{source}",le="{le}"}}"#
+        ))
+    };
+    assert_eq!(bucket("request", "0.025"), 0.0);
+    assert_eq!(bucket("request", "0.05"), 3.0);
+    assert_eq!(bucket("request", "+Inf"), 3.0);
+    assert_eq!(bucket("pool", "0.0025"), 1.0);
+    assert_eq!(bucket("probe", "0.01"), 1.0);
+    assert_eq!(bucket("probe", "0.005"), 0.0);
+    let series = |name: &str, source: &str| {
+        scrape.value(&format!(r#"{name}{{limiter="q",source="{source}"}}"#))
+    };
+    assert_eq!(series(names::QUEUE_WAIT_COUNT, "request"), 3.0);
+    let sum = series(names::QUEUE_WAIT_SUM, "request");
+    assert!((sum - 0.1).abs() < 1e-9, "{sum}");
+    let q = |name: &str| format!(r#"{name}{{limiter="q"}}"#);
+    assert_eq!(scrape.value(&q(names::QUEUE_HOT)), 1.0);
+    assert_eq!(scrape.value(&q(names::RUNTIME_LAG_DROP)), 0.05);
+    assert_eq!(
+        scrape.value(r#"admit_shed_dropped_total{limiter="q",reason="queue-delay"}"#),
+        1.0
+    );
+    assert_eq!(scrape.types[names::QUEUE_WAIT_BUCKET], "counter");
 }

@@ -45,6 +45,7 @@ mod describe;
 mod error;
 pub mod names;
 mod plan;
+mod queue;
 mod reporter;
 mod shed;
 mod warmup;

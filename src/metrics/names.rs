@@ -3,12 +3,21 @@
 //! Every series carries the [`LIMITER`] label (the name given to the limiter's builder) or, for
 //! a plan, the [`PLANNER`] label. Units are in the names: seconds, ratios from 0 to 1, and
 //! `_per_second` rates; counters end in `_total`, gauges never do, except
-//! [`SHED_SERVICE_SECONDS`] (see there).
+//! [`SHED_SERVICE_SECONDS`] (see there), and a histogram's series end in `_bucket`, `_sum`
+//! and `_count`. (A recorder set to append `_total` to every counter, such as
+//! `metrics-exporter-prometheus` with its recommended naming, breaks the histogram's names.)
 
 /// Label: the limiter's name.
 pub const LIMITER: &str = "limiter";
 /// Label: the planner's name.
 pub const PLANNER: &str = "planner";
+/// Label: why a request was refused (`cpu`, `cool-off`, `signal`, `queue`, `queue-delay`,
+/// `runtime-lag`).
+pub const REASON: &str = "reason";
+/// Label: where a wait was measured (`request`, `pool`, `probe`).
+pub const SOURCE: &str = "source";
+/// Label: a histogram bucket's upper bound, in seconds (`+Inf` for the last).
+pub const LE: &str = "le";
 /// Label: how a request ended (`passed`, `failed`, `dropped` for a shedder; `admitted`,
 /// `refused` for a warm-up bucket).
 pub const OUTCOME: &str = "outcome";
@@ -35,6 +44,23 @@ pub const SHED_MAX_FLIGHT: &str = "admit_shed_max_flight";
 /// Gauge: the share of `max_flight` admitted now (0.1 to 1 from the CPU; go-zero's overload
 /// factor).
 pub const SHED_HEADROOM: &str = "admit_shed_headroom_ratio";
+
+/// Counter: requests a shedder refused, by [`REASON`]: the breakdown of the `dropped`
+/// outcome.
+pub const SHED_DROPPED: &str = "admit_shed_dropped_total";
+
+/// Counter: a shedder's waits at or below [`LE`], by [`SOURCE`]: the buckets of a Prometheus
+/// histogram (`histogram_quantile` reads them), published as counters.
+pub const QUEUE_WAIT_BUCKET: &str = "admit_queue_wait_seconds_bucket";
+/// Counter: how many waits [`QUEUE_WAIT_BUCKET`] counted, by [`SOURCE`].
+pub const QUEUE_WAIT_COUNT: &str = "admit_queue_wait_seconds_count";
+/// The waits summed, in seconds, by [`SOURCE`]: monotonic, published as a gauge (see
+/// [`SHED_SERVICE_SECONDS`]).
+pub const QUEUE_WAIT_SUM: &str = "admit_queue_wait_seconds_sum";
+/// Gauge: 1 while the shedder's queue gate is hot, else 0.
+pub const QUEUE_HOT: &str = "admit_queue_hot";
+/// Gauge: the share of requests the runtime lag probe's controller refuses now (0 to 1).
+pub const RUNTIME_LAG_DROP: &str = "admit_runtime_lag_drop_ratio";
 
 /// Counter: a warm-up bucket's decisions, by [`OUTCOME`]: `admitted` or `refused`.
 pub const WARMUP_REQUESTS: &str = "admit_warmup_requests_total";

@@ -5,11 +5,21 @@ use std::sync::OnceLock;
 
 use metrics::{Counter, Gauge, SharedString};
 
-use super::names::{self, LIMITER, OUTCOME};
+use super::names::{self, LIMITER, OUTCOME, REASON};
+use super::queue::{GateSeries, WaitSeries};
 use super::{MetricsError, Source};
 use crate::Shared;
 use crate::clock::Clock;
-use crate::shed::Shedder;
+use crate::shed::{OverloadReason, Shedder};
+use crate::signal::queue::WaitSource;
+
+/// The `reason` label of a refusal reason: added signals count together, as `signal`.
+fn reason_label(reason: OverloadReason) -> &'static str {
+    match reason {
+        OverloadReason::Signal(_) => "signal",
+        reason => reason.as_str(),
+    }
+}
 
 /// Publishes a [`Shedder`]'s [snapshot](Shedder::snapshot) through the `metrics` facade: its
 /// request totals by outcome, service time, requests in flight, CPU load, whether it is
@@ -47,6 +57,9 @@ pub struct ShedderMetrics<C: Clock + 'static> {
     shedding: Gauge,
     max_flight: Gauge,
     headroom: Gauge,
+    dropped_by: [Counter; OverloadReason::COUNT],
+    gate: Option<GateSeries>,
+    probe: Option<(WaitSeries, Gauge)>,
 }
 
 impl<C: Clock + 'static> ShedderMetrics<C> {
@@ -76,6 +89,17 @@ impl<C: Clock + 'static> ShedderMetrics<C> {
             shedding: gauge(names::SHED_SHEDDING),
             max_flight: gauge(names::SHED_MAX_FLIGHT),
             headroom: gauge(names::SHED_HEADROOM),
+            dropped_by: OverloadReason::ALL.map(|reason| {
+                metrics::counter!(names::SHED_DROPPED, LIMITER => name.clone(),
+                    REASON => reason_label(reason))
+            }),
+            gate: shedder.queue_gate().map(|_| GateSeries::new(&name)),
+            probe: shedder.runtime_probe().map(|_| {
+                (
+                    WaitSeries::new(&name, WaitSource::Probe),
+                    gauge(names::RUNTIME_LAG_DROP),
+                )
+            }),
             shedder,
         })
     }
@@ -105,6 +129,17 @@ impl<C: Clock + 'static> ShedderMetrics<C> {
         self.shedding.set(if snapshot.hot { 1.0 } else { 0.0 });
         self.max_flight.set(snapshot.max_flight);
         self.headroom.set(snapshot.overload_factor);
+        for (counter, (_, count)) in self.dropped_by.iter().zip(self.shedder.dropped_by().iter()) {
+            counter.absolute(count);
+        }
+        let now = self.shedder.clock().now_nanos();
+        if let (Some(series), Some(gate)) = (&self.gate, self.shedder.queue_gate()) {
+            series.report(gate, now);
+        }
+        if let (Some((waits, drop)), Some(probe)) = (&self.probe, self.shedder.runtime_probe()) {
+            waits.report(&probe.gate().waits(WaitSource::Probe));
+            drop.set(f64::from(probe.drop_ppm()) / 1e6);
+        }
     }
 
     /// The shedder this publishes.

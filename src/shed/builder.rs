@@ -241,7 +241,7 @@ impl<C: Clock> ShedderBuilder<C> {
             heat: CachePadded::new(Heat {
                 overloaded_at: AtomicU64::new(0),
                 dropped_recently: AtomicBool::new(false),
-                dropped: AtomicU64::new(0),
+                dropped: Striped::new(),
                 limit: SeqLock::new([0, 0]),
             }),
             window: RollingWindow::new(self.buckets as usize),

@@ -66,6 +66,71 @@ impl OverloadReason {
     }
 }
 
+impl OverloadReason {
+    /// How many reasons there are, counting every added signal as one.
+    pub(crate) const COUNT: usize = 6;
+
+    /// Every reason, an added signal's under an empty name, in the order of
+    /// [`index`](Self::index).
+    pub(crate) const ALL: [OverloadReason; Self::COUNT] = [
+        OverloadReason::Cpu,
+        OverloadReason::CoolOff,
+        OverloadReason::Signal(""),
+        OverloadReason::Queue,
+        OverloadReason::QueueDelay,
+        OverloadReason::RuntimeLag,
+    ];
+
+    /// The reason's counter among [`COUNT`](Self::COUNT).
+    #[inline]
+    pub(crate) fn index(&self) -> usize {
+        match self {
+            OverloadReason::Cpu => 0,
+            OverloadReason::CoolOff => 1,
+            OverloadReason::Signal(_) => 2,
+            OverloadReason::Queue => 3,
+            OverloadReason::QueueDelay => 4,
+            OverloadReason::RuntimeLag => 5,
+        }
+    }
+}
+
+/// How many requests a [`Shedder`](super::Shedder) refused, by reason
+/// ([`Shedder::dropped_by`](super::Shedder::dropped_by)); the refusals of all added signals
+/// count together.
+///
+/// # Example
+///
+/// ```
+/// use admit::shed::{OverloadReason, Shedder};
+///
+/// let shedder = Shedder::builder().build()?;
+/// let drops = shedder.dropped_by();
+/// assert_eq!(drops.total(), 0);
+/// assert_eq!(drops.get(OverloadReason::QueueDelay), 0);
+/// # Ok::<(), admit::ConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Drops(pub(crate) [u64; OverloadReason::COUNT]);
+
+impl Drops {
+    /// The refusals for `reason` (for an added signal, all added signals').
+    pub fn get(&self, reason: OverloadReason) -> u64 {
+        self.0[reason.index()]
+    }
+
+    /// All refusals.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// `(reason, count)` for every reason; added signals appear once, as
+    /// `OverloadReason::Signal("")`, and label as `signal`.
+    pub fn iter(&self) -> impl Iterator<Item = (OverloadReason, u64)> + '_ {
+        OverloadReason::ALL.into_iter().zip(self.0)
+    }
+}
+
 /// [`as_str`](OverloadReason::as_str).
 impl fmt::Display for OverloadReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -122,7 +122,7 @@ mod snapshot;
 mod window;
 
 pub use self::builder::ShedderBuilder;
-pub use self::error::{OverloadReason, Overloaded};
+pub use self::error::{Drops, OverloadReason, Overloaded};
 pub use self::permit::{OwnedPermit, Permit};
 pub use self::shedder::Shedder;
 pub use self::snapshot::ShedSnapshot;

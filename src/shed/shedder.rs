@@ -8,7 +8,7 @@ use std::time::Duration;
 use crossbeam_utils::CachePadded;
 
 use super::builder::ShedderBuilder;
-use super::error::{OverloadReason, Overloaded};
+use super::error::{Drops, OverloadReason, Overloaded};
 use super::permit::{OwnedPermit, Permit};
 use super::window::RollingWindow;
 use crate::Shared;
@@ -124,7 +124,8 @@ pub(super) struct Heat {
     /// (0: never).
     pub(super) overloaded_at: AtomicU64,
     pub(super) dropped_recently: AtomicBool,
-    pub(super) dropped: AtomicU64,
+    /// Refusals by reason ([`OverloadReason::index`]), striped by thread.
+    pub(super) dropped: Striped<{ OverloadReason::COUNT }>,
     /// The epoch (plus one, 0: none yet) and the `f64` bits of go-zero's `maxFlight` for it.
     pub(super) limit: SeqLock<2>,
 }
@@ -294,7 +295,7 @@ impl<C: Clock> Shedder<C> {
             if !heat.dropped_recently.load(Ordering::Relaxed) {
                 self.start_shedding(reason);
             }
-            heat.dropped.fetch_add(1, Ordering::Relaxed);
+            heat.dropped.add(reason.index(), 1);
             self.window.add(self.epoch(now), OTHERS, 1);
             return Err(Overloaded::new(reason, self.retry_after(now, reason)));
         }
@@ -405,7 +406,7 @@ impl<C: Clock> Shedder<C> {
             tracing::info!(
                 target: "admit::shed",
                 limiter = self.name().unwrap_or_default(),
-                dropped_total = heat.dropped.load(Ordering::Relaxed),
+                dropped_total = self.dropped_by().total(),
                 "shedding stopped"
             );
         }
@@ -544,6 +545,11 @@ impl<C: Clock> Shedder<C> {
     /// the process into it (see [`QueueStamp`](crate::signal::queue::QueueStamp)).
     pub fn queue_gate(&self) -> Option<&Arc<QueueGate>> {
         self.queue.as_ref()
+    }
+
+    /// Requests refused since the shedder was built, by reason.
+    pub fn dropped_by(&self) -> Drops {
+        Drops(std::array::from_fn(|i| self.heat.dropped.sum(i)))
     }
 
     /// The runtime lag probe, if the shedder has one.

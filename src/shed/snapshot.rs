@@ -70,7 +70,7 @@ impl<C: Clock> Shedder<C> {
             cause,
             passed: self.flight.passed.load(Ordering::Acquire),
             failed: self.flight.failed.load(Ordering::Acquire),
-            dropped: self.heat.dropped.load(Ordering::Relaxed),
+            dropped: self.dropped_by().total(),
             service_time: Duration::from_micros(self.service_micros.sum(0)),
             arrival_rate: if span > 0.0 {
                 (passes + others) as f64 / span

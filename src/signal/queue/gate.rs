@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::histogram::{WaitHistogram, WaitSource, Waits};
 use crate::ConfigError;
 use crate::sync::{AtomicU64, Ordering};
 
@@ -62,6 +63,8 @@ pub struct QueueGate {
     verdict: AtomicU64,
     /// The interval of a recent reading: spares most readings a 64-bit division.
     hint: AtomicU64,
+    /// Every wait recorded, by source.
+    waits: [WaitHistogram; 3],
 }
 
 impl QueueGate {
@@ -93,6 +96,7 @@ impl QueueGate {
             current: AtomicU64::new(TAG_MASK << MIN_BITS),
             verdict: AtomicU64::new(0),
             hint: AtomicU64::new(0),
+            waits: std::array::from_fn(|_| WaitHistogram::new()),
         })
     }
 
@@ -116,7 +120,20 @@ impl QueueGate {
     /// clock read lags) is ignored.
     #[inline]
     pub fn record(&self, now_ns: u64, sojourn_ns: u64) {
+        self.record_from(WaitSource::Request, now_ns, sojourn_ns);
+    }
+
+    /// [`record`](Self::record), counting the wait in `source`'s histogram
+    /// ([`waits`](Self::waits)).
+    #[inline]
+    pub fn record_from(&self, source: WaitSource, now_ns: u64, sojourn_ns: u64) {
+        self.waits[source.index()].record(sojourn_ns);
         self.record_in(self.interval_of(now_ns), sojourn_ns);
+    }
+
+    /// Every wait recorded from `source` since the gate was built, by bucket.
+    pub fn waits(&self, source: WaitSource) -> Waits {
+        self.waits[source.index()].get()
     }
 
     #[inline]
@@ -194,8 +211,19 @@ impl QueueGate {
     /// [`record`](Self::record)s the sojourn, if any, and returns the [`state`](Self::state).
     #[inline]
     pub fn observe_state(&self, now_ns: u64, sojourn_ns: impl Into<Option<u64>>) -> QueueState {
+        self.observe_from(WaitSource::Request, now_ns, sojourn_ns.into())
+    }
+
+    #[inline]
+    pub(crate) fn observe_from(
+        &self,
+        source: WaitSource,
+        now_ns: u64,
+        sojourn_ns: Option<u64>,
+    ) -> QueueState {
         let interval = self.interval_of(now_ns);
-        if let Some(sojourn) = sojourn_ns.into() {
+        if let Some(sojourn) = sojourn_ns {
+            self.waits[source.index()].record(sojourn);
             self.record_in(interval, sojourn);
         }
         self.state_in(interval)

@@ -17,6 +17,7 @@
 pub mod floor;
 mod gate;
 pub mod header;
+mod histogram;
 mod probe;
 #[cfg(feature = "tokio")]
 mod probe_task;
@@ -26,6 +27,7 @@ mod rng;
 mod stamp;
 
 pub use self::gate::{DEFAULT_INTERVAL, DEFAULT_TARGET, QueueGate, QueueState};
+pub use self::histogram::{BOUNDS_NANOS, WaitSource, Waits};
 pub use self::probe::{LagProbe, LagProbeBuilder, LagVerdict};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]

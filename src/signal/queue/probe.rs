@@ -41,6 +41,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::gate::{DEFAULT_INTERVAL, DEFAULT_TARGET, QueueGate};
+use super::histogram::WaitSource;
 use super::rng::draw_ppm;
 use crate::ConfigError;
 #[cfg(feature = "tokio")]
@@ -127,7 +128,7 @@ impl ProbeState {
     pub(super) fn tick(&self, deadline_ns: u64, now_ns: u64) -> u64 {
         let lateness = now_ns.saturating_sub(deadline_ns);
         self.last_tick.store(now_ns, Ordering::Relaxed);
-        self.gate.record(now_ns, lateness);
+        self.gate.record_from(WaitSource::Probe, now_ns, lateness);
         let p = self.drop_ppm.load(Ordering::Relaxed);
         let p = if lateness > self.target_ns {
             (p + STEP_UP).min(PPM)
