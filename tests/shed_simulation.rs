@@ -13,9 +13,14 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::time::Duration;
 
+#[path = "support/random.rs"]
+mod random;
+
 use admit::clock::ManualClock;
-use admit::shed::Permit;
+use admit::shed::{Permit, Shedder};
 use admit::signal::cpu::{CpuSignal, Smoother, Smoothing};
+use admit::signal::queue::{QueueGate, QueueStamp};
+use random::Random;
 use rig::Rig;
 
 #[path = "support/rig.rs"]
@@ -31,29 +36,6 @@ const CAPACITY: f64 = SERVERS as f64 / 0.010;
 const DEADLINE: Duration = Duration::from_millis(500);
 /// How often the CPU signal is sampled (as `SystemCpu` does).
 const CPU_TICK: Duration = Duration::from_millis(250);
-
-/// A deterministic random source (SplitMix64).
-struct Random(u64);
-
-impl Random {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in (0, 1).
-    fn uniform(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-
-    /// An exponential duration with the given mean, in ns (at least 1).
-    fn exponential(&mut self, mean_nanos: f64) -> u64 {
-        ((-self.uniform().ln() * mean_nanos) as u64).max(1)
-    }
-}
 
 /// One phase of offered load.
 struct Phase {
@@ -93,14 +75,42 @@ struct Request<'a> {
     permit: Option<Permit<'a, ManualClock>>,
 }
 
-/// Runs `phases` through the model; with `shed`, every arrival asks the shedder first. The CPU
-/// signal is smoothed with `smoothing`.
-fn simulate(phases: &[Phase], shed: bool, smoothing: Smoothing, seed: u64) -> Vec<Second> {
-    let Rig {
-        shedder,
-        clock,
-        cpu,
-    } = Rig::new();
+/// How the model's server is protected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protection {
+    None,
+    /// Every arrival asks the shedder (the CPU signal alone).
+    Shedder,
+    /// The shedder with a queue gate (5 ms target, 100 ms intervals): a request taken from the
+    /// queue records its wait there (a `QueueStamp`), and one that waited too long while the
+    /// gate is hot is dropped instead of served.
+    QueueGate,
+}
+
+/// Runs `phases` through the model with `protection`; the CPU signal is smoothed with
+/// `smoothing`. Also returns when the first request was refused or dropped, in ns.
+fn simulate_with(
+    phases: &[Phase],
+    protection: Protection,
+    smoothing: Smoothing,
+    seed: u64,
+) -> (Vec<Second>, Option<u64>) {
+    let rig = Rig::new();
+    let (clock, cpu) = (rig.clock.clone(), rig.cpu.clone());
+    let queued_shedder;
+    let shedder: &Shedder<ManualClock> = if protection == Protection::QueueGate {
+        queued_shedder = Shedder::builder()
+            .clock(clock.clone())
+            .cpu(cpu.clone())
+            .queue_gate(QueueGate::default())
+            .build()
+            .expect("a valid shedder");
+        &queued_shedder
+    } else {
+        &rig.shedder
+    };
+    let shed = protection != Protection::None;
+    let mut first_shed = None;
     let mut random = Random(seed);
     let mut smoother = Smoother::new(smoothing);
 
@@ -146,6 +156,7 @@ fn simulate(phases: &[Phase], shed: bool, smoothing: Smoothing, seed: u64) -> Ve
                         Ok(permit) => Some(permit),
                         Err(_) => {
                             second.shed += 1;
+                            first_shed.get_or_insert(at);
                             None
                         }
                     }
@@ -189,14 +200,28 @@ fn simulate(phases: &[Phase], shed: bool, smoothing: Smoothing, seed: u64) -> Ve
                 events.push(Reverse((at + CPU_TICK.as_nanos() as u64, Event::CpuTick)));
             }
         }
-        // Idle workers take the next queued requests.
+        // Idle workers take the next queued requests (skipping the ones dropped at start).
         for worker in 0..SERVERS {
-            if workers[worker].is_none() {
+            while workers[worker].is_none() {
                 let Some(request) = queue.pop_front() else {
                     break;
                 };
-                let wait_ms = (at - request.arrived_at) / 1_000_000;
                 let second = &mut seconds[(at / 1_000_000_000) as usize];
+                let expired = shedder.queue_gate().is_some_and(|gate| {
+                    QueueStamp::at(request.arrived_at)
+                        .started(gate, at)
+                        .is_err()
+                });
+                if expired {
+                    // Waited too long while the queue is overloaded: dropped, not served.
+                    second.shed += 1;
+                    first_shed.get_or_insert(at);
+                    if let Some(permit) = request.permit {
+                        permit.fail();
+                    }
+                    continue;
+                }
+                let wait_ms = (at - request.arrived_at) / 1_000_000;
                 second.max_wait_ms = second.max_wait_ms.max(wait_ms);
                 busy_since[worker] = at;
                 workers[worker] = Some(request);
@@ -210,7 +235,17 @@ fn simulate(phases: &[Phase], shed: bool, smoothing: Smoothing, seed: u64) -> Ve
         second.queued = queue.len();
         second.cpu = cpu.load_permille().unwrap_or(0);
     }
-    seconds
+    (seconds, first_shed)
+}
+
+/// [`simulate_with`]: `shed` is the shedder with the CPU signal alone.
+fn simulate(phases: &[Phase], shed: bool, smoothing: Smoothing, seed: u64) -> Vec<Second> {
+    let protection = if shed {
+        Protection::Shedder
+    } else {
+        Protection::None
+    };
+    simulate_with(phases, protection, smoothing, seed).0
 }
 
 /// Normal load (60 % of capacity) for 10 s, then 3× capacity for 30 s, then normal again.
@@ -345,4 +380,43 @@ fn assert_recovers(seconds: &[Second]) {
     for s in seconds {
         assert!(s.goodput + 5 >= s.arrived * 95 / 100, "{s:?}");
     }
+}
+
+/// With a queue gate the shedder sees the queue itself: the requests' waits cross the target
+/// within the overload's first interval, and the gate is hot from the next, long before the
+/// CPU average would be. Requests that waited too long are dropped from the queue rather than
+/// served late, so the queue stays near the target, admitted requests wait milliseconds, and
+/// the workers stay busy: goodput at the capacity from the overload's first second on.
+#[test]
+fn a_queue_gate_engages_within_two_intervals_and_keeps_the_workers_busy() {
+    let (seconds, first_shed) =
+        simulate_with(&overload(), Protection::QueueGate, Smoothing::default(), 7);
+    print("with the shedder and a queue gate", &seconds);
+    let first_shed = first_shed.expect("the gate engaged");
+    println!("first refusal {:.3} s", first_shed as f64 / 1e9);
+    assert!(
+        seconds[..10].iter().all(|s| s.shed == 0),
+        "nothing shed before the overload"
+    );
+    // The overload starts at 10 s. Its first interval (to 10.1 s) fills the queue; the next is
+    // the first whose every wait exceeds the target; the gate is hot from the third, at 10.2 s.
+    assert!(
+        (10_200_000_000..10_300_000_000).contains(&first_shed),
+        "first refusal at {first_shed} ns"
+    );
+    // Waits stay far below the 500 ms deadline (a cold interval lets the queue grow for at
+    // most an interval), and the queue short.
+    let overload = &seconds[10..40];
+    for s in overload {
+        assert!(s.max_wait_ms <= 150, "{s:?}");
+        assert!(s.queued < 100, "{s:?}");
+    }
+    let goodput: u32 = overload.iter().map(|s| s.goodput).sum();
+    let mean = f64::from(goodput) / overload.len() as f64;
+    println!("mean goodput {mean:.1} per second, capacity {CAPACITY}");
+    assert!(
+        mean >= 0.95 * CAPACITY,
+        "mean goodput {mean:.0} per second of the overload"
+    );
+    assert_recovers(&seconds[41..]);
 }

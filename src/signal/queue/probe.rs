@@ -42,7 +42,7 @@ use std::time::Duration;
 
 use super::gate::{DEFAULT_INTERVAL, DEFAULT_TARGET, QueueGate};
 use super::histogram::WaitSource;
-use super::rng::draw_ppm;
+use super::rng::{draw_ppm, draw_shared_ppm};
 use crate::ConfigError;
 #[cfg(feature = "tokio")]
 use crate::sync::AtomicBool;
@@ -117,6 +117,8 @@ pub(super) struct ProbeState {
     last_tick: AtomicU64,
     /// The drop probability, in ppm.
     drop_ppm: AtomicU64,
+    /// A seeded probe's generator, shared by every thread; `None`: each thread's own.
+    seeded: Option<AtomicU64>,
     /// Whether a task runs the probe.
     #[cfg(feature = "tokio")]
     running: AtomicBool,
@@ -173,6 +175,7 @@ impl LagProbe {
             interval: DEFAULT_TICK,
             target: DEFAULT_TARGET,
             gate_interval: DEFAULT_INTERVAL,
+            seed: None,
         }
     }
 
@@ -212,7 +215,10 @@ impl LagProbe {
     /// allocation-free.
     #[inline]
     pub fn should_drop(&self, now_ns: u64) -> Option<LagVerdict> {
-        self.decide(now_ns, draw_ppm)
+        match &self.state.seeded {
+            None => self.decide(now_ns, draw_ppm),
+            Some(state) => self.decide(now_ns, || draw_shared_ppm(state)),
+        }
     }
 
     /// [`should_drop`](Self::should_drop) with the draw given: `u` in `0..1_000_000` drops iff
@@ -300,9 +306,18 @@ pub struct LagProbeBuilder {
     interval: Duration,
     target: Duration,
     gate_interval: Duration,
+    seed: Option<u64>,
 }
 
 impl LagProbeBuilder {
+    /// Draws from one generator seeded with `seed`, shared by every thread (an atomic add per
+    /// draw while the probe sheds), instead of each thread's own: the same decisions on every
+    /// run of a single-threaded test or simulation (default: per-thread, unseeded).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
     /// How often the probe ticks (default 10 ms); at least 1 ms, tokio's timer resolution. The
     /// gate judges only gate intervals that follow one with ticks: keep it at most the gate
     /// interval.
@@ -353,6 +368,7 @@ impl LagProbeBuilder {
                 target_ns: self.target.as_nanos() as u64,
                 last_tick: AtomicU64::new(NEVER),
                 drop_ppm: AtomicU64::new(0),
+                seeded: self.seed.map(AtomicU64::new),
                 #[cfg(feature = "tokio")]
                 running: AtomicBool::new(false),
                 gate,

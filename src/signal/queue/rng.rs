@@ -49,6 +49,16 @@ fn seed(state: &Cell<u64>) -> u64 {
     }
 }
 
+/// A uniform draw in `0..1_000_000` from a generator every thread shares (one atomic add):
+/// a seeded probe's, for deterministic runs.
+#[inline]
+pub(super) fn draw_shared_ppm(state: &crate::sync::AtomicU64) -> u32 {
+    let next = state
+        .fetch_add(GOLDEN, crate::sync::Ordering::Relaxed)
+        .wrapping_add(GOLDEN);
+    to_ppm(mix(next))
+}
+
 /// A uniform draw in `0..1_000_000` from this thread's generator: what
 /// [`LagProbe::should_drop`](super::LagProbe::should_drop) compares with the drop probability.
 ///
