@@ -31,6 +31,7 @@ mod linux;
 mod overload;
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 mod portable;
+mod sample;
 mod sampler;
 mod smoothing;
 

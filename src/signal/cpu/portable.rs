@@ -1,5 +1,7 @@
 //! CPU usage off Linux: the process's own CPU time on other Unix systems, nothing elsewhere.
 
+use super::sample::Sample;
+
 /// What a source measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 // Without Unix nothing is ever measured, so nothing is ever of this kind.
@@ -7,17 +9,6 @@
 pub(crate) enum SourceKind {
     /// `CLOCK_PROCESS_CPUTIME_ID` against the available parallelism.
     ProcessTime,
-}
-
-/// One reading.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Sample {
-    /// What the reading measured.
-    pub(crate) kind: SourceKind,
-    /// Cumulative CPU time used by the process, in nanoseconds.
-    pub(crate) used_nanos: u64,
-    /// CPUs the process may use.
-    pub(crate) limit_cpus: f64,
 }
 
 /// The process's CPU time.

@@ -75,7 +75,8 @@ pub(super) fn v1_locations<'m>(
 #[cfg(test)]
 mod tests {
     use crate::signal::cpu::linux::test_support::FakeRoot;
-    use crate::signal::cpu::linux::{CpuUsageSource, Sample, SourceKind};
+    use crate::signal::cpu::linux::{CpuUsageSource, SourceKind};
+    use crate::signal::cpu::sample::Sample;
 
     #[test]
     fn fake_mount_root_not_slash() {

@@ -123,4 +123,4 @@ mod source;
 #[cfg(test)]
 mod test_support;
 
-pub(crate) use self::source::{CpuUsageSource, Sample, SourceKind};
+pub(crate) use self::source::{CpuUsageSource, SourceKind};

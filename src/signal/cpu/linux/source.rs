@@ -8,6 +8,7 @@ use super::discover::{discover_v1, discover_v2};
 use super::parse::{cpu_stat_usage_usec, parse_uint};
 use super::process::{affinity_cpus, process_cpu_nanos};
 use super::procfs::{CgroupEntry, Mount, cgroup_entries, parse_mountinfo_line};
+use crate::signal::cpu::sample::Sample;
 
 /// Nanoseconds per microsecond (`cpu.stat` and `cpu.max` count microseconds).
 const NANOS_PER_MICRO: u64 = 1_000;
@@ -22,22 +23,6 @@ pub(crate) enum SourceKind {
     /// This process only: `CLOCK_PROCESS_CPUTIME_ID`. No quota is known; the limit is the size of
     /// the affinity mask.
     ProcessTime,
-}
-
-/// One reading.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Sample {
-    /// What this reading measured: the source's kind, or [`SourceKind::ProcessTime`] for a
-    /// cgroup source while the process's affinity mask covers fewer CPUs than the cgroup may use
-    /// (the cgroup's usage on the other CPUs is none of this process's load). Readings of
-    /// different kinds cannot be subtracted from each other.
-    pub(crate) kind: SourceKind,
-    /// Cumulative CPU time used by what is measured, in nanoseconds (monotone; arbitrary origin).
-    pub(crate) used_nanos: u64,
-    /// CPUs available right now: the minimum of the tightest CFS quota on the cgroup's path up to
-    /// its hierarchy root (quota / period; unlimited if none), the cgroup's cpuset size (if
-    /// readable) and the size of the process's CPU affinity mask. Always finite and > 0.
-    pub(crate) limit_cpus: f64,
 }
 
 /// The CPU usage and CPU limit of a cgroup (or of this process), with its files kept open.
