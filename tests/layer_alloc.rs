@@ -16,10 +16,8 @@ static ALLOCATOR: counting_alloc::CountingAllocator = counting_alloc::CountingAl
 mod rig;
 
 use std::convert::Infallible;
-use std::future::{Future, ready};
-use std::pin::pin;
+use std::future::ready;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use admit::clock::ManualClock;
@@ -27,21 +25,11 @@ use admit::shed::Shedder;
 use admit::shed::{ShedLayer, error::ShedRejection};
 use admit::warmup::sentinel::SentinelWarmUp;
 use admit::warmup::{WarmUp, WarmUpLayer, error::WarmUpRejection};
+use admit_testkit::poll::call_now;
 use counting_alloc::allocations_during;
 use http::Response;
 use rig::Rig;
-use tower::{Layer, Service};
-
-/// Drives one request through `service`: readiness, call, and the response future.
-fn request<S: Service<()>>(service: &mut S) -> Result<S::Response, S::Error> {
-    let mut cx = Context::from_waker(Waker::noop());
-    assert!(service.poll_ready(&mut cx).is_ready());
-    let mut future = pin!(service.call(()));
-    match future.as_mut().poll(&mut cx) {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("the inner service is always ready"),
-    }
-}
+use tower::Layer;
 
 #[test]
 fn layers_allocate_nothing_per_request() {
@@ -85,8 +73,8 @@ fn layers_allocate_nothing_per_request() {
     let per_request = ShedLayer::new(shedder.clone()).http();
 
     // Warm up the lazily initialised parts (the first window, thread-locals).
-    request(&mut shed_boxed).unwrap();
-    request(&mut warm_boxed).unwrap();
+    call_now(&mut shed_boxed, ()).unwrap();
+    call_now(&mut warm_boxed, ()).unwrap();
 
     let mut held = Vec::with_capacity(20);
     let (mut admitted, mut refused_shed, mut refused_warm) = (0u32, 0u32, 0u32);
@@ -95,15 +83,15 @@ fn layers_allocate_nothing_per_request() {
             if round % 10 == 0 {
                 clock.advance(Duration::from_millis(7));
             }
-            request(&mut shed_boxed).unwrap();
-            request(&mut shed_http).unwrap();
-            request(&mut warm_boxed).unwrap();
-            request(&mut warm_http).unwrap();
-            request(&mut shed_static).unwrap();
+            call_now(&mut shed_boxed, ()).unwrap();
+            call_now(&mut shed_http, ()).unwrap();
+            call_now(&mut warm_boxed, ()).unwrap();
+            call_now(&mut warm_http, ()).unwrap();
+            call_now(&mut shed_static, ()).unwrap();
             let mut fresh = per_request.clone().layer(inner);
-            request(&mut fresh).unwrap();
+            call_now(&mut fresh, ()).unwrap();
             admitted += 6;
-            match request(&mut warm_refusing) {
+            match call_now(&mut warm_refusing, ()) {
                 Ok(_) => admitted += 1,
                 Err(error) => {
                     assert!(error.is::<WarmUpRejection>());
@@ -118,7 +106,7 @@ fn layers_allocate_nothing_per_request() {
         }
         cpu.set(1000);
         for _ in 0..1_000 {
-            let error = request(&mut shed_boxed).unwrap_err();
+            let error = call_now(&mut shed_boxed, ()).unwrap_err();
             assert!(error.is::<ShedRejection>());
             refused_shed += 1;
         }

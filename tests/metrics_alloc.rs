@@ -16,31 +16,19 @@ static ALLOCATOR: counting_alloc::CountingAllocator = counting_alloc::CountingAl
 mod rig;
 
 use std::convert::Infallible;
-use std::future::{Future, ready};
-use std::pin::pin;
+use std::future::ready;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use admit::metrics::Reporter;
 use admit::shed::ShedLayer;
 use admit::warmup::{WarmUp, WarmUpLayer};
+use admit_testkit::poll::call_now;
 use counting_alloc::allocations_during;
 use http::Response;
 use metrics_exporter_prometheus::PrometheusBuilder;
 use rig::Rig;
-use tower::{Layer, Service};
-
-/// Drives one request through `service`: readiness, call, and the response future.
-fn request<S: Service<()>>(service: &mut S) -> Result<S::Response, S::Error> {
-    let mut cx = Context::from_waker(Waker::noop());
-    assert!(service.poll_ready(&mut cx).is_ready());
-    let mut future = pin!(service.call(()));
-    match future.as_mut().poll(&mut cx) {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("the inner service is always ready"),
-    }
-}
+use tower::Layer;
 
 #[test]
 fn requests_and_reports_allocate_nothing_with_a_recorder() {
@@ -68,27 +56,27 @@ fn requests_and_reports_allocate_nothing_with_a_recorder() {
     let mut warm_http = WarmUpLayer::new(Arc::clone(&bucket)).http().layer(inner);
 
     // The lazily created parts: the first window, the thread's stripe, the CPU series.
-    request(&mut shed_boxed).unwrap();
-    request(&mut warm_boxed).unwrap();
+    call_now(&mut shed_boxed, ()).unwrap();
+    call_now(&mut warm_boxed, ()).unwrap();
     reporter.report();
 
     let (mut admitted, mut refused) = (0u32, 0u32);
     let mut allocations = allocations_during(|| {
         for round in 0..2_000u32 {
             rig.clock.advance(Duration::from_millis(1));
-            request(&mut shed_boxed).unwrap();
-            request(&mut shed_http).unwrap();
+            call_now(&mut shed_boxed, ()).unwrap();
+            call_now(&mut shed_http, ()).unwrap();
             admitted += 2;
             // A cold bucket at 1000 / 3 per second, asked up to twice a millisecond: both
             // outcomes. The HTTP layer only once a refusal is out of the question: its
             // refusal is a response with a `Retry-After` header, which allocates.
-            match request(&mut warm_boxed) {
+            match call_now(&mut warm_boxed, ()) {
                 Ok(_) => admitted += 1,
                 Err(_) => refused += 1,
             }
             if round % 10 == 0 {
                 rig.clock.advance(Duration::from_millis(10));
-                assert!(request(&mut warm_http).unwrap().status().is_success());
+                assert!(call_now(&mut warm_http, ()).unwrap().status().is_success());
                 admitted += 1;
             }
             if round % 100 == 0 {
@@ -100,7 +88,7 @@ fn requests_and_reports_allocate_nothing_with_a_recorder() {
     let held = rig.force_overload();
     allocations += allocations_during(|| {
         for _ in 0..2_000 {
-            assert!(request(&mut shed_boxed).is_err());
+            assert!(call_now(&mut shed_boxed, ()).is_err());
             refused += 1;
         }
         reporter.report();

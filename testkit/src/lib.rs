@@ -4,7 +4,8 @@
 //! - [`server`]: a server task on a loopback port, [`TestServer`], stopped gracefully when
 //!   dropped or with [`TestServer::shutdown`];
 //! - [`axum`] and [`tonic`]: how the end-to-end tests start those servers;
-//! - [`counting_alloc`]: a global allocator that counts each thread's heap allocations;
+//! - [`counting_alloc`]: a global allocator that counts each thread's heap allocations, and
+//!   [`poll`], which drives a tower service without a runtime for those counts;
 //! - [`prometheus`]: a real Prometheus server that scrapes test servers, and its query API.
 //!
 //! Launchers for outside processes the tests talk to belong here too, each in a module of its own
@@ -15,6 +16,7 @@
 
 pub mod axum;
 pub mod counting_alloc;
+pub mod poll;
 pub mod prometheus;
 pub mod server;
 pub mod tonic;
