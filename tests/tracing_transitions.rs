@@ -80,6 +80,27 @@ fn shedding_logs_its_start_and_stop_once() {
     });
 }
 
+/// Ten seconds of a request every millisecond (a bucket of 100 per second, warming up over
+/// 2 s, is warm well within that): exactly one event, that `limiter` reached its full rate.
+fn saturate_until_warm(clock: &ManualClock, lines: &Lines, limiter: &str, try_acquire: impl Fn()) {
+    for _ in 0..10_000 {
+        clock.advance(Duration::from_millis(1));
+        try_acquire();
+    }
+    let events = lines.take();
+    assert_eq!(events.len(), 1, "{events:#?}");
+    assert!(
+        events[0].contains("warm-up reached its full rate"),
+        "{}",
+        events[0]
+    );
+    assert!(
+        events[0].contains(&format!("limiter=\"{limiter}\"")),
+        "{}",
+        events[0]
+    );
+}
+
 #[test]
 fn a_warm_up_logs_reaching_its_full_rate_and_falling_back() {
     capture(|lines| {
@@ -90,19 +111,9 @@ fn a_warm_up_logs_reaching_its_full_rate_and_falling_back() {
             .clock(clock.clone())
             .build()
             .unwrap();
-        // Saturated for 10 s, a request every millisecond: warm well within that.
-        for _ in 0..10_000 {
-            clock.advance(Duration::from_millis(1));
+        saturate_until_warm(&clock, lines, "edge", || {
             let _ = bucket.try_acquire();
-        }
-        let events = lines.take();
-        assert_eq!(events.len(), 1, "{events:#?}");
-        assert!(
-            events[0].contains("warm-up reached its full rate"),
-            "{}",
-            events[0]
-        );
-        assert!(events[0].contains("limiter=\"edge\""), "{}", events[0]);
+        });
         // A minute idle refills the bucket: the next admission finds it below its full rate.
         clock.advance(Duration::from_secs(60));
         for _ in 0..10 {
@@ -124,17 +135,8 @@ fn a_sentinel_bucket_logs_reaching_its_full_rate() {
             .clock(clock.clone())
             .build()
             .unwrap();
-        for _ in 0..10_000 {
-            clock.advance(Duration::from_millis(1));
+        saturate_until_warm(&clock, lines, "exact", || {
             let _ = bucket.try_acquire();
-        }
-        let events = lines.take();
-        assert_eq!(events.len(), 1, "{events:#?}");
-        assert!(
-            events[0].contains("warm-up reached its full rate"),
-            "{}",
-            events[0]
-        );
-        assert!(events[0].contains("limiter=\"exact\""), "{}", events[0]);
+        });
     });
 }
