@@ -29,10 +29,8 @@ const SUM: usize = BUCKETS;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum WaitSource {
-    /// Before a request reached the shedder: a layer's [`QueueTime`] (a proxy's header), or
+    /// Before a request reached the shedder: a layer's `QueueTime` (a proxy's header), or
     /// [`Shedder::allow_after`](crate::shed::Shedder::allow_after).
-    ///
-    /// [`QueueTime`]: https://docs.rs/admit/latest/admit/middleware/trait.QueueTime.html
     Request,
     /// In a pool inside the process ([`QueueStamp`](super::QueueStamp)).
     Pool,
@@ -117,8 +115,8 @@ impl WaitHistogram {
     #[inline]
     pub(crate) fn record(&self, nanos: u64) {
         let bucket = BOUNDS_NANOS.partition_point(|&bound| bound < nanos);
-        self.0.add(bucket, 1);
-        self.0.add(SUM, nanos.saturating_add(500) / 1_000);
+        self.0
+            .add_two((bucket, 1), (SUM, nanos.saturating_add(500) / 1_000));
     }
 
     pub(crate) fn get(&self) -> Waits {
