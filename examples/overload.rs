@@ -100,6 +100,7 @@ Options:
   --inline                 do the work inside the async handler (the anti-pattern), not on
                            spawn_blocking
   --json <path>            also write the per-phase summary as JSON
+  --capacity <r/s>         the server's capacity, instead of measuring it first
   -h, --help               print this help
 ";
 
@@ -119,6 +120,12 @@ struct Options {
     inline: bool,
     /// Where to write the summary as JSON.
     json: Option<PathBuf>,
+    /// What the server completes per second, saturated: measured before the runs, unless
+    /// given with `--capacity`. Offered loads are multiples of it.
+    capacity: Option<f64>,
+    /// Iterations of `burn` per millisecond of CPU, calibrated once here and passed to every
+    /// server, so that every run does the same work.
+    burn_rate: f64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -181,7 +188,7 @@ fn main() -> Result<(), BoxError> {
     if args.first().map(String::as_str) == Some("--serve") {
         return serve(&args[1..]);
     }
-    let options = match parse(&args)? {
+    let mut options = match parse(&args)? {
         Some(options) => options,
         None => {
             print!("{USAGE}");
@@ -189,6 +196,7 @@ fn main() -> Result<(), BoxError> {
         }
     };
     let pinned = options.pin && pin_self_to_cpu(1);
+    options.burn_rate = calibrate();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -227,6 +235,8 @@ fn parse(args: &[String]) -> Result<Option<Options>, BoxError> {
         pin: true,
         inline: false,
         json: None,
+        capacity: None,
+        burn_rate: 0.0,
     };
     let mut args = args.iter();
     while let Some(flag) = args.next() {
@@ -271,6 +281,7 @@ fn parse(args: &[String]) -> Result<Option<Options>, BoxError> {
             }
             "--go-zero" => options.runs.push(Protection::GoZero),
             "--json" => options.json = Some(PathBuf::from(value()?)),
+            "--capacity" => options.capacity = Some(number(value()?)?),
             "--no-pin" => options.pin = false,
             "--inline" => options.inline = true,
             other => return Err(format!("unknown option `{other}`; try --help").into()),
@@ -349,9 +360,11 @@ fn burn(iterations: u64) -> u64 {
     x
 }
 
+/// Iterations of `burn` per millisecond: the fastest of 50 short rounds (the others were
+/// interrupted).
 fn calibrate() -> f64 {
     const ROUNDS: u64 = 1 << 20;
-    (0..5)
+    (0..50)
         .map(|_| {
             let start = Instant::now();
             std::hint::black_box(burn(ROUNDS));
@@ -402,18 +415,20 @@ async fn stats(State(server): State<Arc<Server>>) -> String {
     format!("{} {cpu} {limit}", server.in_flight.load(Ordering::Relaxed))
 }
 
-/// `--serve <unprotected|admit|tower:k> <work_ms> <cold_s> <cpu_horizon_ms> <inline|blocking>`:
-/// serves until killed.
+/// `--serve <unprotected|admit|tower:k> <work_ms> <cold_s> <cpu_horizon_ms> <inline|blocking>
+/// <iterations_per_ms>`: serves until killed.
 fn serve(args: &[String]) -> Result<(), BoxError> {
-    let [protection, work_ms, cold, horizon, style] = args else {
-        return Err("--serve <run> <work_ms> <cold_s> <cpu_horizon_ms> <inline|blocking>".into());
+    const USAGE: &str =
+        "--serve <run> <work_ms> <cold_s> <cpu_horizon_ms> <inline|blocking> <iterations_per_ms>";
+    let [protection, work_ms, cold, horizon, style, burn_rate] = args else {
+        return Err(USAGE.into());
     };
     let inline = style == "inline";
     let protection = Protection::parse(protection)?;
     let work_ms: f64 = work_ms.parse()?;
     let cold = Duration::from_secs_f64(cold.parse::<f64>()?.max(0.001));
     let horizon = Duration::from_secs_f64(horizon.parse::<f64>()? / 1e3);
-    let iterations_per_ms = calibrate();
+    let iterations_per_ms: f64 = burn_rate.parse()?;
     // One core: its nominal capacity, in requests per second.
     let capacity = 1000.0 / work_ms;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -523,11 +538,9 @@ struct Run {
     seconds: Vec<Tally>,
 }
 
-async fn drive(options: Options, pinned: bool) -> Result<(), BoxError> {
-    let capacity = 1000.0 / options.work_ms;
+async fn drive(mut options: Options, pinned: bool) -> Result<(), BoxError> {
     println!(
-        "Server: one core{}, {:.1} ms of CPU work per request on average (capacity about {capacity:.0} \
-         requests/s) {}, {} ms client deadline.",
+        "Server: one core{}, {:.1} ms of CPU work per request on average {}, {} ms client deadline.",
         if pinned {
             " (pinned to CPU 0, load generator on CPU 1)"
         } else {
@@ -541,6 +554,20 @@ async fn drive(options: Options, pinned: bool) -> Result<(), BoxError> {
         },
         options.deadline.as_millis()
     );
+    let capacity = match options.capacity {
+        Some(capacity) => capacity,
+        None => {
+            let capacity = calibrate_capacity(&options, pinned).await?;
+            println!(
+                "Capacity: {capacity:.0} requests/s, measured by keeping the unprotected server \
+                 saturated for {} s (nominal {:.0}/s: HTTP costs the rest).",
+                CALIBRATION.as_secs(),
+                1000.0 / options.work_ms
+            );
+            capacity
+        }
+    };
+    options.capacity = Some(capacity);
     let plan: Vec<String> = options
         .phases
         .iter()
@@ -578,19 +605,28 @@ async fn drive(options: Options, pinned: bool) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// Starts the server for one run (`warm`: without the cold-start phase) and returns it with
+/// the address it listens on.
 fn spawn_server(
     options: &Options,
     protection: Protection,
     pinned: bool,
-) -> Result<Child, BoxError> {
+    warm: bool,
+) -> Result<(Child, String), BoxError> {
     let exe = std::env::current_exe()?;
+    let cold = if warm {
+        0
+    } else {
+        options.phases[0].seconds.max(1)
+    };
     let args = [
         "--serve".to_string(),
         protection.arg(),
         options.work_ms.to_string(),
-        options.phases[0].seconds.max(1).to_string(),
+        cold.to_string(),
         options.cpu_horizon.as_millis().to_string(),
         if options.inline { "inline" } else { "blocking" }.to_string(),
+        options.burn_rate.to_string(),
     ];
     let mut command = if pinned {
         let mut command = Command::new("taskset");
@@ -599,15 +635,7 @@ fn spawn_server(
     } else {
         Command::new(exe)
     };
-    Ok(command.args(args).stdout(Stdio::piped()).spawn()?)
-}
-
-async fn run_once(
-    options: &Options,
-    protection: Protection,
-    pinned: bool,
-) -> Result<Vec<Tally>, BoxError> {
-    let mut child = spawn_server(options, protection, pinned)?;
+    let mut child = command.args(args).stdout(Stdio::piped()).spawn()?;
     let stdout = child.stdout.take().ok_or("no stdout from the server")?;
     let mut line = String::new();
     BufReader::new(stdout).read_line(&mut line)?;
@@ -616,14 +644,74 @@ async fn run_once(
         .strip_prefix("listening ")
         .ok_or_else(|| format!("unexpected server output: {line:?}"))?
         .to_string();
+    Ok((child, addr))
+}
+
+async fn run_once(
+    options: &Options,
+    protection: Protection,
+    pinned: bool,
+) -> Result<Vec<Tally>, BoxError> {
+    let (mut child, addr) = spawn_server(options, protection, pinned, false)?;
     let result = load(options, &addr).await;
     let _ = child.kill();
     let _ = child.wait();
     result
 }
 
+/// How long the calibration keeps the server saturated, after a second to settle.
+const CALIBRATION: Duration = Duration::from_secs(3);
+/// Requests the calibration keeps outstanding: enough that the core never waits for one.
+const CALIBRATION_CLIENTS: usize = 6;
+
+/// The server's capacity: requests completed per second by a warm, unprotected server kept
+/// saturated by a closed loop of clients (no client waits longer than a few tens of ms, and no
+/// request is refused, so it is the most the server can do).
+async fn calibrate_capacity(options: &Options, pinned: bool) -> Result<f64, BoxError> {
+    let (mut child, addr) = spawn_server(options, Protection::Unprotected, pinned, true)?;
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let work: Uri = format!("http://{addr}/work").parse()?;
+    let start = tokio::time::Instant::now();
+    let (from, until) = (
+        start + Duration::from_secs(1),
+        start + Duration::from_secs(1) + CALIBRATION,
+    );
+    let done = Arc::new(AtomicU64::new(0));
+    let clients: Vec<_> = (0..CALIBRATION_CLIENTS)
+        .map(|_| {
+            let (client, work, done) = (client.clone(), work.clone(), Arc::clone(&done));
+            tokio::spawn(async move {
+                while tokio::time::Instant::now() < until {
+                    let response = client.get(work.clone()).await?;
+                    let ok = response.status() == StatusCode::OK;
+                    response.into_body().collect().await?;
+                    let now = tokio::time::Instant::now();
+                    if ok && now >= from && now < until {
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Ok::<(), BoxError>(())
+            })
+        })
+        .collect();
+    let mut result = Ok(());
+    for client in clients {
+        if let Err(error) = client.await? {
+            result = Err(error);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    result?;
+    let capacity = done.load(Ordering::Relaxed) as f64 / CALIBRATION.as_secs_f64();
+    if capacity < 1.0 {
+        return Err("the calibration completed no request".into());
+    }
+    Ok(capacity)
+}
+
 async fn load(options: &Options, addr: &str) -> Result<Vec<Tally>, BoxError> {
-    let capacity = 1000.0 / options.work_ms;
+    let capacity = options.capacity.unwrap_or(1000.0 / options.work_ms);
     let total: u64 = options.phases.iter().map(|p| p.seconds).sum();
     let tallies: Tallies = Arc::new(Mutex::new(vec![Tally::default(); total as usize + 1]));
     let client: HttpClient = Client::builder(TokioExecutor::new())
@@ -810,7 +898,7 @@ fn live_line(second: usize, phase: &str, tally: &Tally) -> String {
 }
 
 /// A summary row: its label's value for one run's totals.
-type Row = dyn Fn(&mut Totals) -> String;
+type Row<'a> = dyn Fn(&mut Totals) -> String + 'a;
 
 /// Totals over a span of seconds.
 struct Totals {
@@ -842,7 +930,11 @@ fn totals(seconds: &[Tally]) -> Totals {
 }
 
 fn summarise(options: &Options, runs: &[Run]) {
-    println!("\nSummary, per phase (goodput and shed per second; latency of answered requests):");
+    let capacity = options.capacity.unwrap_or(1000.0 / options.work_ms);
+    println!(
+        "\nSummary, per phase (goodput and shed per second, goodput as a share of the {capacity:.0}/s \
+         capacity; latency of answered requests):"
+    );
     let mut header = format!("{:<10}  {:<16}", "phase", "");
     for run in runs {
         let _ = write!(header, "  {:>14}", run.protection.name());
@@ -853,9 +945,15 @@ fn summarise(options: &Options, runs: &[Run]) {
             .iter()
             .map(|run| totals(&run.seconds[span.clone()]))
             .collect();
-        let rows: [(&str, &Row); 5] = [
+        let rows: [(&str, &Row<'_>); 6] = [
             ("goodput/s", &|t| {
                 format!("{:.0}", t.ok as f64 / t.seconds.max(1) as f64)
+            }),
+            ("of capacity", &move |t| {
+                format!(
+                    "{:.1} %",
+                    100.0 * t.ok as f64 / t.seconds.max(1) as f64 / capacity
+                )
             }),
             ("shed/s", &|t| {
                 format!("{:.0}", t.shed as f64 / t.seconds.max(1) as f64)
@@ -927,7 +1025,7 @@ fn write_json(options: &Options, runs: &[Run], path: &std::path::Path) -> std::i
         .collect();
     let summary = serde_json::json!({
         "work_ms": options.work_ms,
-        "capacity_per_s": 1000.0 / options.work_ms,
+        "capacity_per_s": options.capacity.unwrap_or(1000.0 / options.work_ms),
         "deadline_ms": options.deadline.as_secs_f64() * 1e3,
         "inline": options.inline,
         "runs": runs,

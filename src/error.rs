@@ -148,6 +148,13 @@ pub enum ConfigError {
         /// The longest target supported.
         max: Duration,
     },
+    /// A queue-delay gate's `hot_share` is not in `(0, 1]` (NaN included): it is the share of an
+    /// interval's waits that must exceed the target for the gate to be hot, so zero would make
+    /// every interval hot.
+    HotShareOutOfRange {
+        /// The share that was given.
+        hot_share: f64,
+    },
 }
 
 impl ConfigError {
@@ -170,6 +177,7 @@ impl ConfigError {
             | ConfigError::DurationTooLong { setting, .. } => setting,
             ConfigError::EmptyName => "name",
             ConfigError::QueueTargetOutOfRange { .. } => "target",
+            ConfigError::HotShareOutOfRange { .. } => "hot_share",
         }
     }
 }
@@ -268,6 +276,10 @@ impl fmt::Display for ConfigError {
                 f,
                 "invalid `target` ({target:?}): must be above zero, below the interval \
                  ({interval:?}) and at most {max:?}"
+            ),
+            ConfigError::HotShareOutOfRange { hot_share } => write!(
+                f,
+                "invalid `hot_share` ({hot_share}): must be above 0 and at most 1"
             ),
         }
     }

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use admit::ConfigError;
-use admit::signal::queue::{LagProbe, LagVerdict, draw_ppm};
+use admit::signal::queue::{IntervalWaits, LagProbe, LagVerdict, draw_ppm};
 
 const MS: u64 = 1_000_000;
 
@@ -116,8 +116,11 @@ fn every_lateness_lands_in_the_gate() {
         probe.tick(ms(10.0) * tick, ms(10.0) * tick + ms(6.0));
     }
     assert_eq!(
-        probe.gate().min_sojourn(ms(96.0)),
-        Some(Duration::from_millis(6))
+        probe.gate().interval_waits(ms(96.0)),
+        Some(IntervalWaits {
+            recorded: 9,
+            above_target: 9
+        })
     );
     for tick in 10..=19 {
         probe.tick(ms(10.0) * tick, ms(10.0) * tick);
@@ -300,10 +303,8 @@ mod task {
             assert!(!probe.heartbeat_hot(clock.now_nanos()));
             assert_eq!(probe.should_drop_with(clock.now_nanos(), 0), None);
         }
-        assert_eq!(
-            probe.gate().min_sojourn(clock.now_nanos()),
-            Some(Duration::ZERO)
-        );
+        let waits = probe.gate().interval_waits(clock.now_nanos()).unwrap();
+        assert_eq!(waits.above_target, 0, "{waits:?}");
         assert!(!probe.lateness_hot(clock.now_nanos()));
 
         // A clone keeps the task going.

@@ -154,7 +154,9 @@ impl<C: Clock> ShedderBuilder<C> {
     /// [`allow_after`](Shedder::allow_after) (the layers read them from a request-start header
     /// when asked to) or recorded by work queued inside the process, make the shedder hot
     /// within one to two of the gate's intervals of an overload, and while it is hot a request
-    /// that waited more than twice the target is refused. Pass an `Arc` to share the gate with
+    /// that waited more than twice the target is refused. With a gate the concurrency limit
+    /// is not scaled down by the CPU and is at least the throughput times the gate's target
+    /// (see the [module docs](super)). Pass an `Arc` to share the gate with
     /// [`QueueStamp`](crate::signal::queue::QueueStamp)s.
     ///
     /// Without a gate the shedder decides exactly as go-zero's.
@@ -166,8 +168,9 @@ impl<C: Clock> ShedderBuilder<C> {
     /// A runtime lag probe (default: none): while its timer fires late (the runtime's workers
     /// are busy with work done inline), the shedder refuses a share of requests that its
     /// controller raises as long as the lateness stays above target, whatever the
-    /// concurrency ([`OverloadReason::RuntimeLag`](super::OverloadReason::RuntimeLag)). Spawn
-    /// the probe's task (`tokio::spawn(probe.run(clock))`, feature `tokio`) for it to tick.
+    /// concurrency ([`OverloadReason::RuntimeLag`](super::OverloadReason::RuntimeLag)), unless
+    /// a [queue gate](Self::queue_gate) has a verdict from measured waits. Spawn the probe's
+    /// task (`tokio::spawn(probe.run(clock))`, feature `tokio`) for it to tick.
     pub fn runtime_probe(mut self, probe: LagProbe) -> Self {
         self.probe = Some(probe);
         self
@@ -242,7 +245,7 @@ impl<C: Clock> ShedderBuilder<C> {
                 overloaded_at: AtomicU64::new(0),
                 dropped_recently: AtomicBool::new(false),
                 dropped: Striped::new(),
-                limit: SeqLock::new([0, 0]),
+                limit: SeqLock::new([0, 0, 0]),
             }),
             window: RollingWindow::new(self.buckets as usize),
             service_micros: Striped::new(),
@@ -253,6 +256,10 @@ impl<C: Clock> ShedderBuilder<C> {
                 bucket_nanos,
                 window_scale: 1e9 / bucket_nanos as f64 / 1000.0,
                 cool_off_nanos,
+                queue_floor_ms: self
+                    .queue
+                    .as_ref()
+                    .map_or(0.0, |gate| gate.target().as_secs_f64() * 1e3),
                 origin_nanos: self.clock.now_nanos(),
             },
             clock: self.clock,

@@ -37,18 +37,21 @@
 //! ([`queue_gate`](ShedderBuilder::queue_gate)) and how late the runtime runs its timers
 //! ([`runtime_probe`](ShedderBuilder::runtime_probe)); see [`signal::queue`](crate::signal::queue).
 //!
-//! - While the gate is hot (every wait of its last interval exceeded its target) the shedder is
-//!   hot, and a request that waited more than twice the target is refused whatever the
-//!   concurrency ([`OverloadReason::QueueDelay`]); other refusals follow go-zero's rule
+//! - While the gate is hot (90 % of the waits of its last interval exceeded its target) the
+//!   shedder is hot, and a request that waited more than twice the target is refused whatever
+//!   the concurrency ([`OverloadReason::QueueDelay`]); other refusals follow go-zero's rule
 //!   ([`OverloadReason::Queue`]) and arm the cool-off.
-//! - While the gate has measured the queue and found it short (its
-//!   [state](crate::signal::queue::QueueState) is `Cold`), the CPU signal is set aside: the
-//!   service keeps up with its load, and shedding on a busy CPU would only waste capacity
-//!   (go-zero holds the CPU near its threshold, about 5–10 % below what the service can do).
-//!   With no measurement (`Unknown`) the CPU decides as usual.
-//! - While the probe lags, a share of requests is refused at random, set by its controller,
-//!   or all of them while it misses its heartbeat ([`OverloadReason::RuntimeLag`]).
-//!
+//! - With a gate, go-zero's limit on requests in flight is not scaled down by the CPU's
+//!   overload factor (the gate sees the queue the factor guesses at; scaled, the limit holds
+//!   the CPU near its threshold, 5–10 % below what the service can do), and it is at least the
+//!   throughput times the gate's target (by Little's law, the concurrency at which requests wait
+//!   that long): with millisecond requests go-zero's limit is about one per core, and the core
+//!   idles between arrivals.
+//! - The probe decides only while the gate has no verdict (no gate, or no wait recorded in its
+//!   last interval): measured waits outrank its estimate. While it lags, a share of requests is
+//!   refused at random, set by its controller, or all of them while it misses its heartbeat
+//!   ([`OverloadReason::RuntimeLag`]).
+
 //! # Parity with go-zero
 //!
 //! With no signal besides the CPU (no queue gate, no probe), the decision reproduces go-zero's

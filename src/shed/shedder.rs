@@ -126,8 +126,9 @@ pub(super) struct Heat {
     pub(super) dropped_recently: AtomicBool,
     /// Refusals by reason ([`OverloadReason::index`]), striped by thread.
     pub(super) dropped: Striped<{ OverloadReason::COUNT }>,
-    /// The epoch (plus one, 0: none yet) and the `f64` bits of go-zero's `maxFlight` for it.
-    pub(super) limit: SeqLock<2>,
+    /// The epoch (plus one, 0: none yet) and the `f64` bits of go-zero's `maxFlight` and of the
+    /// queue floor for it.
+    pub(super) limit: SeqLock<3>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -138,6 +139,13 @@ pub(super) struct Config {
     /// go-zero's `windowScale`: buckets per second / 1000.
     pub(super) window_scale: f64,
     pub(super) cool_off_nanos: u64,
+    /// With a queue gate, its target in ms (0 without): the limit on requests in flight is never
+    /// below `maxPass · target · windowScale`, the throughput times the target, whatever the
+    /// CPU's overload factor. go-zero's limit (throughput × the fastest latency, by Little's
+    /// law) lets about one request per core in flight when requests take a millisecond, and
+    /// its factor lowers that as the CPU climbs, so the core idles between arrivals; the
+    /// concurrency at which requests wait no longer than the gate's target is never too much.
+    pub(super) queue_floor_ms: f64,
     /// The clock reading at construction: buckets are aligned to it.
     pub(super) origin_nanos: u64,
 }
@@ -272,23 +280,19 @@ impl<C: Clock> Shedder<C> {
             Some(gate) => gate.observe_state(now, waited),
             None => QueueState::Unknown,
         };
-        let queue_hot = queue == QueueState::Hot;
-        let lagging = self
-            .probe
-            .as_ref()
-            .is_some_and(|probe| probe.should_drop(now).is_some());
+        // Measured waits outrank the probe's estimate of them: it decides only while the gate
+        // has no verdict (no gate, or no wait recorded in its last interval).
+        let lagging = queue == QueueState::Unknown
+            && self
+                .probe
+                .as_ref()
+                .is_some_and(|probe| probe.should_drop(now).is_some());
         let verdict = if lagging {
             self.note_overload(now);
             Some(OverloadReason::RuntimeLag)
         } else {
-            // A queue the gate has measured and found short outranks the CPU: the service
-            // keeps up, so a busy CPU is just a busy CPU.
-            let cpu = if queue == QueueState::Cold {
-                None
-            } else {
-                self.cpu.load_permille()
-            };
-            self.should_drop(now, self.pressure_with(now, cpu), queue_hot, waited)
+            let cpu = self.cpu.load_permille();
+            self.should_drop(now, self.pressure_with(now, cpu), queue, waited)
         };
         if let Some(reason) = verdict {
             let heat = &self.heat;
@@ -303,12 +307,17 @@ impl<C: Clock> Shedder<C> {
         Ok(now)
     }
 
-    /// The pressure every signal reports at `now`, given the CPU's load (`None`: unknown,
-    /// or set aside): the CPU's, then the others'. The first overloaded signal names the
-    /// cause; the smallest headroom applies.
+    /// The pressure every signal reports at `now`, given the CPU's load (`None`: unknown): the
+    /// CPU's, then the others'. The first overloaded signal names the cause; the smallest
+    /// headroom applies, the CPU's only without a queue gate.
     #[inline]
     pub(super) fn pressure_with(&self, now: u64, cpu: Option<u32>) -> Pressure {
         let mut pressure = self.cpu.pressure_at(cpu);
+        if self.queue.is_some() {
+            // The gate sees the queue the CPU's overload factor guesses at: a hot CPU makes
+            // the shedder hot, but does not lower the limit below what the service carries.
+            pressure = pressure.with_headroom(1.0);
+        }
         for signal in &self.signals {
             pressure = pressure.and(signal.pressure(now));
         }
@@ -326,9 +335,10 @@ impl<C: Clock> Shedder<C> {
         &self,
         now: u64,
         pressure: Pressure,
-        queue_hot: bool,
+        queue: QueueState,
         waited: Option<u64>,
     ) -> Option<OverloadReason> {
+        let queue_hot = queue == QueueState::Hot;
         let reason = if let Some(cause) = pressure.cause() {
             self.note_overload(now);
             OverloadReason::of(cause)
@@ -340,7 +350,8 @@ impl<C: Clock> Shedder<C> {
         } else {
             return None;
         };
-        let limit = self.max_flight(now) * pressure.headroom();
+        let (max_flight, floor) = self.max_flight(now);
+        let limit = (max_flight * pressure.headroom()).max(floor);
         let avg_flying = f64::from_bits(self.flight.avg_flying.load(Ordering::Acquire));
         let flying = self.flight.flying() as f64;
         if avg_flying > limit && flying > limit {
@@ -429,32 +440,41 @@ impl<C: Clock> Shedder<C> {
         epoch
     }
 
-    /// go-zero's `maxFlight`, cached once per bucket, since the window ignores the bucket in
-    /// progress. The cache is the epoch (plus one) and the value under the crate's sequence
-    /// lock: a reader uses it only for its own epoch, and a thread that finds it stale scans
-    /// the window and stores its result unless another thread is storing at that moment.
+    /// go-zero's `maxFlight` and the [queue floor](Config::queue_floor_ms) beside it, cached
+    /// once per bucket, since the window ignores the bucket in progress. The cache is the epoch
+    /// (plus one) and the values under the crate's sequence lock: a reader uses it only for its
+    /// own epoch, and a thread that finds it stale scans the window and stores its result unless
+    /// another thread is storing at that moment.
     #[inline]
-    fn max_flight(&self, now: u64) -> f64 {
+    fn max_flight(&self, now: u64) -> (f64, f64) {
         let epoch = self.epoch(now);
         let tag = epoch.wrapping_add(1).max(1);
         let cached = self.heat.limit.try_read();
-        if let Some([cached_tag, value]) = cached
+        if let Some([cached_tag, value, floor]) = cached
             && cached_tag == tag
         {
-            return f64::from_bits(value);
+            return (f64::from_bits(value), f64::from_bits(floor));
         }
         let (max_pass, min_rt) = self.scan(epoch);
         let max_flight = self.max_flight_of(max_pass, min_rt);
+        let floor = self.queue_floor_of(max_pass);
         // A thread whose clock reading lags leaves a newer bucket's limit in place.
-        if cached.is_none_or(|[cached_tag, _]| cached_tag < tag) {
-            self.heat.limit.try_write([tag, max_flight.to_bits()]);
+        if cached.is_none_or(|[cached_tag, ..]| cached_tag < tag) {
+            self.heat
+                .limit
+                .try_write([tag, max_flight.to_bits(), floor.to_bits()]);
         }
-        max_flight
+        (max_flight, floor)
     }
 
     /// `max(maxPass · minRt · windowScale, 1)`, multiplied in go-zero's order.
     pub(super) fn max_flight_of(&self, max_pass: u64, min_rt: u64) -> f64 {
         (max_pass as f64 * min_rt as f64 * self.config.window_scale).max(1.0)
+    }
+
+    /// `maxPass · target · windowScale` with a queue gate, 0 without.
+    pub(super) fn queue_floor_of(&self, max_pass: u64) -> f64 {
+        max_pass as f64 * self.config.queue_floor_ms * self.config.window_scale
     }
 
     /// go-zero's `maxPass` and `minRt`, read from the window. A bucket whose latency sum
@@ -667,7 +687,7 @@ mod tests {
                 .add(i, LATENCY_SUM, (i + 1) * (1000 * i + 550));
         }
         clock.set(Duration::from_millis(950)); // bucket 9 is current
-        assert_eq!(shedder.max_flight(shedder.clock.now_nanos()), 54.0);
+        assert_eq!(shedder.max_flight(shedder.clock.now_nanos()).0, 54.0);
         let now = shedder.clock.now_nanos();
         for (avg_flying, flying, drop) in [
             (50.0, 0, false),
@@ -680,7 +700,12 @@ mod tests {
             set_flight(&shedder, avg_flying, flying);
             assert_eq!(
                 shedder
-                    .should_drop(now, shedder.cpu.pressure_at(Some(900)), false, None)
+                    .should_drop(
+                        now,
+                        shedder.cpu.pressure_at(Some(900)),
+                        QueueState::Unknown,
+                        None
+                    )
                     .is_some(),
                 drop,
                 "avg_flying {avg_flying}, flying {flying}"
@@ -690,7 +715,12 @@ mod tests {
         let (_, _, fresh) = self::shedder();
         set_flight(&fresh, 80.0, 80);
         assert_eq!(
-            fresh.should_drop(0, fresh.cpu.pressure_at(Some(899)), false, None),
+            fresh.should_drop(
+                0,
+                fresh.cpu.pressure_at(Some(899)),
+                QueueState::Unknown,
+                None
+            ),
             None
         );
         // 900 ‰: `allow` refuses and arms the cool-off.
@@ -739,7 +769,7 @@ mod tests {
                 .map(|e| e.reason())
         };
         let (_, cold) = queued(500, false);
-        assert_eq!(cold.max_flight(cold.clock.now_nanos()), 20.0);
+        assert_eq!(cold.max_flight(cold.clock.now_nanos()).0, 20.0);
         set_flight(&cold, 50.0, 50);
         assert_eq!(
             decide(&cold, waited(30)),
@@ -779,14 +809,42 @@ mod tests {
             "the gate knows nothing of the interval before: the CPU decides"
         );
 
-        // The interval before held waits at or below the target: the gate found the queue
-        // short, and a hot CPU alone refuses nothing.
-        let (_, measured) = queued(950, false);
-        let gate = measured.queue_gate().unwrap();
-        gate.record(950 * NANOS_PER_MS, 2 * NANOS_PER_MS);
-        set_flight(&measured, 50.0, 50);
-        assert_eq!(decide(&measured, waited(3)), None);
-        assert_eq!(gate.state(measured.clock.now_nanos()), QueueState::Cold);
+        // With a gate, a hot CPU makes the shedder hot but does not scale go-zero's limit down
+        // (without one, 999 ‰ would scale 20 to 2).
+        let (_, scorched) = queued(999, false);
+        assert_eq!(scorched.max_flight(scorched.clock.now_nanos()), (20.0, 5.0));
+        set_flight(&scorched, 20.0, 20);
+        assert_eq!(decide(&scorched, None), None);
+        set_flight(&scorched, 21.0, 21);
+        assert_eq!(decide(&scorched, None), Some(OverloadReason::Cpu));
+    }
+
+    /// With a gate the limit is never below the concurrency at which requests wait the gate's
+    /// target: max_pass × target × window scale, here 100 × 5 × 0.01 = 5 in flight, where
+    /// go-zero's limit for 1 ms requests is 100 × 1 × 0.01 = 1.
+    #[test]
+    fn a_gate_floors_the_limit_at_its_target() {
+        let clock = ManualClock::new();
+        let shedder = Shedder::builder()
+            .clock(clock.clone())
+            .cpu(ManualCpu::new(950))
+            .queue_gate(QueueGate::default())
+            .build()
+            .unwrap();
+        for epoch in 0..10 {
+            shedder.window.add(epoch, PASSES, 100);
+            shedder.window.add(epoch, LATENCY_SUM, 100);
+        }
+        clock.set(Duration::from_millis(1050));
+        assert_eq!(shedder.max_flight(shedder.clock.now_nanos()), (1.0, 5.0));
+        let decide = || {
+            let now = shedder.clock.now_nanos();
+            shedder.admit(now, None).err().map(|e| e.reason())
+        };
+        set_flight(&shedder, 5.0, 5);
+        assert_eq!(decide(), None);
+        set_flight(&shedder, 6.0, 6);
+        assert_eq!(decide(), Some(OverloadReason::Cpu));
     }
 
     /// Vector 11: go-zero's `stillHot`, with its state injected.

@@ -6,49 +6,62 @@ use super::histogram::{WaitHistogram, WaitSource, Waits};
 use crate::ConfigError;
 use crate::sync::{AtomicU64, Ordering};
 
-/// The default target: sojourns above it, all through an interval, make the gate hot.
+/// The default target: sojourns above it make an interval count against the service.
 pub const DEFAULT_TARGET: Duration = Duration::from_millis(5);
 /// The default interval.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
+/// The default hot share: the gate is hot after an interval in which at least 90 % of the waits
+/// exceeded the target.
+pub const DEFAULT_HOT_SHARE: f64 = 0.9;
 
-/// Bits of the interval's minimum sojourn, in ns (about 18 minutes; longer sojourns count as
-/// that long).
-const MIN_BITS: u32 = 40;
-const MIN_MASK: u64 = (1 << MIN_BITS) - 1;
-/// Bits of the interval number beside it.
-const TAG_BITS: u32 = 64 - MIN_BITS;
+/// Bits of each of the interval's two counts (waits recorded, waits above the target).
+const COUNT_BITS: u32 = 20;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+/// Where the interval number sits, above the two counts.
+const TAG_SHIFT: u32 = 2 * COUNT_BITS;
+const TAG_BITS: u32 = 64 - TAG_SHIFT;
 const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
+/// One more wait recorded.
+const ONE_RECORDED: u64 = 1 << COUNT_BITS;
+/// Shares are kept in parts per million.
+const PPM: u64 = 1_000_000;
 
-/// A queue-delay gate: CoDel's rule ("every request of the last interval waited longer than
-/// the target") on intervals aligned to a grid of the clock, lock-free and allocation-free.
+/// A queue-delay gate: CoDel's test ("the requests of the last interval waited longer than the
+/// target") on intervals aligned to a grid of the clock, lock-free and allocation-free.
 ///
 /// Each request [`record`](Self::record)s how long it waited (its *sojourn*). Time is cut into
 /// intervals of `interval` counted from the clock's zero; the gate is [hot](Self::hot) for a
-/// whole interval if the interval just before it had samples and the smallest was above
+/// whole interval if the interval just before it had samples and at least the
+/// [hot share](QueueGateBuilder::hot_share) of them (90 %, by default) waited longer than
 /// `target`. While hot, a request that waited more than twice the target is not worth serving
 /// ([`check`](Self::check)): its client has probably given up, and serving it makes every
 /// request behind it later still.
 ///
-/// Compared with folly's `Codel` (the rule's reference), the intervals do not re-anchor on
-/// traffic and the request that closes an interval is not exempt; an interval with no sample
-/// before it is never hot, so an idle service starts cold. The gate engages one to two intervals
-/// after every request starts to wait longer than the target.
+/// CoDel and folly's `Codel` (the rule's reference) test the interval's *smallest* sojourn, a
+/// hot share of 1. A scheduler that does not serve in arrival order defeats that: tokio runs the
+/// task its I/O driver woke last first (its LIFO slot), so in every interval a few fresh
+/// requests jump a backlog of any length, and the minimum never rises. A share is not fooled
+/// by a few, and 90 % keeps a busy but unqueued service cold (at 60 % load on four workers,
+/// half an interval's waits sometimes exceed 5 ms). Compared with folly, the intervals also do
+/// not re-anchor on traffic and the request that closes an interval is not exempt; an interval
+/// with no sample before it is never hot, so an idle service starts cold. The gate engages one
+/// to two intervals after nearly every request starts to wait longer than the target.
 ///
 /// # Example
 ///
 /// ```
 /// use admit::signal::queue::QueueGate;
 ///
-/// let gate = QueueGate::default(); // 5 ms target, 100 ms intervals
+/// let gate = QueueGate::default(); // 5 ms target, 100 ms intervals, hot share 0.9
 /// let ms = |ms: u64| ms * 1_000_000;
-/// // Every request from 100 ms to 200 ms waited 30 ms or more: hot from 200 ms to 300 ms,
+/// // The requests from 100 ms to 200 ms waited 30 ms or more: hot from 200 ms to 300 ms,
 /// // as soon as a sample of that interval closes the one before.
 /// gate.record(ms(110), ms(30));
 /// gate.record(ms(190), ms(40));
 /// assert!(gate.check(ms(210), ms(25)), "waited more than twice the target: shed");
 /// assert!(gate.hot(ms(220)));
 /// assert!(!gate.check(ms(230), ms(3)), "waited less: served");
-/// // The interval from 200 ms held a 3 ms sojourn: cold again from 300 ms.
+/// // Two of the three waits from 200 ms were short: cold again from 300 ms.
 /// gate.record(ms(300), ms(40));
 /// assert!(!gate.hot(ms(300)));
 /// ```
@@ -56,7 +69,10 @@ const TAG_MASK: u64 = (1 << TAG_BITS) - 1;
 pub struct QueueGate {
     target_ns: u64,
     interval_ns: u64,
-    /// The interval being measured (its number modulo 2^24) and its smallest sojourn so far.
+    /// The hot share, in parts per million (1 to 1 000 000).
+    hot_ppm: u64,
+    /// The interval being measured (its number modulo 2^24) and its two counts: waits recorded
+    /// and waits above the target.
     current: AtomicU64,
     /// `interval << 2 | state` ([`QueueState`] as 0, 1, 2): the verdict for the interval it
     /// names, stored by the first sample of that interval; only ever raised.
@@ -68,7 +84,8 @@ pub struct QueueGate {
 }
 
 impl QueueGate {
-    /// A gate that is hot for an interval after one whose every sojourn exceeded `target`.
+    /// A gate that is hot for an interval after one in which at least 90 % of the sojourns
+    /// exceeded `target`; [`builder`](Self::builder) sets the share.
     ///
     /// # Errors
     ///
@@ -76,28 +93,19 @@ impl QueueGate {
     /// at most about 18 minutes; [`ConfigError::DurationTooLong`] for an interval beyond
     /// 584 years.
     pub fn new(target: Duration, interval: Duration) -> Result<Self, ConfigError> {
-        let interval_ns =
-            u64::try_from(interval.as_nanos()).map_err(|_| ConfigError::DurationTooLong {
-                setting: "interval",
-                value: interval,
-            })?;
-        let max = Duration::from_nanos(MIN_MASK);
-        if target.is_zero() || target >= interval || target > max {
-            return Err(ConfigError::QueueTargetOutOfRange {
-                target,
-                interval,
-                max,
-            });
+        QueueGate::builder()
+            .target(target)
+            .interval(interval)
+            .build()
+    }
+
+    /// A builder with the defaults: 5 ms target, 100 ms intervals, hot share 0.9.
+    pub fn builder() -> QueueGateBuilder {
+        QueueGateBuilder {
+            target: DEFAULT_TARGET,
+            interval: DEFAULT_INTERVAL,
+            hot_share: DEFAULT_HOT_SHARE,
         }
-        Ok(QueueGate {
-            target_ns: target.as_nanos() as u64,
-            interval_ns,
-            // The interval "before zero", with no sample: interval 0 is not hot.
-            current: AtomicU64::new(TAG_MASK << MIN_BITS),
-            verdict: AtomicU64::new(0),
-            hint: AtomicU64::new(0),
-            waits: std::array::from_fn(|_| WaitHistogram::new()),
-        })
     }
 
     /// The interval number of clock reading `now_ns`.
@@ -139,36 +147,29 @@ impl QueueGate {
     #[inline]
     fn record_in(&self, interval: u64, sojourn_ns: u64) {
         let tag = interval & TAG_MASK;
-        let sojourn = sojourn_ns.min(MIN_MASK);
+        let above = u64::from(sojourn_ns > self.target_ns);
         let mut word = self.current.load(Ordering::Acquire);
         loop {
-            let (held, min) = (word >> MIN_BITS, word & MIN_MASK);
-            let ahead = tag.wrapping_sub(held) & TAG_MASK;
-            if ahead == 0 {
-                if sojourn >= min {
-                    return;
+            let ahead = tag.wrapping_sub(word >> TAG_SHIFT) & TAG_MASK;
+            let next = if ahead == 0 {
+                if (word >> COUNT_BITS) & COUNT_MASK == COUNT_MASK {
+                    return; // a million waits in one interval: its share is settled
                 }
+                word + ONE_RECORDED + above
             } else if ahead >= 1 << (TAG_BITS - 1) {
                 return; // an older interval
-            }
+            } else {
+                tag << TAG_SHIFT | ONE_RECORDED | above
+            };
             match self.current.compare_exchange_weak(
                 word,
-                tag << MIN_BITS | sojourn,
+                next,
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
                 Ok(_) => {
                     if ahead != 0 {
-                        // The first sample of a new interval closes the one it holds: hot if
-                        // that was the interval just before and it never dipped below target,
-                        // cold if it was and did, unknown if it was older.
-                        let state = match (ahead == 1, min > self.target_ns) {
-                            (false, _) => QueueState::Unknown,
-                            (true, false) => QueueState::Cold,
-                            (true, true) => QueueState::Hot,
-                        };
-                        self.verdict
-                            .fetch_max(interval << 2 | state as u64, Ordering::AcqRel);
+                        self.close(interval, ahead == 1, word);
                     }
                     return;
                 }
@@ -177,8 +178,27 @@ impl QueueGate {
         }
     }
 
+    /// The first sample of `interval` closes the one `word` held: hot if that was the interval
+    /// just before (`adjacent`) and enough of its waits exceeded the target, cold if it was and
+    /// they did not, unknown if it was older or had no sample.
+    #[cold]
+    fn close(&self, interval: u64, adjacent: bool, word: u64) {
+        let recorded = (word >> COUNT_BITS) & COUNT_MASK;
+        let above = word & COUNT_MASK;
+        let state = if !adjacent || recorded == 0 {
+            QueueState::Unknown
+        } else if above * PPM >= self.hot_ppm * recorded {
+            QueueState::Hot
+        } else {
+            QueueState::Cold
+        };
+        self.verdict
+            .fetch_max(interval << 2 | state as u64, Ordering::AcqRel);
+    }
+
     /// Whether the gate is hot at clock reading `now_ns`: the interval before this one had
-    /// samples, all above the target. Known from the first sample of this interval on.
+    /// samples, and at least the hot share of them exceeded the target. Known from the first
+    /// sample of this interval on.
     #[inline]
     pub fn hot(&self, now_ns: u64) -> bool {
         self.hot_in(self.interval_of(now_ns))
@@ -250,11 +270,13 @@ impl QueueGate {
         self.observe_state(now_ns, sojourn_ns) == QueueState::Hot
     }
 
-    /// The smallest sojourn recorded in the interval of `now_ns`, if any was.
-    pub fn min_sojourn(&self, now_ns: u64) -> Option<Duration> {
+    /// The waits recorded so far in the interval of `now_ns`, if any were.
+    pub fn interval_waits(&self, now_ns: u64) -> Option<IntervalWaits> {
         let word = self.current.load(Ordering::Acquire);
-        (word >> MIN_BITS == self.interval_of(now_ns) & TAG_MASK)
-            .then(|| Duration::from_nanos(word & MIN_MASK))
+        (word >> TAG_SHIFT == self.interval_of(now_ns) & TAG_MASK).then_some(IntervalWaits {
+            recorded: ((word >> COUNT_BITS) & COUNT_MASK) as u32,
+            above_target: (word & COUNT_MASK) as u32,
+        })
     }
 
     /// The target.
@@ -266,20 +288,133 @@ impl QueueGate {
     pub fn interval(&self) -> Duration {
         Duration::from_nanos(self.interval_ns)
     }
+
+    /// The hot share.
+    pub fn hot_share(&self) -> f64 {
+        self.hot_ppm as f64 / PPM as f64
+    }
 }
+
+/// The waits a [`QueueGate`] has counted in one interval ([`QueueGate::interval_waits`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct IntervalWaits {
+    /// Waits recorded (counting stops at 2^20 − 1).
+    pub recorded: u32,
+    /// Those that exceeded the target.
+    pub above_target: u32,
+}
+
+/// Configures a [`QueueGate`]; created by [`QueueGate::builder`].
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use admit::ConfigError;
+/// use admit::signal::queue::QueueGate;
+///
+/// // CoDel's own test: hot only after an interval in which every wait exceeded 10 ms.
+/// let gate = QueueGate::builder()
+///     .target(Duration::from_millis(10))
+///     .interval(Duration::from_millis(200))
+///     .hot_share(1.0)
+///     .build()?;
+/// assert_eq!(gate.hot_share(), 1.0);
+///
+/// let none = QueueGate::builder().hot_share(0.0).build();
+/// assert!(matches!(none, Err(ConfigError::HotShareOutOfRange { .. })));
+/// # Ok::<(), ConfigError>(())
+/// ```
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct QueueGateBuilder {
+    target: Duration,
+    interval: Duration,
+    hot_share: f64,
+}
+
+impl QueueGateBuilder {
+    /// The wait above which a request counts against the service (default 5 ms); above zero
+    /// and below the interval.
+    pub fn target(mut self, target: Duration) -> Self {
+        self.target = target;
+        self
+    }
+
+    /// How long each judged interval lasts (default 100 ms).
+    pub fn interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+
+    /// The share of an interval's waits that must exceed the target for the next interval to
+    /// be hot (default 0.9); above 0, at most 1. At 1, every wait must: CoDel's test on the
+    /// interval's smallest sojourn.
+    pub fn hot_share(mut self, hot_share: f64) -> Self {
+        self.hot_share = hot_share;
+        self
+    }
+
+    /// Validates the settings and builds the gate.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::QueueTargetOutOfRange`] unless `0 < target < interval` and the target is
+    /// at most about 18 minutes; [`ConfigError::DurationTooLong`] for an interval beyond
+    /// 584 years; [`ConfigError::HotShareOutOfRange`] for a share outside `(0, 1]`.
+    pub fn build(self) -> Result<QueueGate, ConfigError> {
+        let QueueGateBuilder {
+            target,
+            interval,
+            hot_share,
+        } = self;
+        let interval_ns =
+            u64::try_from(interval.as_nanos()).map_err(|_| ConfigError::DurationTooLong {
+                setting: "interval",
+                value: interval,
+            })?;
+        let max = Duration::from_nanos(MAX_TARGET_NS);
+        if target.is_zero() || target >= interval || target > max {
+            return Err(ConfigError::QueueTargetOutOfRange {
+                target,
+                interval,
+                max,
+            });
+        }
+        if !(hot_share > 0.0 && hot_share <= 1.0) {
+            return Err(ConfigError::HotShareOutOfRange { hot_share });
+        }
+        Ok(QueueGate {
+            target_ns: target.as_nanos() as u64,
+            interval_ns,
+            hot_ppm: ((hot_share * PPM as f64).ceil() as u64).clamp(1, PPM),
+            // The interval "before zero", with no sample: interval 0 is not hot.
+            current: AtomicU64::new(TAG_MASK << TAG_SHIFT),
+            verdict: AtomicU64::new(0),
+            hint: AtomicU64::new(0),
+            waits: std::array::from_fn(|_| WaitHistogram::new()),
+        })
+    }
+}
+
+/// The longest target: about 18 minutes (sojourns are compared in ns, and `2 × target` must
+/// not overflow).
+const MAX_TARGET_NS: u64 = (1 << 40) - 1;
 
 /// What a [`QueueGate`] knows of the queue in the current interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum QueueState {
     /// No verdict: the interval before had no sample (or none of this interval has come yet).
     Unknown = 0,
-    /// The interval before had samples, and one waited at most the target: no standing queue.
+    /// The interval before had samples, and fewer than the hot share waited longer than the
+    /// target: no standing queue.
     Cold = 1,
-    /// Every sample of the interval before waited longer than the target: a standing queue.
+    /// At least the hot share of the interval before waited longer than the target: a
+    /// standing queue.
     Hot = 2,
 }
 
-/// A 5 ms target over 100 ms intervals (CoDel's and folly's defaults).
+/// A 5 ms target over 100 ms intervals (CoDel's and folly's defaults), hot share 0.9.
 impl Default for QueueGate {
     fn default() -> Self {
         QueueGate::new(DEFAULT_TARGET, DEFAULT_INTERVAL).expect("the defaults are valid")

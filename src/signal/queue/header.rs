@@ -42,7 +42,8 @@
 //!   keep-alive connection's idle time, inflate it.
 //! - **Spoofing.** The edge proxy must overwrite a client's value (Contour appends to it,
 //!   Kamal-proxy keeps it): [`Pick::Last`] reads the nearest hop. A forged fresh or future stamp
-//!   can still lower the measured minimum.
+//!   still counts as a short wait; to hold the gate cold a client must send a large share of
+//!   an interval's requests.
 //! - **Not numeric.** Envoy's bare `%START_TIME%` and JavaScript's `toISOString()` are ISO-8601
 //!   dates: [`HeaderError::Invalid`].
 //!

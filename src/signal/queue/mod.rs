@@ -26,7 +26,10 @@ mod request_start;
 mod rng;
 mod stamp;
 
-pub use self::gate::{DEFAULT_INTERVAL, DEFAULT_TARGET, QueueGate, QueueState};
+pub use self::gate::{
+    DEFAULT_HOT_SHARE, DEFAULT_INTERVAL, DEFAULT_TARGET, IntervalWaits, QueueGate,
+    QueueGateBuilder, QueueState,
+};
 pub use self::histogram::{BOUNDS_NANOS, WaitSource, Waits};
 pub use self::probe::{LagProbe, LagProbeBuilder, LagVerdict};
 #[cfg(feature = "http")]
