@@ -38,6 +38,8 @@ use tower::{Layer, ServiceBuilder};
 struct Reply {
     status: StatusCode,
     retry_after: Option<String>,
+    /// The `admit-refusal` header: why admit refused the request.
+    reason: Option<String>,
     body: Bytes,
 }
 
@@ -92,12 +94,15 @@ impl Http {
             .await
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         let status = response.status();
-        let retry_after = response.headers().get("retry-after").map(|value| {
-            value
-                .to_str()
-                .expect("Retry-After is visible ASCII")
-                .to_owned()
-        });
+        let header = |name: &str| {
+            response.headers().get(name).map(|value| {
+                value
+                    .to_str()
+                    .unwrap_or_else(|e| panic!("{name} is visible ASCII: {e}"))
+                    .to_owned()
+            })
+        };
+        let (retry_after, reason) = (header("retry-after"), header("admit-refusal"));
         let body = bounded(&what, response.into_body().collect())
             .await
             .unwrap_or_else(|e| panic!("{what}: reading the body: {e}"))
@@ -105,6 +110,7 @@ impl Http {
         Reply {
             status,
             retry_after,
+            reason,
             body,
         }
     }
@@ -164,6 +170,7 @@ async fn shed_and_recover(rig: &Rig, http: &Http) {
     for i in 0..4 {
         let reply = http.get("/").await;
         assert_eq!(reply.status, 503, "request {i} in overload: {reply:?}");
+        assert_eq!(reply.reason.as_deref(), Some("cpu"), "{reply:?}");
         assert!(
             reply.retry_after_secs() >= 1,
             "Retry-After is at least 1 s: {reply:?}"

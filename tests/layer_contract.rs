@@ -365,6 +365,7 @@ fn the_http_responder_answers_503_with_retry_after_and_keeps_the_error_type() {
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     // CPU refusal: retry after one bucket (100 ms), rounded up to a whole second.
     assert_eq!(response.headers()["retry-after"], "1");
+    assert_eq!(response.headers()["admit-refusal"], "cpu");
 
     // Cooling off: the CPU has dropped, 0.3 s of the 1 s cool-off have passed.
     f.cpu.set(0);
@@ -374,7 +375,8 @@ fn the_http_responder_answers_503_with_retry_after_and_keeps_the_error_type() {
     assert_eq!(overloaded.retry_after(), Duration::from_millis(700));
     let response = ready_now(service.call(())).unwrap();
     assert_eq!(response.headers()["retry-after"], "1");
-    assert_eq!(response.headers().len(), 1);
+    assert_eq!(response.headers()["admit-refusal"], "cool-off");
+    assert_eq!(response.headers().len(), 2);
 
     // And a warm-up refusal with a 429.
     let limiter = sentinel_bucket(3.0, &f.clock);

@@ -78,14 +78,25 @@ async fn check_serving(client: &mut HealthClient<Channel>, what: &str) {
     }
 }
 
-/// Checks [`SERVICE`], expects a refusal with `code`, and returns its
-/// `grpc-retry-pushback-ms` (which must be present and an integer).
-async fn check_refused(client: &mut HealthClient<Channel>, code: Code, what: &str) -> i64 {
+/// Checks [`SERVICE`], expects a refusal with `code` and `admit-refusal: <reason>`, and
+/// returns its `grpc-retry-pushback-ms` (which must be present and an integer).
+async fn check_refused(
+    client: &mut HealthClient<Channel>,
+    code: Code,
+    reason: &str,
+    what: &str,
+) -> i64 {
     let status = match check(client, SERVICE).await {
         Ok(response) => panic!("{what}: expected {code:?}, got OK {response:?}"),
         Err(status) => status,
     };
     assert_eq!(status.code(), code, "{what}: {status:?}");
+    let named = status.metadata().get("admit-refusal");
+    assert_eq!(
+        named.and_then(|value| value.to_str().ok()),
+        Some(reason),
+        "{what}: {status:?}"
+    );
     let pushback = status
         .metadata()
         .get("grpc-retry-pushback-ms")
@@ -167,6 +178,7 @@ async fn shed_layer_grpc_answers_resource_exhausted_in_overload_and_recovers() {
         let pushback = check_refused(
             &mut client,
             Code::ResourceExhausted,
+            "cpu",
             &format!("call {i} in overload"),
         )
         .await;
@@ -221,7 +233,7 @@ async fn shed_layer_grpc_can_answer_unavailable() {
 
     check_serving(&mut client, "while cool").await;
     let held = rig.force_overload();
-    let pushback = check_refused(&mut client, Code::Unavailable, "in overload").await;
+    let pushback = check_refused(&mut client, Code::Unavailable, "cpu", "in overload").await;
     assert!(pushback > 0, "the pushback is positive: {pushback}");
     let snapshot = rig.shedder.snapshot();
     assert_eq!(
@@ -278,7 +290,8 @@ async fn assert_one_admitted(
 ) {
     check_serving(client, "the first call").await;
     for i in 0..refusals {
-        let pushback = check_refused(client, code, &format!("refused call {i}")).await;
+        let pushback =
+            check_refused(client, code, "rate-limit", &format!("refused call {i}")).await;
         assert!(pushback > 0, "the pushback is positive: {pushback}");
     }
     assert_eq!(

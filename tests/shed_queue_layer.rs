@@ -65,6 +65,7 @@ async fn stamped_waits_drive_the_gate() {
     let refused = send(210, Some(60)).await.unwrap();
     assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert!(refused.headers().contains_key("retry-after"));
+    assert_eq!(refused.headers()["admit-refusal"], "queue-delay");
     assert_eq!(
         status(send(220, Some(3)).await),
         StatusCode::OK,

@@ -13,14 +13,6 @@ use crate::clock::Clock;
 use crate::shed::{OverloadReason, Shedder};
 use crate::signal::queue::WaitSource;
 
-/// The `reason` label of a refusal reason: added signals count together, as `signal`.
-fn reason_label(reason: OverloadReason) -> &'static str {
-    match reason {
-        OverloadReason::Signal(_) => "signal",
-        reason => reason.as_str(),
-    }
-}
-
 /// Publishes a [`Shedder`]'s [snapshot](Shedder::snapshot) through the `metrics` facade: its
 /// request totals by outcome, service time, requests in flight, CPU load, whether it is
 /// shedding, and its learned limit (see [`names`](super::names) for each series).
@@ -91,7 +83,7 @@ impl<C: Clock + 'static> ShedderMetrics<C> {
             headroom: gauge(names::SHED_HEADROOM),
             dropped_by: OverloadReason::ALL.map(|reason| {
                 metrics::counter!(names::SHED_DROPPED, LIMITER => name.clone(),
-                    REASON => reason_label(reason))
+                    REASON => reason.label())
             }),
             gate: shedder.queue_gate().map(|_| GateSeries::new(&name)),
             probe: shedder.runtime_probe().map(|_| {

@@ -6,14 +6,15 @@ use std::sync::Arc;
 use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::{Code, Status};
 
-use super::{Refusal, Refused, Respond};
+use super::{REFUSAL_HEADER, Refusal, Refused, Respond};
 
 /// The trailer that tells gRPC clients when to retry (gRPC proposal A6): signed 32-bit
 /// milliseconds; a negative value means "do not retry".
 pub(crate) const RETRY_PUSHBACK: &str = "grpc-retry-pushback-ms";
 
 /// Refusals become a gRPC status response: `RESOURCE_EXHAUSTED` by default (or `UNAVAILABLE`),
-/// with the retry hint in `grpc-retry-pushback-ms`. The service keeps the inner service's error
+/// with the retry hint in `grpc-retry-pushback-ms` and the [reason](Refusal::reason) in
+/// [`admit-refusal`](REFUSAL_HEADER) metadata. The service keeps the inner service's error
 /// type, so tonic sends the status instead of resetting the stream.
 ///
 /// Which code: `RESOURCE_EXHAUSTED` is gRPC's "server temporarily out of resources", what
@@ -61,8 +62,8 @@ impl GrpcResponder {
         self.code
     }
 
-    /// The status for `refusal`: this responder's code, the refusal's message, and the retry
-    /// hint as `grpc-retry-pushback-ms`.
+    /// The status for `refusal`: this responder's code, the refusal's message, the retry hint
+    /// as `grpc-retry-pushback-ms` and the reason as `admit-refusal`.
     ///
     /// The status's [`source`](Error::source) is the refusal's zero-sized boxed error
     /// ([`Refusal::Boxed`]), which [`is_refusal`](super::is_refusal) and the go-zero
@@ -71,7 +72,7 @@ impl GrpcResponder {
         status(
             self.code,
             refusal.to_string(),
-            Some(refusal.retry_after_millis()),
+            Some((refusal.retry_after_millis(), refusal.reason())),
             Arc::new(F::Boxed::default()),
         )
     }
@@ -107,17 +108,18 @@ pub(crate) fn rejection_status<E: Error + Send + Sync + 'static>(rejection: E) -
     )
 }
 
-/// A status with `code`, `message`, when known the retry pushback in milliseconds, and
-/// `source`, the refusal's boxed error.
+/// A status with `code`, `message`, when known the retry pushback in milliseconds and the
+/// refusal's reason, and `source`, the refusal's boxed error.
 pub(crate) fn status(
     code: Code,
     message: impl Into<String>,
-    pushback_ms: Option<i32>,
+    refusal: Option<(i32, &'static str)>,
     source: Arc<dyn Error + Send + Sync>,
 ) -> Status {
     let mut metadata = MetadataMap::new();
-    if let Some(ms) = pushback_ms {
-        metadata.insert(RETRY_PUSHBACK, MetadataValue::from(ms));
+    if let Some((pushback_ms, reason)) = refusal {
+        metadata.insert(RETRY_PUSHBACK, MetadataValue::from(pushback_ms));
+        metadata.insert(REFUSAL_HEADER, MetadataValue::from_static(reason));
     }
     let mut status = Status::with_metadata(code, message, metadata);
     status.set_source(source);
@@ -128,7 +130,7 @@ pub(crate) fn status(
 mod tests {
     use tonic::{Code, Status};
 
-    use super::{GrpcResponder, RETRY_PUSHBACK};
+    use super::{GrpcResponder, REFUSAL_HEADER, RETRY_PUSHBACK};
     use crate::shed::error::ShedRejection;
     use crate::shed::{OverloadReason, Overloaded};
     use crate::warmup::AcquireError;
@@ -140,6 +142,13 @@ mod tests {
             .map(|value| value.to_str().unwrap())
     }
 
+    fn reason(status: &Status) -> Option<&str> {
+        status
+            .metadata()
+            .get(REFUSAL_HEADER)
+            .map(|value| value.to_str().unwrap())
+    }
+
     #[test]
     fn refusals_become_statuses_with_pushback() {
         use std::error::Error;
@@ -147,6 +156,7 @@ mod tests {
         let status = Status::from(overloaded);
         assert_eq!(status.code(), Code::ResourceExhausted);
         assert_eq!(pushback(&status), Some("2"));
+        assert_eq!(reason(&status), Some("cool-off"));
         assert_eq!(status.message(), overloaded.to_string());
 
         let status = GrpcResponder::unavailable().status(overloaded);
@@ -158,9 +168,15 @@ mod tests {
             capacity: 3,
         });
         assert_eq!(pushback(&never), Some("-1"), "do not retry");
+        assert_eq!(reason(&never), Some("rate-limit"));
         let boxed = Status::from(ShedRejection::new());
         assert_eq!(boxed.code(), Code::ResourceExhausted);
         assert_eq!(pushback(&boxed), None);
+        assert_eq!(
+            reason(&boxed),
+            None,
+            "a boxed refusal does not know its reason"
+        );
         for status in [&status, &never, &boxed] {
             assert!(crate::respond::is_refusal(status.source().unwrap()));
         }
@@ -175,6 +191,7 @@ mod tests {
         let headers = response.headers();
         assert_eq!(headers["grpc-status"], "8");
         assert_eq!(headers[RETRY_PUSHBACK], "100");
+        assert_eq!(headers[REFUSAL_HEADER], "cpu");
         assert_eq!(headers["content-type"], "application/grpc");
     }
 }

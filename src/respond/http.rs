@@ -3,10 +3,12 @@
 use http::header::RETRY_AFTER;
 use http::{HeaderValue, Response, StatusCode};
 
-use super::{Refusal, Refused, Respond};
+use super::{REFUSAL_HEADER, Refusal, Refused, Respond};
 
-/// Refusals become an empty HTTP response with a status (503 Service Unavailable by default)
-/// and a `Retry-After` header: the retry hint in whole seconds, rounded up, at least 1. The
+/// Refusals become an empty HTTP response with a status (503 Service Unavailable by default),
+/// a `Retry-After` header (the retry hint in whole seconds, rounded up, at least 1) and an
+/// [`admit-refusal`](REFUSAL_HEADER) header naming the [reason](Refusal::reason), such as
+/// `queue-delay` (leave it out with [`without_reason`](Self::without_reason)). The
 /// service keeps the inner service's error type, so axum needs no `HandleErrorLayer`.
 ///
 /// Which status: 503 says the *server* is temporarily overloaded (RFC 9110 §15.6.4), right for
@@ -35,17 +37,31 @@ use super::{Refusal, Refused, Respond};
 /// let response: http::Response<()> = HttpResponder::too_many_requests().response(rejected);
 /// assert_eq!(response.status(), 429);
 /// assert_eq!(response.headers()["retry-after"], "1");
+/// assert_eq!(response.headers()["admit-refusal"], "rate-limit");
 /// # Ok::<(), admit::ConfigError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HttpResponder {
     status: StatusCode,
+    reason: bool,
 }
 
 impl HttpResponder {
     /// Refusals are answered with `status`.
     pub const fn new(status: StatusCode) -> Self {
-        HttpResponder { status }
+        HttpResponder {
+            status,
+            reason: true,
+        }
+    }
+
+    /// Responses leave out the [`admit-refusal`](REFUSAL_HEADER) header, for services that do
+    /// not tell clients why they were refused.
+    pub const fn without_reason(self) -> Self {
+        HttpResponder {
+            reason: false,
+            ..self
+        }
     }
 
     /// 503 Service Unavailable: the server is overloaded (the default).
@@ -67,9 +83,11 @@ impl HttpResponder {
     pub fn response<F: Refusal, B: Default>(&self, refusal: F) -> Response<B> {
         let mut response = Response::new(B::default());
         *response.status_mut() = self.status;
-        response
-            .headers_mut()
-            .insert(RETRY_AFTER, HeaderValue::from(refusal.retry_after_secs()));
+        let headers = response.headers_mut();
+        headers.insert(RETRY_AFTER, HeaderValue::from(refusal.retry_after_secs()));
+        if self.reason {
+            headers.insert(REFUSAL_HEADER, HeaderValue::from_static(refusal.reason()));
+        }
         response.extensions_mut().insert(Refused);
         response
     }
@@ -90,5 +108,41 @@ impl<F: Refusal, B: Default, E> Respond<F, Response<B>, E> for HttpResponder {
 
     fn inner_error(error: E) -> E {
         error
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http::Response;
+
+    use super::HttpResponder;
+    use crate::shed::{OverloadReason, Overloaded};
+
+    fn reason_of(responder: HttpResponder, reason: OverloadReason) -> Option<String> {
+        let response: Response<()> = responder.response(Overloaded::new(reason, 1));
+        assert_eq!(response.status(), 503);
+        response
+            .headers()
+            .get(super::REFUSAL_HEADER)
+            .map(|value| value.to_str().unwrap().to_owned())
+    }
+
+    #[test]
+    fn the_reason_header_names_the_overload() {
+        let responder = HttpResponder::default();
+        for (reason, token) in [
+            (OverloadReason::Cpu, "cpu"),
+            (OverloadReason::CoolOff, "cool-off"),
+            (OverloadReason::Queue, "queue"),
+            (OverloadReason::QueueDelay, "queue-delay"),
+            (OverloadReason::RuntimeLag, "runtime-lag"),
+            // A signal's own name may be any string; the header names them all alike.
+            (OverloadReason::Signal("disk queue\n"), "signal"),
+        ] {
+            assert_eq!(reason_of(responder, reason).as_deref(), Some(token));
+        }
+        let quiet = responder.without_reason();
+        assert_eq!(reason_of(quiet, OverloadReason::QueueDelay), None);
+        assert_eq!(quiet.status(), responder.status());
     }
 }

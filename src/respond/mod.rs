@@ -8,8 +8,8 @@
 //! | responder | service error | a refusal becomes | for |
 //! |---|---|---|---|
 //! | [`BoxErrorResponder`] (default) | [`BoxError`] | `Err` of a zero-sized [`ShedRejection`] or [`WarmUpRejection`] | any tower stack; axum with `HandleErrorLayer` |
-//! | [`HttpResponder`] (`http` feature) | unchanged | an empty response, 503 (or 429) with `Retry-After` | axum, hyper, tower-http stacks |
-//! | [`GrpcResponder`] (`tonic` feature) | unchanged | a gRPC status response, `RESOURCE_EXHAUSTED` (or `UNAVAILABLE`) with `grpc-retry-pushback-ms` | tonic servers |
+//! | [`HttpResponder`] (`http` feature) | unchanged | an empty response, 503 (or 429) with `Retry-After` and [`admit-refusal`](REFUSAL_HEADER) | axum, hyper, tower-http stacks |
+//! | [`GrpcResponder`] (`tonic` feature) | unchanged | a gRPC status response, `RESOURCE_EXHAUSTED` (or `UNAVAILABLE`) with `grpc-retry-pushback-ms` and [`admit-refusal`](REFUSAL_HEADER) | tonic servers |
 //!
 //! Implement [`Respond`] yourself for anything else, for example a JSON error body.
 //!
@@ -94,6 +94,10 @@ pub fn is_refusal(error: &(dyn Error + 'static)) -> bool {
     false
 }
 
+/// The response header (HTTP) or metadata key (gRPC) that names why admit refused a request:
+/// its [`Refusal::reason`], such as `queue-delay`.
+pub const REFUSAL_HEADER: &str = "admit-refusal";
+
 /// tower's boxed error type: what [`BoxErrorResponder`] services return.
 pub type BoxError = Box<dyn Error + Send + Sync>;
 
@@ -111,6 +115,13 @@ pub trait Refusal: Copy + Error + Send + Sync + 'static {
 
     /// How long the client should wait before trying again.
     fn retry_after(&self) -> Duration;
+
+    /// Why the request was refused, as a short token that is a valid HTTP header value:
+    /// `rate-limit` for the warm-up buckets, and for the shedder its
+    /// [`OverloadReason`](crate::shed::OverloadReason)'s (`cpu`, `cool-off`, `queue`,
+    /// `queue-delay`, `runtime-lag`, or `signal` for any added signal). [`HttpResponder`] and
+    /// [`GrpcResponder`] send it as [`REFUSAL_HEADER`].
+    fn reason(&self) -> &'static str;
 
     /// The [`Retry-After`](https://www.rfc-editor.org/rfc/rfc9110#section-10.2.3) value for this
     /// refusal: the retry hint in whole seconds, rounded up, at least 1.
@@ -151,7 +162,11 @@ pub trait Refusal: Copy + Error + Send + Sync + 'static {
 ///     type Error = E;
 ///
 ///     fn respond(&self, refusal: F) -> Result<http::Response<String>, E> {
-///         let body = format!(r#"{{"error":"busy","retry_after_s":{}}}"#, refusal.retry_after_secs());
+///         let body = format!(
+///             r#"{{"error":"busy","reason":"{}","retry_after_s":{}}}"#,
+///             refusal.reason(),
+///             refusal.retry_after_secs()
+///         );
 ///         Ok(http::Response::builder()
 ///             .status(503)
 ///             .header("content-type", "application/json")
@@ -255,6 +270,10 @@ mod tests {
 
         fn retry_after(&self) -> Duration {
             Duration::from_nanos(self.0)
+        }
+
+        fn reason(&self) -> &'static str {
+            "test"
         }
     }
 

@@ -67,6 +67,15 @@ impl OverloadReason {
 }
 
 impl OverloadReason {
+    /// The reason as one of a fixed set of tokens: [`as_str`](Self::as_str), with every added
+    /// signal as `signal` (its name is the signal's own and may be any string).
+    pub(crate) fn label(&self) -> &'static str {
+        match self {
+            OverloadReason::Signal(_) => "signal",
+            reason => reason.as_str(),
+        }
+    }
+
     /// How many reasons there are, counting every added signal as one.
     pub(crate) const COUNT: usize = 6;
 
@@ -228,6 +237,10 @@ impl crate::respond::Refusal for Overloaded {
 
     fn retry_after(&self) -> Duration {
         Overloaded::retry_after(self)
+    }
+
+    fn reason(&self) -> &'static str {
+        self.reason.label()
     }
 }
 

@@ -83,6 +83,10 @@ impl crate::respond::Refusal for Rejected {
     fn retry_after(&self) -> Duration {
         Rejected::retry_after(self)
     }
+
+    fn reason(&self) -> &'static str {
+        "rate-limit"
+    }
 }
 
 /// `RESOURCE_EXHAUSTED` with the retry hint as `grpc-retry-pushback-ms`.
@@ -103,7 +107,7 @@ impl From<AcquireError> for tonic::Status {
             AcquireError::ExceedsCapacity { .. } => crate::respond::status(
                 tonic::Code::ResourceExhausted,
                 error.to_string(),
-                Some(-1),
+                Some((-1, "rate-limit")),
                 std::sync::Arc::new(WarmUpRejection::new()),
             ),
         }

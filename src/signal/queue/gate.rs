@@ -420,3 +420,86 @@ impl Default for QueueGate {
         QueueGate::new(DEFAULT_TARGET, DEFAULT_INTERVAL).expect("the defaults are valid")
     }
 }
+
+#[cfg(all(test, admit_loom))]
+mod loom_tests {
+    use std::time::Duration;
+
+    use loom::sync::Arc;
+    use loom::thread;
+
+    use super::{COUNT_BITS, COUNT_MASK, QueueGate, QueueState, TAG_MASK, TAG_SHIFT};
+    use crate::sync::Ordering;
+
+    const ABOVE: u64 = 10_000_000; // 10 ms, above the 5 ms target
+    const BELOW: u64 = 1_000_000;
+
+    /// CoDel's test (hot share 1): one wait below the target makes an interval cold.
+    fn gate() -> Arc<QueueGate> {
+        let gate = QueueGate::builder()
+            .target(Duration::from_millis(5))
+            .interval(Duration::from_millis(100))
+            .hot_share(1.0)
+            .build()
+            .unwrap();
+        Arc::new(gate)
+    }
+
+    /// `(interval tag, recorded, above target)` of the interval being measured.
+    fn current(gate: &QueueGate) -> (u64, u64, u64) {
+        let word = gate.current.load(Ordering::Acquire);
+        (
+            word >> TAG_SHIFT & TAG_MASK,
+            word >> COUNT_BITS & COUNT_MASK,
+            word & COUNT_MASK,
+        )
+    }
+
+    /// Two first samples of interval 6 race: one closes interval 5, the other counts in 6,
+    /// and neither is lost or counted twice.
+    #[test]
+    fn loom_racing_first_samples_both_count() {
+        loom::model(|| {
+            let gate = gate();
+            gate.record_in(5, ABOVE);
+            let other = {
+                let gate = Arc::clone(&gate);
+                thread::spawn(move || gate.record_in(6, ABOVE))
+            };
+            gate.record_in(6, BELOW);
+            other.join().unwrap();
+            assert_eq!(current(&gate), (6, 2, 1));
+            assert_eq!(gate.state_in(6), QueueState::Hot, "interval 5's one wait");
+        });
+    }
+
+    /// A late sample of interval 5 races the first of interval 6: it either counts in 5
+    /// before 5 is closed (and the verdict includes it) or is dropped, never counted in 6; a
+    /// reader sees no verdict or the final one.
+    #[test]
+    fn loom_a_late_sample_counts_in_its_interval_or_not_at_all() {
+        loom::model(|| {
+            let gate = gate();
+            gate.record_in(5, ABOVE);
+            let late = {
+                let gate = Arc::clone(&gate);
+                thread::spawn(move || gate.record_in(5, BELOW))
+            };
+            let next = {
+                let gate = Arc::clone(&gate);
+                thread::spawn(move || gate.record_in(6, ABOVE))
+            };
+            let seen = gate.state_in(6);
+            late.join().unwrap();
+            next.join().unwrap();
+            assert_eq!(current(&gate), (6, 1, 1), "the late wait never counts in 6");
+            let verdict = gate.state_in(6);
+            // Cold if the late wait below the target counted in 5, hot if it was dropped.
+            assert!(matches!(verdict, QueueState::Hot | QueueState::Cold));
+            assert!(
+                seen == QueueState::Unknown || seen == verdict,
+                "{seen:?} then {verdict:?}"
+            );
+        });
+    }
+}
