@@ -69,6 +69,7 @@ impl OverloadReason {
 impl OverloadReason {
     /// The reason as one of a fixed set of tokens: [`as_str`](Self::as_str), with every added
     /// signal as `signal` (its name is the signal's own and may be any string).
+    #[cfg(any(feature = "tower", feature = "metrics"))]
     pub(crate) fn label(&self) -> &'static str {
         match self {
             OverloadReason::Signal(_) => "signal",

@@ -1,0 +1,5 @@
+//! The `admit-scaler` binary.
+
+fn main() {
+    println!("admit-scaler: not wired yet");
+}
