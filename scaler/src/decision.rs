@@ -1,0 +1,276 @@
+//! One evaluation: from the measured arrival rate and service time to a replica count.
+//!
+//! The pipeline of one [`Evaluator::decide`]:
+//!
+//! 1. λ is a rate: a failed query is an error, and so is λ < 0. λ = 0 is *idle*: the target
+//!    is inactive, and the service-time query may then be empty or NaN (an idle `sum/count`
+//!    ratio is 0/0); its other failures are still errors.
+//! 2. The service time `s` must be positive. The queue is M/M/c with μ = 1/s (Erlang C), or
+//!    Erlang A with abandonment rate 1/patience when the user gave a patience.
+//! 3. The servers the target needs (`up`) and those a target stricter by the tolerance needs
+//!    (`down`) go through admit's [`ReplicaPlanner`]: immediate scale-up with its step limits,
+//!    scale-down held and stepped. Idle, both are 0, so the planner falls to `minReplicas` once
+//!    its hold allows.
+//! 4. A planner is made at the first decision, starting at that decision's replicas (the
+//!    current count is unknown), so a restarted scaler never scales down at once.
+
+use std::time::Duration;
+
+use admit::erlang::{ErlangA, ErlangError, ImpatientTarget, MMc, ReplicaPlanner, Target};
+
+use crate::metadata::ScalerConfig;
+use crate::prometheus::QueryError;
+
+/// What the two queries gave, in the model's units: λ in requests per second, the mean
+/// service time in seconds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    /// The arrival rate λ (requests per second), or why it is not known.
+    pub arrival_rate: Result<f64, QueryError>,
+    /// The mean service time (seconds), or why it is not known.
+    pub service_time: Result<f64, QueryError>,
+}
+
+/// One evaluation's answer: what KEDA is told and why.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Decision {
+    /// λ, requests per second.
+    pub arrival_rate: f64,
+    /// The mean service time in seconds; `None` while idle without one.
+    pub service_time: Option<f64>,
+    /// The offered load λ·s, in erlangs (0 while idle).
+    pub offered_load: f64,
+    /// The fewest servers that meet the target.
+    pub required_servers: u64,
+    /// The fewest servers that meet the target made stricter by the tolerance.
+    pub required_servers_strict: u64,
+    /// The replicas to run: the planner's answer, published as the metric value.
+    pub replicas: u64,
+    /// The target needs more than `maxReplicas`: `replicas` is the cap.
+    pub capped: bool,
+    /// The service level the model predicts at `replicas` (0 if the queue would be unstable).
+    pub predicted_service_level: f64,
+    /// λ > `activationArrivalRate`: what `IsActive` answers.
+    pub active: bool,
+}
+
+/// Why an evaluation failed. [`code`](Self::code) is the gRPC code KEDA sees, so that its
+/// fallback engages.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DecisionError {
+    /// A query failed or gave no usable number.
+    Query(QueryError),
+    /// A query gave a number outside the model's domain (λ < 0, service time ≤ 0).
+    Domain {
+        /// The PromQL text.
+        query: String,
+        /// The value it gave.
+        value: f64,
+        /// What the value must be.
+        expected: &'static str,
+    },
+    /// The queueing model cannot answer (an offered load beyond 10¹² erlangs, or no server
+    /// count within its search range).
+    Erlang(ErlangError),
+}
+
+impl DecisionError {
+    /// The gRPC code: the query's own code, `FAILED_PRECONDITION` for a value outside the
+    /// domain, `OUT_OF_RANGE` for the model.
+    pub fn code(&self) -> tonic::Code {
+        match self {
+            DecisionError::Query(error) => error.kind.code(),
+            DecisionError::Domain { .. } => tonic::Code::FailedPrecondition,
+            DecisionError::Erlang(_) => tonic::Code::OutOfRange,
+        }
+    }
+
+    /// A short label for the `kind` of the scaler's error counter.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            DecisionError::Query(error) => error.kind.as_str(),
+            DecisionError::Domain { .. } => "out_of_domain",
+            DecisionError::Erlang(_) => "model",
+        }
+    }
+}
+
+impl std::fmt::Display for DecisionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecisionError::Query(error) => error.fmt(f),
+            DecisionError::Domain {
+                query,
+                value,
+                expected,
+            } => write!(f, "query {query:?} gave {value}: expected {expected}"),
+            DecisionError::Erlang(error) => write!(f, "the queueing model: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for DecisionError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DecisionError::Query(error) => Some(error),
+            DecisionError::Erlang(error) => Some(error),
+            DecisionError::Domain { .. } => None,
+        }
+    }
+}
+
+impl From<ErlangError> for DecisionError {
+    fn from(error: ErlangError) -> Self {
+        DecisionError::Erlang(error)
+    }
+}
+
+/// The queue the measurements describe.
+enum Queue {
+    C(MMc),
+    A(ErlangA),
+}
+
+impl Queue {
+    fn offered_load(&self) -> f64 {
+        match self {
+            Queue::C(queue) => queue.offered_load(),
+            Queue::A(queue) => queue.offered_load(),
+        }
+    }
+
+    /// The fewest servers for which at least `at_least` of arrivals wait at most `within`.
+    fn min_servers(&self, within: f64, at_least: f64) -> Result<u64, ErlangError> {
+        match self {
+            Queue::C(queue) => queue.min_servers(Target::ServiceLevel { within, at_least }),
+            Queue::A(queue) => {
+                queue.min_servers(ImpatientTarget::ServedWithin { within, at_least })
+            }
+        }
+    }
+
+    /// The service level at `servers`; 0 where the queue would never empty.
+    fn service_level(&self, servers: u64, within: f64) -> Result<f64, ErlangError> {
+        let level = match self {
+            Queue::C(queue) => queue.service_level(servers, within),
+            Queue::A(queue) => queue.service_level(servers, within),
+        };
+        match level {
+            Err(ErlangError::Unstable { .. }) => Ok(0.0),
+            level => level,
+        }
+    }
+}
+
+/// The decisions of one ScaledObject trigger: its configuration and its planner.
+#[derive(Debug)]
+pub struct Evaluator {
+    config: ScalerConfig,
+    planner: Option<ReplicaPlanner>,
+}
+
+impl Evaluator {
+    /// An evaluator that has made no decision yet.
+    pub fn new(config: ScalerConfig) -> Self {
+        Evaluator {
+            config,
+            planner: None,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ScalerConfig {
+        &self.config
+    }
+
+    /// One decision at `now` (any monotonic time base; only differences matter).
+    ///
+    /// # Errors
+    ///
+    /// [`DecisionError`]: a failed query (for the service time, unless idle), a value outside
+    /// the model's domain, or the model's own limits. A failed decision leaves the planner as
+    /// it was.
+    pub fn decide(&mut self, now: Duration, measured: Measured) -> Result<Decision, DecisionError> {
+        let config = &self.config;
+        let arrival_rate = measured.arrival_rate.map_err(DecisionError::Query)?;
+        if arrival_rate < 0.0 {
+            return Err(DecisionError::Domain {
+                query: config.arrival_rate_query.clone(),
+                value: arrival_rate,
+                expected: "a rate of at least 0 per second",
+            });
+        }
+        let idle = arrival_rate == 0.0;
+        let service_time = match measured.service_time {
+            Ok(seconds) if seconds > 0.0 => Some(seconds),
+            Ok(seconds) if !idle => {
+                return Err(DecisionError::Domain {
+                    query: config.service_time_query.clone(),
+                    value: seconds,
+                    expected: "a mean service time above 0 seconds",
+                });
+            }
+            // Idle: a zero, empty or NaN service time is what an idle service reports.
+            Ok(_) => None,
+            Err(error) if idle && idle_service_time(&error) => None,
+            Err(error) => return Err(DecisionError::Query(error)),
+        };
+
+        let within = config.wait_threshold_seconds;
+        let stricter = 1.0 - (1.0 - config.target_sl) / (1.0 + config.sl_tolerance);
+        let (queue, up, down) = match service_time {
+            Some(seconds) if !idle => {
+                let service_rate = 1.0 / seconds;
+                let queue = match config.patience {
+                    None => Queue::C(MMc::new(arrival_rate, service_rate)?),
+                    Some(patience) => Queue::A(ErlangA::new(
+                        arrival_rate,
+                        service_rate,
+                        1.0 / patience.as_secs_f64(),
+                    )?),
+                };
+                let up = queue.min_servers(within, config.target_sl)?;
+                let down = queue.min_servers(within, stricter)?;
+                (Some(queue), up, down)
+            }
+            _ => (None, 0, 0),
+        };
+
+        let per_replica = config.concurrency_per_replica;
+        let needed = up.div_ceil(per_replica);
+        let planner_config = config.planner_config();
+        let planner = match &mut self.planner {
+            Some(planner) => planner,
+            empty => {
+                let start = needed.clamp(planner_config.min_replicas, planner_config.max_replicas);
+                empty.insert(ReplicaPlanner::new(planner_config, start)?)
+            }
+        };
+        let replicas = planner.observe(now, up, down);
+        let predicted_service_level = match &queue {
+            Some(queue) => queue.service_level(replicas.saturating_mul(per_replica), within)?,
+            None => 1.0,
+        };
+        Ok(Decision {
+            arrival_rate,
+            service_time,
+            offered_load: queue.as_ref().map_or(0.0, Queue::offered_load),
+            required_servers: up,
+            required_servers_strict: down.max(up),
+            replicas,
+            capped: needed > config.max_replicas,
+            predicted_service_level,
+            active: arrival_rate > config.activation_arrival_rate,
+        })
+    }
+}
+
+/// Whether a failed service-time query is what an idle service gives: no series yet, or the
+/// 0/0 of a ratio over a window without requests.
+fn idle_service_time(error: &QueryError) -> bool {
+    use crate::prometheus::QueryErrorKind;
+    matches!(
+        error.kind,
+        QueryErrorKind::Empty | QueryErrorKind::NotFinite { .. }
+    )
+}

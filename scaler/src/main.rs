@@ -1,5 +1,0 @@
-//! The `admit-scaler` binary.
-
-fn main() {
-    println!("admit-scaler: not wired yet");
-}

@@ -1,0 +1,497 @@
+//! Every key's valid and invalid forms, defaults, aliases, conflicts and the fingerprint.
+
+use super::*;
+use admit::erlang::ReplicaPlanner;
+
+const MINIMAL: [(&str, &str); 5] = [
+    ("prometheusURL", "http://prometheus:9090"),
+    ("arrivalRateQuery", "sum(rate(requests_total[1m]))"),
+    ("serviceTimeQuery", "avg(service_seconds)"),
+    ("waitThresholdSeconds", "0.05"),
+    ("targetSL", "0.95"),
+];
+
+const FULL: [(&str, &str); 16] = [
+    ("prometheusURL", "https://prom.example:9443/prometheus"),
+    ("arrivalRateQuery", "sum(rate(x[1m])) # λ\n"),
+    ("serviceTimeQuery", "avg(y)"),
+    ("waitThresholdSeconds", "0.25"),
+    ("targetSL", "0.99"),
+    ("concurrencyPerReplica", "8"),
+    ("minReplicas", "2"),
+    ("maxReplicas", "40"),
+    ("scaleDownHoldSeconds", "120.5"),
+    ("minScaleUpStep", "2"),
+    ("maxScaleUpStep", "10"),
+    ("maxScaleDownStep", "3"),
+    ("slTolerance", "0.2"),
+    ("activationArrivalRate", "0.5"),
+    ("patienceSeconds", "30"),
+    ("metricName", "checkout_erlang-1"),
+];
+
+fn map(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
+    entries
+        .iter()
+        .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+        .collect()
+}
+
+/// `MINIMAL` with `extra` entries added or replaced.
+fn with(extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let mut metadata = map(&MINIMAL);
+    metadata.extend(map(extra));
+    metadata
+}
+
+fn problems(metadata: &BTreeMap<String, String>) -> Vec<Problem> {
+    match ScalerConfig::from_metadata(metadata) {
+        Ok(config) => panic!("accepted {metadata:?} as {config:?}"),
+        Err(error) => error.problems().to_vec(),
+    }
+}
+
+fn parse(metadata: &BTreeMap<String, String>) -> ScalerConfig {
+    ScalerConfig::from_metadata(metadata).unwrap_or_else(|error| panic!("{error}"))
+}
+
+#[test]
+fn full_map() {
+    let config = parse(&map(&FULL));
+    assert_eq!(
+        config,
+        ScalerConfig {
+            prometheus_url: Uri::from_static("https://prom.example:9443/prometheus"),
+            arrival_rate_query: "sum(rate(x[1m])) # λ\n".to_owned(),
+            service_time_query: "avg(y)".to_owned(),
+            wait_threshold_seconds: 0.25,
+            target_sl: 0.99,
+            concurrency_per_replica: 8,
+            min_replicas: 2,
+            max_replicas: 40,
+            scale_down_hold: Duration::from_millis(120_500),
+            min_scale_up_step: 2,
+            max_scale_up_step: 10,
+            max_scale_down_step: 3,
+            sl_tolerance: 0.2,
+            activation_arrival_rate: 0.5,
+            patience: Some(Duration::from_secs(30)),
+            metric_name: "checkout_erlang-1".to_owned(),
+        }
+    );
+    assert_eq!(config.prometheus_url.path(), "/prometheus");
+}
+
+#[test]
+fn defaults() {
+    let config = parse(&map(&MINIMAL));
+    assert_eq!(config.concurrency_per_replica, 1);
+    assert_eq!(config.min_replicas, 1);
+    assert_eq!(config.max_replicas, 2_147_483_647);
+    assert_eq!(config.scale_down_hold, Duration::ZERO);
+    assert_eq!(config.min_scale_up_step, 1);
+    assert_eq!(config.max_scale_up_step, u64::MAX);
+    assert_eq!(config.max_scale_down_step, u64::MAX);
+    assert_eq!(config.sl_tolerance, 0.1);
+    assert_eq!(config.activation_arrival_rate, 0.0);
+    assert_eq!(config.patience, None);
+    assert_eq!(config.metric_name, DEFAULT_METRIC_NAME);
+}
+
+#[test]
+fn edge_values_accepted() {
+    let max = u64::MAX.to_string();
+    let name48 = "a".repeat(48);
+    type Check = fn(&ScalerConfig) -> bool;
+    let cases: &[(&str, &str, Check)] = &[
+        ("prometheusURL", "http://p", |c| {
+            c.prometheus_url == "http://p/"
+        }),
+        ("prometheusURL", "HTTPS://P:1/a/b/", |c| {
+            c.prometheus_url.path() == "/a/b/"
+        }),
+        ("arrivalRateQuery", " up ", |c| {
+            c.arrival_rate_query == " up "
+        }),
+        ("waitThresholdSeconds", "0", |c| {
+            c.wait_threshold_seconds == 0.0
+        }),
+        ("waitThresholdSeconds", "-0", |c| {
+            c.wait_threshold_seconds.to_bits() == 0
+        }),
+        ("waitThresholdSeconds", "1e-3", |c| {
+            c.wait_threshold_seconds == 0.001
+        }),
+        ("targetSL", "0", |c| c.target_sl == 0.0),
+        ("targetSL", "+.5", |c| c.target_sl == 0.5),
+        ("targetSL", "0.9999999", |c| c.target_sl == 0.9999999),
+        ("concurrencyPerReplica", "007", |c| {
+            c.concurrency_per_replica == 7
+        }),
+        ("maxReplicas", "2147483647", |c| {
+            c.max_replicas == 2_147_483_647
+        }),
+        ("minReplicas", "2147483647", |c| {
+            c.min_replicas == 2_147_483_647
+        }),
+        ("maxScaleUpStep", &max, |c| c.max_scale_up_step == u64::MAX),
+        ("maxScaleDownStep", "1", |c| c.max_scale_down_step == 1),
+        ("scaleDownHoldSeconds", "1e18", |c| {
+            c.scale_down_hold.as_secs() == 10u64.pow(18)
+        }),
+        ("slTolerance", "0", |c| c.sl_tolerance == 0.0),
+        ("activationArrivalRate", "1e9", |c| {
+            c.activation_arrival_rate == 1e9
+        }),
+        ("patienceSeconds", "1e-9", |c| {
+            c.patience == Some(Duration::from_nanos(1))
+        }),
+        ("metricName", &name48, |c| c.metric_name.len() == 48),
+        ("metricName", "0_-z", |c| c.metric_name == "0_-z"),
+    ];
+    for (key, value, check) in cases {
+        let config = parse(&with(&[(key, value)]));
+        assert!(check(&config), "{key}={value:?} gave {config:?}");
+        assert!(ReplicaPlanner::new(config.planner_config(), 1).is_ok());
+    }
+}
+
+#[test]
+fn invalid_values() {
+    let name49 = "a".repeat(49);
+    #[rustfmt::skip]
+    let cases: &[(&str, &[&str])] = &[
+        ("prometheusURL", &["", " http://p", "http://p ", "/api", "prom:9090", "prom",
+            "http://", "ftp://p/", "unix:///sock", "http://p/?", "http://p?x=1",
+            "http://p/#", "http://p/a#b", "http://p /"]),
+        ("arrivalRateQuery", &["", " ", "\n\t"]),
+        ("serviceTimeQuery", &["", "  "]),
+        ("waitThresholdSeconds", &["", " 1", "1 ", "-1", "-1e-300", "NaN", "nan", "inf",
+            "-inf", "Infinity", "1e400", "1s", "0x10", "1,5"]),
+        ("targetSL", &["", " 0.5", "1", "1.0", "1.5", "-0.1", "NaN", "inf", "95%"]),
+        ("concurrencyPerReplica", &["", " 1", "1 ", "0", "-1", "+1", "1.0", "1.5",
+            "1e3", "18446744073709551616", "NaN", "inf", "one"]),
+        ("minReplicas", &["", "0", "-1", "1.0", "2147483648", " 1"]),
+        ("maxReplicas", &["", "0", "+5", "2.5", "2147483648", "99999999999999999999",
+            "5\n"]),
+        ("scaleDownHoldSeconds", &["", " 1", "-1", "NaN", "inf", "1e20", "1.9e19",
+            "30s"]),
+        ("minScaleUpStep", &["", "0", "-1", "1.0", "1e3", " 2"]),
+        ("maxScaleUpStep", &["", "0", "-2", "3.0", "18446744073709551616"]),
+        ("maxScaleDownStep", &["", "0", "-1", "1.5", "\t1"]),
+        ("slTolerance", &["", " 0.1", "-0.1", "NaN", "inf", "-inf", "ten"]),
+        ("activationArrivalRate", &["", "-1", "NaN", "inf", " 1"]),
+        ("patienceSeconds", &["", "0", "-0", "1e-12", "-5", "NaN", "inf", "1e20", " 30"]),
+        ("metricName", &["", "Admit", "admit.erlang", "admit erlang", "admit/x", "é",
+            &name49]),
+    ];
+    for (key, values) in cases {
+        for value in *values {
+            let found = problems(&with(&[(key, value)]));
+            let [
+                Problem::Invalid {
+                    key: k,
+                    value: v,
+                    expected,
+                },
+            ] = found.as_slice()
+            else {
+                panic!("{key}={value:?} gave {found:?}");
+            };
+            assert_eq!((*k, v.as_str()), (*key, *value));
+            assert_eq!(found[0].key(), *key);
+            if value.trim() != *value && !key.ends_with("Query") {
+                assert_eq!(*expected, NO_WHITESPACE, "{key}={value:?}");
+            } else if ["NaN", "nan", "inf", "-inf", "Infinity", "1e400"].contains(value) {
+                // Integers name their digits-only rule instead.
+                let integer = [POSITIVE_INTEGER, REPLICAS].contains(expected);
+                assert!(integer || *expected == NOT_FINITE, "{key}={value:?}");
+            }
+            let shown = found[0].to_string();
+            assert!(
+                shown.contains(key) && shown.contains(&format!("{value:?}")),
+                "{shown}"
+            );
+            assert!(shown.contains(expected), "{shown}");
+        }
+    }
+}
+
+#[test]
+fn url_problems_say_what_is_wrong() {
+    let cases = [
+        ("/api", URL_ABSOLUTE),
+        ("ftp://p/", URL_SCHEME),
+        ("http://p?x=1", URL_NO_QUERY),
+        ("http://p/a#b", URL_NO_FRAGMENT),
+    ];
+    for (value, expected) in cases {
+        let found = problems(&with(&[("prometheusURL", value)]));
+        assert!(
+            matches!(&found[..], [Problem::Invalid { expected: e, .. }] if *e == expected),
+            "{value}: {found:?}"
+        );
+    }
+}
+
+#[test]
+fn missing_required_keys() {
+    assert_eq!(
+        problems(&BTreeMap::new()),
+        [
+            "prometheusURL",
+            "arrivalRateQuery",
+            "serviceTimeQuery",
+            "waitThresholdSeconds",
+            "targetSL"
+        ]
+        .map(|key| Problem::Missing { key })
+    );
+    for (key, _) in MINIMAL {
+        let mut metadata = map(&MINIMAL);
+        metadata.remove(key);
+        assert_eq!(problems(&metadata), [Problem::Missing { key }]);
+        assert_eq!(
+            Problem::Missing { key }.to_string(),
+            format!("missing required key `{key}`")
+        );
+    }
+}
+
+#[test]
+fn unknown_keys() {
+    let cases = [
+        ("targetsl", Some("targetSL")),
+        ("PROMETHEUSURL", Some("prometheusURL")),
+        ("minreplicasfromenv", Some("minReplicasFromEnv")),
+        ("enabletls", Some("enableTLS")),
+        ("target", None),
+        ("maxReplica", None),
+        ("", None),
+    ];
+    for (key, suggestion) in cases {
+        let found = problems(&with(&[(key, "1")]));
+        assert_eq!(
+            found,
+            [Problem::Unknown {
+                key: key.to_owned(),
+                suggestion
+            }]
+        );
+        assert_eq!(found[0].key(), key);
+        let shown = found[0].to_string();
+        assert!(shown.starts_with(&format!("unknown key `{key}`")));
+        match suggestion {
+            Some(s) => assert!(shown.ends_with(&format!("did you mean `{s}`?")), "{shown}"),
+            None => assert!(!shown.contains("did you mean"), "{shown}"),
+        }
+    }
+}
+
+#[test]
+fn keda_keys_are_ignored() {
+    let metadata = with(&[
+        ("scalerAddress", "admit-scaler.keda:9090"),
+        ("enableTLS", "not a bool"),
+        ("unsafeSsl", ""),
+    ]);
+    assert_eq!(parse(&metadata), parse(&map(&MINIMAL)));
+}
+
+#[test]
+fn from_env_spelling() {
+    let plain = parse(&map(&FULL));
+    let from_env: BTreeMap<String, String> = FULL
+        .iter()
+        .map(|(key, value)| (format!("{key}FromEnv"), (*value).to_owned()))
+        .collect();
+    assert_eq!(parse(&from_env), plain);
+
+    // Invalid values and conflicts name the key as spelled.
+    let found = problems(&with(&[("minReplicasFromEnv", "x")]));
+    assert_eq!(found[0].key(), "minReplicasFromEnv");
+    let found = problems(&with(&[("minReplicasFromEnv", "9"), ("maxReplicas", "3")]));
+    assert!(
+        matches!(
+            &found[..],
+            [Problem::Conflict {
+                keys: ("minReplicasFromEnv", "maxReplicas"),
+                ..
+            }]
+        ),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn key_and_from_env_together() {
+    for (key, value) in FULL {
+        let env = format!("{key}FromEnv");
+        let mut metadata = map(&FULL);
+        metadata.insert(env.clone(), value.to_owned());
+        let found = problems(&metadata);
+        assert!(
+            matches!(&found[..], [Problem::Duplicate { key: k }] if *k == key),
+            "{found:?}"
+        );
+        let shown = found[0].to_string();
+        assert!(shown.contains(&format!("`{key}`")) && shown.contains(&format!("`{env}`")));
+    }
+}
+
+#[test]
+fn conflicts() {
+    let cases = [
+        (("minReplicas", "5"), ("maxReplicas", "4")),
+        (("minScaleUpStep", "3"), ("maxScaleUpStep", "2")),
+    ];
+    for ((low, low_value), (high, high_value)) in cases {
+        let found = problems(&with(&[(low, low_value), (high, high_value)]));
+        let [Problem::Conflict { keys, message }] = found.as_slice() else {
+            panic!("{found:?}");
+        };
+        assert_eq!(*keys, (low, high));
+        assert!(
+            message.contains(low_value) && message.contains(high_value),
+            "{message}"
+        );
+        assert_eq!(found[0].key(), low);
+        // Equal bounds are fine, and one invalid bound suppresses the conflict.
+        parse(&with(&[(low, low_value), (high, low_value)]));
+        let found = problems(&with(&[(low, low_value), (high, "0")]));
+        assert!(matches!(&found[..], [Problem::Invalid { .. }]), "{found:?}");
+    }
+}
+
+#[test]
+fn collects_every_problem() {
+    let mut metadata = with(&[
+        ("targetSL", "1.5"),
+        ("minReplicas", "10"),
+        ("maxReplicas", "3"),
+        ("metricName", "Bad"),
+        ("slTolerance", " 0.1"),
+        ("patienceSecond", "5"),
+        ("prometheusURLFromEnv", "http://p"),
+    ]);
+    metadata.remove("arrivalRateQuery");
+    let error = ScalerConfig::from_metadata(&metadata).unwrap_err();
+    let keys: Vec<&str> = error.problems().iter().map(Problem::key).collect();
+    assert_eq!(
+        keys,
+        [
+            "patienceSecond",
+            "prometheusURL",
+            "arrivalRateQuery",
+            "targetSL",
+            "slTolerance",
+            "metricName",
+            "minReplicas"
+        ]
+    );
+    let shown = error.to_string();
+    assert_eq!(shown.lines().count(), keys.len(), "{shown}");
+    for (line, problem) in shown.lines().zip(error.problems()) {
+        assert_eq!(line, problem.to_string());
+    }
+}
+
+#[test]
+fn fingerprint_is_stable() {
+    let config = parse(&map(&MINIMAL));
+    assert_eq!(config.fingerprint(), parse(&map(&MINIMAL)).fingerprint());
+    assert_eq!(config.fingerprint(), config.clone().fingerprint());
+    // Pinned: the same across builds, runs and processes.
+    assert_eq!(config.fingerprint(), 3_269_335_570_230_444_938);
+    // Equal configs hash alike, even when spelled differently.
+    let upper = parse(&with(&[("prometheusURL", "HTTP://Prometheus:9090/")]));
+    assert_eq!(upper, config);
+    assert_eq!(upper.fingerprint(), config.fingerprint());
+    let zero = ScalerConfig {
+        activation_arrival_rate: -0.0,
+        ..config.clone()
+    };
+    assert_eq!(zero, config);
+    assert_eq!(zero.fingerprint(), config.fingerprint());
+}
+
+#[test]
+fn fingerprint_changes_with_every_field() {
+    let base = parse(&map(&FULL));
+    let changes: &[fn(&mut ScalerConfig)] = &[
+        |c| c.prometheus_url = Uri::from_static("https://prom.example:9443/prometheus/"),
+        |c| c.prometheus_url = Uri::from_static("http://prom.example:9443/prometheus"),
+        |c| c.prometheus_url = Uri::from_static("https://prom.example:9444/prometheus"),
+        |c| c.prometheus_url = Uri::from_static("https://prom.example:9443/prometheus?"),
+        |c| c.arrival_rate_query.push(' '),
+        |c| c.service_time_query.push(' '),
+        |c| c.wait_threshold_seconds += 1e-9,
+        |c| c.target_sl = 0.98,
+        |c| c.concurrency_per_replica += 1,
+        |c| c.min_replicas += 1,
+        |c| c.max_replicas += 1,
+        |c| c.scale_down_hold += Duration::from_nanos(1),
+        |c| c.min_scale_up_step += 1,
+        |c| c.max_scale_up_step += 1,
+        |c| c.max_scale_down_step += 1,
+        |c| c.sl_tolerance = 0.0,
+        |c| c.activation_arrival_rate = 0.0,
+        |c| c.patience = None,
+        |c| c.patience = Some(Duration::from_nanos(30_000_000_001)),
+        |c| c.metric_name = DEFAULT_METRIC_NAME.to_owned(),
+        // Moving text between the two queries.
+        |c| {
+            c.arrival_rate_query.push_str("avg(y)");
+            c.service_time_query.clear();
+        },
+    ];
+    let mut seen = vec![base.fingerprint()];
+    for (i, change) in changes.iter().enumerate() {
+        let mut changed = base.clone();
+        change(&mut changed);
+        assert_ne!(changed, base, "change {i}");
+        let fingerprint = changed.fingerprint();
+        assert!(!seen.contains(&fingerprint), "change {i}");
+        seen.push(fingerprint);
+    }
+}
+
+#[test]
+fn planner_config() {
+    let config = parse(&map(&FULL));
+    let planner = config.planner_config();
+    assert_eq!(
+        planner,
+        PlannerConfig {
+            per_replica: 8,
+            min_replicas: 2,
+            max_replicas: 40,
+            min_step_up: 2,
+            max_step_up: 10,
+            max_step_down: 3,
+            scale_down_hold: Duration::from_millis(120_500),
+            tolerance: 0.2,
+        }
+    );
+    let extremes = [
+        map(&FULL),
+        map(&MINIMAL),
+        with(&[
+            ("minReplicas", "2147483647"),
+            ("minScaleUpStep", "18446744073709551615"),
+        ]),
+        with(&[
+            ("maxReplicas", "1"),
+            ("maxScaleUpStep", "1"),
+            ("maxScaleDownStep", "1"),
+        ]),
+        with(&[("slTolerance", "1e300"), ("scaleDownHoldSeconds", "1.8e19")]),
+    ];
+    for metadata in &extremes {
+        let config = parse(metadata);
+        assert!(
+            ReplicaPlanner::new(config.planner_config(), 1).is_ok(),
+            "{config:?}"
+        );
+    }
+}

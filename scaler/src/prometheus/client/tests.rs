@@ -1,0 +1,373 @@
+//! The client against an in-process fake Prometheus on 127.0.0.1.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+use super::{ClientOptions, MAX_BODY_BYTES, PrometheusClient};
+use crate::prometheus::{QueryErrorKind, Sample};
+
+const SCALAR: &str =
+    r#"{"status":"success","data":{"resultType":"scalar","result":[1700000000,"7"]}}"#;
+
+/// What the fake Prometheus saw of one request.
+#[derive(Debug)]
+struct Seen {
+    method: String,
+    path_and_query: String,
+    content_type: Option<String>,
+    authorization: Option<String>,
+    user_agent: Option<String>,
+    form: Vec<(String, String)>,
+}
+
+/// A fake Prometheus answering every request with `status` and `body`.
+struct Fake {
+    base: String,
+    seen: mpsc::UnboundedReceiver<Seen>,
+}
+
+impl Fake {
+    async fn start(status: u16, body: impl Into<Bytes>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, seen) = mpsc::unbounded_channel();
+        let body: Bytes = body.into();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (tx, body) = (tx.clone(), body.clone());
+                let service = service_fn(move |request: Request<Incoming>| {
+                    let (tx, body) = (tx.clone(), body.clone());
+                    async move {
+                        let _ = tx.send(record(request).await);
+                        Ok::<_, Infallible>(
+                            Response::builder()
+                                .status(status)
+                                .header("content-type", "application/json")
+                                .body(Full::new(body))
+                                .unwrap(),
+                        )
+                    }
+                });
+                tokio::spawn(http1::Builder::new().serve_connection(TokioIo::new(stream), service));
+            }
+        });
+        Self { base, seen }
+    }
+
+    fn uri(&self, suffix: &str) -> Uri {
+        format!("{}{suffix}", self.base).parse().unwrap()
+    }
+
+    /// The one request seen since the last call.
+    fn take(&mut self) -> Seen {
+        let seen = self.seen.try_recv().expect("a request");
+        assert!(self.seen.try_recv().is_err(), "one request only");
+        seen
+    }
+}
+
+async fn record(request: Request<Incoming>) -> Seen {
+    let header = |name: &str| {
+        request
+            .headers()
+            .get(name)
+            .map(|value| value.to_str().unwrap().to_owned())
+    };
+    let (method, path_and_query) = (request.method().to_string(), request.uri().to_string());
+    let (content_type, authorization, user_agent) = (
+        header("content-type"),
+        header("authorization"),
+        header("user-agent"),
+    );
+    let body = request.into_body().collect().await.unwrap().to_bytes();
+    let form = form_urlencoded::parse(&body).into_owned().collect();
+    Seen {
+        method,
+        path_and_query,
+        content_type,
+        authorization,
+        user_agent,
+        form,
+    }
+}
+
+fn client(timeout: Duration, bearer_token: Option<&str>) -> PrometheusClient {
+    PrometheusClient::new(ClientOptions {
+        timeout,
+        bearer_token: bearer_token.map(str::to_owned),
+    })
+}
+
+/// Fails the test instead of hanging it when the client's own deadline does not work.
+async fn bounded<T>(future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), future)
+        .await
+        .expect("the query finished within 20 s")
+}
+
+fn form(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect()
+}
+
+#[tokio::test]
+async fn posts_a_form_to_the_query_path_under_the_prefix() {
+    let mut fake = Fake::start(200, SCALAR).await;
+    let prometheus = PrometheusClient::new(ClientOptions::default());
+    let cases = [
+        ("", "/api/v1/query"),
+        ("/", "/api/v1/query"),
+        ("/prometheus", "/prometheus/api/v1/query"),
+        ("/prometheus/", "/prometheus/api/v1/query"),
+        ("/a/b?tenant=t1", "/a/b/api/v1/query?tenant=t1"),
+    ];
+    for (suffix, path) in cases {
+        let answer = bounded(prometheus.query(&fake.uri(suffix), "up", None))
+            .await
+            .unwrap();
+        let expected = Sample {
+            value: 7.0,
+            timestamp: 1700000000.0,
+            labels: vec![],
+        };
+        assert_eq!(answer.sample, expected);
+        let seen = fake.take();
+        assert_eq!(seen.method, "POST");
+        assert_eq!(seen.path_and_query, path, "base suffix {suffix:?}");
+        assert_eq!(
+            seen.content_type.as_deref(),
+            Some("application/x-www-form-urlencoded")
+        );
+        let agent = concat!("admit-scaler/", env!("CARGO_PKG_VERSION"));
+        assert_eq!(seen.user_agent.as_deref(), Some(agent));
+    }
+}
+
+#[tokio::test]
+async fn encodes_the_query_exactly_and_sends_the_timeout() {
+    let mut fake = Fake::start(200, SCALAR).await;
+    let query =
+        "sum(rate(http_requests_total{path=\"/a&b=c+d\"}[1m])) # what + why\n  / 2 # ünïcødé ✓ %20";
+    let prometheus = client(Duration::from_secs(5), None);
+    bounded(prometheus.query(&fake.uri(""), query, None))
+        .await
+        .unwrap();
+    assert_eq!(
+        fake.take().form,
+        form(&[("query", query), ("timeout", "5000ms")])
+    );
+}
+
+#[tokio::test]
+async fn sends_the_time_only_when_given() {
+    let mut fake = Fake::start(200, SCALAR).await;
+    let prometheus = client(Duration::from_millis(1500), None);
+    let cases = [
+        (None, form(&[("query", "up"), ("timeout", "1500ms")])),
+        (
+            Some(1700000000.5),
+            form(&[
+                ("query", "up"),
+                ("timeout", "1500ms"),
+                ("time", "1700000000.5"),
+            ]),
+        ),
+        (
+            Some(1700000000.0),
+            form(&[
+                ("query", "up"),
+                ("timeout", "1500ms"),
+                ("time", "1700000000"),
+            ]),
+        ),
+        (
+            Some(1700000000.12345),
+            form(&[
+                ("query", "up"),
+                ("timeout", "1500ms"),
+                ("time", "1700000000.123"),
+            ]),
+        ),
+    ];
+    for (time, expected) in cases {
+        bounded(prometheus.query(&fake.uri(""), "up", time))
+            .await
+            .unwrap();
+        assert_eq!(fake.take().form, expected, "time {time:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_time_that_is_not_finite_is_refused_before_sending() {
+    let mut fake = Fake::start(200, SCALAR).await;
+    let prometheus = client(Duration::from_secs(5), None);
+    let error = bounded(prometheus.query(&fake.uri(""), "up", Some(f64::NAN)))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind.as_str(), "bad_query");
+    assert!(fake.seen.try_recv().is_err());
+}
+
+#[tokio::test]
+async fn sends_the_bearer_token_when_set() {
+    let mut fake = Fake::start(200, SCALAR).await;
+    let with = client(Duration::from_secs(5), Some("s3cr3t.token\n"));
+    bounded(with.query(&fake.uri(""), "up", None))
+        .await
+        .unwrap();
+    assert_eq!(
+        fake.take().authorization.as_deref(),
+        Some("Bearer s3cr3t.token")
+    );
+    let without = client(Duration::from_secs(5), None);
+    bounded(without.query(&fake.uri(""), "up", None))
+        .await
+        .unwrap();
+    assert_eq!(fake.take().authorization, None);
+    assert!(
+        !format!("{with:?}").contains("s3cr3t"),
+        "Debug hides the token"
+    );
+}
+
+#[tokio::test]
+async fn error_answers_name_the_query() {
+    let body = r#"{"status":"error","errorType":"bad_data","error":"parse error"}"#;
+    let fake = Fake::start(400, body).await;
+    let prometheus = client(Duration::from_secs(5), None);
+    let error = bounded(prometheus.query(&fake.uri(""), "sum(", None))
+        .await
+        .unwrap_err();
+    assert_eq!(error.query, "sum(");
+    assert_eq!(
+        error.kind,
+        QueryErrorKind::BadQuery {
+            message: "parse error".into()
+        }
+    );
+    assert_eq!(error.code(), tonic::Code::InvalidArgument);
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_unreachable() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    drop(listener);
+    let base: Uri = format!("http://{address}").parse().unwrap();
+    let prometheus = client(Duration::from_secs(5), None);
+    let error = bounded(prometheus.query(&base, "up", None))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind, QueryErrorKind::Unreachable { .. }),
+        "{error:?}"
+    );
+    assert_eq!(error.code(), tonic::Code::Unavailable);
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_times_out() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base: Uri = format!("http://{}", listener.local_addr().unwrap())
+        .parse()
+        .unwrap();
+    // Accepts, then holds the connection open without reading or answering.
+    let (hold, mut held) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let _ = hold.send(stream);
+        }
+    });
+    let prometheus = client(Duration::from_millis(200), None);
+    let error = bounded(prometheus.query(&base, "up", None))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind, QueryErrorKind::Timeout { .. }),
+        "{error:?}"
+    );
+    assert_eq!(error.code(), tonic::Code::DeadlineExceeded);
+    assert!(
+        held.try_recv().is_ok(),
+        "the server accepted the connection"
+    );
+}
+
+#[tokio::test]
+async fn an_oversize_body_is_a_bad_response() {
+    let fake = Fake::start(200, vec![b' '; MAX_BODY_BYTES + 1]).await;
+    let prometheus = client(Duration::from_secs(10), None);
+    let error = bounded(prometheus.query(&fake.uri(""), "up", None))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.kind,
+        QueryErrorKind::BadResponse {
+            status: 200,
+            message: "the body exceeds 16 MiB".into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn https_is_spoken_and_a_plain_server_fails_the_handshake() {
+    let mut fake = Fake::start(200, SCALAR).await;
+    let base: Uri = fake
+        .base
+        .replacen("http://", "https://", 1)
+        .parse()
+        .unwrap();
+    let prometheus = client(Duration::from_secs(5), None);
+    let error = bounded(prometheus.query(&base, "up", None))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind, QueryErrorKind::Unreachable { .. }),
+        "{error:?}"
+    );
+    assert!(fake.seen.try_recv().is_err(), "no HTTP request got through");
+}
+
+#[tokio::test]
+async fn unusable_urls_are_unreachable() {
+    let prometheus = client(Duration::from_secs(5), None);
+    for base in ["ftp://prom:9090", "/prometheus", "prom:9090"] {
+        let base: Uri = base.parse().unwrap();
+        let error = bounded(prometheus.query(&base, "up", None))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error.kind, QueryErrorKind::Unreachable { .. }),
+            "{base}: {error:?}"
+        );
+    }
+}
+
+#[test]
+fn durations_and_times_as_prometheus_reads_them() {
+    assert_eq!(super::duration_text(Duration::from_secs(5)), "5000ms");
+    assert_eq!(super::duration_text(Duration::from_micros(1500)), "2ms");
+    assert_eq!(super::duration_text(Duration::ZERO), "1ms");
+    assert_eq!(super::time_text(1700000000.25), "1700000000.25");
+    assert_eq!(super::time_text(-0.0004), "-0");
+    assert_eq!(super::time_text(0.0), "0");
+}
+
+#[test]
+fn building_a_client_needs_no_runtime() {
+    let prometheus = PrometheusClient::new(ClientOptions::default());
+    assert!(format!("{prometheus:?}").contains("timeout: 5s"));
+}
