@@ -119,7 +119,10 @@ pub(crate) fn status(
     let mut metadata = MetadataMap::new();
     if let Some((pushback_ms, reason)) = refusal {
         metadata.insert(RETRY_PUSHBACK, MetadataValue::from(pushback_ms));
-        metadata.insert(REFUSAL_HEADER, MetadataValue::from_static(reason));
+        // A custom `Refusal` whose reason is not valid metadata goes without.
+        if let Ok(reason) = MetadataValue::try_from(reason) {
+            metadata.insert(REFUSAL_HEADER, reason);
+        }
     }
     let mut status = Status::with_metadata(code, message, metadata);
     status.set_source(source);

@@ -85,8 +85,9 @@ impl HttpResponder {
         *response.status_mut() = self.status;
         let headers = response.headers_mut();
         headers.insert(RETRY_AFTER, HeaderValue::from(refusal.retry_after_secs()));
-        if self.reason {
-            headers.insert(REFUSAL_HEADER, HeaderValue::from_static(refusal.reason()));
+        // A custom `Refusal` whose reason is not a valid header value goes without.
+        if let (true, Ok(reason)) = (self.reason, HeaderValue::from_str(refusal.reason())) {
+            headers.insert(REFUSAL_HEADER, reason);
         }
         response.extensions_mut().insert(Refused);
         response
@@ -127,6 +128,30 @@ mod tests {
             .map(|value| value.to_str().unwrap().to_owned())
     }
 
+    /// A custom refusal whose reason is no valid header value.
+    #[derive(Clone, Copy, Debug)]
+    struct Garbled;
+
+    impl std::fmt::Display for Garbled {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("garbled")
+        }
+    }
+
+    impl std::error::Error for Garbled {}
+
+    impl crate::respond::Refusal for Garbled {
+        type Boxed = crate::respond::Refused;
+
+        fn retry_after(&self) -> std::time::Duration {
+            std::time::Duration::from_secs(1)
+        }
+
+        fn reason(&self) -> &'static str {
+            "two\nlines"
+        }
+    }
+
     #[test]
     fn the_reason_header_names_the_overload() {
         let responder = HttpResponder::default();
@@ -142,6 +167,9 @@ mod tests {
             assert_eq!(reason_of(responder, reason).as_deref(), Some(token));
         }
         let quiet = responder.without_reason();
+        assert_eq!(quiet.response::<_, ()>(Garbled).headers().len(), 1);
+        let garbled: Response<()> = responder.response(Garbled);
+        assert!(!garbled.headers().contains_key(super::REFUSAL_HEADER));
         assert_eq!(reason_of(quiet, OverloadReason::QueueDelay), None);
         assert_eq!(quiet.status(), responder.status());
     }

@@ -120,7 +120,8 @@ pub trait Refusal: Copy + Error + Send + Sync + 'static {
     /// `rate-limit` for the warm-up buckets, and for the shedder its
     /// [`OverloadReason`](crate::shed::OverloadReason)'s (`cpu`, `cool-off`, `queue`,
     /// `queue-delay`, `runtime-lag`, or `signal` for any added signal). [`HttpResponder`] and
-    /// [`GrpcResponder`] send it as [`REFUSAL_HEADER`].
+    /// [`GrpcResponder`] send it as [`REFUSAL_HEADER`] (or leave it out if it is not a valid
+    /// header value).
     fn reason(&self) -> &'static str;
 
     /// The [`Retry-After`](https://www.rfc-editor.org/rfc/rfc9110#section-10.2.3) value for this
