@@ -217,7 +217,8 @@ impl Evaluator {
         };
 
         let within = config.wait_threshold_seconds;
-        let stricter = 1.0 - (1.0 - config.target_sl) / (1.0 + config.sl_tolerance);
+        let planner_config = config.planner_config();
+        let stricter = planner_config.stricter_service_level(config.target_sl);
         let (queue, up, down) = match service_time {
             Some(seconds) if !idle => {
                 let service_rate = 1.0 / seconds;
@@ -238,7 +239,6 @@ impl Evaluator {
 
         let per_replica = config.concurrency_per_replica;
         let needed = up.div_ceil(per_replica);
-        let planner_config = config.planner_config();
         let planner = match &mut self.planner {
             Some(planner) => planner,
             empty => {

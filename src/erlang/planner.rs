@@ -98,6 +98,21 @@ impl PlannerConfig {
         Ok(())
     }
 
+    /// The service level `at_least` made stricter by the [`tolerance`](Self::tolerance): the
+    /// fraction that may wait too long, `1 − at_least`, divided by `1 + tolerance`. What
+    /// [`ReplicaPlanner::plan`] staffs its `down` recommendation for; give it to
+    /// [`ReplicaPlanner::observe`] when staffing another model.
+    ///
+    /// ```
+    /// use admit::erlang::PlannerConfig;
+    ///
+    /// let config = PlannerConfig { tolerance: 1.0, ..PlannerConfig::default() };
+    /// assert_eq!(config.stricter_service_level(0.8), 0.9);
+    /// ```
+    pub fn stricter_service_level(&self, at_least: f64) -> f64 {
+        1.0 - (1.0 - at_least) / (1.0 + self.tolerance)
+    }
+
     fn replicas_for(&self, servers: u64) -> u64 {
         servers
             .div_ceil(self.per_replica)
@@ -265,14 +280,13 @@ impl ReplicaPlanner {
     /// Any error of [`MMc::min_servers`].
     pub fn plan(&mut self, now: Duration, queue: &MMc, target: Target) -> Result<u64, ErlangError> {
         let up = queue.min_servers(target)?;
-        let factor = 1.0 + self.config.tolerance;
         let stricter = match target {
             Target::ServiceLevel { within, at_least } => Target::ServiceLevel {
                 within,
-                at_least: 1.0 - (1.0 - at_least) / factor,
+                at_least: self.config.stricter_service_level(at_least),
             },
             Target::MeanWait { at_most } => Target::MeanWait {
-                at_most: at_most / factor,
+                at_most: at_most / (1.0 + self.config.tolerance),
             },
         };
         let down = queue.min_servers(stricter)?;

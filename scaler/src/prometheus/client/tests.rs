@@ -116,6 +116,24 @@ async fn bounded<T>(future: impl Future<Output = T>) -> T {
         .expect("the query finished within 20 s")
 }
 
+/// Queries `up` at `base` and expects a failure.
+async fn query_error(prometheus: &PrometheusClient, base: &Uri) -> crate::prometheus::QueryError {
+    bounded(prometheus.query(base, "up", None))
+        .await
+        .unwrap_err()
+}
+
+/// Asserts that a `QueryError` is of the kind named.
+macro_rules! assert_kind {
+    ($error:expr, $kind:ident) => {
+        assert!(
+            matches!($error.kind, QueryErrorKind::$kind { .. }),
+            "{:?}",
+            $error
+        )
+    };
+}
+
 fn form(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
         .iter()
@@ -268,13 +286,8 @@ async fn a_refused_connection_is_unreachable() {
     drop(listener);
     let base: Uri = format!("http://{address}").parse().unwrap();
     let prometheus = client(Duration::from_secs(5), None);
-    let error = bounded(prometheus.query(&base, "up", None))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(error.kind, QueryErrorKind::Unreachable { .. }),
-        "{error:?}"
-    );
+    let error = query_error(&prometheus, &base).await;
+    assert_kind!(error, Unreachable);
     assert_eq!(error.code(), tonic::Code::Unavailable);
 }
 
@@ -292,13 +305,8 @@ async fn a_server_that_never_answers_times_out() {
         }
     });
     let prometheus = client(Duration::from_millis(200), None);
-    let error = bounded(prometheus.query(&base, "up", None))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(error.kind, QueryErrorKind::Timeout { .. }),
-        "{error:?}"
-    );
+    let error = query_error(&prometheus, &base).await;
+    assert_kind!(error, Timeout);
     assert_eq!(error.code(), tonic::Code::DeadlineExceeded);
     assert!(
         held.try_recv().is_ok(),
@@ -331,13 +339,8 @@ async fn https_is_spoken_and_a_plain_server_fails_the_handshake() {
         .parse()
         .unwrap();
     let prometheus = client(Duration::from_secs(5), None);
-    let error = bounded(prometheus.query(&base, "up", None))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(error.kind, QueryErrorKind::Unreachable { .. }),
-        "{error:?}"
-    );
+    let error = query_error(&prometheus, &base).await;
+    assert_kind!(error, Unreachable);
     assert!(fake.seen.try_recv().is_err(), "no HTTP request got through");
 }
 
@@ -346,9 +349,7 @@ async fn unusable_urls_are_unreachable() {
     let prometheus = client(Duration::from_secs(5), None);
     for base in ["ftp://prom:9090", "/prometheus", "prom:9090"] {
         let base: Uri = base.parse().unwrap();
-        let error = bounded(prometheus.query(&base, "up", None))
-            .await
-            .unwrap_err();
+        let error = query_error(&prometheus, &base).await;
         assert!(
             matches!(error.kind, QueryErrorKind::Unreachable { .. }),
             "{base}: {error:?}"
