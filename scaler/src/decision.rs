@@ -132,6 +132,30 @@ enum Queue {
 }
 
 impl Queue {
+    /// M/M/c with μ = 1/s, or Erlang A with θ = 1/patience when the user gave a patience.
+    fn new(
+        config: &ScalerConfig,
+        arrival_rate: f64,
+        service_time: f64,
+    ) -> Result<Self, ErlangError> {
+        let service_rate = 1.0 / service_time;
+        Ok(match config.patience {
+            None => Queue::C(MMc::new(arrival_rate, service_rate)?),
+            Some(patience) => Queue::A(ErlangA::new(
+                arrival_rate,
+                service_rate,
+                1.0 / patience.as_secs_f64(),
+            )?),
+        })
+    }
+
+    fn service_level_or_unstable(&self, servers: u64, within: f64) -> Result<f64, ErlangError> {
+        match self {
+            Queue::C(queue) => queue.service_level(servers, within),
+            Queue::A(queue) => queue.service_level(servers, within),
+        }
+    }
+
     fn offered_load(&self) -> f64 {
         match self {
             Queue::C(queue) => queue.offered_load(),
@@ -149,16 +173,88 @@ impl Queue {
         }
     }
 
+    fn prob_wait(&self, servers: u64) -> Result<f64, ErlangError> {
+        match self {
+            Queue::C(queue) => queue.prob_wait(servers),
+            Queue::A(queue) => queue.prob_wait(servers),
+        }
+    }
+
+    fn mean_wait(&self, servers: u64) -> Result<f64, ErlangError> {
+        match self {
+            Queue::C(queue) => queue.mean_wait(servers),
+            Queue::A(queue) => queue.mean_wait(servers),
+        }
+    }
+
+    fn occupancy(&self, servers: u64) -> Result<f64, ErlangError> {
+        match self {
+            Queue::C(queue) => queue.occupancy(servers),
+            Queue::A(queue) => queue.occupancy(servers),
+        }
+    }
+
     /// The service level at `servers`; 0 where the queue would never empty.
     fn service_level(&self, servers: u64, within: f64) -> Result<f64, ErlangError> {
-        let level = match self {
-            Queue::C(queue) => queue.service_level(servers, within),
-            Queue::A(queue) => queue.service_level(servers, within),
-        };
-        match level {
+        match self.service_level_or_unstable(servers, within) {
             Err(ErlangError::Unstable { .. }) => Ok(0.0),
             level => level,
         }
+    }
+}
+
+/// One row of the table around a decision ([`Decision::table`]): the queue at a server count.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Row {
+    /// Servers (concurrent requests in service).
+    pub servers: u64,
+    /// The replicas that hold them: `servers / concurrencyPerReplica`, rounded up.
+    pub replicas: u64,
+    /// P(wait ≤ T) (Erlang A: served within T); `None` where the queue never empties.
+    pub service_level: Option<f64>,
+    /// P(wait > 0); `None` where the queue never empties.
+    pub prob_wait: Option<f64>,
+    /// The mean wait in seconds; `None` where the queue never empties.
+    pub mean_wait: Option<f64>,
+    /// The servers' busy fraction; `None` where the queue never empties.
+    pub occupancy: Option<f64>,
+}
+
+impl Decision {
+    /// The queue at server counts around the answer: whole replicas from `span` below the
+    /// required servers to `span` above (at least one server), at `config`'s per-replica
+    /// concurrency. Empty while idle.
+    ///
+    /// # Errors
+    ///
+    /// The model's, as in [`Evaluator::decide`].
+    pub fn table(&self, config: &ScalerConfig, span: u64) -> Result<Vec<Row>, DecisionError> {
+        let Some(service_time) = self.service_time.filter(|_| self.arrival_rate > 0.0) else {
+            return Ok(Vec::new());
+        };
+        let queue = Queue::new(config, self.arrival_rate, service_time)?;
+        let per_replica = config.concurrency_per_replica;
+        let needed = self.required_servers.div_ceil(per_replica).max(1);
+        let first = needed.saturating_sub(span).max(1);
+        let last = needed.saturating_add(span);
+        let within = config.wait_threshold_seconds;
+        let stable = |value: Result<f64, ErlangError>| match value {
+            Err(ErlangError::Unstable { .. }) => Ok(None),
+            value => value.map(Some),
+        };
+        (first..=last)
+            .map(|replicas| {
+                let servers = replicas.saturating_mul(per_replica);
+                Ok(Row {
+                    servers,
+                    replicas,
+                    service_level: stable(queue.service_level_or_unstable(servers, within))?,
+                    prob_wait: stable(queue.prob_wait(servers))?,
+                    mean_wait: stable(queue.mean_wait(servers))?,
+                    occupancy: stable(queue.occupancy(servers))?,
+                })
+            })
+            .collect()
     }
 }
 
@@ -221,15 +317,7 @@ impl Evaluator {
         let stricter = planner_config.stricter_service_level(config.target_sl);
         let (queue, up, down) = match service_time {
             Some(seconds) if !idle => {
-                let service_rate = 1.0 / seconds;
-                let queue = match config.patience {
-                    None => Queue::C(MMc::new(arrival_rate, service_rate)?),
-                    Some(patience) => Queue::A(ErlangA::new(
-                        arrival_rate,
-                        service_rate,
-                        1.0 / patience.as_secs_f64(),
-                    )?),
-                };
+                let queue = Queue::new(config, arrival_rate, seconds)?;
                 let up = queue.min_servers(within, config.target_sl)?;
                 let down = queue.min_servers(within, stricter)?;
                 (Some(queue), up, down)

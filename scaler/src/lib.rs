@@ -4,13 +4,16 @@
 //! Every evaluation reads the arrival rate λ and the mean service time from Prometheus, finds
 //! the fewest servers for which "P(wait ≤ T) ≥ p" holds ([`admit::erlang`]), turns servers into
 //! replicas with hysteresis ([`admit::erlang::ReplicaPlanner`]) and answers KEDA over gRPC.
-//! So far the library holds the parts: the trigger metadata ([`metadata`]), the Prometheus
-//! client ([`prometheus`]), one evaluation ([`decision`]) and the protocol ([`proto`]); the
-//! `admit-scaler` binary and its gRPC service come next.
 
 #![forbid(unsafe_code)]
 
+pub mod chart;
 pub mod decision;
+pub mod manifest;
+mod measure;
 pub mod metadata;
+pub mod offline;
 pub mod prometheus;
 pub mod proto;
+pub mod service;
+pub mod telemetry;

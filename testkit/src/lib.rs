@@ -6,7 +6,8 @@
 //! - [`axum`] and [`tonic`]: how the end-to-end tests start those servers;
 //! - [`counting_alloc`]: a global allocator that counts each thread's heap allocations, and
 //!   [`poll`], which drives a tower service without a runtime for those counts;
-//! - [`prometheus`]: a real Prometheus server that scrapes test servers, and its query API.
+//! - [`prometheus`]: a real Prometheus server that scrapes test servers or serves backfilled
+//!   samples, and its query API.
 //!
 //! Launchers for outside processes the tests talk to belong here too, each in a module of its own
 //! (`prometheus`).

@@ -1,12 +1,12 @@
 //! The Prometheus launcher against the real binary: a scrape of a test server, queries of
-//! what was scraped, and the server stopped by its process id.
+//! what was scraped, the server stopped by its process id, and a TSDB backfilled by promtool.
 //!
 //! Without a Prometheus binary the tests print `SKIPPED: …` and pass, unless
 //! `ADMIT_REQUIRE_PROMETHEUS` is set (see `admit_testkit::prometheus::require`).
 
 use std::time::Duration;
 
-use admit_testkit::prometheus::{self, FIRST_SCRAPE_LIMIT, JOB, QueryError};
+use admit_testkit::prometheus::{self, FIRST_SCRAPE_LIMIT, JOB, QueryError, StartError};
 use axum::Router;
 use axum::routing::get;
 use rustix::io::Errno;
@@ -101,4 +101,91 @@ async fn dropping_the_handle_stops_prometheus() {
     drop(prometheus);
     assert!(!exists(pid), "pid {pid} is gone after drop");
     assert!(!dir.exists(), "{dir:?} is removed after drop");
+}
+
+/// The backfilled counter's first timestamp, in seconds, and its rate per second.
+const BACKFILL_START: u64 = 1_700_000_000;
+const BACKFILL_RATE: u64 = 120;
+
+/// `demo_requests_total` at [`BACKFILL_RATE`] per second, sampled every 15 s for an hour from
+/// [`BACKFILL_START`], in OpenMetrics text.
+fn backfilled_counter() -> String {
+    let mut text = String::from("# TYPE demo_requests counter\n");
+    for step in 0..=(3600 / 15) {
+        let offset = step * 15;
+        text.push_str(&format!(
+            "demo_requests_total{{outcome=\"passed\"}} {} {}\n",
+            BACKFILL_RATE * offset,
+            BACKFILL_START + offset
+        ));
+    }
+    text.push_str("# EOF\n");
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prometheus_serves_a_backfilled_counter_at_its_timestamps() {
+    if prometheus::require("prometheus_serves_a_backfilled_counter_at_its_timestamps").is_none() {
+        return;
+    }
+    let prometheus = prometheus::start_backfilled(&backfilled_counter())
+        .await
+        .unwrap_or_else(|error| panic!("{error}"));
+    let dir = prometheus.dir().to_owned();
+    // No targets: nothing to wait for.
+    assert_eq!(prometheus.wait_for_scrape(FIRST_SCRAPE_LIMIT).await, vec![]);
+
+    let end = (BACKFILL_START + 3600) as f64;
+    let rate = prometheus
+        .query_at("rate(demo_requests_total[5m])", end)
+        .await
+        .expect("query the backfilled rate");
+    assert_eq!(rate.len(), 1, "{rate:?}");
+    let expected = BACKFILL_RATE as f64;
+    assert!(
+        ((rate[0].value - expected) / expected).abs() <= 1e-9,
+        "{rate:?}"
+    );
+    assert_eq!(rate[0].labels["outcome"], "passed", "{rate:?}");
+
+    let total = prometheus
+        .query_at("demo_requests_total", end)
+        .await
+        .expect("query the backfilled counter");
+    assert_eq!(total.len(), 1, "{total:?}");
+    assert_eq!(total[0].value, (BACKFILL_RATE * 3600) as f64, "{total:?}");
+    // Now is long after the last sample, beyond the 5 min lookback.
+    let now = prometheus
+        .query("demo_requests_total")
+        .await
+        .expect("query now");
+    assert_eq!(now, vec![], "nothing at the current time");
+
+    let status = prometheus.stop();
+    assert!(
+        status.success(),
+        "Prometheus exits cleanly on SIGTERM: {status}"
+    );
+    assert!(!dir.exists(), "{dir:?} is removed after stop");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_openmetrics_is_a_backfill_error() {
+    if prometheus::require("malformed_openmetrics_is_a_backfill_error").is_none() {
+        return;
+    }
+    let without_eof = backfilled_counter().replace("# EOF\n", "");
+    let error = prometheus::start_backfilled(&without_eof)
+        .await
+        .expect_err("promtool refuses text without `# EOF`");
+    match &error {
+        StartError::Backfill(message) => {
+            assert!(message.contains("does not end with # EOF"), "{message}")
+        }
+        other => panic!("not Backfill: {other:?}"),
+    }
+    assert!(
+        error.to_string().starts_with("promtool could not backfill"),
+        "{error}"
+    );
 }

@@ -20,7 +20,8 @@ const QUERY_POLL: Duration = Duration::from_millis(100);
 /// How many of the log's last lines the error messages and panics quote.
 const LOG_TAIL_LINES: usize = 40;
 
-/// A running Prometheus server scraping the test servers given to [`start`](super::start), with its
+/// A running Prometheus server scraping the test servers given to [`start`](super::start), or
+/// serving the samples given to [`start_backfilled`](super::start_backfilled), with its
 /// temporary directory.
 ///
 /// [`stop`](Prometheus::stop) stops it by process id (SIGTERM, then SIGKILL if it lingers);
@@ -55,13 +56,16 @@ impl Prometheus {
         self.pid
     }
 
-    /// The scrape interval, as given to [`start`](super::start).
+    /// The scrape interval, as given to [`start`](super::start); Prometheus' default of 1 min
+    /// for [`start_backfilled`](super::start_backfilled), which scrapes nothing.
     pub fn scrape_interval(&self) -> Duration {
         self.scrape_interval
     }
 
     /// The temporary directory with the configuration (`prometheus.yml`), the TSDB (`data/`)
-    /// and the server's output (`prometheus.log`). It is removed when the handle is stopped or
+    /// and the server's output (`prometheus.log`); for
+    /// [`start_backfilled`](super::start_backfilled), also the OpenMetrics text (`backfill.om`)
+    /// and promtool's stderr (`promtool.log`). It is removed when the handle is stopped or
     /// dropped.
     pub fn dir(&self) -> &Path {
         self.dir.path()
@@ -86,7 +90,31 @@ impl Prometheus {
     /// [`QueryError::Unexpected`] for any other result type (`matrix`, `string`) or an answer
     /// this client cannot read.
     pub async fn query(&self, promql: &str) -> Result<Vec<Sample>, QueryError> {
-        let target = format!("/api/v1/query?query={}", percent_encode(promql));
+        self.instant_query(promql, None).await
+    }
+
+    /// [`query`](Prometheus::query) at `time`, in seconds since the Unix epoch (`time=`, to the
+    /// millisecond), such as a time among [backfilled](super::start_backfilled) samples.
+    /// Prometheus takes `NaN` and infinities too, for meaningless times: keep `time` finite.
+    ///
+    /// # Errors
+    ///
+    /// As [`query`](Prometheus::query).
+    pub async fn query_at(&self, promql: &str, time: f64) -> Result<Vec<Sample>, QueryError> {
+        self.instant_query(promql, Some(time)).await
+    }
+
+    /// `GET /api/v1/query` of `promql`, at `time` if given, else now.
+    async fn instant_query(
+        &self,
+        promql: &str,
+        time: Option<f64>,
+    ) -> Result<Vec<Sample>, QueryError> {
+        let mut target = format!("/api/v1/query?query={}", percent_encode(promql));
+        if let Some(time) = time {
+            // Rust writes floats without exponents, as Prometheus reads them.
+            target.push_str(&format!("&time={}", percent_encode(&time.to_string())));
+        }
         let response = http_get(self.addr, &target, NET_TIMEOUT)
             .await
             .map_err(QueryError::Io)?;

@@ -1,5 +1,5 @@
-//! Starting Prometheus: its configuration, its process on a free port (tried again when
-//! another process takes the port first), and the wait until it is ready.
+//! Starting Prometheus: its configuration, its TSDB backfilled if asked, its process on a free
+//! port (tried again when another process takes the port first), and the wait until it is ready.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -10,19 +10,21 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::backfill::backfill;
 use super::handle::tail;
 use super::http::http_get;
 use super::temp_dir::TempDir;
-use super::{JOB, Prometheus, StartError, binary};
+use super::{JOB, Prometheus, StartError, binary, promtool};
 
-/// How many times [`start`] tries, each on a new port, when another process took the port first.
+/// How many times a start tries, each on a new port, when another process took the port first.
 const START_ATTEMPTS: u32 = 3;
 
 /// How long a start waits for `/-/ready` to answer 200, and how often it asks.
 const READY_LIMIT: Duration = Duration::from_secs(30);
 const READY_POLL: Duration = Duration::from_millis(50);
 
-/// The file names in the temporary directory; Prometheus creates the TSDB directory itself.
+/// The file names in the temporary directory; Prometheus, or promtool when it backfills,
+/// creates the TSDB directory itself.
 const CONFIG_FILE: &str = "prometheus.yml";
 const DATA_DIR: &str = "data";
 pub(super) const LOG_FILE: &str = "prometheus.log";
@@ -49,24 +51,109 @@ pub async fn start(
     scrape_interval: Duration,
 ) -> Result<Prometheus, StartError> {
     let binary = binary().ok_or(StartError::NotInstalled)?;
-    start_with(&binary, targets, scrape_interval).await
+    start_with(&binary, &Source::scrape(targets, scrape_interval)).await
 }
 
-/// [`start`] with a given binary.
-async fn start_with(
-    binary: &Path,
-    targets: &[SocketAddr],
-    scrape_interval: Duration,
-) -> Result<Prometheus, StartError> {
-    // Each address once: Prometheus scrapes a target listed twice only once.
-    let targets: BTreeSet<SocketAddr> = targets
-        .iter()
-        .map(|&target| scrape_address(target))
-        .collect();
-    let targets: Vec<SocketAddr> = targets.into_iter().collect();
+/// Starts Prometheus over a TSDB built from `openmetrics` (OpenMetrics text with explicit
+/// timestamps in seconds, ending in `# EOF`) by `promtool tsdb create-blocks-from openmetrics`,
+/// with no scrape targets, and waits until it is ready.
+///
+/// The samples are there from the start; query them at their own time with
+/// [`query_at`](Prometheus::query_at). [`scrape_interval`](Prometheus::scrape_interval) is
+/// Prometheus' default, 1 min, and [`wait_for_scrape`](Prometheus::wait_for_scrape) returns at
+/// once.
+///
+/// ```no_run
+/// # async fn backfilled() {
+/// let openmetrics = "# TYPE demo_requests counter\n\
+///                    demo_requests_total 0 1700000000\n\
+///                    demo_requests_total 1800 1700000015\n\
+///                    # EOF\n";
+/// let prometheus = admit_testkit::prometheus::start_backfilled(openmetrics)
+///     .await
+///     .unwrap_or_else(|error| panic!("{error}"));
+/// let samples = prometheus
+///     .query_at("demo_requests_total", 1_700_000_015.0)
+///     .await
+///     .expect("the query");
+/// assert_eq!(samples[0].value, 1800.0);
+/// prometheus.stop();
+/// # }
+/// ```
+///
+/// # Errors
+///
+/// As [`start`]; besides, [`StartError::NoPromtool`] without a `promtool` beside the
+/// [`binary`] or on `PATH`, and [`StartError::Backfill`], with promtool's message, if promtool
+/// fails (for text it cannot read, say) or runs longer than 60 s. A start tried again on another
+/// port backfills again.
+pub async fn start_backfilled(openmetrics: &str) -> Result<Prometheus, StartError> {
+    let binary = binary().ok_or(StartError::NotInstalled)?;
+    let promtool = promtool(&binary).ok_or(StartError::NoPromtool)?;
+    start_with(
+        &binary,
+        &Source::Backfill {
+            promtool: &promtool,
+            openmetrics,
+        },
+    )
+    .await
+}
+
+/// What Prometheus serves.
+enum Source<'a> {
+    /// What it scrapes: the job [`JOB`] of `targets`, each once, every `interval`.
+    Scrape {
+        targets: Vec<SocketAddr>,
+        interval: Duration,
+    },
+    /// No scrape job, and a TSDB that `promtool` fills from `openmetrics` before the start.
+    Backfill {
+        promtool: &'a Path,
+        openmetrics: &'a str,
+    },
+}
+
+/// The global scrape interval of a configuration without one: Prometheus' default.
+const DEFAULT_SCRAPE_INTERVAL: Duration = Duration::from_secs(60);
+
+impl Source<'_> {
+    /// The scrape job of `targets` as Prometheus reaches them, each address once: Prometheus
+    /// scrapes a target listed twice only once.
+    fn scrape(targets: &[SocketAddr], interval: Duration) -> Self {
+        let targets: BTreeSet<SocketAddr> = targets
+            .iter()
+            .map(|&target| scrape_address(target))
+            .collect();
+        Source::Scrape {
+            targets: targets.into_iter().collect(),
+            interval,
+        }
+    }
+
+    /// How many targets, and how often Prometheus scrapes them.
+    fn scrapes(&self) -> (usize, Duration) {
+        match self {
+            Source::Scrape { targets, interval } => (targets.len(), *interval),
+            Source::Backfill { .. } => (0, DEFAULT_SCRAPE_INTERVAL),
+        }
+    }
+
+    /// The configuration file.
+    fn config(&self) -> String {
+        match self {
+            Source::Scrape { targets, interval } => config(targets, *interval),
+            Source::Backfill { .. } => "scrape_configs: []\n".to_owned(),
+        }
+    }
+}
+
+/// Starts Prometheus with a given binary, trying again on another port when another process
+/// took the port first.
+async fn start_with(binary: &Path, source: &Source<'_>) -> Result<Prometheus, StartError> {
     let mut attempt = 1;
     loop {
-        match start_once(binary, &targets, scrape_interval).await {
+        match start_once(binary, source).await {
             Ok(prometheus) => return Ok(prometheus),
             Err(Failure::PortTaken(_)) if attempt < START_ATTEMPTS => attempt += 1,
             Err(Failure::PortTaken(error) | Failure::Fatal(error)) => return Err(error),
@@ -86,14 +173,21 @@ impl From<io::Error> for Failure {
     }
 }
 
-async fn start_once(
-    binary: &Path,
-    targets: &[SocketAddr],
-    scrape_interval: Duration,
-) -> Result<Prometheus, Failure> {
+async fn start_once(binary: &Path, source: &Source<'_>) -> Result<Prometheus, Failure> {
     let dir = TempDir::new()?;
+    let data_dir = dir.path().join(DATA_DIR);
+    if let Source::Backfill {
+        promtool,
+        openmetrics,
+    } = source
+    {
+        // On an error the directory drops here, and is removed.
+        backfill(promtool, dir.path(), &data_dir, openmetrics)
+            .await
+            .map_err(Failure::Fatal)?;
+    }
     let config_file = dir.path().join(CONFIG_FILE);
-    fs::write(&config_file, config(targets, scrape_interval))?;
+    fs::write(&config_file, source.config())?;
     let log = File::create(dir.path().join(LOG_FILE))?;
     // Free now; Prometheus may lose it to another process before it binds, hence the retries.
     let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
@@ -102,7 +196,7 @@ async fn start_once(
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let child = Command::new(binary)
         .arg(flag("--config.file=", &config_file))
-        .arg(flag("--storage.tsdb.path=", &dir.path().join(DATA_DIR)))
+        .arg(flag("--storage.tsdb.path=", &data_dir))
         .arg(format!("--web.listen-address={addr}"))
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
@@ -114,11 +208,12 @@ async fn start_once(
                 format!("spawning {}: {error}", binary.display()),
             )
         })?;
+    let (targets, scrape_interval) = source.scrapes();
     let mut prometheus = Prometheus {
         pid: child.id(),
         child: Some(child),
         addr,
-        targets: targets.len(),
+        targets,
         scrape_interval,
         dir,
     };
@@ -219,6 +314,11 @@ mod tests {
         );
         assert!(config(&[], Duration::ZERO).contains("scrape_interval: 1ms\n"));
         assert!(config(&[], Duration::ZERO).contains("- targets: []\n"));
+        let backfilled = Source::Backfill {
+            promtool: Path::new("promtool"),
+            openmetrics: "# EOF\n",
+        };
+        assert_eq!(backfilled.config(), "scrape_configs: []\n");
     }
 
     #[test]
@@ -235,12 +335,16 @@ mod tests {
         );
     }
 
-    /// An executable shell script in `dir` that appends its arguments to `dir/calls`, then runs
-    /// `body`.
-    fn fake_binary(dir: &TempDir, body: &str) -> PathBuf {
+    /// Held by each test that writes scripts and runs them: a process forked while another
+    /// thread still holds a script open for writing would make exec'ing it fail (`ETXTBSY`).
+    static SCRIPTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+    /// An executable shell script `dir/name` that appends its arguments to `dir/name.calls`,
+    /// then runs `body`.
+    fn fake_binary(dir: &TempDir, name: &str, body: &str) -> PathBuf {
         use std::os::unix::fs::PermissionsExt;
-        let calls = dir.path().join("calls");
-        let script = dir.path().join("prometheus");
+        let calls = dir.path().join(format!("{name}.calls"));
+        let script = dir.path().join(name);
         let text = format!("#!/bin/sh\necho \"$@\" >> '{}'\n{body}\n", calls.display());
         fs::write(&script, text).expect("write the script");
         fs::set_permissions(&script, fs::Permissions::from_mode(0o755))
@@ -248,27 +352,32 @@ mod tests {
         script
     }
 
-    fn calls_in(dir: &TempDir) -> Vec<String> {
-        let calls = fs::read_to_string(dir.path().join("calls")).unwrap_or_default();
+    fn calls_in(dir: &TempDir, name: &str) -> Vec<String> {
+        let calls =
+            fs::read_to_string(dir.path().join(format!("{name}.calls"))).unwrap_or_default();
         calls.lines().map(str::to_owned).collect()
     }
 
-    /// Both fakes in one test, written before either runs: a process forked while another
-    /// thread still holds a script open for writing would make exec'ing it fail (`ETXTBSY`).
     #[tokio::test]
     async fn early_exits_are_retried_only_for_a_taken_port() {
+        let _scripts = SCRIPTS.lock().await;
         let (taken, broken) = (
             TempDir::new().expect("a dir"),
             TempDir::new().expect("a dir"),
         );
         let taken_binary = fake_binary(
             &taken,
+            "prometheus",
             "echo 'level=error msg=\"Unable to start web listener\" \
              err=\"listen tcp 127.0.0.1:1: bind: address already in use\"' >&2\nexit 1",
         );
-        let broken_binary = fake_binary(&broken, "echo 'err=\"parsing YAML file\"' >&2\nexit 1");
+        let broken_binary = fake_binary(
+            &broken,
+            "prometheus",
+            "echo 'err=\"parsing YAML file\"' >&2\nexit 1",
+        );
 
-        let error = start_with(&taken_binary, &[], Duration::from_secs(1))
+        let error = start_with(&taken_binary, &Source::scrape(&[], Duration::from_secs(1)))
             .await
             .expect_err("never ready");
         match &error {
@@ -278,7 +387,7 @@ mod tests {
             }
             other => panic!("not NotReady: {other:?}"),
         }
-        let calls = calls_in(&taken);
+        let calls = calls_in(&taken, "prometheus");
         assert_eq!(calls.len(), START_ATTEMPTS as usize, "{calls:?}");
         for call in &calls {
             let flags: Vec<&str> = call.split(' ').collect();
@@ -292,12 +401,71 @@ mod tests {
             assert!(!config.exists(), "{config:?} removed with its directory");
         }
 
-        let error = start_with(&broken_binary, &[], Duration::from_secs(1))
+        let error = start_with(&broken_binary, &Source::scrape(&[], Duration::from_secs(1)))
             .await
             .expect_err("never ready");
         let message = error.to_string();
         assert!(message.contains("exited"), "{message}");
         assert!(message.ends_with("err=\"parsing YAML file\""), "{message}");
-        assert_eq!(calls_in(&broken).len(), 1, "not retried");
+        assert_eq!(calls_in(&broken, "prometheus").len(), 1, "not retried");
+    }
+
+    /// A backfilled start with `binary` and the `promtool` beside it, which must fail.
+    async fn backfill(binary: &Path) -> StartError {
+        let promtool = promtool(binary).expect("the fake promtool beside the binary");
+        assert_eq!(promtool, binary.with_file_name("promtool"));
+        let source = Source::Backfill {
+            promtool: &promtool,
+            openmetrics: "# EOF\n",
+        };
+        start_with(binary, &source).await.expect_err("never ready")
+    }
+
+    #[tokio::test]
+    async fn promtool_fills_the_data_dir_before_prometheus_starts() {
+        let _scripts = SCRIPTS.lock().await;
+        let (filled, failed) = (
+            TempDir::new().expect("a dir"),
+            TempDir::new().expect("a dir"),
+        );
+        // The fake Prometheus keeps its configuration and exits: not ready, and not retried.
+        let filled_binary = fake_binary(
+            &filled,
+            "prometheus",
+            "cat \"${1#--config.file=}\" > \"$(dirname \"$0\")/config\"\nexit 1",
+        );
+        fake_binary(&filled, "promtool", "exit 0");
+        let failed_binary = fake_binary(&failed, "prometheus", "exit 1");
+        fake_binary(
+            &failed,
+            "promtool",
+            "echo 'getting min and max timestamp: next: data does not end with # EOF' >&2\nexit 1",
+        );
+        let error = backfill(&filled_binary).await;
+        assert!(matches!(error, StartError::NotReady { .. }), "{error:?}");
+        let promtool_calls = calls_in(&filled, "promtool");
+        let prometheus_calls = calls_in(&filled, "prometheus");
+        assert_eq!(promtool_calls.len(), 1, "{promtool_calls:?}");
+        assert_eq!(prometheus_calls.len(), 1, "{prometheus_calls:?}");
+        let args: Vec<&str> = promtool_calls[0].split(' ').collect();
+        assert_eq!(
+            args[..4],
+            ["tsdb", "create-blocks-from", "openmetrics", "--quiet"]
+        );
+        assert!(args[4].ends_with("/backfill.om"), "{args:?}");
+        let flags: Vec<&str> = prometheus_calls[0].split(' ').collect();
+        assert_eq!(flags[1], format!("--storage.tsdb.path={}", args[5]));
+        assert!(args[5].ends_with("/data"), "{args:?}");
+        let config = fs::read_to_string(filled.path().join("config")).expect("the config");
+        assert_eq!(config, "scrape_configs: []\n");
+
+        match backfill(&failed_binary).await {
+            StartError::Backfill(message) => {
+                assert!(message.ends_with("does not end with # EOF"), "{message}");
+            }
+            other => panic!("not Backfill: {other:?}"),
+        }
+        assert_eq!(calls_in(&failed, "promtool").len(), 1, "not retried");
+        assert_eq!(calls_in(&failed, "prometheus"), Vec::<String>::new());
     }
 }

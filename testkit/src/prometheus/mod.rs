@@ -1,6 +1,8 @@
 //! A real Prometheus server for integration tests: [`start`] runs the `prometheus` binary
 //! (Debian's `prometheus` package, version 2.42) on a free loopback port, scraping test servers
-//! on loopback, and [`Prometheus::query`] asks its HTTP API for instant queries.
+//! on loopback; [`start_backfilled`] runs it without scrape targets over samples at fixed
+//! timestamps, backfilled with `promtool`; and [`Prometheus::query`] and
+//! [`Prometheus::query_at`] ask its HTTP API for instant queries.
 //!
 //! A test that needs Prometheus asks [`require`] first, so that every such test follows one
 //! rule: without a binary it prints a `SKIPPED:` line and returns, unless
@@ -36,6 +38,11 @@
 //!   exceed the interval.
 //! - It is ready (`/-/ready` answers 200) within a fraction of a second of its start, and on
 //!   SIGTERM it exits with status 0 within milliseconds.
+//! - `promtool tsdb create-blocks-from openmetrics` takes OpenMetrics text with explicit
+//!   timestamps in seconds, ending in `# EOF`, and writes blocks of at most 2 h each, so samples
+//!   may span hours. Retention counts back from the newest sample, not from now: old timestamps
+//!   are kept, but a query at the current time finds nothing older than its 5 min lookback, so
+//!   backfilled samples are queried with [`Prometheus::query_at`].
 //!
 //! The server lives as long as its [`Prometheus`] handle: [`Prometheus::stop`] or dropping the
 //! handle stops the process and removes its temporary directory. A test process killed outright
@@ -44,6 +51,7 @@
 //! The waits here are bounded by tokio's timer, so they need a runtime whose clock runs
 //! (not `start_paused`): a paused clock would jump past every limit while the real server works.
 
+mod backfill;
 mod error;
 mod handle;
 mod http;
@@ -60,7 +68,7 @@ use std::time::Duration;
 
 pub use error::StartError;
 pub use handle::Prometheus;
-pub use launch::start;
+pub use launch::{start, start_backfilled};
 pub use query::{QueryError, Sample};
 
 /// The environment variable that names the Prometheus binary, ahead of any search.
@@ -89,14 +97,28 @@ pub fn binary() -> Option<PathBuf> {
     if let Some(path) = env::var_os(BINARY_ENV).filter(|path| !path.is_empty()) {
         return Some(PathBuf::from(path));
     }
-    let on_path = env::var_os("PATH").and_then(|paths| {
-        env::split_paths(&paths)
-            .map(|dir| dir.join("prometheus"))
-            .find(|candidate| is_executable(candidate))
-    });
-    on_path.or_else(|| {
+    on_path("prometheus").or_else(|| {
         let debian = PathBuf::from(DEBIAN_BINARY);
         is_executable(&debian).then_some(debian)
+    })
+}
+
+/// The `promtool` that goes with `binary`: the one beside it, else the first executable
+/// `promtool` on `PATH`.
+fn promtool(binary: &Path) -> Option<PathBuf> {
+    let beside = binary.with_file_name("promtool");
+    if is_executable(&beside) {
+        return Some(beside);
+    }
+    on_path("promtool")
+}
+
+/// The first executable `name` in the directories of `PATH`.
+fn on_path(name: &str) -> Option<PathBuf> {
+    env::var_os("PATH").and_then(|paths| {
+        env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|candidate| is_executable(candidate))
     })
 }
 
@@ -135,4 +157,30 @@ pub fn require(test: &str) -> Option<PathBuf> {
         );
     }
     binary
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::temp_dir::TempDir;
+    use super::*;
+
+    #[test]
+    fn promtool_is_found_beside_the_binary_first() {
+        let dir = TempDir::new().expect("a dir");
+        let binary = dir.path().join("prometheus");
+        // Neither file is run, so writing them cannot race another test's `exec`.
+        for file in [&binary, &dir.path().join("promtool")] {
+            fs::write(file, "#!/bin/sh\n").expect("write a file");
+        }
+        // Not executable yet: not found beside the binary.
+        assert_eq!(promtool(&binary), on_path("promtool"));
+        fs::set_permissions(
+            dir.path().join("promtool"),
+            fs::Permissions::from_mode(0o755),
+        )
+        .expect("make it executable");
+        assert_eq!(promtool(&binary), Some(dir.path().join("promtool")));
+    }
 }

@@ -1,0 +1,51 @@
+//! `admit-scaler check`: every external trigger's metadata, validated as the scaler would.
+
+use std::process::ExitCode;
+
+use admit_scaler::metadata::ScalerConfig;
+
+use super::{CheckArgs, input};
+
+pub(super) fn main(args: CheckArgs) -> ExitCode {
+    let triggers = match input::triggers(&args.trigger) {
+        Ok(triggers) => triggers,
+        Err(error) => {
+            eprintln!("admit-scaler check: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut valid = true;
+    for trigger in &triggers {
+        for (key, variable) in &trigger.unresolved {
+            println!(
+                "{}: {key} reads the environment variable {variable}, which --env does not set: \
+                 KEDA drops the key when the variable is unset or empty",
+                trigger.label
+            );
+        }
+        match ScalerConfig::from_metadata(&trigger.metadata) {
+            Ok(config) => println!(
+                "{}: ok: metric {:?}, P(wait ≤ {} s) ≥ {}, {} per replica, replicas {}..={}",
+                trigger.label,
+                config.metric_name,
+                config.wait_threshold_seconds,
+                config.target_sl,
+                config.concurrency_per_replica,
+                config.min_replicas,
+                config.max_replicas
+            ),
+            Err(error) => {
+                valid = false;
+                println!("{}: invalid", trigger.label);
+                for problem in error.problems() {
+                    println!("  {problem}");
+                }
+            }
+        }
+    }
+    if valid {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

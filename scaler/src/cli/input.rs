@@ -1,0 +1,108 @@
+//! Where `check`, `plan` and `replay` get triggers: a manifest file or `--metadata` flags.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+
+use admit_scaler::manifest::{self, Trigger};
+
+use super::TriggerArgs;
+
+/// `KEY=VALUE`, split at the first `=`; the value may be empty or contain `=`.
+pub(super) fn key_value(raw: &str) -> Result<(String, String), String> {
+    match raw.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("{raw:?} is not KEY=VALUE")),
+    }
+}
+
+/// One trigger to evaluate: where it came from, and its metadata as KEDA would send it.
+#[derive(Debug)]
+pub(super) struct Source {
+    /// `kind namespace/name trigger N (type)`, or `--metadata`.
+    pub(super) label: String,
+    pub(super) name: String,
+    pub(super) index: usize,
+    pub(super) metadata: BTreeMap<String, String>,
+    /// `<key>FromEnv` keys whose variable `--env` did not give: KEDA drops them.
+    pub(super) unresolved: Vec<(String, String)>,
+}
+
+/// Every trigger the flags name.
+pub(super) fn triggers(args: &TriggerArgs) -> Result<Vec<Source>, String> {
+    let Some(path) = &args.file else {
+        return Ok(vec![Source {
+            label: "--metadata".to_owned(),
+            name: String::new(),
+            index: 0,
+            metadata: args.metadata.iter().cloned().collect(),
+            unresolved: Vec::new(),
+        }]);
+    };
+    let text = if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|error| format!("stdin: {error}"))?;
+        text
+    } else {
+        fs::read_to_string(path).map_err(|error| format!("{}: {error}", path.display()))?
+    };
+    let env: BTreeMap<String, String> = args.env.iter().cloned().collect();
+    let found =
+        manifest::triggers(&text, &env).map_err(|error| format!("{}: {error}", path.display()))?;
+    Ok(found.into_iter().map(source).collect())
+}
+
+fn source(trigger: Trigger) -> Source {
+    let namespace = trigger.namespace.as_deref().unwrap_or("<namespace>");
+    let unresolved = trigger
+        .from_env
+        .iter()
+        .filter(|(key, _)| !trigger.metadata.contains_key(key))
+        .cloned()
+        .collect();
+    Source {
+        label: format!(
+            "{} {namespace}/{} trigger {} ({})",
+            trigger.kind, trigger.name, trigger.index, trigger.trigger_type
+        ),
+        name: trigger.name,
+        index: trigger.index,
+        metadata: trigger.metadata,
+        unresolved,
+    }
+}
+
+/// The one trigger `select` (`NAME` or `NAME/INDEX`) picks, or the only one.
+pub(super) fn one(args: &TriggerArgs, select: Option<&str>) -> Result<Source, String> {
+    let mut all = triggers(args)?;
+    let (name, index) = match select {
+        None => (None, None),
+        Some(select) => match select.rsplit_once('/') {
+            Some((name, index)) => {
+                let index = index
+                    .parse::<usize>()
+                    .map_err(|_| format!("--select {select:?}: {index:?} is not an index"))?;
+                (Some(name), Some(index))
+            }
+            None => (Some(select), None),
+        },
+    };
+    all.retain(|source| {
+        name.is_none_or(|name| source.name == name)
+            && index.is_none_or(|index| source.index == index)
+    });
+    match all.len() {
+        1 => Ok(all.remove(0)),
+        0 => Err("no external trigger matches --select".to_owned()),
+        _ => Err(format!(
+            "{} external triggers match; choose one with --select NAME/INDEX: {}",
+            all.len(),
+            all.iter()
+                .map(|source| format!("{}/{}", source.name, source.index))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}

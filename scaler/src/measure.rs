@@ -1,0 +1,56 @@
+//! Both queries of one decision, concurrently and timed.
+
+use http::Uri;
+use tokio::time::Instant;
+
+use crate::decision::Measured;
+use crate::metadata::ScalerConfig;
+use crate::prometheus::{PrometheusClient, QueryError};
+use crate::telemetry;
+
+/// λ and the service time from `base` (the trigger's Prometheus, unless overridden), queried
+/// concurrently, evaluated now or at `time` (Unix seconds).
+pub(crate) async fn measure(
+    client: &PrometheusClient,
+    base: &Uri,
+    config: &ScalerConfig,
+    time: Option<f64>,
+) -> Measured {
+    let (arrival_rate, service_time) = tokio::join!(
+        one(
+            client,
+            base,
+            time,
+            "arrival_rate",
+            &config.arrival_rate_query
+        ),
+        one(
+            client,
+            base,
+            time,
+            "service_time",
+            &config.service_time_query
+        ),
+    );
+    Measured {
+        arrival_rate,
+        service_time,
+    }
+}
+
+async fn one(
+    client: &PrometheusClient,
+    base: &Uri,
+    time: Option<f64>,
+    label: &'static str,
+    query: &str,
+) -> Result<f64, QueryError> {
+    let start = Instant::now();
+    let answer = client.query(base, query, time).await;
+    telemetry::query(label, start.elapsed());
+    let answer = answer?;
+    for warning in answer.warnings.iter().chain(&answer.infos) {
+        tracing::warn!(target: "admit_scaler", query, "Prometheus: {warning}");
+    }
+    Ok(answer.sample.value)
+}

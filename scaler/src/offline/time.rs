@@ -1,0 +1,226 @@
+//! Instants on the command line and in reports: Unix seconds or RFC 3339, shown in UTC.
+
+use std::fmt;
+
+/// A time that is neither Unix seconds nor RFC 3339.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimeError {
+    raw: String,
+}
+
+impl fmt::Display for TimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:?} is not a time: write Unix seconds (1700000000) or RFC 3339 \
+             (2023-11-14T22:13:20Z, 2023-11-14T23:13:20+01:00)",
+            self.raw
+        )
+    }
+}
+
+impl std::error::Error for TimeError {}
+
+/// Parses Unix seconds (`1700000000`, `1700000000.5`) or an RFC 3339 date-time with `Z` or a
+/// `±HH:MM` offset and optional fractional seconds, into Unix seconds.
+///
+/// ```
+/// use admit_scaler::offline::parse_time;
+///
+/// assert_eq!(parse_time("1700000000")?, 1_700_000_000.0);
+/// assert_eq!(parse_time("2023-11-14T22:13:20Z")?, 1_700_000_000.0);
+/// assert_eq!(parse_time("2023-11-14T23:13:20.5+01:00")?, 1_700_000_000.5);
+/// assert!(parse_time("yesterday").is_err());
+/// # Ok::<(), admit_scaler::offline::TimeError>(())
+/// ```
+///
+/// # Errors
+///
+/// [`TimeError`] for anything else, including impossible dates and times before 1970.
+pub fn parse_time(raw: &str) -> Result<f64, TimeError> {
+    let error = || TimeError {
+        raw: raw.to_owned(),
+    };
+    if !raw.is_empty() && raw.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return raw
+            .parse::<f64>()
+            .ok()
+            .filter(|seconds| seconds.is_finite())
+            .ok_or_else(error);
+    }
+    rfc3339(raw).ok_or_else(error)
+}
+
+fn rfc3339(raw: &str) -> Option<f64> {
+    let bytes = raw.as_bytes();
+    if bytes.len() < 20 || !raw.is_ascii() {
+        return None;
+    }
+    let number = |range: std::ops::Range<usize>| -> Option<u64> {
+        let text = raw.get(range)?;
+        text.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| text.parse().ok())?
+    };
+    let separators = [(4, b'-'), (7, b'-'), (13, b':'), (16, b':')];
+    if separators.iter().any(|&(at, c)| bytes[at] != c) || !matches!(bytes[10], b'T' | b't' | b' ')
+    {
+        return None;
+    }
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
+    if !(1..=12).contains(&month)
+        || day == 0
+        || day > days_in_month(year, month)
+        || hour > 23
+        || minute > 59
+        || second > 59
+    {
+        return None;
+    }
+    let mut rest = &raw[19..];
+    let mut fraction = 0.0;
+    if let Some(digits) = rest.strip_prefix('.') {
+        let end = digits
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(digits.len());
+        if end == 0 {
+            return None;
+        }
+        fraction = format!("0.{}", &digits[..end]).parse().ok()?;
+        rest = &digits[end..];
+    }
+    let offset = match rest {
+        "Z" | "z" => 0,
+        _ => {
+            let sign = match rest.as_bytes().first()? {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            if rest.len() != 6 || rest.as_bytes()[3] != b':' {
+                return None;
+            }
+            let hours = rest[1..3].parse::<i64>().ok().filter(|h| *h <= 23)?;
+            let minutes = rest[4..6].parse::<i64>().ok().filter(|m| *m <= 59)?;
+            sign * (hours * 3600 + minutes * 60)
+        }
+    };
+    let days = days_from_civil(year, month, day);
+    let seconds = days * 86_400 + (hour * 3600 + minute * 60 + second) as i64 - offset;
+    (seconds >= 0).then_some(seconds as f64 + fraction)
+}
+
+fn is_leap(year: u64) -> bool {
+    year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400))
+}
+
+fn days_in_month(year: u64, month: u64) -> u64 {
+    match month {
+        2 if is_leap(year) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+fn days_from_civil(year: u64, month: u64, day: u64) -> i64 {
+    let (year, month, day) = (year as i64, month as i64, day as i64);
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let month_index = (month + 9) % 12;
+    let day_of_year = (153 * month_index + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+/// The date of a day count since 1970-01-01.
+fn civil_from_days(days: i64) -> (i64, u64, u64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u64;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    } as u64;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// Unix seconds as RFC 3339 in UTC, to the second (fractions truncated).
+///
+/// ```
+/// assert_eq!(admit_scaler::offline::format_time(1_700_000_000.9), "2023-11-14T22:13:20Z");
+/// ```
+pub fn format_time(seconds: f64) -> String {
+    let whole = if seconds.is_finite() {
+        seconds.floor() as i64
+    } else {
+        0
+    };
+    let (days, second_of_day) = (whole.div_euclid(86_400), whole.rem_euclid(86_400));
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        second_of_day / 3600,
+        second_of_day % 3600 / 60,
+        second_of_day % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_over_the_calendar() {
+        // Every day from 1970 to 2100 at a fixed second of day, leap days included.
+        let mut seconds = 45_296.0;
+        while seconds < 4_102_444_800.0 {
+            let text = format_time(seconds);
+            assert_eq!(parse_time(&text), Ok(seconds), "{text}");
+            seconds += 86_400.0;
+        }
+        assert_eq!(format_time(951_782_400.0), "2000-02-29T00:00:00Z");
+        assert_eq!(parse_time("2024-02-29T12:00:00Z"), Ok(1_709_208_000.0));
+    }
+
+    #[test]
+    fn offsets_and_fractions() {
+        assert_eq!(parse_time("2023-11-14T17:13:20-05:00"), Ok(1_700_000_000.0));
+        assert_eq!(parse_time("2023-11-14t22:13:20.25z"), Ok(1_700_000_000.25));
+        assert_eq!(parse_time("2023-11-14 22:13:20Z"), Ok(1_700_000_000.0));
+    }
+
+    #[test]
+    fn refusals() {
+        for raw in [
+            "",
+            ".",
+            "now",
+            "-5",
+            "1e9",
+            "2023-11-14",
+            "2023-11-14T22:13:20",
+            "2023-02-29T00:00:00Z",
+            "2023-13-01T00:00:00Z",
+            "2023-11-14T24:00:00Z",
+            "2023-11-14T22:13:60Z",
+            "2023-11-14T22:13:20.Z",
+            "2023-11-14T22:13:20+1:00",
+            "1969-12-31T23:59:59Z",
+            "2023-11-14T22:13:20Zjunk",
+            "２023-11-14T22:13:20Z",
+        ] {
+            assert!(parse_time(raw).is_err(), "{raw:?}");
+        }
+    }
+}

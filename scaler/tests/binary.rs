@@ -1,0 +1,325 @@
+//! The `admit-scaler` binary as a process: `serve` with gRPC health, TLS, `/metrics`,
+//! `/healthz`, `/readyz` and a stop on SIGTERM; the flags' errors; `check` on manifests.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use admit_scaler::proto::external_scaler_client::ExternalScalerClient;
+use admit_testkit::wait::bounded;
+use rustix::process::{Pid, Signal, kill_process};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig};
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
+
+use support::{metadata, object};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_admit-scaler");
+/// How long a started scaler may take to log its addresses, or a stopped one to exit.
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// A running `admit-scaler serve` and what its log said.
+struct Served {
+    child: Child,
+    grpc: SocketAddr,
+    http: SocketAddr,
+    log: mpsc::Receiver<String>,
+}
+
+impl Served {
+    /// Starts `serve` on loopback ports with `args`, and waits for its "serving" line.
+    fn start(args: &[&str]) -> Served {
+        let mut child = Command::new(BINARY)
+            .args([
+                "serve",
+                "--grpc-listen",
+                "127.0.0.1:0",
+                "--http-listen",
+                "127.0.0.1:0",
+            ])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("admit-scaler starts");
+        let stderr = child.stderr.take().unwrap();
+        let (sender, log) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let line = loop {
+            let line = log
+                .recv_timeout(LIMIT)
+                .unwrap_or_else(|error| panic!("no \"serving\" line: {error}"));
+            if line.contains("serving") {
+                break line;
+            }
+        };
+        let address = |name: &str| -> SocketAddr {
+            let start = line.find(&format!("{name}=")).expect(name) + name.len() + 1;
+            line[start..]
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        Served {
+            grpc: address("grpc"),
+            http: address("http"),
+            child,
+            log,
+        }
+    }
+
+    /// SIGTERM, then the exit status and every line logged since the start.
+    fn terminate(mut self) -> (ExitStatus, Vec<String>) {
+        let pid = Pid::from_child(&self.child);
+        kill_process(pid, Signal::TERM).expect("SIGTERM");
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sender.send(self.child.wait());
+        });
+        let status = receiver
+            .recv_timeout(LIMIT)
+            .expect("the scaler exits after SIGTERM")
+            .expect("wait");
+        (status, self.log.try_iter().collect())
+    }
+}
+
+/// `GET path` over HTTP/1.1: the status line and the body.
+async fn get(addr: SocketAddr, path: &str) -> (String, String) {
+    let mut stream = bounded("connect", tokio::net::TcpStream::connect(addr))
+        .await
+        .unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    bounded("the response", stream.read_to_string(&mut response))
+        .await
+        .unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_owned(), body.to_owned())
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("admit-scaler-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+// Several threads: the clients' connections must answer the server's GOAWAY while the test
+// thread waits for the process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_answers_keda_health_and_metrics_and_stops_on_sigterm() {
+    let served = Served::start(&["--decision-interval", "1s"]);
+    let url = format!("http://{}", served.grpc);
+
+    let channel = Channel::from_shared(url.clone()).unwrap();
+    let mut health = HealthClient::new(bounded("connect", channel.connect()).await.unwrap());
+    for service in ["", "externalscaler.ExternalScaler"] {
+        let status = health
+            .check(HealthCheckRequest {
+                service: service.to_owned(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            status.get_ref().status,
+            ServingStatus::Serving as i32,
+            "{service:?}"
+        );
+    }
+
+    let mut keda = bounded("connect", ExternalScalerClient::connect(url))
+        .await
+        .unwrap();
+    let trigger = object("checkout", metadata("http://127.0.0.1:9", &[]));
+    keda.get_metric_spec(trigger.clone()).await.unwrap();
+    let refused = keda
+        .get_metric_spec(object("checkout", metadata("not a url", &[])))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+
+    let (status, metrics) = get(served.http, "/metrics").await;
+    assert!(status.contains(" 200 "), "{status}");
+    for line in [
+        r#"admit_scaler_rpc_total{method="GetMetricSpec",code="OK"} 1"#,
+        r#"admit_scaler_rpc_total{method="GetMetricSpec",code="INVALID_ARGUMENT"} 1"#,
+        r#"admit_scaler_errors_total{namespace="shop",scaled_object="checkout",metric="admit-erlang",kind="metadata"} 1"#,
+        r#"admit_scaler_build_info{version="#,
+        "admit_scaler_rpc_duration_seconds_bucket{",
+    ] {
+        assert!(metrics.contains(line), "{line} in\n{metrics}");
+    }
+    assert!(get(served.http, "/healthz").await.0.contains(" 200 "));
+    assert!(get(served.http, "/readyz").await.0.contains(" 200 "));
+
+    let (status, log) = served.terminate();
+    assert!(status.success(), "{status:?}: {log:?}");
+    assert!(log.iter().any(|line| line.contains("SIGTERM")), "{log:?}");
+    assert!(log.iter().any(|line| line.contains("stopped")), "{log:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_over_tls() {
+    let key = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let dir = temp_dir("tls");
+    let (cert_path, key_path) = (dir.join("tls.crt"), dir.join("tls.key"));
+    std::fs::write(&cert_path, key.cert.pem()).unwrap();
+    std::fs::write(&key_path, key.signing_key.serialize_pem()).unwrap();
+    let served = Served::start(&[
+        "--tls-cert",
+        cert_path.to_str().unwrap(),
+        "--tls-key",
+        key_path.to_str().unwrap(),
+    ]);
+    let port = served.grpc.port();
+
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(key.cert.pem()))
+        .domain_name("localhost");
+    let channel = Channel::from_shared(format!("https://localhost:{port}"))
+        .unwrap()
+        .tls_config(tls)
+        .unwrap();
+    let channel = bounded("a TLS connection", channel.connect())
+        .await
+        .unwrap();
+    let mut keda = ExternalScalerClient::new(channel);
+    let trigger = object("checkout", metadata("http://127.0.0.1:9", &[]));
+    keda.get_metric_spec(trigger.clone()).await.unwrap();
+
+    // Plain text to a TLS port fails.
+    let mut plain = bounded(
+        "a plain connection",
+        ExternalScalerClient::connect(format!("http://127.0.0.1:{port}")),
+    )
+    .await
+    .unwrap();
+    assert!(
+        bounded("plain text", plain.get_metric_spec(trigger))
+            .await
+            .is_err()
+    );
+
+    let (status, log) = served.terminate();
+    assert!(status.success(), "{status:?}: {log:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Runs the binary to completion: exit code, stdout, stderr.
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let output = Command::new(BINARY).args(args).output().unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_flags_are_refused_before_serving() {
+    let (code, _, stderr) = run(&["serve", "--decision-interval", "10"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("no unit"), "{stderr}");
+    let (code, _, stderr) = run(&["serve", "--tls-cert", "x.pem"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--tls-key"), "{stderr}");
+    let (code, _, stderr) = run(&[
+        "serve",
+        "--grpc-listen",
+        "127.0.0.1:0",
+        "--http-listen",
+        "127.0.0.1:0",
+        "--tls-cert",
+        "/nonexistent/tls.crt",
+        "--tls-key",
+        "/nonexistent/tls.key",
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("/nonexistent/tls.crt"), "{stderr}");
+    let (code, _, stderr) = run(&["serve", "--grpc-listen", "localhost"]);
+    assert_eq!(code, Some(2), "{stderr}");
+}
+
+const MANIFEST: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: checkout
+  namespace: shop
+---
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata:
+  name: checkout
+  namespace: shop
+spec:
+  scaleTargetRef:
+    name: checkout
+  triggers:
+    - type: cpu
+      metadata:
+        value: "60"
+    - type: external
+      metadata:
+        scalerAddress: admit-scaler.admit-system:6000
+        prometheusURL: http://prometheus.monitoring:9090
+        arrivalRateQuery: sum(rate(admit_shed_requests_total{limiter="checkout"}[1m]))
+        serviceTimeQuery: sum(rate(admit_shed_service_seconds_total{limiter="checkout"}[1m])) / sum(rate(admit_shed_requests_total{limiter="checkout",outcome!="dropped"}[1m]))
+        waitThresholdSeconds: "0.05"
+        targetSLFromEnv: TARGET_SL
+"#;
+
+#[test]
+fn check_validates_a_manifest_without_io() {
+    let dir = temp_dir("check");
+    let path = dir.join("scaledobject.yaml");
+    std::fs::write(&path, MANIFEST).unwrap();
+    let path = path.to_str().unwrap();
+
+    let (code, stdout, stderr) = run(&["check", "-f", path, "--env", "TARGET_SL=0.95"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("shop/checkout trigger 1 (external): ok"),
+        "{stdout}"
+    );
+
+    // Unset, KEDA drops the key: then targetSL is missing.
+    let (code, stdout, _) = run(&["check", "-f", path]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("TARGET_SL"), "{stdout}");
+    assert!(stdout.contains("targetSL"), "{stdout}");
+
+    // A bad value is named with its key and raw value.
+    let (code, stdout, _) = run(&["check", "-f", path, "--env", "TARGET_SL=95%"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains("targetSLFromEnv") && stdout.contains("95%"),
+        "{stdout}"
+    );
+
+    // --metadata, as KEDA would send it.
+    let (code, stdout, _) = run(&["check", "--metadata", "targetSL=0.9"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("prometheusURL"), "{stdout}");
+
+    let (code, _, stderr) = run(&["check", "-f", "/nonexistent.yaml"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

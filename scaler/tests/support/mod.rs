@@ -1,0 +1,164 @@
+//! What the scaler's integration tests share: a fake Prometheus whose answers are set per
+//! query, and a scaler served on loopback with a tonic client standing in for KEDA.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use admit_scaler::proto::external_scaler_client::ExternalScalerClient;
+use admit_scaler::proto::{GetMetricsRequest, ScaledObjectRef};
+use admit_scaler::service::{ScalerService, ServiceOptions};
+use admit_testkit::TestServer;
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::post;
+use tonic::transport::Channel;
+
+/// An instant vector of one sample.
+pub fn vector(value: &str) -> String {
+    format!(
+        r#"{{"status":"success","data":{{"resultType":"vector","result":[{{"metric":{{"job":"checkout"}},"value":[1700000000,"{value}"]}}]}}}}"#
+    )
+}
+
+/// An answer: HTTP status and body.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn ok(body: impl Into<String>) -> Self {
+        Reply {
+            status: 200,
+            body: body.into(),
+        }
+    }
+
+    pub fn value(value: &str) -> Self {
+        Reply::ok(vector(value))
+    }
+}
+
+#[derive(Default)]
+struct Answers {
+    replies: HashMap<String, Reply>,
+    asked: HashMap<String, usize>,
+}
+
+/// A fake Prometheus: `POST /api/v1/query` answers the reply set for the form's `query`
+/// (an empty vector if none), and counts the questions.
+pub struct FakePrometheus {
+    answers: Arc<Mutex<Answers>>,
+    server: TestServer,
+}
+
+impl FakePrometheus {
+    pub async fn start() -> Self {
+        let answers = Arc::new(Mutex::new(Answers::default()));
+        let router = Router::new()
+            .route("/api/v1/query", post(answer))
+            .with_state(Arc::clone(&answers));
+        let server = admit_testkit::axum::serve_router(router).await;
+        FakePrometheus { answers, server }
+    }
+
+    pub fn url(&self) -> String {
+        self.server.url()
+    }
+
+    /// Answers `query` with `reply` from now on.
+    pub fn set(&self, query: &str, reply: Reply) {
+        let mut answers = self.answers.lock().unwrap();
+        answers.replies.insert(query.to_owned(), reply);
+    }
+
+    /// How many times `query` was asked.
+    pub fn asked(&self, query: &str) -> usize {
+        let answers = self.answers.lock().unwrap();
+        answers.asked.get(query).copied().unwrap_or(0)
+    }
+}
+
+async fn answer(State(answers): State<Arc<Mutex<Answers>>>, body: String) -> (StatusCode, String) {
+    let query = form_urlencoded::parse(body.as_bytes())
+        .find(|(key, _)| key == "query")
+        .map(|(_, value)| value.into_owned())
+        .unwrap_or_default();
+    let mut answers = answers.lock().unwrap();
+    *answers.asked.entry(query.clone()).or_default() += 1;
+    let reply = answers.replies.get(&query).cloned().unwrap_or(Reply {
+        status: 200,
+        body: r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#.to_owned(),
+    });
+    (StatusCode::from_u16(reply.status).unwrap(), reply.body)
+}
+
+/// A scaler served on loopback and a client connected to it, as KEDA would be.
+pub struct Scaler {
+    pub client: ExternalScalerClient<Channel>,
+    pub service: ScalerService,
+    server: TestServer,
+}
+
+impl Scaler {
+    pub async fn start(options: ServiceOptions) -> Self {
+        let service = ScalerService::new(options);
+        let (addr, incoming) = admit_testkit::tonic::listen().await;
+        let serve = tonic::transport::Server::builder()
+            .add_service(service.clone().into_server())
+            .serve_with_incoming(incoming);
+        let server = admit_testkit::tonic::spawn_server(addr, serve);
+        let client = admit_testkit::wait::bounded(
+            "connecting to the scaler",
+            ExternalScalerClient::connect(format!("http://{addr}")),
+        )
+        .await
+        .expect("the scaler accepts connections");
+        Scaler {
+            client,
+            service,
+            server,
+        }
+    }
+}
+
+/// The metadata of a trigger reading λ from `lambda` and s from `s` at `prometheus`, at
+/// T = 0 and p = 0.8, with `extra` keys.
+pub fn metadata(prometheus: &str, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let mut metadata: BTreeMap<String, String> = [
+        ("scalerAddress", "admit-scaler.admit-system:6000"),
+        ("prometheusURL", prometheus),
+        ("arrivalRateQuery", "lambda"),
+        ("serviceTimeQuery", "s"),
+        ("waitThresholdSeconds", "0"),
+        ("targetSL", "0.8"),
+    ]
+    .into_iter()
+    .map(|(key, value)| (key.to_owned(), value.to_owned()))
+    .collect();
+    for (key, value) in extra {
+        metadata.insert((*key).to_owned(), (*value).to_owned());
+    }
+    metadata
+}
+
+/// The reference to ScaledObject `shop/<name>` with `metadata`.
+pub fn object(name: &str, metadata: BTreeMap<String, String>) -> ScaledObjectRef {
+    ScaledObjectRef {
+        name: name.to_owned(),
+        namespace: "shop".to_owned(),
+        scaler_metadata: metadata,
+    }
+}
+
+/// `GetMetrics` for the default metric name.
+pub fn metrics_request(object: ScaledObjectRef) -> GetMetricsRequest {
+    GetMetricsRequest {
+        scaled_object_ref: Some(object),
+        metric_name: "admit-erlang".to_owned(),
+    }
+}
