@@ -263,6 +263,9 @@ impl fmt::Display for ManifestError {
             ManifestError::NoExternalTrigger { scaled: 0 } => {
                 f.write_str("no ScaledObject or ScaledJob found")
             }
+            ManifestError::NoExternalTrigger { scaled: 1 } => f.write_str(
+                "the ScaledObject or ScaledJob found has no `external` or `external-push` trigger",
+            ),
             ManifestError::NoExternalTrigger { scaled } => write!(
                 f,
                 "none of the {scaled} ScaledObjects and ScaledJobs has an `external` or \
@@ -318,7 +321,7 @@ struct Node {
 #[derive(Debug)]
 enum Value {
     Scalar {
-        /// The text as written (without quotes or escapes).
+        /// The text, quotes removed and escapes resolved.
         text: String,
         kind: Kind,
         /// Plain style, no tag: `<<` is a merge key.

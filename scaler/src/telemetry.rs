@@ -17,7 +17,7 @@
 //! | `admit_scaler_active` | 1 if λ > `activationArrivalRate` |
 //! | `admit_scaler_capped` | 1 if the need exceeds `maxReplicas` |
 //! | `admit_scaler_decision_timestamp_seconds` | Unix time of the decision |
-//! | `admit_scaler_errors_total{kind}` | failed decisions and refused triggers, by [`kind`](crate::service::error_kind) |
+//! | `admit_scaler_errors_total{kind}` | failed decisions and refused triggers, by kind: `metadata`, `permission`, or [`DecisionError::kind`](crate::decision::DecisionError::kind) |
 //!
 //! Scaler-wide: `admit_scaler_prometheus_query_duration_seconds{query}` (histogram;
 //! `query` is `arrival_rate` or `service_time`), `admit_scaler_rpc_total{method,code}`,

@@ -290,6 +290,7 @@ spec:
 fn check_validates_a_manifest_without_io() {
     let dir = temp_dir("check");
     let path = dir.join("scaledobject.yaml");
+    let without_address = dir.join("no-address.yaml");
     std::fs::write(&path, MANIFEST).unwrap();
     let path = path.to_str().unwrap();
 
@@ -318,6 +319,22 @@ fn check_validates_a_manifest_without_io() {
     let (code, stdout, _) = run(&["check", "--metadata", "targetSL=0.9"]);
     assert_eq!(code, Some(1), "{stdout}");
     assert!(stdout.contains("prometheusURL"), "{stdout}");
+
+    // KEDA needs scalerAddress, though the scaler never reads it.
+    std::fs::write(
+        &without_address,
+        MANIFEST.replace("scalerAddress", "# scalerAddress"),
+    )
+    .unwrap();
+    let (code, stdout, _) = run(&[
+        "check",
+        "-f",
+        without_address.to_str().unwrap(),
+        "--env",
+        "TARGET_SL=0.95",
+    ]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("scalerAddress is missing"), "{stdout}");
 
     let (code, _, stderr) = run(&["check", "-f", "/nonexistent.yaml"]);
     assert_eq!(code, Some(2), "{stderr}");

@@ -23,6 +23,15 @@ pub(super) fn main(args: CheckArgs) -> ExitCode {
                 trigger.label
             );
         }
+        // The scaler never reads it, but KEDA refuses an external trigger without it.
+        if trigger.from_manifest && !trigger.metadata.contains_key("scalerAddress") {
+            valid = false;
+            println!(
+                "{}: scalerAddress is missing: KEDA needs it to reach the scaler, e.g. \
+                 admit-scaler.admit-system.svc:6000",
+                trigger.label
+            );
+        }
         match ScalerConfig::from_metadata(&trigger.metadata) {
             Ok(config) => println!(
                 "{}: ok: metric {:?}, P(wait ≤ {} s) ≥ {}, {} per replica, replicas {}..={}",

@@ -26,6 +26,8 @@ pub(super) struct Source {
     pub(super) metadata: BTreeMap<String, String>,
     /// `<key>FromEnv` keys whose variable `--env` did not give: KEDA drops them.
     pub(super) unresolved: Vec<(String, String)>,
+    /// From a manifest, not `--metadata`.
+    pub(super) from_manifest: bool,
 }
 
 /// Every trigger the flags name.
@@ -37,6 +39,7 @@ pub(super) fn triggers(args: &TriggerArgs) -> Result<Vec<Source>, String> {
             index: 0,
             metadata: args.metadata.iter().cloned().collect(),
             unresolved: Vec::new(),
+            from_manifest: false,
         }]);
     };
     let text = if path.as_os_str() == "-" {
@@ -71,6 +74,7 @@ fn source(trigger: Trigger) -> Source {
         index: trigger.index,
         metadata: trigger.metadata,
         unresolved,
+        from_manifest: true,
     }
 }
 

@@ -176,14 +176,29 @@ fn end_to_end_with_the_metadata_validator() {
 
 #[test]
 fn multi_document_with_a_deployment() {
-    let yaml = format!(
-        "# the app\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: checkout\nspec:\n  \
-         replicas: 2\n  template:\n    spec:\n      containers:\n        - name: app\n          \
-         env:\n            - name: X\n              value: \"1\"\n---\n---\n# only a comment\n\
-         ---\n{SCALED_OBJECT}...\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: checkout\n\
-         spec:\n  ports:\n    - port: 80\n---\n{}",
-        scaled_object("second", &["targetSL: \"0.9\""])
-    );
+    const DEPLOYMENT: &str = r#"# the app
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: checkout
+spec:
+  replicas: 2
+  template:
+    spec:
+      containers:
+        - name: app
+          env:
+            - name: X
+              value: "1"
+---
+---
+# only a comment
+---
+"#;
+    const SERVICE: &str = "apiVersion: v1\nkind: Service\nmetadata:\n  name: checkout\n";
+    let second = scaled_object("second", &["targetSL: \"0.9\""]);
+    let yaml = format!("{DEPLOYMENT}{SCALED_OBJECT}...\n---\n{SERVICE}---\n{second}");
     let found = read(&yaml);
     assert_eq!(found.len(), 2);
     assert_eq!((found[0].name.as_str(), found[0].index), ("checkout", 1));
@@ -226,7 +241,8 @@ fn list_items() {
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].name, "listed");
 
-    let yaml = "apiVersion: keda.sh/v1alpha1\nkind: ScaledObjectList\nitems:\n  - kind: ScaledObject\n    spec: {}\n";
+    let yaml = "apiVersion: keda.sh/v1alpha1\nkind: ScaledObjectList\nitems:\n  \
+                - kind: ScaledObject\n    spec: {}\n";
     assert_eq!(
         error(yaml),
         ManifestError::MissingField {
@@ -526,7 +542,11 @@ fn no_external_trigger() {
     assert_eq!(error, ManifestError::NoExternalTrigger { scaled: 1 });
     assert_eq!(
         error.to_string(),
-        "none of the 1 ScaledObjects and ScaledJobs has an `external` or `external-push` trigger"
+        "the ScaledObject or ScaledJob found has no `external` or `external-push` trigger"
+    );
+    assert_eq!(
+        ManifestError::NoExternalTrigger { scaled: 3 }.to_string(),
+        "none of the 3 ScaledObjects and ScaledJobs has an `external` or `external-push` trigger"
     );
     for yaml in [
         "",
@@ -554,7 +574,8 @@ fn no_external_trigger() {
 
 #[test]
 fn syntax_error_has_its_line() {
-    let yaml = "kind: ScaledObject\nmetadata:\n  name: app\nspec:\n  triggers:\n    - type: external\n      metadata: {targetSL: \"0.9\"\n";
+    let yaml = "kind: ScaledObject\nmetadata:\n  name: app\nspec:\n  triggers:\n    \
+                - type: external\n      metadata: {targetSL: \"0.9\"\n";
     match error(yaml) {
         ManifestError::Yaml { line, .. } => assert_eq!(line, 8),
         other => panic!("{other:?}"),
@@ -623,7 +644,8 @@ fn non_mapping_documents() {
 
 #[test]
 fn trigger_without_metadata() {
-    let yaml = "kind: ScaledObject\nmetadata:\n  name: app\nspec:\n  triggers:\n    - type: external\n      name: t\n";
+    let yaml = "kind: ScaledObject\nmetadata:\n  name: app\nspec:\n  triggers:\n    \
+                - type: external\n      name: t\n";
     let error = error(yaml);
     assert_eq!(
         error,
@@ -714,14 +736,16 @@ fn missing_and_mistyped_fields() {
     );
     assert_eq!(
         wrong(
-            "kind: ScaledObject\nmetadata: {name: a}\nspec: {triggers: [{type: external, metadata: [a]}]}\n"
+            "kind: ScaledObject\nmetadata: {name: a}\n\
+             spec: {triggers: [{type: external, metadata: [a]}]}\n"
         ),
         path("spec.triggers[0].metadata", "a mapping", "a list")
     );
     // Odd keys are quoted in paths.
     assert_eq!(
         wrong(
-            "kind: ScaledObject\nmetadata: {name: a}\nspec: {triggers: [{type: external, metadata: {a.b: 1}}]}\n"
+            "kind: ScaledObject\nmetadata: {name: a}\n\
+             spec: {triggers: [{type: external, metadata: {a.b: 1}}]}\n"
         ),
         path("spec.triggers[0].metadata[\"a.b\"]", "a string", "a number")
     );

@@ -54,7 +54,8 @@ struct Entry {
 
 #[derive(Debug)]
 struct Slot {
-    evaluator: Evaluator,
+    /// `None` only while a decision is being made off the runtime.
+    evaluator: Option<Evaluator>,
     last: Option<(Instant, Outcome)>,
 }
 
@@ -98,9 +99,27 @@ impl Registry {
         }
         let measured = measure().await;
         let now = Instant::now();
-        let outcome = slot
+        let since_epoch = now.duration_since(self.epoch);
+        // Off the runtime's workers: Erlang A at large loads takes milliseconds to seconds.
+        let mut evaluator = slot
             .evaluator
-            .decide(now.duration_since(self.epoch), measured);
+            .take()
+            .unwrap_or_else(|| Evaluator::new(config.clone()));
+        let decided = tokio::task::spawn_blocking(move || {
+            let outcome = evaluator.decide(since_epoch, measured);
+            (evaluator, outcome)
+        })
+        .await;
+        let outcome = match decided {
+            Ok((evaluator, outcome)) => {
+                slot.evaluator = Some(evaluator);
+                outcome
+            }
+            // A panic (a bug) goes on here; the slot has no evaluator, so the next call starts a
+            // new planner.
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            Err(error) => panic!("the decision task did not run: {error}"),
+        };
         slot.last = Some((now, outcome.clone()));
         *lock(&entry.last_used) = now;
         Answer {
@@ -152,7 +171,7 @@ impl Entry {
             fingerprint,
             last_used: Mutex::new(now),
             slot: tokio::sync::Mutex::new(Slot {
-                evaluator: Evaluator::new(config.clone()),
+                evaluator: Some(Evaluator::new(config.clone())),
                 last: None,
             }),
         }
