@@ -85,6 +85,8 @@ pub enum Style {
     Step,
     /// Straight dashed segments.
     Dashed,
+    /// Dashed, horizontal then vertical.
+    DashedStep,
 }
 
 impl Chart {
@@ -256,7 +258,7 @@ impl fmt::Display for N {
 
 fn dash(style: Style) -> &'static str {
     match style {
-        Style::Dashed => r#" stroke-dasharray="6 4""#,
+        Style::Dashed | Style::DashedStep => r#" stroke-dasharray="6 4""#,
         Style::Line | Style::Step => "",
     }
 }
@@ -421,7 +423,8 @@ impl fmt::Display for Svg<'_> {
         let mut marks = Vec::new();
         for (i, (series, points)) in chart.series.iter().zip(&data).enumerate() {
             let colour = PALETTE[i % PALETTE.len()];
-            let (d, dots) = path(&plot, points, series.style == Style::Step);
+            let step = matches!(series.style, Style::Step | Style::DashedStep);
+            let (d, dots) = path(&plot, points, step);
             if !d.is_empty() {
                 pen.path(&d, colour, &format!("{THICK}{}", dash(series.style)))?;
             }

@@ -171,5 +171,9 @@ async fn the_scaler_sizes_what_the_server_measured() {
          window's noise); {sent} requests sent"
     );
     assert!(active);
+    println!(
+        "live: the scaler recommends {replicas}; the server measured λ = {arrival_rate:.2}/s, \
+         s = {service_time:.5} s: {measured} servers ({low}..={high}); {sent} requests"
+    );
     prometheus.stop();
 }

@@ -168,9 +168,11 @@ pub fn replay_chart(config: &ScalerConfig, steps: &[ReplayStep]) -> Chart {
             series("recommended replicas", Style::Step, &|decision| {
                 decision.replicas as f64
             }),
-            series("needed now (no hysteresis)", Style::Dashed, &|decision| {
-                decision.required_servers.div_ceil(per_replica) as f64
-            }),
+            series(
+                "needed now (no hysteresis)",
+                Style::DashedStep,
+                &|decision| decision.required_servers.div_ceil(per_replica) as f64,
+            ),
         ],
     }
 }
