@@ -155,6 +155,23 @@ pub enum ConfigError {
         /// The share that was given.
         hot_share: f64,
     },
+    /// A drain's `deadline` is not after its `propagation_delay`: the drain would expire before
+    /// it refused a single request.
+    DeadlineNotAfterDelay {
+        /// The deadline that was given (counted from the drain's start).
+        deadline: Duration,
+        /// The delay that was given.
+        propagation_delay: Duration,
+    },
+    /// A drain's `reconnect_spread` is not shorter than the time between the end of the
+    /// propagation delay and the deadline: the last sessions would be told to reconnect after
+    /// the drain expired.
+    ReconnectSpreadTooLong {
+        /// The spread that was given.
+        reconnect_spread: Duration,
+        /// `deadline − propagation_delay`.
+        window: Duration,
+    },
 }
 
 impl ConfigError {
@@ -178,6 +195,8 @@ impl ConfigError {
             ConfigError::EmptyName => "name",
             ConfigError::QueueTargetOutOfRange { .. } => "target",
             ConfigError::HotShareOutOfRange { .. } => "hot_share",
+            ConfigError::DeadlineNotAfterDelay { .. } => "deadline",
+            ConfigError::ReconnectSpreadTooLong { .. } => "reconnect_spread",
         }
     }
 }
@@ -280,6 +299,22 @@ impl fmt::Display for ConfigError {
             ConfigError::HotShareOutOfRange { hot_share } => write!(
                 f,
                 "invalid `hot_share` ({hot_share}): must be above 0 and at most 1"
+            ),
+            ConfigError::DeadlineNotAfterDelay {
+                deadline,
+                propagation_delay,
+            } => write!(
+                f,
+                "invalid `deadline` ({deadline:?}): must be after the propagation delay \
+                 ({propagation_delay:?})"
+            ),
+            ConfigError::ReconnectSpreadTooLong {
+                reconnect_spread,
+                window,
+            } => write!(
+                f,
+                "invalid `reconnect_spread` ({reconnect_spread:?}): must be shorter than the \
+                 deadline minus the propagation delay ({window:?})"
             ),
         }
     }

@@ -71,6 +71,9 @@
 #![doc(test(attr(deny(warnings))))]
 
 pub mod clock;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub mod drain;
 pub mod erlang;
 mod error;
 #[cfg(feature = "metrics")]
