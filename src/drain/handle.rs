@@ -1,8 +1,10 @@
 //! The drain handle: its timeline, its counts and its futures.
 
+use std::future::{Future, poll_fn};
 use std::pin::pin;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64 as StdAtomicU64, Ordering::Relaxed};
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -279,10 +281,19 @@ impl Inner {
                 (next, limit) => next.or(limit),
             };
             match wake {
-                Some(at) => tokio::select! {
-                    () = notified => {}
-                    () = sleep_until(at) => {}
-                },
+                Some(at) => {
+                    let mut sleep = pin!(sleep_until(at));
+                    poll_fn(|cx| {
+                        if notified.as_mut().poll(cx).is_ready()
+                            || sleep.as_mut().poll(cx).is_ready()
+                        {
+                            Poll::Ready(())
+                        } else {
+                            Poll::Pending
+                        }
+                    })
+                    .await;
+                }
                 None => notified.await,
             }
         }

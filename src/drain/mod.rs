@@ -37,10 +37,15 @@
 mod builder;
 mod gate;
 mod handle;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub mod middleware;
 mod phase;
 #[cfg(test)]
 mod tests;
 
 pub use self::builder::DrainBuilder;
 pub use self::handle::{ConnectionGuard, Drain, RequestGuard, Session};
+#[cfg(feature = "http")]
+pub use self::middleware::{DrainBody, DrainLayer};
 pub use self::phase::{DrainSnapshot, Outcome, Phase};

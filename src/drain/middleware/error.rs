@@ -1,0 +1,62 @@
+//! The refusal of a draining server.
+
+use std::error::Error;
+use std::fmt;
+use std::time::Duration;
+
+use crate::respond::{Refusal, Refused};
+
+/// A request refused because the server is draining: the [`Refusal`] the
+/// [`DrainLayer`](super::DrainLayer) hands its responder. Its [`reason`](Refusal::reason) is
+/// `draining`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Draining {
+    retry_after: Duration,
+}
+
+impl Draining {
+    pub(crate) fn new(retry_after: Duration) -> Self {
+        Draining { retry_after }
+    }
+}
+
+impl fmt::Display for Draining {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the server is draining: retry on another replica")
+    }
+}
+
+impl Error for Draining {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(&Refused)
+    }
+}
+
+impl Refusal for Draining {
+    type Boxed = DrainRejection;
+
+    fn retry_after(&self) -> Duration {
+        self.retry_after
+    }
+
+    fn reason(&self) -> &'static str {
+        "draining"
+    }
+}
+
+/// The zero-sized boxed error of a [`Draining`] refusal (`BoxErrorResponder`); its source is
+/// [`Refused`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DrainRejection;
+
+impl fmt::Display for DrainRejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the server is draining")
+    }
+}
+
+impl Error for DrainRejection {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(&Refused)
+    }
+}

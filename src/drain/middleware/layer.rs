@@ -1,0 +1,86 @@
+//! The drain layer.
+
+use tower_layer::Layer;
+
+use super::DrainService;
+use crate::drain::Drain;
+use crate::respond::HttpResponder;
+
+/// A tower layer that counts each request in flight until its response body ends, closes
+/// HTTP/1 connections after their response once the drain is announced, and refuses new
+/// requests once it is draining, without calling the inner service.
+///
+/// Refusals go to a [`Respond`](crate::respond::Respond)er: by default [`HttpResponder`]
+/// (`503` with `Retry-After` and `admit-refusal: draining`), to which the layer adds
+/// `Connection: close` on HTTP/1; [`grpc`](Self::grpc) answers `UNAVAILABLE`. Refusals carry
+/// the [`Refused`](crate::respond::Refused) mark, so go-zero classifiers count them as failures.
+///
+/// ```
+/// use admit::drain::{Drain, DrainLayer};
+/// use http::{Request, Response, StatusCode};
+/// use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let drain = Drain::default();
+/// let mut service = ServiceBuilder::new()
+///     .layer(DrainLayer::new(drain.clone()))
+///     .service(service_fn(|_: Request<String>| async {
+///         Ok::<_, std::convert::Infallible>(Response::new(String::from("hello")))
+///     }));
+/// let response = service.ready().await?.call(Request::new(String::new())).await?;
+/// assert_eq!(response.status(), StatusCode::OK);
+///
+/// drain.start_now();
+/// let response = service.ready().await?.call(Request::new(String::new())).await?;
+/// assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+/// assert_eq!(response.headers()["connection"], "close");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct DrainLayer<R = HttpResponder> {
+    drain: Drain,
+    responder: R,
+}
+
+impl DrainLayer {
+    /// Refusals answered with `503 Service Unavailable`.
+    pub fn new(drain: Drain) -> Self {
+        DrainLayer {
+            drain,
+            responder: HttpResponder::service_unavailable(),
+        }
+    }
+}
+
+impl<R> DrainLayer<R> {
+    /// Refusals answered by `responder`.
+    pub fn respond_with<R2>(self, responder: R2) -> DrainLayer<R2> {
+        DrainLayer {
+            drain: self.drain,
+            responder,
+        }
+    }
+
+    /// Refusals answered as gRPC `UNAVAILABLE` statuses, the code clients retry on another
+    /// connection.
+    #[cfg(feature = "tonic")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
+    pub fn grpc(self) -> DrainLayer<crate::respond::GrpcResponder> {
+        self.respond_with(crate::respond::GrpcResponder::unavailable())
+    }
+
+    /// The drain.
+    pub fn drain(&self) -> &Drain {
+        &self.drain
+    }
+}
+
+impl<S, R: Clone> Layer<S> for DrainLayer<R> {
+    type Service = DrainService<S, R>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        DrainService::new(inner, self.drain.clone(), self.responder.clone())
+    }
+}
