@@ -35,7 +35,9 @@
 //! | `tower` | yes | [`middleware`] ([`shed::ShedLayer`], [`warmup::WarmUpLayer`]), [`respond`] |
 //! | `http` | yes | answering refusals with HTTP responses, go-zero's HTTP and gRPC classifiers, `RequestStart` |
 //! | `tonic` | no | answering refusals with `tonic::Status`, `From` conversions into it, [`warmup::WarmUpInterceptor`] |
-//! | `tokio` | yes | [`warmup::WarmUp::acquire`]: waiting for permits on tokio's timer; the runtime lag probe's task |
+//! | `tokio` | yes | [`warmup::WarmUp::acquire`]: waiting for permits on tokio's timer; the runtime lag probe's task; [`drain`] (graceful drain) |
+//! | `axum` | no | `drain::Drain::listener`: an axum listener whose connections the drain counts |
+//! | `signal` | no | `drain::Drain::handle_signals`: SIGTERM starts the drain, SIGINT or a second signal skips its delay |
 //! | `metrics` | no | [`metrics`]: publishing what the limiters count through the `metrics` facade |
 //! | `tracing` | no | `tracing` events when shedding starts and stops and a warm-up reaches its full rate |
 //!

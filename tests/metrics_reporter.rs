@@ -376,3 +376,82 @@ fn queue_signals_render_as_a_histogram() {
     );
     assert_eq!(scrape.types[names::QUEUE_WAIT_BUCKET], "counter");
 }
+
+/// A drain publishes its counts, unlabelled, and `admit_draining` from its announcement on;
+/// a reporter takes one drain.
+#[cfg(feature = "tokio")]
+#[tokio::test(start_paused = true)]
+async fn a_drain_renders_its_counts_and_phase() {
+    use admit::drain::Drain;
+    use admit::metrics::DrainMetrics;
+
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let drain = Drain::builder()
+        .propagation_delay(Duration::from_secs(5))
+        .deadline(Duration::from_secs(25))
+        .build()
+        .unwrap();
+    let reporter = metrics::with_local_recorder(&recorder, || {
+        Reporter::builder().drain(drain.clone()).build().unwrap()
+    });
+    let series = [
+        names::DRAIN_IN_FLIGHT,
+        names::DRAIN_CONNECTIONS,
+        names::DRAIN_SESSIONS,
+        names::DRAINING,
+    ];
+    let values = |scrape: &Scrape| series.map(|name| scrape.value(name));
+
+    reporter.report();
+    assert_eq!(values(&Scrape::of(&recorder)), [0.0; 4]);
+
+    // Two requests, three connections, one session.
+    let requests = [drain.admit().unwrap(), drain.admit().unwrap()];
+    let connections = [drain.connection(), drain.connection(), drain.connection()];
+    let session = drain.session();
+    reporter.report();
+    assert_eq!(values(&Scrape::of(&recorder)), [2.0, 3.0, 1.0, 0.0]);
+
+    // Announced: draining, still serving.
+    drain.start();
+    let third = drain.admit().unwrap();
+    reporter.report();
+    assert_eq!(values(&Scrape::of(&recorder)), [3.0, 3.0, 1.0, 1.0]);
+
+    // Drained, connections still open: still 1.
+    drop((requests, third, session));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(drain.phase(), admit::drain::Phase::Drained);
+    reporter.report();
+    assert_eq!(values(&Scrape::of(&recorder)), [0.0, 3.0, 0.0, 1.0]);
+    drop(connections);
+    reporter.report();
+    assert_eq!(values(&Scrape::of(&recorder)), [0.0, 0.0, 0.0, 1.0]);
+
+    // Gauges, described, none ending in `_total`.
+    let scrape = Scrape::of(&recorder);
+    for name in series {
+        assert_eq!(scrape.types[name], "gauge", "{name}");
+        assert!(!name.ends_with("_total"), "{name}");
+    }
+    assert_eq!(scrape.types.len(), 4, "{:?}", scrape.types.keys());
+    let text = recorder.handle().render();
+    assert!(
+        text.contains("# HELP admit_active_sessions Open long-lived sessions"),
+        "{text}"
+    );
+
+    // One drain per reporter: a second would publish the same series.
+    let twice = Reporter::builder()
+        .drain(drain.clone())
+        .source(DrainMetrics::new(drain))
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        twice,
+        MetricsError::DuplicateName {
+            family: "admit_drain",
+            name: String::new()
+        }
+    );
+}

@@ -150,25 +150,40 @@ impl Drain {
         }
     }
 
-    /// Resolves once the drain is announced.
-    pub async fn announced(&self) {
-        self.inner
-            .wait(|phase| phase >= Phase::Announced, None)
-            .await;
+    /// Resolves once the drain is announced. The future owns a clone of the handle
+    /// (`'static`).
+    pub fn announced(&self) -> impl Future<Output = ()> + Send + 'static {
+        let drain = self.clone();
+        async move {
+            drain
+                .inner
+                .wait(|phase| phase >= Phase::Announced, None)
+                .await;
+        }
     }
 
     /// Resolves when the drain starts refusing requests: hand it to
     /// `axum::serve(..).with_graceful_shutdown(..)` or tonic's `serve_with_shutdown(..)`, which
     /// then stop accepting connections, close idle ones and send GOAWAY. Resolving at
     /// [`start`](Self::start) instead would refuse connections while endpoints still route here.
-    pub async fn stop_accepting(&self) {
-        self.inner.wait(Phase::refuses, None).await;
+    ///
+    /// The future owns a clone of the handle (`'static`, as axum requires).
+    pub fn stop_accepting(&self) -> impl Future<Output = ()> + Send + 'static {
+        let drain = self.clone();
+        async move {
+            drain.inner.wait(Phase::refuses, None).await;
+        }
     }
 
     /// Resolves when nothing is in flight and no session is open ([`Outcome::Drained`]), or at
     /// the deadline ([`Outcome::Expired`], with what was left), whichever comes first. Pending
-    /// until the drain starts.
-    pub async fn finished(&self) -> Outcome {
+    /// until the drain starts. The future owns a clone of the handle (`'static`).
+    pub fn finished(&self) -> impl Future<Output = Outcome> + Send + 'static {
+        let drain = self.clone();
+        async move { drain.outcome().await }
+    }
+
+    async fn outcome(&self) -> Outcome {
         let inner = &*self.inner;
         inner.wait(|phase| phase >= Phase::Announced, None).await;
         let deadline = inner.deadline();

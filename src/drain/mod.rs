@@ -35,17 +35,31 @@
 //! ```
 
 mod builder;
+mod connection;
 mod gate;
 mod handle;
+#[cfg(feature = "axum")]
+mod listener;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod middleware;
 mod phase;
+#[cfg(feature = "http")]
+mod readiness;
+#[cfg(all(feature = "signal", any(unix, windows)))]
+mod signals;
 #[cfg(test)]
 mod tests;
 
 pub use self::builder::DrainBuilder;
+pub use self::connection::Tracked;
 pub use self::handle::{ConnectionGuard, Drain, RequestGuard, Session};
+#[cfg(feature = "axum")]
+#[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
+pub use self::listener::DrainListener;
 #[cfg(feature = "http")]
 pub use self::middleware::{DrainBody, DrainLayer};
 pub use self::phase::{DrainSnapshot, Outcome, Phase};
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use self::readiness::Readiness;

@@ -54,6 +54,21 @@ pub(super) fn warm_up() {
     );
 }
 
+/// Describes the drain's series.
+#[cfg(feature = "tokio")]
+pub(super) fn drain() {
+    describe_gauge!(
+        names::DRAIN_IN_FLIGHT,
+        "Requests in flight (admitted, response body not ended)"
+    );
+    describe_gauge!(names::DRAIN_CONNECTIONS, "Open connections (tracked ones)");
+    describe_gauge!(names::DRAIN_SESSIONS, "Open long-lived sessions");
+    describe_gauge!(
+        names::DRAINING,
+        "1 once the drain is announced (the replica is leaving), else 0"
+    );
+}
+
 /// Describes the plans' series.
 pub(super) fn plan() {
     describe_gauge!(names::PLAN_SERVERS, "Servers the target needs");

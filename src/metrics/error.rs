@@ -14,7 +14,7 @@ pub enum MetricsError {
         kind: &'static str,
     },
     /// Two sources of one reporter would publish the same series: two shedders, two warm-up
-    /// buckets or two planners with the same name.
+    /// buckets or two planners with the same name, or two drains (whose name is empty).
     DuplicateName {
         /// The metric family the two share, such as `admit_shed`.
         family: &'static str,

@@ -12,9 +12,11 @@
 //! | [`ShedderMetrics`] | `admit_shed_requests_total{outcome}`, `admit_shed_service_seconds_total`, `admit_shed_requests_in_flight`, `admit_shed_cpu_load_ratio`, `admit_shed_cpu_threshold_ratio`, `admit_shed_shedding`, `admit_shed_max_flight`, `admit_shed_headroom_ratio` |
 //! | [`WarmUpMetrics`] | `admit_warmup_requests_total{outcome}`, `admit_warmup_limit_per_second`, `admit_warmup_full_rate_per_second`, `admit_warmup_stored_permits`, `admit_warmup_progress_ratio` |
 //! | [`PlanMetrics`] | `admit_plan_servers`, `admit_plan_replicas`, `admit_plan_service_level_ratio`, `admit_plan_mean_wait_seconds`, `admit_plan_occupancy_ratio` |
+//! | `DrainMetrics` (`tokio` feature) | `admit_inflight_requests`, `admit_open_connections`, `admit_active_sessions`, `admit_draining` |
 //!
 //! Every series of a limiter is labelled `limiter="<its name>"` (a plan's, `planner="…"`), so
-//! a limiter must be named; the README shows the PromQL for each autoscaling input.
+//! a limiter must be named; a drain's series carry no label (one drain per process). The
+//! README shows the PromQL for each autoscaling input.
 //!
 //! Other components publish the same way: implement [`Source`] (register handles when built,
 //! set them in [`Source::report`]) and add it with [`ReporterBuilder::source`].
@@ -42,6 +44,8 @@
 //! ```
 
 mod describe;
+#[cfg(feature = "tokio")]
+mod drain;
 mod error;
 pub mod names;
 mod plan;
@@ -50,6 +54,9 @@ mod reporter;
 mod shed;
 mod warmup;
 
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use self::drain::DrainMetrics;
 pub use self::error::MetricsError;
 pub use self::plan::PlanMetrics;
 pub use self::reporter::{Reporter, ReporterBuilder, Source};

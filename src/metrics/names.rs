@@ -1,7 +1,7 @@
 //! The names of the metrics admit publishes, and of their labels.
 //!
 //! Every series carries the [`LIMITER`] label (the name given to the limiter's builder) or, for
-//! a plan, the [`PLANNER`] label. Units are in the names: seconds, ratios from 0 to 1, and
+//! a plan, the [`PLANNER`] label; a drain's carry none (one drain per process). Units are in the names: seconds, ratios from 0 to 1, and
 //! `_per_second` rates; counters end in `_total`, gauges never do, except
 //! [`SHED_SERVICE_SECONDS`] (see there), and a histogram's series end in `_bucket`, `_sum`
 //! and `_count`. (A recorder set to append `_total` to every counter, such as
@@ -84,3 +84,14 @@ pub const PLAN_SERVICE_LEVEL: &str = "admit_plan_service_level_ratio";
 pub const PLAN_MEAN_WAIT: &str = "admit_plan_mean_wait_seconds";
 /// Gauge: the predicted share of time a server is busy, with the servers planned.
 pub const PLAN_OCCUPANCY: &str = "admit_plan_occupancy_ratio";
+
+/// Gauge: requests a drain counts in flight (admitted, response body not ended).
+pub const DRAIN_IN_FLIGHT: &str = "admit_inflight_requests";
+/// Gauge: connections a drain counts open (tracked ones only).
+pub const DRAIN_CONNECTIONS: &str = "admit_open_connections";
+/// Gauge: long-lived sessions (WebSockets, streams) a drain counts open: the autoscaling input
+/// of services that hold them.
+pub const DRAIN_SESSIONS: &str = "admit_active_sessions";
+/// Gauge: 1 once the drain is announced (the replica is leaving), else 0: autoscaling queries
+/// drop such pods with `unless on(pod) (admit_draining == 1)`.
+pub const DRAINING: &str = "admit_draining";

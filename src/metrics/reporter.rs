@@ -108,6 +108,14 @@ impl ReporterBuilder {
         self.add(WarmUpMetrics::new(bucket))
     }
 
+    /// Adds a drain's metrics ([`DrainMetrics`](super::DrainMetrics)); one drain per reporter,
+    /// as its series carry no label.
+    #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    pub fn drain(self, drain: crate::drain::Drain) -> Self {
+        self.add(Ok(super::DrainMetrics::new(drain)))
+    }
+
     /// Adds a source of your own.
     pub fn source(self, source: impl Source + 'static) -> Self {
         self.add(Ok(source))

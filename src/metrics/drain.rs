@@ -1,0 +1,88 @@
+//! A drain's metrics.
+
+use std::fmt;
+
+use metrics::Gauge;
+
+use super::Source;
+use super::names;
+use crate::drain::{Drain, Phase};
+
+/// Publishes a [`Drain`]'s [snapshot](Drain::snapshot) through the `metrics` facade: requests
+/// in flight, open connections, active sessions, and whether the replica is leaving (see
+/// [`names`](super::names) for each series).
+///
+/// The series carry no label (one drain per process; Prometheus' target labels tell the pods
+/// apart), so a [`Reporter`](super::Reporter) takes one drain. The handles are registered with
+/// the recorder installed when this is built; [`report`](Self::report) reads a snapshot and
+/// sets them, allocating nothing. Requests pay nothing for it: the counts are the drain's own.
+///
+/// ```
+/// use admit::drain::Drain;
+/// use admit::metrics::Reporter;
+///
+/// // Install the recorder first.
+/// let drain = Drain::default();
+/// let reporter = Reporter::builder().drain(drain.clone()).build()?;
+/// reporter.report(); // before each scrape, or on a timer
+/// # Ok::<(), admit::metrics::MetricsError>(())
+/// ```
+pub struct DrainMetrics {
+    drain: Drain,
+    in_flight: Gauge,
+    connections: Gauge,
+    sessions: Gauge,
+    draining: Gauge,
+}
+
+impl DrainMetrics {
+    /// Registers the drain's series with the installed recorder.
+    pub fn new(drain: Drain) -> Self {
+        super::describe::drain();
+        DrainMetrics {
+            drain,
+            in_flight: metrics::gauge!(names::DRAIN_IN_FLIGHT),
+            connections: metrics::gauge!(names::DRAIN_CONNECTIONS),
+            sessions: metrics::gauge!(names::DRAIN_SESSIONS),
+            draining: metrics::gauge!(names::DRAINING),
+        }
+    }
+
+    /// Reads the drain's snapshot and publishes it.
+    pub fn report(&self) {
+        let snapshot = self.drain.snapshot();
+        self.in_flight.set(snapshot.in_flight as f64);
+        self.connections.set(snapshot.connections as f64);
+        self.sessions.set(snapshot.sessions as f64);
+        let draining = snapshot.phase >= Phase::Announced;
+        self.draining.set(if draining { 1.0 } else { 0.0 });
+    }
+
+    /// The drain this publishes.
+    pub fn drain(&self) -> &Drain {
+        &self.drain
+    }
+}
+
+impl Source for DrainMetrics {
+    fn family(&self) -> &'static str {
+        "admit_drain"
+    }
+
+    /// Empty: the drain's series carry no label.
+    fn name(&self) -> &str {
+        ""
+    }
+
+    fn report(&self) {
+        DrainMetrics::report(self);
+    }
+}
+
+impl fmt::Debug for DrainMetrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DrainMetrics")
+            .field("snapshot", &self.drain.snapshot())
+            .finish_non_exhaustive()
+    }
+}

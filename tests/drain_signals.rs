@@ -1,0 +1,183 @@
+//! A child process serving with `Drain::handle_signals`, stopped by real signals: SIGTERM with
+//! a slow request in flight lets the request finish and exits 0 before the deadline; a session
+//! that never closes makes it exit 0 at the deadline, reporting what was left.
+//!
+//! The test binary runs itself as the child: `current_exe()` with [`CHILD`] set runs only
+//! `child`, which serves until its drain ends.
+
+#![cfg(all(unix, feature = "http", feature = "axum", feature = "signal"))]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use admit::drain::{Drain, DrainLayer};
+use axum::Router;
+use axum::routing::{get, get_service};
+use rustix::process::{Pid, Signal, kill_process};
+
+/// Selects the child's case: `slow` or `stuck`.
+const CHILD: &str = "ADMIT_DRAIN_CHILD";
+/// How long the child's drain may take: the parent waits a little longer.
+const DEADLINE: Duration = Duration::from_secs(3);
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// The child: serves `/slow` (500 ms), `/ready` and `/session` (a session that never closes)
+/// behind the drain, prints its address once signals are handled, and prints the drain's
+/// outcome when it ends.
+#[test]
+fn child() {
+    let Ok(case) = std::env::var(CHILD) else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async move {
+        let drain = Drain::builder()
+            .propagation_delay(Duration::from_millis(300))
+            .deadline(DEADLINE)
+            .build()
+            .unwrap();
+        drain.handle_signals().expect("signals");
+        let sessions = drain.clone();
+        let app = Router::new()
+            .route(
+                "/slow",
+                get(|| async {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    "slow"
+                }),
+            )
+            .route(
+                "/session",
+                get(move || {
+                    // Held forever: a client that never reconnects.
+                    std::mem::forget(sessions.session());
+                    async { "session" }
+                }),
+            )
+            .layer(DrainLayer::new(drain.clone()))
+            .route("/ready", get_service(drain.readiness()));
+        let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        // On a line of its own: the test harness may have started the line.
+        println!("\nlistening {} {case}", tcp.local_addr().unwrap());
+        let serve =
+            axum::serve(drain.listener(tcp), app).with_graceful_shutdown(drain.stop_accepting());
+        let outcome = tokio::select! {
+            outcome = drain.finished() => outcome,
+            served = std::future::IntoFuture::into_future(serve) => {
+                served.unwrap();
+                drain.finished().await
+            }
+        };
+        println!("\noutcome {outcome:?}");
+    });
+}
+
+/// The child process, its address and its stdout lines.
+struct Served {
+    child: Child,
+    addr: SocketAddr,
+    lines: mpsc::Receiver<String>,
+}
+
+fn spawn(case: &str) -> Served {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
+        .env(CHILD, case)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (sender, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = sender.send(line);
+        }
+    });
+    let addr = loop {
+        let line = lines.recv_timeout(LIMIT).expect("the child's address");
+        if let Some(rest) = line.strip_prefix("listening ") {
+            break rest.split_whitespace().next().unwrap().parse().unwrap();
+        }
+    };
+    Served { child, addr, lines }
+}
+
+impl Served {
+    fn signal(&self, signal: Signal) {
+        kill_process(Pid::from_child(&self.child), signal).unwrap();
+    }
+
+    /// Waits for the child's exit: its status and its outcome line.
+    fn exit(mut self) -> (std::process::ExitStatus, String) {
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sender.send(self.child.wait());
+        });
+        let status = receiver
+            .recv_timeout(DEADLINE + LIMIT)
+            .expect("the child exits")
+            .unwrap();
+        let outcome = self
+            .lines
+            .try_iter()
+            .find(|line| line.starts_with("outcome "))
+            .unwrap_or_default();
+        (status, outcome)
+    }
+}
+
+/// `GET path` on a new connection; with `close`, the client asks to close it after the answer
+/// (otherwise only the server can).
+fn send(addr: SocketAddr, path: &str, close: bool) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(LIMIT)).unwrap();
+    let connection = if close { "Connection: close\r\n" } else { "" };
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: test\r\n{connection}\r\n"
+    )
+    .unwrap();
+    stream
+}
+
+/// Everything the server sends until it closes the connection.
+fn read_all(mut stream: TcpStream) -> String {
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response.to_ascii_lowercase()
+}
+
+#[test]
+fn sigterm_lets_a_slow_request_finish_and_exits_0() {
+    let served = spawn("slow");
+    let slow = send(served.addr, "/slow", false);
+    std::thread::sleep(Duration::from_millis(100));
+    served.signal(Signal::TERM);
+    // Announced: still accepting, not ready.
+    let ready = read_all(send(served.addr, "/ready", true));
+    assert!(ready.starts_with("http/1.1 503"), "{ready}");
+    // The answer, then the server's close: it was announced while the request ran.
+    let slow = read_all(slow);
+    assert!(slow.starts_with("http/1.1 200"), "{slow}");
+    assert!(slow.contains("connection: close"), "{slow}");
+    let (status, outcome) = served.exit();
+    assert!(status.success(), "{status:?}");
+    assert!(outcome.contains("Drained"), "{outcome}");
+}
+
+#[test]
+fn a_session_that_never_closes_ends_at_the_deadline() {
+    let served = spawn("stuck");
+    let session = read_all(send(served.addr, "/session", true));
+    assert!(session.starts_with("http/1.1 200"), "{session}");
+    // SIGINT skips the propagation delay.
+    served.signal(Signal::INT);
+    let (status, outcome) = served.exit();
+    assert!(status.success(), "{status:?}");
+    assert!(outcome.contains("Expired"), "{outcome}");
+    assert!(outcome.contains("sessions: 1"), "{outcome}");
+}
