@@ -452,13 +452,51 @@ fn metrics_group(group: &mut BenchmarkGroup<'_, WallTime>) {
 /// Adds a group's entries.
 type Register = fn(&mut BenchmarkGroup<'_, WallTime>);
 
+/// One HTTP request through `service`, as [`serve`] does for `u64`s; the response (and with
+/// it a drain's in-flight count) dropped at once.
+fn serve_http<S: Service<http::Request<()>>>(service: &mut S) -> bool {
+    let mut cx = Context::from_waker(Waker::noop());
+    while !matches!(service.poll_ready(&mut cx), Poll::Ready(Ok(()))) {
+        spin_loop();
+    }
+    let mut future = pin!(service.call(http::Request::new(())));
+    loop {
+        match future.as_mut().poll(&mut cx) {
+            Poll::Ready(output) => return output.is_ok(),
+            Poll::Pending => spin_loop(),
+        }
+    }
+}
+
+/// `DrainLayer` while serving (counting each request until its response is dropped), beside
+/// tower's in-flight counter (`ConcurrencyLimit` with room to spare, under `LoadShed`).
+fn drain_group(group: &mut BenchmarkGroup<'_, WallTime>) {
+    let http =
+        || service_fn(|_: http::Request<()>| ready(Ok::<_, Infallible>(http::Response::new(()))));
+    let mut bare = http();
+    group.bench_function("bare", |b| b.iter(|| serve_http(&mut bare)));
+    let drain = admit::drain::Drain::default();
+    let mut drained = admit::drain::DrainLayer::new(drain).layer(http());
+    assert!(serve_http(&mut drained));
+    group.bench_function("admit DrainLayer", |b| b.iter(|| serve_http(&mut drained)));
+    let mut tower = ServiceBuilder::new()
+        .load_shed()
+        .concurrency_limit(1 << 20)
+        .service(http());
+    assert!(serve_http(&mut tower));
+    group.bench_function("tower load_shed + concurrency_limit", |b| {
+        b.iter(|| serve_http(&mut tower))
+    });
+}
+
 fn benches(c: &mut Criterion) {
-    let groups: [(&str, Register); 5] = [
+    let groups: [(&str, Register); 6] = [
         ("layer/admit", admit_group),
         ("layer/oneshot", oneshot_group),
         ("layer/refuse", refuse_group),
         ("layer/2 threads", two_thread_group),
         ("layer/metrics", metrics_group),
+        ("layer/drain", drain_group),
     ];
     for (name, register) in groups {
         let mut group = c.benchmark_group(name);

@@ -2,15 +2,16 @@
 //! the drainer saw zero.
 //!
 //! Admission increments the in-flight count, then loads the phase; the drainer stores
-//! `Draining`, then loads the count; a `SeqCst` fence sits between the write and the read on
-//! both sides (the store-buffering pattern, which `SeqCst` accesses alone do not order under
-//! loom's model). If a request saw an old phase, its increment precedes the drainer's load,
-//! which sees it; otherwise the request sees `Draining`, undoes its increment and is refused.
-//! A request leaving does the same (decrement, fence, load the phase), so the last one out
-//! while draining always knows to wake the drainer, or the drainer sees zero itself.
+//! `Draining`, then loads the count. All are `SeqCst`, so one total order holds them (under
+//! loom, which models `SeqCst` accesses more weakly, a fence between the write and the read
+//! stands in for it: `store_load_barrier`). If a request saw an old phase, its increment
+//! precedes the drainer's load, which sees it; otherwise the request sees `Draining`, undoes
+//! its increment and is refused. A request leaving does the same (decrement, then load the
+//! phase), so the last one out while draining always knows to wake the drainer, or the drainer
+//! sees zero itself.
 
 use super::Phase;
-use crate::sync::{AtomicU64, Ordering::SeqCst, fence};
+use crate::sync::{AtomicU64, Ordering::SeqCst, store_load_barrier};
 
 #[derive(Debug)]
 pub(crate) struct Gate {
@@ -35,7 +36,7 @@ impl Gate {
     /// Counts a request in, and returns the phase it saw after counting.
     pub(crate) fn enter(&self) -> Phase {
         self.in_flight.fetch_add(1, SeqCst);
-        fence(SeqCst);
+        store_load_barrier();
         self.phase()
     }
 
@@ -43,7 +44,7 @@ impl Gate {
     /// drainer may be waiting for zero).
     pub(crate) fn leave(&self) -> bool {
         let last = self.in_flight.fetch_sub(1, SeqCst) == 1;
-        fence(SeqCst);
+        store_load_barrier();
         last && self.phase().refuses()
     }
 
@@ -55,7 +56,7 @@ impl Gate {
     /// Counts a session out; true as [`leave`](Self::leave).
     pub(crate) fn close_session(&self) -> bool {
         let last = self.sessions.fetch_sub(1, SeqCst) == 1;
-        fence(SeqCst);
+        store_load_barrier();
         last && self.phase().refuses()
     }
 
@@ -76,7 +77,7 @@ impl Gate {
 
     /// No request in flight and no session open; after a phase change, ordered after it.
     pub(crate) fn idle(&self) -> bool {
-        fence(SeqCst);
+        store_load_barrier();
         self.in_flight() == 0 && self.sessions() == 0
     }
 }

@@ -31,3 +31,18 @@ pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 
 pub(crate) use self::seqlock::SeqLock;
 pub(crate) use self::striped::Striped;
+
+/// Where `SeqCst` accesses must not be reordered across each other (a store, then a load of
+/// another atomic, racing the mirror image: the store-buffering pattern): a `SeqCst` fence
+/// under loom, nothing otherwise.
+///
+/// The accesses alone suffice in the language's memory model: all `SeqCst` operations fall in
+/// one total order, so of two threads that each write one atomic and then read the other, at
+/// least one reads the other's write. Loom models `SeqCst` accesses as acquire/release, which
+/// would allow both to read stale values; its `SeqCst` fences are modelled in full, so the
+/// model checks the same guarantee through them.
+#[inline(always)]
+pub(crate) fn store_load_barrier() {
+    #[cfg(admit_loom)]
+    fence(Ordering::SeqCst);
+}
