@@ -41,6 +41,7 @@ pub(crate) use self::striped::Striped;
 /// least one reads the other's write. Loom models `SeqCst` accesses as acquire/release, which
 /// would allow both to read stale values; its `SeqCst` fences are modelled in full, so the
 /// model checks the same guarantee through them.
+#[cfg(feature = "tokio")]
 #[inline(always)]
 pub(crate) fn store_load_barrier() {
     #[cfg(admit_loom)]
