@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Instructions per `try_acquire` / `check()` / `allow` + `pass` under callgrind, with manual clocks (needs valgrind).
+# Instructions per decision under callgrind, with manual clocks (needs valgrind): the warm-up
+# buckets beside governor, the shedder, and the layers beside tower's pair (see instructions.rs).
 # Usage: benches/callgrind.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +19,7 @@ instructions() { # limiter scenario calls
 
 printf '%-20s %-8s %s\n' limiter scenario instructions/call
 for scenario in admit reject; do
-    for limiter in admit governor shed; do
+    for limiter in sentinel smooth governor shed shed-layer warmup-layer drain-layer tower-pair; do
         a=$(instructions "$limiter" "$scenario" "$small")
         b=$(instructions "$limiter" "$scenario" "$large")
         printf '%-20s %-8s %.1f\n' "$limiter" "$scenario" "$(echo "($b - $a) / ($large - $small)" | bc -l)"

@@ -4,9 +4,19 @@
 //! benches/callgrind.sh
 //! ```
 //!
-//! `instructions <admit|governor|shed> <admit|reject> <calls>` makes `calls` decisions with one
-//! limiter (`shed`: the shedder's `allow`, and `pass` when admitted); the script runs it under `valgrind --tool=callgrind` with two call counts and divides
-//! the difference in instructions by the difference in calls, which cancels start-up and set-up.
+//! `instructions <limiter> <admit|reject> <calls>` makes `calls` decisions with one limiter:
+//!
+//! | limiter | one call |
+//! |---|---|
+//! | `sentinel` | `SentinelWarmUp::try_acquire` |
+//! | `smooth` | `WarmUp::try_acquire` (the default, Guava's smooth bucket) |
+//! | `governor` | governor's `check` |
+//! | `shed` | the shedder's `allow`, and `pass` when admitted |
+//! | `shed-layer`, `warmup-layer`, `tower-pair` | one request through `ShedLayer`, `WarmUpLayer` (boxed-error refusals) or tower's `load_shed` + `concurrency_limit`, over a `u64` echo that answers at once |
+//! | `drain-layer` | one HTTP request through `DrainLayer` (`503` refusals) over a service answering an empty response at once |
+//!
+//! The script runs it under `valgrind --tool=callgrind` with two call counts and divides the
+//! difference in instructions by the difference in calls, which cancels start-up and set-up.
 //!
 //! Both limiters read a manual clock (admit's `ManualClock`, governor's `FakeRelativeClock`), so
 //! the count is the decision alone: under valgrind a real clock read is an emulated system call
@@ -17,12 +27,21 @@ use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
+use std::convert::Infallible;
+use std::future::{Future, ready};
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
 use admit::clock::ManualClock;
-use admit::shed::Shedder;
+use admit::drain::{Drain, DrainLayer};
+use admit::shed::{ShedLayer, Shedder};
 use admit::signal::cpu::ManualCpu;
 use admit::warmup::sentinel::SentinelWarmUp;
+use admit::warmup::{WarmUp, WarmUpLayer};
 use governor::clock::FakeRelativeClock;
 use governor::{Quota, RateLimiter};
+use tower::{Layer, Service, ServiceBuilder, service_fn};
 
 fn run_admit(rate: f64, calls: u64) -> u64 {
     let limiter = SentinelWarmUp::builder(rate)
@@ -32,6 +51,26 @@ fn run_admit(rate: f64, calls: u64) -> u64 {
         .expect("valid configuration");
     (0..calls)
         .map(|_| u64::from(black_box(limiter.try_acquire().is_ok())))
+        .sum()
+}
+
+/// The smooth bucket schedules each permit to the nanosecond, so on a clock that never moves it
+/// admits one: its runs advance the manual clock by [`TICK`] before each call (one atomic add,
+/// counted with the decision).
+const TICK: Duration = Duration::from_micros(1);
+
+fn run_smooth(rate: f64, calls: u64) -> u64 {
+    let clock = ManualClock::new();
+    let limiter = WarmUp::builder(rate)
+        .clock(clock.clone())
+        .start_warm(true)
+        .build()
+        .expect("valid configuration");
+    (0..calls)
+        .map(|_| {
+            clock.advance(TICK);
+            u64::from(black_box(limiter.try_acquire().is_ok()))
+        })
         .sum()
 }
 
@@ -72,10 +111,116 @@ fn run_governor(rate: u32, calls: u64) -> u64 {
         .sum()
 }
 
+/// The inner service of the shed and warm-up layers and tower's pair, as in the `layer`
+/// benchmark: answers a `u64` with itself, at once. Refusals are the layers' default boxed
+/// errors.
+fn echo() -> impl Service<u64, Response = u64, Error = Infallible> + Clone {
+    service_fn(|request: u64| ready(Ok::<_, Infallible>(request)))
+}
+
+/// The drain layer's inner service: an empty HTTP response, at once.
+fn http_inner()
+-> impl Service<http::Request<()>, Response = http::Response<()>, Error = Infallible> + Clone {
+    service_fn(|_: http::Request<()>| ready(Ok::<_, Infallible>(http::Response::new(()))))
+}
+
+/// `calls` requests made by `request` through `service`, each driven to its answer with a
+/// no-op waker; how many `admitted` counts as admitted.
+fn run_service<S: Service<R>, R>(
+    service: &mut S,
+    calls: u64,
+    request: impl Fn() -> R,
+    admitted: impl Fn(S::Response) -> bool,
+) -> u64 {
+    let mut cx = Context::from_waker(Waker::noop());
+    (0..calls)
+        .map(|_| {
+            if !matches!(service.poll_ready(&mut cx), Poll::Ready(Ok(()))) {
+                return 0;
+            }
+            let mut future = pin!(service.call(request()));
+            match future.as_mut().poll(&mut cx) {
+                Poll::Ready(Ok(response)) => u64::from(admitted(black_box(response))),
+                _ => 0,
+            }
+        })
+        .sum()
+}
+
+fn run_echo<S: Service<u64, Response = u64>>(service: &mut S, calls: u64) -> u64 {
+    run_service(service, calls, || black_box(7), |response| response == 7)
+}
+
+fn run_shed_layer(overloaded: bool, calls: u64) -> u64 {
+    let cpu = ManualCpu::new(0);
+    let shedder = Arc::new(
+        Shedder::builder()
+            .clock(ManualClock::new())
+            .cpu(cpu.clone())
+            .build()
+            .expect("valid configuration"),
+    );
+    let mut held = Vec::new();
+    if overloaded {
+        held.extend((0..1100).map(|_| shedder.allow_owned().expect("a cool CPU admits")));
+        for permit in held.drain(..100) {
+            permit.pass();
+        }
+        cpu.set(1000);
+    }
+    let mut service = ShedLayer::new(Arc::clone(&shedder)).layer(echo());
+    let admitted = run_echo(&mut service, calls);
+    drop(held);
+    admitted
+}
+
+fn run_warm_up_layer(rate: f64, calls: u64) -> u64 {
+    let clock = ManualClock::new();
+    let bucket = Arc::new(
+        WarmUp::builder(rate)
+            .clock(clock.clone())
+            .start_warm(true)
+            .build()
+            .expect("valid configuration"),
+    );
+    let mut service = WarmUpLayer::new(bucket).layer(echo());
+    (0..calls)
+        .map(|_| {
+            clock.advance(TICK);
+            run_echo(&mut service, 1)
+        })
+        .sum()
+}
+
+fn run_drain_layer(draining: bool, calls: u64) -> u64 {
+    let drain = Drain::default();
+    if draining {
+        drain.start_now();
+    }
+    let mut service = DrainLayer::new(drain).layer(http_inner());
+    run_service(
+        &mut service,
+        calls,
+        || http::Request::new(()),
+        |response| response.status() == 200,
+    )
+}
+
+fn run_tower_pair(refusing: bool, calls: u64) -> u64 {
+    let permits = if refusing { 0 } else { 1 << 20 };
+    let mut service = ServiceBuilder::new()
+        .load_shed()
+        .concurrency_limit(permits)
+        .service(echo());
+    run_echo(&mut service, calls)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [limiter, scenario, calls] = args.as_slice() else {
-        eprintln!("usage: instructions <admit|governor|shed> <admit|reject> <calls>");
+        eprintln!(
+            "usage: instructions <sentinel|smooth|governor|shed|shed-layer|warmup-layer|drain-layer|tower-pair> <admit|reject> <calls>"
+        );
         std::process::exit(2);
     };
     let calls: u64 = calls.parse().expect("calls must be a number");
@@ -86,10 +231,16 @@ fn main() {
         "reject" => (10.0, 1),
         other => panic!("unknown scenario {other}"),
     };
+    let reject = scenario == "reject";
     let admitted = match limiter.as_str() {
-        "admit" => run_admit(admit_rate, calls),
+        "sentinel" => run_admit(admit_rate, calls),
+        "smooth" => run_smooth(admit_rate, calls),
         "governor" => run_governor(governor_rate, calls),
-        "shed" => run_shed(scenario == "reject", calls),
+        "shed" => run_shed(reject, calls),
+        "shed-layer" => run_shed_layer(reject, calls),
+        "warmup-layer" => run_warm_up_layer(admit_rate, calls),
+        "drain-layer" => run_drain_layer(reject, calls),
+        "tower-pair" => run_tower_pair(reject, calls),
         other => panic!("unknown limiter {other}"),
     };
     println!("{limiter} {scenario}: {admitted} of {calls} admitted");
