@@ -17,9 +17,11 @@
 //! | `admit_scaler_active` | 1 if λ > `activationArrivalRate` |
 //! | `admit_scaler_capped` | 1 if the need exceeds `maxReplicas` |
 //! | `admit_scaler_decision_timestamp_seconds` | Unix time of the decision |
-//! | `admit_scaler_errors_total{kind}` | failed decisions and refused triggers, by kind: `metadata`, `permission`, or [`DecisionError::kind`](crate::decision::DecisionError::kind) |
+//! | `admit_scaler_errors_total{kind}` | failed decisions, by [`DecisionError::kind`](crate::decision::DecisionError::kind) |
 //!
-//! Scaler-wide: `admit_scaler_prometheus_query_duration_seconds{query}` (histogram;
+//! Scaler-wide: `admit_scaler_refused_total{kind}` (requests refused before a decision:
+//! `metadata`, `permission`; without the object's labels, which the caller chooses),
+//! `admit_scaler_prometheus_query_duration_seconds{query}` (histogram;
 //! `query` is `arrival_rate` or `service_time`), `admit_scaler_rpc_total{method,code}`,
 //! `admit_scaler_rpc_duration_seconds{method}` (histogram), `admit_scaler_tracked_objects`
 //! and `admit_scaler_build_info{version}` (always 1).
@@ -74,7 +76,13 @@ pub(crate) fn decision(key: &TriggerKey, config: &ScalerConfig, decision: &Decis
     gauge!("admit_scaler_decision_timestamp_seconds", &labels).set(now.as_secs_f64());
 }
 
-/// Counts a failed decision or a refused trigger.
+/// Counts a trigger refused before it had a decision (bad metadata, a Prometheus URL outside
+/// the allow-list), without the object's labels, which come from the caller.
+pub(crate) fn refused(kind: &'static str) {
+    counter!("admit_scaler_refused_total", "kind" => kind).increment(1);
+}
+
+/// Counts a failed decision.
 pub(crate) fn error(key: &TriggerKey, kind: &'static str) {
     let [namespace, name, metric] = labels(key);
     counter!(

@@ -160,7 +160,8 @@ async fn serve_answers_keda_health_and_metrics_and_stops_on_sigterm() {
     for line in [
         r#"admit_scaler_rpc_total{method="GetMetricSpec",code="OK"} 1"#,
         r#"admit_scaler_rpc_total{method="GetMetricSpec",code="INVALID_ARGUMENT"} 1"#,
-        r#"admit_scaler_errors_total{namespace="shop",scaled_object="checkout",metric="admit-erlang",kind="metadata"} 1"#,
+        // Refused before a decision: without the caller-chosen labels.
+        r#"admit_scaler_refused_total{kind="metadata"} 1"#,
         r#"admit_scaler_build_info{version="#,
         "admit_scaler_rpc_duration_seconds_bucket{",
     ] {
@@ -255,6 +256,24 @@ fn bad_flags_are_refused_before_serving() {
     assert!(stderr.contains("/nonexistent/tls.crt"), "{stderr}");
     let (code, _, stderr) = run(&["serve", "--grpc-listen", "localhost"]);
     assert_eq!(code, Some(2), "{stderr}");
+    // Settings that cannot work are refused before anything starts.
+    for (args, needle) in [
+        (
+            &["--allow-prometheus", "prometheus.monitoring:9090"][..],
+            "--allow-prometheus",
+        ),
+        (
+            &["--allow-prometheus", "http://p:9090/a/..%2fb"][..],
+            "--allow-prometheus",
+        ),
+        (&["--decision-interval", "0s"][..], "--decision-interval"),
+        (&["--query-timeout", "0s"][..], "--query-timeout"),
+        (&["--state-ttl", "15s"][..], "--state-ttl"),
+    ] {
+        let (code, _, stderr) = run(&[&["serve"][..], args].concat());
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
 }
 
 const MANIFEST: &str = r#"

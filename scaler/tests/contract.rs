@@ -410,7 +410,7 @@ async fn prometheus_outside_the_allow_list_is_permission_denied() {
     thirty_erlangs(&prometheus);
     let allowed: http::Uri = prometheus.url().parse().unwrap();
     let mut scaler = Scaler::start(ServiceOptions {
-        allow: AllowList::new([allowed]),
+        allow: AllowList::new([allowed]).unwrap(),
         ..ServiceOptions::default()
     })
     .await;
@@ -467,4 +467,31 @@ async fn stream_is_active_pushes_changes() {
     prometheus.set("lambda", Reply::value("NaN"));
     let error = next(&mut stream).await.unwrap_err();
     assert_eq!(error.code(), Code::FailedPrecondition, "{error:?}");
+}
+
+#[tokio::test]
+async fn shutting_down_ends_open_streams() {
+    let prometheus = FakePrometheus::start().await;
+    thirty_erlangs(&prometheus);
+    let mut scaler = Scaler::start(ServiceOptions::default()).await;
+    let trigger = object("pushed", metadata(&prometheus.url(), &[]));
+    let mut stream = scaler
+        .client
+        .stream_is_active(trigger.clone())
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(next(&mut stream).await.unwrap().unwrap().result);
+    scaler.service.shut_down();
+    let error = next(&mut stream).await.unwrap_err();
+    assert_eq!(error.code(), Code::Unavailable, "{error:?}");
+    // A stream opened afterwards ends at once.
+    let mut late = scaler
+        .client
+        .stream_is_active(trigger)
+        .await
+        .unwrap()
+        .into_inner();
+    let error = next(&mut late).await.unwrap_err();
+    assert_eq!(error.code(), Code::Unavailable, "{error:?}");
 }

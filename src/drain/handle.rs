@@ -140,6 +140,10 @@ impl Drain {
     /// Counts a long-lived session (a WebSocket, an SSE stream, a gRPC stream) until the guard
     /// drops: [`finished`](Self::finished) waits for it, and [`Session::reconnect`] tells the
     /// handler when to ask its client to reconnect elsewhere.
+    ///
+    /// Open it while the request that starts the session is still counted in flight: in the
+    /// handler, before it returns the `101` (not in the upgrade callback, which runs after the
+    /// request has ended), so that the drain cannot end between the two.
     pub fn session(&self) -> Session {
         let inner = &*self.inner;
         inner.gate.open_session();
@@ -208,22 +212,14 @@ impl Default for Drain {
 }
 
 impl Inner {
-    /// The phase now, after the transitions that are due: the delay's end, the deadline, and
-    /// `Drained` once idle.
+    /// The phase now, after the transitions that are due, in order: the delay's end, `Drained`
+    /// once idle, then the deadline (so an idle drain read late is `Drained`, not `Expired`).
     fn tick(&self) -> Phase {
         let phase = self.gate.phase();
         if matches!(phase, Phase::Serving) || phase.is_final() {
             return phase;
         }
         let now = Instant::now();
-        if let Some(deadline) = self.deadline()
-            && now >= deadline
-            && (self.gate.advance(Phase::Announced, Phase::Expired)
-                || self.gate.advance(Phase::Draining, Phase::Expired))
-        {
-            self.changed.notify_waiters();
-            return self.gate.phase();
-        }
         if phase == Phase::Announced
             && let Some(end) = self.delay_end()
             && now >= end
@@ -233,6 +229,13 @@ impl Inner {
         if self.gate.phase() == Phase::Draining
             && self.gate.idle()
             && self.gate.advance(Phase::Draining, Phase::Drained)
+        {
+            self.changed.notify_waiters();
+        }
+        if let Some(deadline) = self.deadline()
+            && now >= deadline
+            && (self.gate.advance(Phase::Announced, Phase::Expired)
+                || self.gate.advance(Phase::Draining, Phase::Expired))
         {
             self.changed.notify_waiters();
         }

@@ -274,3 +274,16 @@ fn handles_are_send_sync_and_cheap_to_clone() {
     send_sync::<Session>();
     send_sync::<ConnectionGuard>();
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_drain_read_late_is_drained_not_expired() {
+    let drain = drain();
+    drain.start();
+    // Nothing reads the phase until after the deadline.
+    advance(DEADLINE + Duration::from_secs(1)).await;
+    assert_eq!(drain.phase(), Phase::Drained);
+    assert_eq!(
+        ready(drain.finished()),
+        Some(Outcome::Drained { connections: 0 })
+    );
+}

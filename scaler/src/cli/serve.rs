@@ -31,6 +31,13 @@ const SWEEP_PERIOD: Duration = Duration::from_secs(15);
 type BoxError = Box<dyn Error + Send + Sync>;
 
 pub(super) fn main(args: ServeArgs) -> ExitCode {
+    let allow = match check(&args) {
+        Ok(allow) => allow,
+        Err(error) => {
+            eprintln!("admit-scaler serve: {error}");
+            return ExitCode::from(2);
+        }
+    };
     let filter = match EnvFilter::try_new(&args.log) {
         Ok(filter) => filter,
         Err(error) => {
@@ -53,7 +60,7 @@ pub(super) fn main(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve(args)) {
+    match runtime.block_on(serve(args, allow)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!("{error}");
@@ -62,14 +69,36 @@ pub(super) fn main(args: ServeArgs) -> ExitCode {
     }
 }
 
-async fn serve(args: ServeArgs) -> Result<(), BoxError> {
+/// The settings that cannot work, refused before anything starts.
+fn check(args: &ServeArgs) -> Result<AllowList, String> {
+    if args.decision_interval.is_zero() {
+        return Err("--decision-interval must be longer than 0".to_owned());
+    }
+    if args.prometheus.query_timeout.is_zero() {
+        return Err("--query-timeout must be longer than 0".to_owned());
+    }
+    // A trigger must outlive the time between KEDA's calls, and the scaler-wide gauges the
+    // sweeps that refresh them.
+    let least = args.decision_interval.max(SWEEP_PERIOD) * 2;
+    if args.state_ttl < least {
+        return Err(format!(
+            "--state-ttl {:?} is too short: at least twice the decision interval and {:?} \
+             ({least:?})",
+            args.state_ttl, SWEEP_PERIOD
+        ));
+    }
+    AllowList::new(args.allow_prometheus.iter().cloned())
+        .map_err(|error| format!("--allow-prometheus: {error}"))
+}
+
+async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
     let metrics = install_recorder(args.state_ttl)?;
     let tls = tls_config(&args)?;
     let service = ScalerService::new(ServiceOptions {
         decision_interval: args.decision_interval,
         state_ttl: args.state_ttl,
         client: client_options(&args.prometheus)?,
-        allow: AllowList::new(args.allow_prometheus.iter().cloned()),
+        allow,
     });
 
     let grpc_listener = TcpListener::bind(args.grpc_listen)
@@ -101,7 +130,7 @@ async fn serve(args: ServeArgs) -> Result<(), BoxError> {
         http_router(metrics.clone(), Arc::clone(&ready)),
     )
     .with_graceful_shutdown(signalled(stopped.clone()));
-    let sweeper = tokio::spawn(sweep(service, metrics, stopped.clone()));
+    let sweeper = tokio::spawn(sweep(service.clone(), metrics, stopped.clone()));
 
     tracing::info!(
         grpc = %grpc_addr,
@@ -119,6 +148,8 @@ async fn serve(args: ServeArgs) -> Result<(), BoxError> {
         args.shutdown_grace
     );
     ready.store(false, Ordering::SeqCst);
+    // Open StreamIsActive streams would hold the graceful shutdown.
+    service.shut_down();
     health
         .set_not_serving::<ExternalScalerServer<ScalerService>>()
         .await;

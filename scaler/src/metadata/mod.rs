@@ -131,6 +131,7 @@ const URL_ABSOLUTE: &str = "an absolute http or https URL, e.g. http://prometheu
 const URL_SCHEME: &str = "an http or https URL";
 const URL_NO_QUERY: &str = "a URL without a query string";
 const URL_NO_FRAGMENT: &str = "a URL without a fragment (`#`)";
+const URL_NO_CREDENTIALS: &str = "a URL without credentials (use --prometheus-bearer-token-file)";
 const QUERY: &str = "non-empty PromQL text";
 const SECONDS: &str = "a finite number of seconds ≥ 0";
 const HOLD_SECONDS: &str = "a finite number of seconds ≥ 0 and below 1.8e19";
@@ -532,6 +533,13 @@ fn url(raw: &str) -> Result<Uri, &'static str> {
     }
     if uri.host().is_none_or(str::is_empty) {
         return Err(URL_ABSOLUTE);
+    }
+    // Never sent, and it would be echoed in errors and logs: credentials go in flags.
+    if uri
+        .authority()
+        .is_some_and(|authority| authority.as_str().contains('@'))
+    {
+        return Err(URL_NO_CREDENTIALS);
     }
     Ok(uri)
 }

@@ -224,6 +224,7 @@ fn url_problems_say_what_is_wrong() {
         ("ftp://p/", URL_SCHEME),
         ("http://p?x=1", URL_NO_QUERY),
         ("http://p/a#b", URL_NO_FRAGMENT),
+        ("http://user:secret@p:9090/", URL_NO_CREDENTIALS),
     ];
     for (value, expected) in cases {
         let found = problems(&with(&[("prometheusURL", value)]));

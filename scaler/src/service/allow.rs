@@ -6,26 +6,48 @@ use http::Uri;
 
 /// The Prometheus base URLs triggers may use (`--allow-prometheus`): a trigger's
 /// `prometheusURL` must have an allowed URL's scheme, host and port, and its path must start
-/// with the allowed path at a `/` boundary, without `.` or `..` segments. Empty allows every
-/// URL.
+/// with the allowed path at a `/` boundary. Paths with `.` or `..` segments, encoded dots,
+/// slashes or backslashes (`%2e`, `%2f`, `%5c`) or `;`, and URLs with credentials, are never
+/// allowed: a proxy in front of Prometheus could resolve them outside the prefix. Empty allows
+/// every URL.
 ///
 /// ```
 /// use admit_scaler::service::AllowList;
 ///
-/// let allow = AllowList::new(["http://prometheus.monitoring:9090/prom".parse()?]);
+/// let allow = AllowList::new(["http://prometheus.monitoring:9090/prom".parse()?]).unwrap();
 /// assert!(allow.permits(&"http://prometheus.monitoring:9090/prom".parse()?));
 /// assert!(allow.permits(&"http://PROMETHEUS.monitoring:9090/prom/team-a".parse()?));
 /// assert!(!allow.permits(&"http://prometheus.monitoring:9090/prometheus".parse()?));
 /// assert!(!allow.permits(&"https://prometheus.monitoring:9090/prom".parse()?));
 /// assert!(!allow.permits(&"http://metadata.internal/prom".parse()?));
 /// assert!(!allow.permits(&"http://prometheus.monitoring:9090/prom/../admin".parse()?));
+/// assert!(!allow.permits(&"http://prometheus.monitoring:9090/prom/..%2fadmin".parse()?));
 /// assert!(AllowList::default().permits(&"http://anything:1234".parse()?));
+/// // A URL that cannot be a prefix is an error, never a silently shorter list.
+/// assert!(AllowList::new(["prometheus.monitoring:9090".parse()?]).is_err());
 /// # Ok::<(), http::uri::InvalidUri>(())
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct AllowList {
     prefixes: Vec<Prefix>,
 }
+
+/// An `--allow-prometheus` URL that cannot be a prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AllowListError {
+    /// The URL as given.
+    pub url: String,
+    /// Why it was refused.
+    pub reason: &'static str,
+}
+
+impl fmt::Display for AllowListError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "allowed Prometheus URL {:?}: {}", self.url, self.reason)
+    }
+}
+
+impl std::error::Error for AllowListError {}
 
 #[derive(Clone, Debug)]
 struct Prefix {
@@ -37,13 +59,22 @@ struct Prefix {
 
 impl AllowList {
     /// Allows URLs under each of `urls`.
-    pub fn new(urls: impl IntoIterator<Item = Uri>) -> Self {
-        AllowList {
-            prefixes: urls
-                .into_iter()
-                .filter_map(|url| Prefix::of(&url))
-                .collect(),
-        }
+    ///
+    /// # Errors
+    ///
+    /// [`AllowListError`] for a URL without an http(s) scheme or a host, with credentials, or
+    /// with a path a proxy could resolve elsewhere (see the type's docs).
+    pub fn new(urls: impl IntoIterator<Item = Uri>) -> Result<Self, AllowListError> {
+        let prefixes = urls
+            .into_iter()
+            .map(|url| {
+                Prefix::of(&url).map_err(|reason| AllowListError {
+                    url: url.to_string(),
+                    reason,
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(AllowList { prefixes })
     }
 
     /// Whether the list is empty (every URL allowed).
@@ -56,7 +87,7 @@ impl AllowList {
         if self.prefixes.is_empty() {
             return true;
         }
-        let Some(url) = Prefix::of(url) else {
+        let Ok(url) = Prefix::of(url) else {
             return false;
         };
         self.prefixes.iter().any(|allowed| allowed.covers(&url))
@@ -80,25 +111,38 @@ impl fmt::Display for AllowList {
 }
 
 impl Prefix {
-    fn of(url: &Uri) -> Option<Prefix> {
-        let scheme = url.scheme_str()?.to_ascii_lowercase();
-        let host = url.host()?.to_ascii_lowercase();
+    fn of(url: &Uri) -> Result<Prefix, &'static str> {
+        let scheme = url
+            .scheme_str()
+            .ok_or("no scheme: write http:// or https://")?
+            .to_ascii_lowercase();
         let default_port = match scheme.as_str() {
             "http" => 80,
             "https" => 443,
-            _ => return None,
+            _ => return Err("the scheme must be http or https"),
         };
+        let authority = url.authority().ok_or("no host")?;
+        if authority.as_str().contains('@') {
+            return Err("credentials in the URL are not allowed");
+        }
+        let host = authority.host().to_ascii_lowercase();
         let port = url.port_u16().filter(|&port| port != default_port);
         let path = url.path().trim_end_matches('/').to_owned();
-        // `/prom/../admin` would escape its prefix wherever the path is normalised.
-        let dot_segment = path.split('/').any(|segment| {
-            let segment = segment.to_ascii_lowercase().replace("%2e", ".");
-            segment == "." || segment == ".."
-        });
-        if dot_segment {
-            return None;
+        let lower = path.to_ascii_lowercase();
+        if ["%2e", "%2f", "%5c", ";", "\\"]
+            .iter()
+            .any(|needle| lower.contains(needle))
+        {
+            return Err("encoded dots, slashes or backslashes, or `;`, in the path");
         }
-        Some(Prefix {
+        // `/prom/../admin` would escape its prefix wherever the path is normalised.
+        if path
+            .split('/')
+            .any(|segment| segment == "." || segment == "..")
+        {
+            return Err("`.` or `..` segments in the path");
+        }
+        Ok(Prefix {
             scheme,
             host,
             port,

@@ -28,7 +28,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
@@ -44,7 +44,7 @@ use crate::proto::{
 };
 use crate::telemetry;
 
-pub use self::allow::AllowList;
+pub use self::allow::{AllowList, AllowListError};
 pub use self::registry::TriggerKey;
 use self::registry::{Lifetimes, Registry};
 
@@ -90,6 +90,8 @@ pub struct ScalerService {
 
 #[derive(Debug)]
 struct Shared {
+    /// Set by [`ScalerService::shut_down`]: open `StreamIsActive` streams end.
+    shutting_down: watch::Sender<bool>,
     registry: Registry,
     client: PrometheusClient,
     allow: AllowList,
@@ -107,6 +109,7 @@ impl ScalerService {
     pub fn new(options: ServiceOptions) -> Self {
         ScalerService {
             shared: Arc::new(Shared {
+                shutting_down: watch::Sender::new(false),
                 registry: Registry::new(Lifetimes {
                     decision_interval: options.decision_interval,
                     state_ttl: options.state_ttl,
@@ -131,6 +134,13 @@ impl ScalerService {
         tracked
     }
 
+    /// Ends every open `StreamIsActive` stream with `UNAVAILABLE` (KEDA reconnects, to
+    /// another replica if there is one), and any opened later at once: call it when the server
+    /// stops, or its graceful shutdown waits for the streams.
+    pub fn shut_down(&self) {
+        self.shared.shutting_down.send_replace(true);
+    }
+
     /// How many triggers have state.
     pub fn tracked_objects(&self) -> usize {
         self.shared.registry.len()
@@ -138,17 +148,10 @@ impl ScalerService {
 
     /// Parses and checks a trigger without I/O.
     fn trigger(&self, object: &ScaledObjectRef) -> Result<Trigger, Status> {
-        let metric = object
-            .scaler_metadata
-            .get("metricName")
-            .map_or(DEFAULT_METRIC_NAME, String::as_str);
-        let key = TriggerKey {
-            namespace: object.namespace.clone(),
-            name: object.name.clone(),
-            metric: metric.to_owned(),
-        };
+        // Refusals are counted without the object's labels: they come from the caller, and
+        // would let any client create series.
         let refuse = |kind: &'static str, status: Status| {
-            telemetry::error(&key, kind);
+            telemetry::refused(kind);
             status
         };
         if object.name.is_empty() || object.namespace.is_empty() {
@@ -160,10 +163,17 @@ impl ScalerService {
                 )),
             ));
         }
+        let described = || {
+            let metric = object
+                .scaler_metadata
+                .get("metricName")
+                .map_or(DEFAULT_METRIC_NAME, String::as_str);
+            describe(&object.namespace, &object.name, metric)
+        };
         let config = ScalerConfig::from_metadata(&object.scaler_metadata).map_err(|error| {
             refuse(
                 "metadata",
-                Status::invalid_argument(format!("{}: {error}", describe(&key))),
+                Status::invalid_argument(format!("{}: {error}", described())),
             )
         })?;
         if !self.shared.allow.permits(&config.prometheus_url) {
@@ -171,12 +181,18 @@ impl ScalerService {
                 "permission",
                 Status::permission_denied(format!(
                     "{}: prometheusURL {:?} is outside the allowed URLs ({})",
-                    describe(&key),
+                    described(),
                     config.prometheus_url.to_string(),
                     self.shared.allow
                 )),
             ));
         }
+        // The parsed name: a `metricNameFromEnv` names the trigger as much as `metricName`.
+        let key = TriggerKey {
+            namespace: object.namespace.clone(),
+            name: object.name.clone(),
+            metric: config.metric_name.clone(),
+        };
         Ok(Trigger { key, config })
     }
 
@@ -217,15 +233,16 @@ impl ScalerService {
 }
 
 /// `namespace/name`, metric `m`: how messages name a trigger.
-fn describe(key: &TriggerKey) -> String {
-    format!(
-        "ScaledObject {}/{} (metric {:?})",
-        key.namespace, key.name, key.metric
-    )
+fn describe(namespace: &str, name: &str, metric: &str) -> String {
+    format!("ScaledObject {namespace}/{name} (metric {metric:?})")
+}
+
+fn describe_key(key: &TriggerKey) -> String {
+    describe(&key.namespace, &key.name, &key.metric)
 }
 
 fn decision_status(key: &TriggerKey, error: &DecisionError) -> Status {
-    Status::new(error.code(), format!("{}: {error}", describe(key)))
+    Status::new(error.code(), format!("{}: {error}", describe_key(key)))
 }
 
 /// Runs an RPC's body and counts it by method and code.
@@ -307,10 +324,10 @@ impl ExternalScaler for ScalerService {
             })?;
             let trigger = self.trigger(object)?;
             if request.metric_name != trigger.config.metric_name {
-                telemetry::error(&trigger.key, "metadata");
+                telemetry::refused("metadata");
                 return Err(Status::invalid_argument(format!(
                     "{}: GetMetrics asked for metric {:?}, but the trigger's metricName is {:?}",
-                    describe(&trigger.key),
+                    describe_key(&trigger.key),
                     request.metric_name,
                     trigger.config.metric_name
                 )));
@@ -336,9 +353,17 @@ impl ScalerService {
         trigger: Trigger,
         sender: mpsc::Sender<Result<IsActiveResponse, Status>>,
     ) {
+        let mut shutting_down = self.shared.shutting_down.subscribe();
+        let stopping = || Status::unavailable("the scaler is shutting down");
         let mut last = None;
         loop {
-            let message = match self.decide(&trigger).await {
+            // `biased`: a stopping service ends the stream, even with a memoised decision ready.
+            let decided = tokio::select! {
+                biased;
+                () = stopped(&mut shutting_down) => Err(stopping()),
+                decided = self.decide(&trigger) => decided,
+            };
+            let message = match decided {
                 Ok(decision) if last == Some(decision.active) => None,
                 Ok(decision) => {
                     last = Some(decision.active);
@@ -360,7 +385,16 @@ impl ScalerService {
             tokio::select! {
                 () = tokio::time::sleep(self.shared.decision_interval) => {}
                 () = sender.closed() => return,
+                () = stopped(&mut shutting_down) => {
+                    let _ = sender.send(Err(stopping())).await;
+                    return;
+                }
             }
         }
     }
+}
+
+/// Resolves once the service is shutting down (or the flag is gone).
+async fn stopped(shutting_down: &mut watch::Receiver<bool>) {
+    let _ = shutting_down.wait_for(|&down| down).await;
 }

@@ -54,8 +54,9 @@ struct Entry {
 
 #[derive(Debug)]
 struct Slot {
-    /// `None` only while a decision is being made off the runtime.
-    evaluator: Option<Evaluator>,
+    /// Shared with the blocking task that decides, so that a call abandoned mid-decision (its
+    /// client gone) leaves the planner in place.
+    evaluator: Arc<Mutex<Evaluator>>,
     last: Option<(Instant, Outcome)>,
 }
 
@@ -101,22 +102,13 @@ impl Registry {
         let now = Instant::now();
         let since_epoch = now.duration_since(self.epoch);
         // Off the runtime's workers: Erlang A at large loads takes milliseconds to seconds.
-        let mut evaluator = slot
-            .evaluator
-            .take()
-            .unwrap_or_else(|| Evaluator::new(config.clone()));
-        let decided = tokio::task::spawn_blocking(move || {
-            let outcome = evaluator.decide(since_epoch, measured);
-            (evaluator, outcome)
-        })
-        .await;
+        let evaluator = Arc::clone(&slot.evaluator);
+        let decided =
+            tokio::task::spawn_blocking(move || lock(&evaluator).decide(since_epoch, measured))
+                .await;
         let outcome = match decided {
-            Ok((evaluator, outcome)) => {
-                slot.evaluator = Some(evaluator);
-                outcome
-            }
-            // A panic (a bug) goes on here; the slot has no evaluator, so the next call starts a
-            // new planner.
+            Ok(outcome) => outcome,
+            // A panic (a bug) goes on here.
             Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
             Err(error) => panic!("the decision task did not run: {error}"),
         };
@@ -171,7 +163,7 @@ impl Entry {
             fingerprint,
             last_used: Mutex::new(now),
             slot: tokio::sync::Mutex::new(Slot {
-                evaluator: Some(Evaluator::new(config.clone())),
+                evaluator: Arc::new(Mutex::new(Evaluator::new(config.clone()))),
                 last: None,
             }),
         }
