@@ -256,6 +256,21 @@ fn bad_flags_are_refused_before_serving() {
     assert!(stderr.contains("/nonexistent/tls.crt"), "{stderr}");
     let (code, _, stderr) = run(&["serve", "--grpc-listen", "localhost"]);
     assert_eq!(code, Some(2), "{stderr}");
+    // A CA file without a certificate.
+    let empty = temp_dir("ca").join("empty.pem");
+    std::fs::write(&empty, "not a certificate\n").unwrap();
+    let (code, _, stderr) = run(&[
+        "serve",
+        "--grpc-listen",
+        "127.0.0.1:0",
+        "--http-listen",
+        "127.0.0.1:0",
+        "--prometheus-ca-file",
+        empty.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("no PEM certificate"), "{stderr}");
+    std::fs::remove_dir_all(empty.parent().unwrap()).unwrap();
     // Settings that cannot work are refused before anything starts.
     for (args, needle) in [
         (

@@ -306,7 +306,7 @@ async fn unreachable_prometheus_and_our_timeout() {
     let mut scaler = Scaler::start(ServiceOptions {
         client: admit_scaler::prometheus::ClientOptions {
             timeout: Duration::from_millis(200),
-            bearer_token: None,
+            ..Default::default()
         },
         ..ServiceOptions::default()
     })

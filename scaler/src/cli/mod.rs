@@ -118,6 +118,10 @@ struct PrometheusArgs {
         value_name = "PATH"
     )]
     prometheus_bearer_token_file: Option<PathBuf>,
+    /// PEM certificate authorities trusted for an https Prometheus, besides Mozilla's roots
+    /// (a cluster's own CA).
+    #[arg(long, env = "ADMIT_SCALER_PROMETHEUS_CA_FILE", value_name = "PATH")]
+    prometheus_ca_file: Option<PathBuf>,
 }
 
 /// Where a trigger's metadata comes from.

@@ -224,10 +224,35 @@ pub(super) fn client_options(
         }
         None => None,
     };
+    let extra_roots = match &args.prometheus_ca_file {
+        Some(path) => ca_certificates(path)?,
+        None => Vec::new(),
+    };
     Ok(admit_scaler::prometheus::ClientOptions {
         timeout: args.query_timeout,
         bearer_token,
+        extra_roots,
     })
+}
+
+/// The certificates of a PEM file, each one accepted as a root by rustls.
+fn ca_certificates(
+    path: &std::path::Path,
+) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, BoxError> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+
+    let flag = "--prometheus-ca-file";
+    let pem = fs::read(path).map_err(|error| format!("{flag} {}: {error}", path.display()))?;
+    let certificates = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| format!("{flag} {}: {error}", path.display()))?;
+    if certificates.is_empty() {
+        return Err(format!("{flag} {}: no PEM certificate in the file", path.display()).into());
+    }
+    admit_scaler::prometheus::tls_config(&certificates)
+        .map_err(|error| format!("{flag} {}: {error}", path.display()))?;
+    Ok(certificates)
 }
 
 fn http_router(metrics: PrometheusHandle, ready: Arc<AtomicBool>) -> Router {

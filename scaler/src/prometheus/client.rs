@@ -2,6 +2,7 @@
 
 use std::error::Error as StdError;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -13,6 +14,8 @@ use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use rustls::pki_types::CertificateDer;
+use rustls::{ClientConfig, RootCertStore};
 
 use super::error::{QueryError, QueryErrorKind};
 use super::response::{Answer, parse_response};
@@ -30,6 +33,9 @@ pub struct ClientOptions {
     /// Sent as `Authorization: Bearer <token>` when set; surrounding whitespace (a token file's
     /// trailing newline) is trimmed.
     pub bearer_token: Option<String>,
+    /// Certificate authorities trusted for `https` besides Mozilla's roots: a cluster's own CA
+    /// in front of an in-cluster Prometheus or Thanos.
+    pub extra_roots: Vec<CertificateDer<'static>>,
 }
 
 impl Default for ClientOptions {
@@ -37,6 +43,7 @@ impl Default for ClientOptions {
         Self {
             timeout: Duration::from_secs(5),
             bearer_token: None,
+            extra_roots: Vec::new(),
         }
     }
 }
@@ -49,11 +56,32 @@ impl fmt::Debug for ClientOptions {
                 "bearer_token",
                 &self.bearer_token.as_ref().map(|_| "<redacted>"),
             )
+            .field("extra_roots", &self.extra_roots.len())
             .finish()
     }
 }
 
 type Pool<C> = Client<C, Full<Bytes>>;
+
+/// rustls with the ring provider, its safe default protocol versions, and Mozilla's roots plus
+/// `extra_roots`.
+///
+/// # Errors
+///
+/// rustls' refusal of a protocol set or of a root certificate.
+pub fn tls_config(extra_roots: &[CertificateDer<'static>]) -> Result<ClientConfig, rustls::Error> {
+    let mut roots = RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    for root in extra_roots {
+        roots.add(root.clone())?;
+    }
+    Ok(
+        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    )
+}
 
 /// The connection pool: https and http, or http alone if TLS could not be set up.
 #[derive(Clone, Debug)]
@@ -77,11 +105,15 @@ impl PrometheusClient {
         http.enforce_http(false);
         http.set_nodelay(true);
         let builder = Client::builder(TokioExecutor::new());
-        let transport = match HttpsConnectorBuilder::new()
-            .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
-        {
-            Ok(tls) => Transport::Tls(
-                builder.build(tls.https_or_http().enable_http1().wrap_connector(http)),
+        let transport = match tls_config(&options.extra_roots) {
+            Ok(config) => Transport::Tls(
+                builder.build(
+                    HttpsConnectorBuilder::new()
+                        .with_tls_config(config)
+                        .https_or_http()
+                        .enable_http1()
+                        .wrap_connector(http),
+                ),
             ),
             Err(error) => {
                 Transport::Plain(builder.build(http), format!("TLS setup failed: {error}"))

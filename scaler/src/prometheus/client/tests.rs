@@ -106,6 +106,7 @@ fn client(timeout: Duration, bearer_token: Option<&str>) -> PrometheusClient {
     PrometheusClient::new(ClientOptions {
         timeout,
         bearer_token: bearer_token.map(str::to_owned),
+        ..ClientOptions::default()
     })
 }
 
