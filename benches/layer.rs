@@ -381,6 +381,16 @@ fn oneshot_group(group: &mut BenchmarkGroup<'_, WallTime>) {
     );
     through_oneshot(
         group,
+        "admit ShedLayer (CoarseClock 1 ms)",
+        ShedLayer::new(shedder(
+            admit::clock::CoarseClock::start(Duration::from_millis(1)).unwrap(),
+            false,
+        ))
+        .layer(echo()),
+        admitted,
+    );
+    through_oneshot(
+        group,
         "admit WarmUpLayer (MonotonicClock)",
         WarmUpLayer::new(open_bucket(MonotonicClock::new())).layer(echo()),
         admitted,
