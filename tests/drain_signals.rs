@@ -21,7 +21,7 @@ use rustix::process::{Pid, Signal, kill_process};
 /// Selects the child's case: `slow` or `stuck`.
 const CHILD: &str = "ADMIT_DRAIN_CHILD";
 /// How long the child's drain may take: the parent waits a little longer.
-const DEADLINE: Duration = Duration::from_secs(3);
+const DEADLINE: Duration = Duration::from_secs(5);
 const LIMIT: Duration = Duration::from_secs(30);
 
 /// The child: serves `/slow` (500 ms), `/ready` and `/session` (a session that never closes)
@@ -35,7 +35,7 @@ fn child() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async move {
         let drain = Drain::builder()
-            .propagation_delay(Duration::from_millis(300))
+            .propagation_delay(Duration::from_secs(2))
             .deadline(DEADLINE)
             .build()
             .unwrap();
@@ -157,8 +157,15 @@ fn sigterm_lets_a_slow_request_finish_and_exits_0() {
     let slow = send(served.addr, "/slow", false);
     std::thread::sleep(Duration::from_millis(100));
     served.signal(Signal::TERM);
-    // Announced: still accepting, not ready.
-    let ready = read_all(send(served.addr, "/ready", true));
+    // Announced (once the child's signal task has run): still accepting, not ready.
+    let mut ready = String::new();
+    for _ in 0..150 {
+        ready = read_all(send(served.addr, "/ready", true));
+        if !ready.starts_with("http/1.1 200") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert!(ready.starts_with("http/1.1 503"), "{ready}");
     // The answer, then the server's close: it was announced while the request ran.
     let slow = read_all(slow);
