@@ -1,5 +1,6 @@
 //! Manifests as written in practice, every error, YAML resolution, limits and hostile input.
 
+use super::scalar::{Kind, go_integer, resolve_plain};
 use super::*;
 use crate::metadata::ScalerConfig;
 

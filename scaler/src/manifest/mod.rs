@@ -1,0 +1,143 @@
+//! The external triggers of KEDA `ScaledObject` and `ScaledJob` manifests, read without I/O.
+//!
+//! [`triggers`] reads a YAML stream as `kubectl apply -f` does (documents separated by `---`)
+//! and returns every trigger of type `external` or `external-push`, with its `metadata` map as
+//! KEDA would send it to the scaler.
+//!
+//! - Documents of other kinds (a `Deployment` next to its `ScaledObject`) and empty documents
+//!   are skipped; the `items` of a `kind: List` (`kubectl get -o yaml`) are read.
+//! - Every metadata value must be a string, as Kubernetes requires: an unquoted `0.95`, `true`,
+//!   `yes`, `1e3` or `~` is not one (YAML 1.1 resolution, as `kubectl`), and is refused with a
+//!   hint to quote it. Quoted text is kept exactly (`"0.950"` stays `0.950`).
+//! - A `<key>FromEnv` value names an environment variable of the scale target; it is resolved
+//!   from the `env` map given, and the key is dropped when the variable is unset or empty, as
+//!   KEDA does.
+//! - Anchors, aliases and merge keys (`<<: *defaults`) work; duplicate keys, non-scalar keys and
+//!   nesting deeper than 256 levels are errors.
+//!
+//! # Example
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use admit_scaler::{manifest, metadata::ScalerConfig};
+//!
+//! let yaml = r#"
+//! apiVersion: keda.sh/v1alpha1
+//! kind: ScaledObject
+//! metadata:
+//!   name: checkout
+//! spec:
+//!   scaleTargetRef:
+//!     name: checkout
+//!   triggers:
+//!     - type: external
+//!       metadata:
+//!         scalerAddress: admit-scaler.keda:9090
+//!         prometheusURLFromEnv: PROMETHEUS_URL
+//!         arrivalRateQuery: sum(rate(http_requests_total[1m]))
+//!         serviceTimeQuery: avg(rate(duration_sum[1m]) / rate(duration_count[1m]))
+//!         waitThresholdSeconds: "0.05"
+//!         targetSL: "0.95"
+//! "#;
+//! let env = BTreeMap::from([("PROMETHEUS_URL".to_owned(), "http://prometheus:9090".to_owned())]);
+//!
+//! let found = manifest::triggers(yaml, &env)?;
+//! assert_eq!(found.len(), 1);
+//! let trigger = &found[0];
+//! assert_eq!((trigger.name.as_str(), trigger.index), ("checkout", 0));
+//! assert_eq!(trigger.metadata["prometheusURLFromEnv"], "http://prometheus:9090");
+//! assert_eq!(trigger.metadata["targetSL"], "0.95");
+//!
+//! let config = ScalerConfig::from_metadata(&trigger.metadata)?;
+//! assert_eq!(config.target_sl, 0.95);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::BTreeMap;
+
+use yaml_rust2::parser::{Event, Parser};
+
+mod error;
+mod reader;
+mod scalar;
+mod tree;
+
+pub use self::error::ManifestError;
+use self::reader::Reader;
+use self::tree::Builder;
+
+/// The deepest nesting accepted, counting the levels that aliases add.
+const MAX_DEPTH: usize = 256;
+
+/// The most entries merge keys (`<<`) may copy in one stream.
+const MAX_MERGED: usize = 1 << 20;
+
+/// The handle `!!` stands for.
+const CORE_TAG: &str = "tag:yaml.org,2002:";
+
+/// The suffix KEDA resolves from the scale target's environment.
+const FROM_ENV: &str = "FromEnv";
+
+/// One external trigger of a manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trigger {
+    /// `ScaledObject` or `ScaledJob`.
+    pub kind: String,
+    /// `metadata.name`, never empty.
+    pub name: String,
+    /// `metadata.namespace`, if given and not empty.
+    pub namespace: Option<String>,
+    /// The index in `spec.triggers`, counting every trigger (KEDA names the HPA metric
+    /// `s<index>-<metricName>`).
+    pub index: usize,
+    /// `external` or `external-push`.
+    pub trigger_type: String,
+    /// The trigger's metadata as KEDA sends it: `<key>FromEnv` keys hold the variable's value,
+    /// or are absent when it is unset or empty.
+    pub metadata: BTreeMap<String, String>,
+    /// Every `<key>FromEnv` key and the environment variable it names, in manifest order;
+    /// those absent from [`metadata`](Self::metadata) were not resolved.
+    pub from_env: Vec<(String, String)>,
+}
+
+/// Reads the external triggers of every `ScaledObject` and `ScaledJob` in a YAML stream.
+///
+/// `env` holds the scale target's environment variables, for `<key>FromEnv` keys.
+///
+/// # Errors
+///
+/// The first problem in stream order: invalid YAML, a document that is not a mapping, a missing
+/// or mistyped field, or no external trigger at all.
+pub fn triggers(yaml: &str, env: &BTreeMap<String, String>) -> Result<Vec<Trigger>, ManifestError> {
+    let mut parser = Parser::new_from_str(yaml);
+    let mut builder = Builder::default();
+    let mut reader = Reader {
+        env,
+        document: 0,
+        triggers: Vec::new(),
+        scaled: 0,
+    };
+    loop {
+        let (event, mark) = parser.next_token().map_err(ManifestError::scan)?;
+        match event {
+            Event::StreamEnd => break,
+            Event::DocumentStart => builder.start_document(),
+            Event::DocumentEnd => {
+                if let Some(root) = builder.root.take() {
+                    reader.document(&root)?;
+                }
+                reader.document += 1;
+            }
+            event => builder.event(event, mark)?,
+        }
+    }
+    if reader.triggers.is_empty() {
+        return Err(ManifestError::NoExternalTrigger {
+            scaled: reader.scaled,
+        });
+    }
+    Ok(reader.triggers)
+}
+
+#[cfg(test)]
+mod tests;
