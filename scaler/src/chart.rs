@@ -25,6 +25,8 @@
 
 use std::fmt::{self, Write as _};
 
+use crate::calendar::civil_from_days;
+
 #[cfg(test)]
 mod tests;
 
@@ -122,20 +124,6 @@ pub fn format_utc_range(from_secs: i64, to_secs: i64) -> String {
 fn format_date(days: i64) -> String {
     let (y, m, d) = civil_from_days(days);
     format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01: eras of 400 years
-/// (146 097 days), with years counted from March so that leap days fall last.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468; // days since 0000-03-01
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153; // month from March, 0..12
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (era * 400 + yoe + i64::from(m <= 2), m, d)
 }
 
 /// Nice ticks for `[lo, hi]` (finite), and `exp` of their step `m × 10^exp`: the smallest step

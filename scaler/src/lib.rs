@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+mod calendar;
 pub mod chart;
 pub mod decision;
 pub mod manifest;
