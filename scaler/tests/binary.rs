@@ -19,7 +19,7 @@ use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 
-use support::{metadata, object};
+use support::{FakePrometheus, Reply, metadata, metrics_request, object};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_admit-scaler");
 /// How long a started scaler may take to log its addresses, or a stopped one to exit.
@@ -147,8 +147,14 @@ async fn serve_answers_keda_health_and_metrics_and_stops_on_sigterm() {
     let mut keda = bounded("connect", ExternalScalerClient::connect(url))
         .await
         .unwrap();
-    let trigger = object("checkout", metadata("http://127.0.0.1:9", &[]));
+    // A decision: 120/s of 0.25 s each is 30 erlangs, 37 servers at T = 0, p = 0.8.
+    let prometheus = FakePrometheus::start().await;
+    prometheus.set("lambda", Reply::value("120"));
+    prometheus.set("s", Reply::value("0.25"));
+    let trigger = object("checkout", metadata(&prometheus.url(), &[]));
     keda.get_metric_spec(trigger.clone()).await.unwrap();
+    let values = keda.get_metrics(metrics_request(trigger)).await.unwrap();
+    assert_eq!(values.get_ref().metric_values[0].metric_value, 37);
     let refused = keda
         .get_metric_spec(object("checkout", metadata("not a url", &[])))
         .await
@@ -164,6 +170,16 @@ async fn serve_answers_keda_health_and_metrics_and_stops_on_sigterm() {
         r#"admit_scaler_refused_total{kind="metadata"} 1"#,
         r#"admit_scaler_build_info{version="#,
         "admit_scaler_rpc_duration_seconds_bucket{",
+        r#"admit_scaler_rpc_total{method="GetMetrics",code="OK"} 1"#,
+        // The decision, labelled by trigger.
+        r#"admit_scaler_recommended_replicas{namespace="shop",scaled_object="checkout",metric="admit-erlang"} 37"#,
+        r#"admit_scaler_required_servers{namespace="shop",scaled_object="checkout",metric="admit-erlang"} 37"#,
+        r#"admit_scaler_offered_load{namespace="shop",scaled_object="checkout",metric="admit-erlang"} 30"#,
+        r#"admit_scaler_arrival_rate{namespace="shop",scaled_object="checkout",metric="admit-erlang"} 120"#,
+        r#"admit_scaler_active{namespace="shop",scaled_object="checkout",metric="admit-erlang"} 1"#,
+        r#"admit_scaler_capped{namespace="shop",scaled_object="checkout",metric="admit-erlang"} 0"#,
+        r#"admit_scaler_prometheus_query_duration_seconds_count{query="arrival_rate"} 1"#,
+        r#"admit_scaler_tracked_objects 1"#,
     ] {
         assert!(metrics.contains(line), "{line} in\n{metrics}");
     }

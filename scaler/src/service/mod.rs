@@ -211,6 +211,8 @@ impl ScalerService {
             })
             .await;
         if answer.fresh {
+            // A fresh decision may be a new trigger's first.
+            telemetry::scaler(shared.registry.len());
             match &answer.outcome {
                 Ok(decision) => telemetry::decision(&trigger.key, &trigger.config, decision),
                 Err(error) => {
