@@ -159,10 +159,7 @@ impl Drain {
     pub fn announced(&self) -> impl Future<Output = ()> + Send + 'static {
         let drain = self.clone();
         async move {
-            drain
-                .inner
-                .wait(|phase| phase >= Phase::Announced, None)
-                .await;
+            drain.inner.wait(|phase| phase >= Phase::Announced).await;
         }
     }
 
@@ -175,7 +172,7 @@ impl Drain {
     pub fn stop_accepting(&self) -> impl Future<Output = ()> + Send + 'static {
         let drain = self.clone();
         async move {
-            drain.inner.wait(Phase::refuses, None).await;
+            drain.inner.wait(Phase::refuses).await;
         }
     }
 
@@ -189,9 +186,7 @@ impl Drain {
 
     async fn outcome(&self) -> Outcome {
         let inner = &*self.inner;
-        inner.wait(|phase| phase >= Phase::Announced, None).await;
-        let deadline = inner.deadline();
-        let phase = inner.wait(Phase::is_final, deadline).await;
+        let phase = inner.wait(Phase::is_final).await;
         let connections = inner.connections.load(Relaxed);
         match phase {
             Phase::Drained => Outcome::Drained { connections },
@@ -278,9 +273,9 @@ impl Inner {
         }
     }
 
-    /// Waits until `done(phase)`, driving the timed transitions; at `limit` (if any) returns
-    /// whatever the phase is.
-    async fn wait(&self, done: impl Fn(Phase) -> bool, limit: Option<Instant>) -> Phase {
+    /// Waits until `done(phase)`, waking at each phase change and at the next timed transition
+    /// (the delay's end, the deadline), which [`tick`](Self::tick) then makes.
+    async fn wait(&self, done: impl Fn(Phase) -> bool) -> Phase {
         loop {
             let mut notified = pin!(self.changed.notified());
             notified.as_mut().enable();
@@ -294,11 +289,7 @@ impl Inner {
                 Phase::Draining => self.deadline(),
                 _ => None,
             };
-            let wake = match (next, limit) {
-                (Some(next), Some(limit)) => Some(next.min(limit)),
-                (next, limit) => next.or(limit),
-            };
-            match wake {
+            match next {
                 Some(at) => {
                     let mut sleep = pin!(sleep_until(at));
                     poll_fn(|cx| {
@@ -365,7 +356,7 @@ impl Session {
     /// [`Draining`](Phase::Draining) plus this session's offset within the reconnect spread.
     pub async fn reconnect(&self) {
         let inner = &*self.drain.inner;
-        inner.wait(Phase::refuses, None).await;
+        inner.wait(Phase::refuses).await;
         if let Some(at) = inner.draining_at.get() {
             sleep_until(*at + self.offset).await;
         }
