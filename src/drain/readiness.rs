@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::future::{Ready, ready};
 use std::task::{Context, Poll};
 
-use http::header::{CACHE_CONTROL, CONNECTION, CONTENT_TYPE, HeaderValue};
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use http::{Request, Response, StatusCode, Version};
 use tower_service::Service;
 
@@ -74,7 +74,7 @@ impl Readiness {
         );
         headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
         if phase >= Phase::Announced && version <= Version::HTTP_11 {
-            headers.insert(CONNECTION, HeaderValue::from_static("close"));
+            super::middleware::close(&mut response);
         }
         response
     }

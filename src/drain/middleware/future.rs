@@ -95,8 +95,9 @@ where
     }
 }
 
-/// Adds `Connection: close` unless the response already closes its connection.
-fn close<B>(response: &mut Response<B>) {
+/// Adds `Connection: close` unless the response already closes its connection: on HTTP/1,
+/// how a server retires a keep-alive connection after this response.
+pub(crate) fn close<B>(response: &mut Response<B>) {
     let headers = response.headers_mut();
     let closes = headers
         .get_all(CONNECTION)

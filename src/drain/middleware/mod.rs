@@ -10,5 +10,6 @@ mod service;
 pub use self::body::DrainBody;
 pub use self::error::{DrainRejection, Draining};
 pub use self::future::DrainFuture;
+pub(crate) use self::future::close;
 pub use self::layer::DrainLayer;
 pub use self::service::DrainService;
