@@ -3,7 +3,7 @@
 //! that never closes makes it exit 0 at the deadline, reporting what was left.
 //!
 //! The test binary runs itself as the child: `current_exe()` with [`CHILD`] set runs only
-//! `child`, which serves until its drain ends.
+//! `child` (ignored in ordinary runs), which serves until its drain ends.
 
 #![cfg(all(unix, feature = "http", feature = "axum", feature = "signal"))]
 
@@ -28,6 +28,7 @@ const LIMIT: Duration = Duration::from_secs(30);
 /// behind the drain, prints its address once signals are handled, and prints the drain's
 /// outcome when it ends.
 #[test]
+#[ignore = "the child process of this file's tests, which run it themselves"]
 fn child() {
     let Ok(case) = std::env::var(CHILD) else {
         return;
@@ -84,7 +85,13 @@ struct Served {
 
 fn spawn(case: &str) -> Served {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "child",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD, case)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
