@@ -35,7 +35,7 @@ use std::task::{Context, Poll, Waker};
 
 use admit::clock::ManualClock;
 use admit::drain::{Drain, DrainLayer};
-use admit::shed::{ShedLayer, Shedder};
+use admit::shed::{OwnedPermit, ShedLayer, Shedder};
 use admit::signal::cpu::ManualCpu;
 use admit::warmup::sentinel::SentinelWarmUp;
 use admit::warmup::{WarmUp, WarmUpLayer};
@@ -74,23 +74,32 @@ fn run_smooth(rate: f64, calls: u64) -> u64 {
         .sum()
 }
 
-fn run_shed(overloaded: bool, calls: u64) -> u64 {
+/// A shedder on a manual clock and CPU, and, when `overloaded`, what makes it refuse (as the
+/// layer benchmark's refusing shedder: a small limit, 1000 requests in flight, a hot CPU). Keep
+/// the permits until the run ends.
+fn shedder(overloaded: bool) -> (Arc<Shedder<ManualClock>>, Vec<OwnedPermit<ManualClock>>) {
     let cpu = ManualCpu::new(0);
-    let shedder = Shedder::builder()
-        .clock(ManualClock::new())
-        .cpu(cpu.clone())
-        .build()
-        .expect("valid configuration");
+    let shedder = Arc::new(
+        Shedder::builder()
+            .clock(ManualClock::new())
+            .cpu(cpu.clone())
+            .build()
+            .expect("valid configuration"),
+    );
     let mut held = Vec::new();
     if overloaded {
-        // As the layer benchmark's refusing shedder: a small limit, 1000 requests in flight.
-        held.extend((0..1100).map(|_| shedder.allow().expect("a cool CPU admits")));
+        held.extend((0..1100).map(|_| shedder.allow_owned().expect("a cool CPU admits")));
         for permit in held.drain(..100) {
             permit.pass();
         }
         cpu.set(1000);
     }
-    let admitted = (0..calls)
+    (shedder, held)
+}
+
+fn run_shed(overloaded: bool, calls: u64) -> u64 {
+    let (shedder, _held) = shedder(overloaded);
+    (0..calls)
         .map(|_| match black_box(shedder.allow()) {
             Ok(permit) => {
                 permit.pass();
@@ -98,9 +107,7 @@ fn run_shed(overloaded: bool, calls: u64) -> u64 {
             }
             Err(_) => 0,
         })
-        .sum();
-    drop(held);
-    admitted
+        .sum()
 }
 
 fn run_governor(rate: u32, calls: u64) -> u64 {
@@ -152,26 +159,8 @@ fn run_echo<S: Service<u64, Response = u64>>(service: &mut S, calls: u64) -> u64
 }
 
 fn run_shed_layer(overloaded: bool, calls: u64) -> u64 {
-    let cpu = ManualCpu::new(0);
-    let shedder = Arc::new(
-        Shedder::builder()
-            .clock(ManualClock::new())
-            .cpu(cpu.clone())
-            .build()
-            .expect("valid configuration"),
-    );
-    let mut held = Vec::new();
-    if overloaded {
-        held.extend((0..1100).map(|_| shedder.allow_owned().expect("a cool CPU admits")));
-        for permit in held.drain(..100) {
-            permit.pass();
-        }
-        cpu.set(1000);
-    }
-    let mut service = ShedLayer::new(Arc::clone(&shedder)).layer(echo());
-    let admitted = run_echo(&mut service, calls);
-    drop(held);
-    admitted
+    let (shedder, _held) = shedder(overloaded);
+    run_echo(&mut ShedLayer::new(shedder).layer(echo()), calls)
 }
 
 fn run_warm_up_layer(rate: f64, calls: u64) -> u64 {
