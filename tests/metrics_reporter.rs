@@ -64,6 +64,7 @@ fn a_known_workload_renders_exactly() {
     let bucket = Arc::new(
         WarmUp::builder(10.0)
             .name("api")
+            .burst(Duration::ZERO)
             .clock(rig.clock.clone())
             .build()
             .unwrap(),
@@ -102,7 +103,8 @@ fn a_known_workload_renders_exactly() {
     let held = rig.force_overload();
     let dropped = (0..7).filter(|_| rig.shedder.allow().is_err()).count();
     assert_eq!(dropped, 7);
-    // The warm-up bucket, cold at 10 / 3 per second: one admitted, then two refused.
+    // The warm-up bucket, cold at 10 / 3 per second and spacing exactly: one admitted, then
+    // two refused.
     assert!(bucket.try_acquire().is_ok());
     assert!(bucket.try_acquire().is_err());
     assert!(bucket.try_acquire().is_err());

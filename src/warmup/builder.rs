@@ -93,11 +93,12 @@ impl<C: Clock> WarmUpBuilder<C> {
     /// of the clock: the request on time plus about `b` worth of the current spacing (`b ·
     /// rate` permits when warm, `b · rate / cold_factor` when cold). The long-run rate is
     /// unchanged, because each early request still takes its place in the schedule. Idle
-    /// time earns the credit, up to `b`; a new limiter has none, so a cold start admits the
-    /// cold rate from its first request on. Any span `t` admits at most `t + b` worth of the
-    /// spacing in force: after an idle spell long enough to cool down, up to twice the cold
-    /// rate can pass in the first second, the burst at once and then the cold rate
-    /// (Sentinel's rolling window allows as much across two half-second buckets).
+    /// time earns the credit, up to `b`, and a new limiter has the credit an idle one has.
+    /// Spending stored permits lowers the spacing, so while the limiter is cold the credit is
+    /// `b` less what that warming saves over the first second: a fresh or cooled-down limiter
+    /// passes at most `1 + (1 s + b) / cold spacing` in its first second, the burst at once
+    /// and then the cold rate (with the defaults at 100 rps: 32 at once, 67 in the second,
+    /// the most Sentinel's rolling window passes across two half-second buckets).
     ///
     /// For admission control keep a burst: with none, requests are spaced exactly and of
     /// several arriving at the same instant only one passes, so even a light load with random

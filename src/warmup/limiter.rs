@@ -75,15 +75,16 @@ impl<C: Clock> WarmUp<C> {
     ///
     /// let clock = ManualClock::new();
     /// let limiter = WarmUp::builder(30.0).clock(clock.clone()).build()?;
-    /// // Cold: 30 / 3 per second, one every 100 ms. Of 100 requests arriving together at
-    /// // start, one passes.
+    /// // Cold: 30 / 3 per second, one every 100 ms. Of 100 requests arriving together, the
+    /// // one on time passes and the one-second burst credit at the cold spacing, less what
+    /// // warming would save over the first second.
     /// let admitted = (0..100).filter(|_| limiter.try_acquire().is_ok()).count();
-    /// assert_eq!(admitted, 1);
-    /// // Idle time earns a burst credit of up to one second: then the request on time and
-    /// // a second's worth of the cold rate pass at once.
-    /// clock.advance(Duration::from_secs(2));
+    /// assert_eq!(admitted, 10);
+    /// // Then one every 100 ms or so; idle time earns the credit back.
+    /// assert!(limiter.try_acquire().is_err());
+    /// clock.advance(Duration::from_secs(10));
     /// let admitted = (0..100).filter(|_| limiter.try_acquire().is_ok()).count();
-    /// assert_eq!(admitted, 11);
+    /// assert_eq!(admitted, 10);
     /// # Ok::<(), admit::ConfigError>(())
     /// ```
     #[inline]

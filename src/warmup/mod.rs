@@ -109,9 +109,9 @@
 //!     }
 //!     passed_per_second.push(passed);
 //! }
-//! // One request every 300 ms at first (10 / 3 per second), rising continuously to 10 per
-//! // second within the 10 s period.
-//! assert_eq!(passed_per_second, [4, 4, 3, 5, 4, 5, 5, 6, 7, 9, 10, 10, 10, 10, 10]);
+//! // The burst credit at once, then one request every 300 ms (10 / 3 per second), rising
+//! // continuously to 10 per second within the 10 s period.
+//! assert_eq!(passed_per_second, [7, 4, 4, 5, 4, 6, 5, 8, 9, 10, 10, 10, 10, 10, 10]);
 //! assert_eq!(limiter.snapshot().phase, Phase::Warm);
 //! # Ok::<(), admit::ConfigError>(())
 //! ```

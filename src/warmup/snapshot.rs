@@ -80,10 +80,14 @@ pub struct WarmUpSnapshot {
 /// # Example
 ///
 /// ```
+/// use std::time::Duration;
 /// use admit::clock::ManualClock;
 /// use admit::warmup::WarmUp;
 ///
-/// let limiter = WarmUp::builder(10.0).clock(ManualClock::new()).build()?;
+/// let limiter = WarmUp::builder(10.0)
+///     .burst(Duration::ZERO) // exact spacing
+///     .clock(ManualClock::new())
+///     .build()?;
 /// let _ = limiter.try_acquire();
 /// let _ = limiter.try_acquire();
 /// let totals = limiter.totals();

@@ -10,8 +10,7 @@ use crate::sync::{AtomicU128, Ordering, SeqLock};
 pub(crate) struct SmoothBucket {
     curve: SharedCurve,
     payment: Payment,
-    /// How far ahead of its turn a request may pass, in ns; a new schedule starts this far
-    /// ahead of the clock (no credit earned yet).
+    /// How far ahead of its turn a request may pass, in ns.
     burst: u64,
     state: AtomicU128,
 }
@@ -43,9 +42,8 @@ impl SharedCurve {
 
 impl SmoothBucket {
     /// A bucket built at `now`: cold (full), or warm (empty) if `start_warm`. A request may
-    /// pass up to `burst` ns before its turn, but a new bucket has earned no such credit yet:
-    /// its schedule starts `burst` ahead, so the first second of a cold start admits the cold
-    /// rate, not a burst on top of it.
+    /// pass up to `burst` ns before its turn; the first request restarts the schedule as after
+    /// an idle spell, so a new bucket has the credit an idle one has.
     pub(crate) fn new(
         curve: SmoothCurve,
         payment: Payment,
@@ -55,7 +53,7 @@ impl SmoothBucket {
     ) -> Self {
         let state = SmoothState {
             next_free: match payment {
-                Payment::Later => now.saturating_add(burst),
+                Payment::Later => now,
                 Payment::Now => NEVER,
             },
             fill: if start_warm { 0.0 } else { 1.0 },

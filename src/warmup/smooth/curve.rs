@@ -112,6 +112,28 @@ impl SmoothCurve {
         (cost, spend)
     }
 
+    /// How far past the clock a schedule restarting from idle at level `stored` begins, in ns:
+    /// the burst credit it leaves is `burst` less this lead.
+    ///
+    /// Spending stored permits warms the limiter, so the permits a burst credit and the
+    /// following second buy get cheaper as they are spent. The lead is what that warming
+    /// saves on the `1 s + burst` worth of spacing at `stored`, so a restart passes at most
+    /// `1 + (1 s + burst) / interval(stored)` requests in its first second: from cold with the
+    /// defaults 67, the most Sentinel's rolling window passes in one second. Zero when warm;
+    /// never more than `burst`.
+    pub(super) fn restart_lead(&self, stored: f64, burst: u64) -> u64 {
+        let above = stored - self.threshold;
+        if above <= 0.0 || burst == 0 {
+            return 0;
+        }
+        let span = NANOS_PER_SEC + nanos_to_f64(burst);
+        let permits = span / self.interval(stored);
+        // Permit `k` of the span is cheaper than the first by `slope · min(k, above)`.
+        let warming = if above < permits { above } else { permits };
+        let saved = self.slope * (warming * permits - warming * warming / 2.0);
+        (saved as i64 as u64).min(burst)
+    }
+
     /// `stored` permits as a fraction of `max`, within `0..=1` (exactly 1 at `max`, so that a
     /// full bucket reads as full again).
     pub(super) fn fill(&self, stored: f64) -> f64 {

@@ -83,8 +83,9 @@ impl SmoothState {
 /// pass within the wait it accepted.
 pub(super) type Decision = Result<(SmoothState, u64), u64>;
 
-/// `permits` asked for at `now` by a caller willing to wait up to `max_wait` ns; `opening` is
-/// how far ahead of the clock the schedule starts (the burst: a new limiter has no credit).
+/// `permits` asked for at `now` by a caller willing to wait up to `max_wait` ns (the burst
+/// included). A request that finds the schedule free restarts it: a fresh or idle limiter
+/// earns the burst credit less the curve's [restart lead](SmoothCurve::restart_lead).
 pub(super) fn decide(
     curve: &SmoothCurve,
     payment: Payment,
@@ -92,11 +93,12 @@ pub(super) fn decide(
     now: u64,
     permits: f64,
     max_wait: u64,
-    opening: u64,
+    burst: u64,
 ) -> Decision {
     match payment {
         Payment::Later => {
-            let ready = now.max(state.next_free);
+            let restart = now >= state.next_free;
+            let ready = if restart { now } else { state.next_free };
             let wait = ready - now;
             if wait > max_wait {
                 return Err(wait - max_wait);
@@ -104,9 +106,14 @@ pub(super) fn decide(
             let stored =
                 curve.stored_after(state.fill * curve.max(), state.denied, state.next_free, now);
             let (cost, spend) = curve.cost(stored, permits);
+            let left = stored - spend;
+            let mut next_free = saturating_add(ready, cost);
+            if restart {
+                next_free = next_free.saturating_add(curve.restart_lead(left, burst));
+            }
             let next = SmoothState {
-                next_free: saturating_add(ready, cost),
-                fill: curve.fill(stored - spend),
+                next_free,
+                fill: curve.fill(left),
                 denied: false,
             };
             Ok((next, wait))
@@ -120,7 +127,8 @@ pub(super) fn decide(
             } else {
                 saturating_add(state.next_free, cost)
             };
-            let ready = now.max(due);
+            let restart = now >= due;
+            let ready = if restart { now } else { due };
             let wait = ready - now;
             if wait > max_wait {
                 return Err(wait - max_wait);
@@ -131,14 +139,15 @@ pub(super) fn decide(
             } else {
                 curve.stored_after(stored, state.denied, due, now)
             };
+            let left = stored - spend;
+            let next_free = if restart {
+                ready.saturating_add(curve.restart_lead(left, burst))
+            } else {
+                ready
+            };
             let next = SmoothState {
-                // The first request passes at once, with no credit for a burst after it.
-                next_free: if fresh {
-                    ready.saturating_add(opening)
-                } else {
-                    ready
-                },
-                fill: curve.fill(stored - spend),
+                next_free,
+                fill: curve.fill(left),
                 denied: false,
             };
             Ok((next, wait))
