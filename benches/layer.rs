@@ -381,12 +381,8 @@ fn oneshot_group(group: &mut BenchmarkGroup<'_, WallTime>) {
     );
     through_oneshot(
         group,
-        "admit ShedLayer (CoarseClock 1 ms)",
-        ShedLayer::new(shedder(
-            admit::clock::CoarseClock::start(Duration::from_millis(1)).unwrap(),
-            false,
-        ))
-        .layer(echo()),
+        "admit ShedLayer (default: CoarseClock::shared)",
+        ShedLayer::new(shedder(admit::clock::CoarseClock::shared(), false)).layer(echo()),
         admitted,
     );
     through_oneshot(

@@ -54,7 +54,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use admit::clock::MonotonicClock;
+use admit::clock::CoarseClock;
 use admit::shed::{ShedLayer, Shedder};
 use admit::signal::cpu::{CpuSignal, Smoothing, SystemCpu};
 use admit::signal::queue::header::HeaderConfig;
@@ -475,7 +475,7 @@ fn serve(args: &[String]) -> Result<(), BoxError> {
             let mut shedder = Shedder::builder().cpu(cpu);
             if protection == Protection::Admit {
                 let probe = LagProbe::default();
-                tokio::spawn(probe.run(MonotonicClock::new()));
+                tokio::spawn(probe.run(CoarseClock::shared()));
                 shedder = shedder
                     .queue_gate(QueueGate::default())
                     .runtime_probe(probe);

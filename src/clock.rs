@@ -7,8 +7,8 @@
 //!
 //! | clock | resolution | cost of one read¹ | use it for |
 //! |---|---|---|---|
-//! | [`MonotonicClock`] (default) | 1 ns | ≈ 18 ns | everything; correct on every platform |
-//! | [`CoarseClock`] | its tick (e.g. 1 ms) | ≈ 0.3 ns | the hottest paths, where 20 ns per decision matters |
+//! | [`MonotonicClock`] (the warm-up buckets' default) | 1 ns | ≈ 18 ns | everything; correct on every platform |
+//! | [`CoarseClock`] ([`shared`](CoarseClock::shared): the shedder's default) | its tick (e.g. 1 ms) | ≈ 0.3 ns | the hottest paths, where 20 ns per decision matters |
 //! | [`ManualClock`] | 1 ns | ≈ 0.3 ns | tests and simulations |
 //!
 //! ¹ Measured with `cargo bench -p admit-benches --bench clock` on a 2-vCPU KVM guest (Intel Xeon,
@@ -36,7 +36,7 @@
 use std::fmt;
 use std::io;
 use std::sync::atomic::AtomicU64 as StdAtomicU64;
-use std::sync::{Arc as StdArc, Weak};
+use std::sync::{Arc as StdArc, Mutex, PoisonError, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -129,7 +129,7 @@ fn saturating_nanos(duration: Duration) -> u64 {
 
 /// The operating system's monotonic clock, counted from the moment the clock was created.
 ///
-/// This is the default clock of every limiter. It is the clock [`std::time::Instant`] reads
+/// The default clock of the warm-up buckets. It is the clock [`std::time::Instant`] reads
 /// (`CLOCK_MONOTONIC` on Linux and Android, read with `clock_gettime` and converted to
 /// nanoseconds with integer arithmetic, which saves the 5 ns that `Instant`'s `Duration`
 /// arithmetic costs; `Instant` itself elsewhere). One read costs about 18 ns on a Linux x86_64
@@ -403,7 +403,43 @@ impl CoarseClock {
         Ok(CoarseClock { shared })
     }
 
-    /// How often the clock is refreshed.
+    /// The process's shared 1 ms clock: the default clock of every
+    /// [`Shedder`](crate::shed::Shedder).
+    ///
+    /// Every call returns a clone of the same clock (one refreshing thread, one origin) for as
+    /// long as a clone is alive; after the last is dropped and its thread has exited, the next
+    /// call starts a new one. If the thread cannot be spawned, the clock returned reads the
+    /// operating system's clock on every call instead (exact, at [`MonotonicClock`]'s cost;
+    /// [`resolution`](Self::resolution) is then zero).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use admit::clock::{Clock, CoarseClock};
+    ///
+    /// let a = CoarseClock::shared();
+    /// let b = CoarseClock::shared();
+    /// assert!(b.now_nanos() >= a.now_nanos()); // one clock, one origin
+    /// ```
+    pub fn shared() -> Self {
+        static SHARED: Mutex<Weak<CoarseShared>> = Mutex::new(Weak::new());
+        let resolution = Duration::from_millis(1);
+        let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(live) = shared.upgrade() {
+            return CoarseClock { shared: live };
+        }
+        let clock = CoarseClock::start(resolution).unwrap_or_else(|_| CoarseClock {
+            shared: StdArc::new(CoarseShared {
+                nanos: CachePadded::new(StdAtomicU64::new(0)),
+                origin: Instant::now(),
+                resolution: Duration::ZERO,
+            }),
+        });
+        *shared = StdArc::downgrade(&clock.shared);
+        clock
+    }
+
+    /// How often the clock is refreshed (zero: read on demand).
     pub fn resolution(&self) -> Duration {
         self.shared.resolution
     }
@@ -431,6 +467,9 @@ impl fmt::Debug for CoarseClock {
 impl Clock for CoarseClock {
     #[inline]
     fn now_nanos(&self) -> u64 {
+        if self.shared.resolution.is_zero() {
+            return saturating_nanos(self.shared.origin.elapsed());
+        }
         self.shared.nanos.load(std::sync::atomic::Ordering::Acquire)
     }
 

@@ -12,7 +12,7 @@ use super::error::{Drops, OverloadReason, Overloaded};
 use super::permit::{OwnedPermit, Permit};
 use super::window::RollingWindow;
 use crate::Shared;
-use crate::clock::{Clock, MonotonicClock};
+use crate::clock::{Clock, CoarseClock};
 use crate::signal::cpu::{CpuOverload, CpuSignal};
 use crate::signal::queue::{LagProbe, QueueGate, QueueState};
 use crate::signal::{OverloadSignal, Pressure};
@@ -71,7 +71,7 @@ pub(super) const MAX_BUCKETS: u32 = 65_536;
 /// assert_eq!(handle(&shedder), Ok("200 OK"));
 /// # Ok::<(), admit::ConfigError>(())
 /// ```
-pub struct Shedder<C: Clock = MonotonicClock> {
+pub struct Shedder<C: Clock = CoarseClock> {
     /// Written by every admission and completion.
     pub(super) flight: CachePadded<Flight>,
     /// Written while the service is hot.
@@ -150,12 +150,13 @@ pub(super) struct Config {
     pub(super) origin_nanos: u64,
 }
 
-impl Shedder<MonotonicClock> {
+impl Shedder<CoarseClock> {
     /// Starts configuring a shedder with go-zero's defaults: a 5 s window of 50 buckets, a
-    /// 900 ‰ CPU threshold, a 1 s cool-off, a [`MonotonicClock`] and the system CPU signal
+    /// 900 ‰ CPU threshold, a 1 s cool-off, the process's shared 1 ms clock
+    /// ([`CoarseClock::shared`]) and the system CPU signal
     /// ([`SystemCpu`](crate::signal::cpu::SystemCpu), created by
     /// [`build`](ShedderBuilder::build) unless another signal is given), unnamed.
-    pub fn builder() -> ShedderBuilder<MonotonicClock> {
+    pub fn builder() -> ShedderBuilder<CoarseClock> {
         ShedderBuilder::new()
     }
 }

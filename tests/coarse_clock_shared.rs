@@ -1,0 +1,58 @@
+//! `CoarseClock::shared` hands out one clock (one refreshing thread) while a clone is alive,
+//! and starts a new one after the last is dropped.
+//!
+//! Alone in its file (and so its own process): it counts the process's threads.
+#![cfg(target_os = "linux")]
+
+use std::time::{Duration, Instant};
+
+use admit::clock::{Clock, CoarseClock};
+
+/// The refreshing thread's name as `/proc` shows it: `comm` is truncated to 15 bytes.
+const NAME: &str = "admit-coarse-cl";
+
+fn clock_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.trim_end() == NAME)
+        .count()
+}
+
+/// Polls, for at most 10 s, until `done` holds; returns whether it did.
+fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    true
+}
+
+#[test]
+fn one_shared_clock_while_a_clone_lives() {
+    assert!(eventually(|| clock_threads() == 0));
+    let a = CoarseClock::shared();
+    let b = CoarseClock::shared();
+    assert_eq!(a.resolution(), Duration::from_millis(1));
+    assert_eq!(b.resolution_nanos(), 1_000_000);
+    assert!(eventually(|| clock_threads() == 1), "one thread for both");
+    // It ticks, and both read the same time.
+    let first = a.now_nanos();
+    assert!(eventually(|| a.now_nanos() > first));
+    let (x, y) = (a.now_nanos(), b.now_nanos());
+    assert!(y >= x && y - x <= 1_000_000_000, "{x} then {y}");
+
+    drop((a, b));
+    assert!(
+        eventually(|| clock_threads() == 0),
+        "the thread outlived its clocks"
+    );
+    let _c = CoarseClock::shared();
+    assert!(
+        eventually(|| clock_threads() == 1),
+        "a new clock after the last one died"
+    );
+}
