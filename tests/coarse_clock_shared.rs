@@ -4,32 +4,14 @@
 //! Alone in its file (and so its own process): it counts the process's threads.
 #![cfg(target_os = "linux")]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use admit::clock::{Clock, CoarseClock};
 
-/// The refreshing thread's name as `/proc` shows it: `comm` is truncated to 15 bytes.
-const NAME: &str = "admit-coarse-cl";
+#[path = "support/clock_threads.rs"]
+mod clock_threads;
 
-fn clock_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-        .filter(|comm| comm.trim_end() == NAME)
-        .count()
-}
-
-/// Polls, for at most 10 s, until `done` holds; returns whether it did.
-fn eventually(mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    true
-}
+use clock_threads::{clock_threads, eventually};
 
 #[test]
 fn one_shared_clock_while_a_clone_lives() {

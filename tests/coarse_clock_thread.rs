@@ -3,31 +3,19 @@
 //! Alone in its file (and so its own process): it counts the process's threads.
 #![cfg(target_os = "linux")]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use admit::clock::CoarseClock;
 
-/// The refreshing thread's name as `/proc` shows it: `comm` is truncated to 15 bytes.
-const NAME: &str = "admit-coarse-cl";
+#[path = "support/clock_threads.rs"]
+mod clock_threads;
 
-fn clock_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
-        .filter(|comm| comm.trim_end() == NAME)
-        .count()
-}
+use clock_threads::{clock_threads, eventually};
 
-/// Polls, for at most 10 s, until `count` clock threads exist; returns the last count seen.
+/// Polls until `count` clock threads exist; returns the last count seen.
 fn wait_for_clock_threads(count: usize) -> usize {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let seen = clock_threads();
-        if seen == count || Instant::now() >= deadline {
-            return seen;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    eventually(|| clock_threads() == count);
+    clock_threads()
 }
 
 #[test]
