@@ -110,6 +110,7 @@ impl<C: Clock> ShedderBuilder<C> {
     /// go-zero's; on the coarse clock a request spanning `k` ticks (each a little over 1 ms)
     /// reads `k + 1` ms, so a latency reads up to a millisecond high, half a millisecond above
     /// go-zero's on average.
+    ///
     /// A [`LagProbe`] should run on a clone of the same clock.
     pub fn clock<C2: Clock>(self, clock: C2) -> ShedderBuilder<C2> {
         ShedderBuilder {
