@@ -154,9 +154,10 @@ fn go_zeros_adaptive_shedder_smoke_test() {
     assert_eq!(snapshot.passed + snapshot.failed + snapshot.dropped, 3000);
 }
 
-/// A reader scanning a bucket while late completions are still landing in it must never see a
-/// pass whose latency is missing from the bucket's sum: that would understate `min_rt` (down to
-/// 0 in an otherwise empty bucket) and with it the limit.
+/// Readers opening new buckets while completions are landing must never split a pass from its
+/// latency: a bucket showing a pass without its latency would understate `min_rt` (down to 0 in
+/// a bucket of one pass) and with it the limit. Every request here takes exactly 500 ms, so every
+/// bucket's mean is 500 ms: `min_rt` is 500 once passes are visible, and never less.
 #[test]
 fn a_bucket_never_shows_a_pass_without_its_latency() {
     use std::cell::Cell;
@@ -165,63 +166,62 @@ fn a_bucket_never_shows_a_pass_without_its_latency() {
 
     const MS: u64 = 1_000_000;
     thread_local! {
-        /// A clock reading this thread is stuck at (a stale reading), if any.
-        static STUCK: Cell<Option<u64>> = const { Cell::new(None) };
+        /// The reading this thread's clock gives, if set.
+        static READING: Cell<Option<u64>> = const { Cell::new(None) };
     }
-    /// A shared clock that each thread may read late.
+    /// A shared clock each thread may pin to a reading of its own.
     #[derive(Clone)]
-    struct LateClock(Arc<AtomicU64>);
-    impl Clock for LateClock {
+    struct PinnedClock(Arc<AtomicU64>);
+    impl Clock for PinnedClock {
         fn now_nanos(&self) -> u64 {
-            STUCK
+            READING
                 .with(Cell::get)
                 .unwrap_or_else(|| self.0.load(Ordering::Acquire))
         }
     }
 
-    const ROUNDS: u64 = 300;
-    const WRITERS: u64 = 2;
-    let now = Arc::new(AtomicU64::new(0));
+    const BUCKETS: u64 = 3000;
+    let now = Arc::new(AtomicU64::new(1000 * MS));
     let shedder = Arc::new(
         Shedder::builder()
-            .clock(LateClock(now.clone()))
+            .clock(PinnedClock(now.clone()))
             .cpu(ManualCpu::new(0))
             .build()
             .unwrap(),
     );
-    let rounds = Arc::new(Barrier::new(WRITERS as usize + 1));
-    let writers: Vec<_> = (0..WRITERS)
-        .map(|writer| {
-            let (shedder, rounds) = (shedder.clone(), rounds.clone());
+    let done = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..2)
+        .map(|_| {
+            let (shedder, now, done) = (shedder.clone(), now.clone(), done.clone());
             thread::spawn(move || {
-                for round in 0..ROUNDS {
-                    rounds.wait();
-                    // Complete 1000 ms requests into buckets behind the reader's, which are
-                    // visible to it.
-                    let round_start = (round + 1) * 10_000 * MS;
-                    let completed_at = round_start - (writer + 1) * 100 * MS + 50 * MS;
-                    for _ in 0..500 {
-                        STUCK.with(|t| t.set(Some(completed_at - 1000 * MS)));
-                        let permit = shedder.allow().unwrap();
-                        STUCK.with(|t| t.set(Some(completed_at)));
-                        permit.pass();
-                    }
-                    STUCK.with(|t| t.set(None));
-                    rounds.wait();
+                let mut completed = 0u64;
+                while !done.load(Ordering::Acquire) {
+                    let at = now.load(Ordering::Acquire);
+                    READING.with(|r| r.set(Some(at - 500 * MS)));
+                    let permit = shedder.allow().unwrap();
+                    READING.with(|r| r.set(Some(at)));
+                    permit.pass();
+                    completed += 1;
                 }
+                completed
             })
         })
         .collect();
-    let mut reads = 0;
-    for round in 0..ROUNDS {
-        now.store((round + 1) * 10_000 * MS, Ordering::Release);
-        rounds.wait();
-        for _ in 0..200 {
-            let snapshot = shedder.snapshot();
-            assert_eq!(snapshot.min_rt_ms, 1000, "read {reads}: {snapshot:?}");
-            reads += 1;
+    let mut seen = 0;
+    for bucket in 11..=BUCKETS {
+        // Each reading opens a new bucket, racing the completions landing meanwhile.
+        now.store(bucket * 100 * MS, Ordering::Release);
+        let snapshot = shedder.snapshot();
+        if snapshot.min_rt_ms != 1000 {
+            assert_eq!(snapshot.min_rt_ms, 500, "bucket {bucket}: {snapshot:?}");
+            assert_eq!(snapshot.mean_service_time_ms, Some(500.0), "{snapshot:?}");
+            seen += 1;
         }
-        rounds.wait();
     }
-    writers.into_iter().for_each(|w| w.join().unwrap());
+    done.store(true, Ordering::Release);
+    let completed: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
+    assert!(
+        completed > 0 && seen > 0,
+        "{completed} completed, {seen} read"
+    );
 }

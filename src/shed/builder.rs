@@ -256,9 +256,8 @@ impl<C: Clock> ShedderBuilder<C> {
                 dropped: Striped::new(),
                 limit: SeqLock::new([0, 0, 0]),
             }),
-            window: RollingWindow::new(self.buckets as usize),
-            service_micros: Striped::new(),
-            epoch_hint: AtomicU64::new(0),
+            window: RollingWindow::new(self.buckets as usize, bucket_nanos),
+            service: Striped::new(),
             config: Config {
                 window: self.window,
                 buckets: self.buckets,

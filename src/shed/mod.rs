@@ -71,18 +71,18 @@
 //! - An unknown CPU load (see [`CpuSignal`](crate::signal::cpu::CpuSignal)) is never overloaded, like go-zero's silent 0,
 //!   but the [snapshot](Shedder::snapshot) says it is unknown.
 //! - The limit (`max_flight`) is computed once per bucket and cached, since the window ignores
-//!   the bucket in progress: go-zero scans both windows under a lock on every hot decision. A
-//!   latency recorded late by a thread whose clock reading is a bucket old can therefore be
-//!   missed by the cache; go-zero has the same race.
+//!   the bucket in progress: go-zero scans both windows under a lock on every hot decision.
+//! - A completion counts toward the newest bucket when it is counted, even if its clock reading
+//!   is older: go-zero, which reads the clock under its lock when it adds, does the same.
 //! - A request's latency is measured from the clock reading its admission decision used;
 //!   go-zero reads the clock again after deciding, so its latencies also include the decision
 //!   (nanoseconds, or microseconds for the first hot decision of a bucket).
 //! - The smoothed concurrency is updated with a load and a store, not under a lock: two
 //!   requests completing at the same instant can start from the same average, and one of the
 //!   two samples is then lost. Exact with one thread; go-zero serialises the update.
-//! - Per bucket, counts and latency sums saturate at 2^32 − 1 (go-zero sums in 64 bits); a
-//!   bucket whose latency sum saturated (4.3 million request-seconds in one bucket) is left out
-//!   of `min_rt` rather than letting it understate the latency.
+//! - A bucket's latency sum wraps at 2^44 ms (557 years). A bucket whose start was recorded
+//!   out of order (a thread stalled for a whole bucket while recording it) has no known
+//!   latency and is left out of `min_rt`.
 //!
 //! # Cost
 //!
@@ -90,10 +90,12 @@
 //! call and an atomic load), one dynamic call per added signal, a flag load and one atomic add.
 //! While hot it also records the time of the overload (a compare-and-swap whenever the clock
 //! has moved on), reads the cached limit (a sequence-locked read of two words), and, for the
-//! first hot decision of each bucket, scans the window (two loads per bucket). A refusal counts
-//! itself (an atomic add and a compare-and-swap). Completing a permit is a clock read, a
-//! handful of atomic updates, and a plain load and store adding its service time to a stripe the
-//! calling thread owns. Nothing allocates, [`allow_owned`] included.
+//! first hot decision of each bucket, scans the window (a sequence-locked read of four words per
+//! bucket). A refusal counts itself on a stripe the calling thread owns (a plain load and
+//! store). Completing a permit is a clock read, one atomic add, the smoothed concurrency's load
+//! and store, and plain loads and stores adding its service time and latency to the caller's
+//! stripe. The first event of each bucket also records the lifetime totals (summing the
+//! stripes) as the bucket's start. Nothing allocates, [`allow_owned`] included.
 //!
 //! # Memory ordering
 //!
@@ -102,9 +104,11 @@
 //!   reader loads the completions before the admissions, each with `Acquire`: a completion it
 //!   sees was released after its own admission, so the admission is visible too and the
 //!   difference is never negative. `loom_in_flight_never_reads_negative` model-checks this.
-//! - **The window.** Each bucket counter is one word changed by compare-and-swap (`AcqRel`),
-//!   tagged with its bucket, so an add is never lost to a concurrent reset. A pass writes its
-//!   latency before its count: a reader that acquires the count sees the latency.
+//! - **The window.** Completions write only lifetime totals; a bucket's values are the
+//!   difference between the totals recorded at its start and at the next bucket's (each record
+//!   under the crate's sequence lock, written once). A pass's count and latency are one word
+//!   of its thread's stripe, so no reading splits them
+//!   (`a_bucket_never_shows_a_pass_without_its_latency` races readers against completions).
 //! - **The limit cache** is two words under the crate's sequence lock: a reader uses the value
 //!   only for the bucket it was computed for, and a torn read is discarded (loom-checked).
 //! - **Overload and cool-off.** The time of the last hot reading only moves forward (a

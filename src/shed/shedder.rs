@@ -10,7 +10,7 @@ use crossbeam_utils::CachePadded;
 use super::builder::ShedderBuilder;
 use super::error::{Drops, OverloadReason, Overloaded};
 use super::permit::{OwnedPermit, Permit};
-use super::window::RollingWindow;
+use super::window::{RollingWindow, Totals, one_pass};
 use crate::Shared;
 use crate::clock::{Clock, CoarseClock};
 use crate::signal::cpu::{CpuOverload, CpuSignal};
@@ -27,15 +27,10 @@ const DEFAULT_MIN_RT_MS: u64 = 1000;
 pub(super) const NANOS_PER_MS: u64 = 1_000_000;
 const NANOS_PER_MICRO: u64 = 1_000;
 
-/// Window counters: passes and their latency sum (ms) for each bucket, plus failures and drops.
-/// A pass adds its latency before counting itself (see the window's read order), so a bucket
-/// never shows a pass without its latency.
-pub(super) const PASSES: usize = 0;
-pub(super) const LATENCY_SUM: usize = 1;
-pub(super) const OTHERS: usize = 2;
-
-/// A latency sum at this value has saturated: its bucket's mean is unknown.
-const SATURATED: u64 = u32::MAX as u64;
+/// The striped lifetime totals: service time in µs of every completion, and the passes'
+/// [codes](super::window::pass_code) (pass count and latency sum in ms).
+pub(super) const SERVICE_MICROS: usize = 0;
+pub(super) const PASS_CODE: usize = 1;
 
 /// A duration in ns, saturating (584 years).
 #[inline]
@@ -76,12 +71,10 @@ pub struct Shedder<C: Clock = CoarseClock> {
     pub(super) flight: CachePadded<Flight>,
     /// Written while the service is hot.
     pub(super) heat: CachePadded<Heat>,
+    /// go-zero's window, as marks on the lifetime totals.
     pub(super) window: RollingWindow,
-    /// The service time of every completed request, in µs: one counter striped by thread.
-    pub(super) service_micros: Striped<1>,
-    /// The epoch the last completion fell in: a hint that spares most completions a 64-bit
-    /// division. Written once per bucket, so it shares the read-mostly line with the config.
-    pub(super) epoch_hint: AtomicU64,
+    /// Lifetime totals striped by thread: [`SERVICE_MICROS`] and [`PASS_CODE`].
+    pub(super) service: Striped<2>,
     pub(super) config: Config,
     pub(super) clock: C,
     /// go-zero's CPU signal.
@@ -300,8 +293,9 @@ impl<C: Clock> Shedder<C> {
             if !heat.dropped_recently.load(Ordering::Relaxed) {
                 self.start_shedding(reason);
             }
+            // The epoch first: the first event of an epoch marks it before counting itself.
+            self.epoch(now);
             heat.dropped.add(reason.index(), 1);
-            self.window.add(self.epoch(now), OTHERS, 1);
             return Err(Overloaded::new(reason, self.retry_after(now, reason)));
         }
         self.flight.admitted.fetch_add(1, Ordering::AcqRel);
@@ -425,20 +419,29 @@ impl<C: Clock> Shedder<C> {
         false
     }
 
-    /// The bucket `now` falls in, counted from the shedder's construction.
+    /// The bucket `now` falls in, counted from the shedder's construction. The first caller
+    /// in a new bucket marks it in the window: call this before counting an event.
     #[inline]
     pub(super) fn epoch(&self, now: u64) -> u64 {
         let elapsed = now.saturating_sub(self.config.origin_nanos);
-        // The hint is some earlier `elapsed / bucket_nanos`, so the product cannot overflow;
-        // it is used only if `elapsed` falls inside its bucket.
-        let hint = self.epoch_hint.load(Ordering::Relaxed);
-        let start = hint * self.config.bucket_nanos;
-        if elapsed >= start && elapsed - start < self.config.bucket_nanos {
-            return hint;
+        self.window.epoch(elapsed, || self.totals())
+    }
+
+    /// The lifetime totals the window's marks record. Each is read once, passes before their
+    /// code; the window resolves what completions land between the two.
+    pub(super) fn totals(&self) -> Totals {
+        let flight = &self.flight;
+        let passes = flight.passed.load(Ordering::Acquire);
+        let pass_code = self.service.sum(PASS_CODE);
+        let others = flight
+            .failed
+            .load(Ordering::Acquire)
+            .wrapping_add(self.dropped_by().total());
+        Totals {
+            passes,
+            pass_code,
+            others,
         }
-        let epoch = elapsed / self.config.bucket_nanos;
-        self.epoch_hint.store(epoch, Ordering::Relaxed);
-        epoch
     }
 
     /// go-zero's `maxFlight` and the [queue floor](Config::queue_floor_ms) beside it, cached
@@ -478,19 +481,24 @@ impl<C: Clock> Shedder<C> {
         max_pass as f64 * self.config.queue_floor_ms * self.config.window_scale
     }
 
-    /// go-zero's `maxPass` and `minRt`, read from the window. A bucket whose latency sum
-    /// saturated (2^32 − 1 ms) has no known mean and is left out of `minRt`.
+    /// go-zero's `maxPass` and `minRt`, read from the window. A bucket whose latency sum is
+    /// unknown, or below one millisecond a pass (the least a pass records), is left out of
+    /// `minRt`: its marks were read out of order.
     pub(super) fn scan(&self, epoch: u64) -> (u64, u64) {
         let mut max_pass = 1;
         let mut min_rt = DEFAULT_MIN_RT_MS;
-        for seen in self.window.visible(epoch, true) {
-            let bucket = self.window.values(seen).0;
-            max_pass = max_pass.max(bucket[PASSES]);
-            if bucket[PASSES] > 0 && bucket[LATENCY_SUM] < SATURATED {
-                let mean = (bucket[LATENCY_SUM] as f64 / bucket[PASSES] as f64).round() as u64;
-                min_rt = min_rt.min(mean);
-            }
-        }
+        let live = || self.totals();
+        self.window
+            .for_each_visible(epoch, true, live, |_, bucket| {
+                max_pass = max_pass.max(bucket.passes);
+                if let Some(latency) = bucket.latency_ms
+                    && bucket.passes > 0
+                    && latency >= bucket.passes
+                {
+                    let mean = (latency as f64 / bucket.passes as f64).round() as u64;
+                    min_rt = min_rt.min(mean);
+                }
+            });
         (max_pass, min_rt)
     }
 
@@ -520,13 +528,25 @@ impl<C: Clock> Shedder<C> {
     /// Ends a request admitted at `admitted_at` (go-zero's `Promise.Pass` / `Fail`).
     pub(crate) fn complete(&self, admitted_at: u64, passed: bool) {
         let now = self.clock.now_nanos();
+        // The epoch first: the first event of an epoch marks it before counting itself.
+        self.epoch(now);
+        let elapsed = now.saturating_sub(admitted_at);
+        let micros = elapsed.saturating_add(NANOS_PER_MICRO / 2) / NANOS_PER_MICRO;
         let flight = &self.flight;
-        // Count the completion, then read how many remain in flight after it.
         let (own, other) = if passed {
+            // Whole milliseconds, rounded up, as go-zero's `math.Ceil` of float milliseconds,
+            // and at least 1: go-zero reads 0 only for exactly 0 ns, which a coarse clock
+            // reports for every request shorter than its tick (and a zero `min_rt` would cap
+            // the concurrency at 1).
+            let rt_ms = elapsed.div_ceil(NANOS_PER_MS).max(1);
+            self.service
+                .add_two((SERVICE_MICROS, micros), (PASS_CODE, one_pass(rt_ms)));
             (&flight.passed, &flight.failed)
         } else {
+            self.service.add(SERVICE_MICROS, micros);
             (&flight.failed, &flight.passed)
         };
+        // Count the completion, then read how many remain in flight after it.
         let ended = own.fetch_add(1, Ordering::AcqRel) + 1 + other.load(Ordering::Acquire);
         let flying = flight
             .admitted
@@ -539,22 +559,6 @@ impl<C: Clock> Shedder<C> {
         let avg = f64::from_bits(flight.avg_flying.load(Ordering::Acquire)) * FLYING_BETA
             + flying as f64 * FLYING_WEIGHT;
         flight.avg_flying.store(avg.to_bits(), Ordering::Release);
-        let elapsed = now.saturating_sub(admitted_at);
-        self.service_micros.add(
-            0,
-            elapsed.saturating_add(NANOS_PER_MICRO / 2) / NANOS_PER_MICRO,
-        );
-        let epoch = self.epoch(now);
-        if passed {
-            // Whole milliseconds, rounded up, as go-zero's `math.Ceil` of float milliseconds,
-            // and at least 1: go-zero reads 0 only for exactly 0 ns, which a coarse clock
-            // reports for every request shorter than its tick (and a zero `min_rt` would cap
-            // the concurrency at 1).
-            let rt_ms = elapsed.div_ceil(NANOS_PER_MS).max(1);
-            self.window.add_pass(epoch, rt_ms);
-        } else {
-            self.window.add(epoch, OTHERS, 1);
-        }
     }
 
     /// The clock this shedder reads.
@@ -661,6 +665,18 @@ mod tests {
         (clock, cpu, shedder)
     }
 
+    /// Counts `passes` passes with latencies summing to `latency_ms` in bucket `epoch`, as
+    /// completions in that bucket would.
+    fn record(shedder: &Shedder<ManualClock>, epoch: u64, passes: u64, latency_ms: u64) {
+        let bucket_start = shedder.config.origin_nanos + epoch * shedder.config.bucket_nanos;
+        shedder.epoch(bucket_start);
+        shedder.service.add(
+            PASS_CODE,
+            super::super::window::pass_code(passes, latency_ms),
+        );
+        shedder.flight.passed.fetch_add(passes, Ordering::AcqRel);
+    }
+
     fn set_flight(shedder: &Shedder<ManualClock>, avg_flying: f64, flying: u64) {
         let ended = shedder.flight.passed.load(Ordering::Acquire)
             + shedder.flight.failed.load(Ordering::Acquire);
@@ -681,11 +697,8 @@ mod tests {
         let (clock, cpu, shedder) = shedder();
         for i in 0..10u64 {
             let passes = (i + 1) * 100;
-            shedder.window.add(i, PASSES, passes);
             // `passes` latencies averaging i · 10 + 5.5 ms.
-            shedder
-                .window
-                .add(i, LATENCY_SUM, (i + 1) * (1000 * i + 550));
+            record(&shedder, i, passes, (i + 1) * (1000 * i + 550));
         }
         clock.set(Duration::from_millis(950)); // bucket 9 is current
         assert_eq!(shedder.max_flight(shedder.clock.now_nanos()).0, 54.0);
@@ -748,8 +761,7 @@ mod tests {
             .build()
             .unwrap();
         for epoch in 0..10 {
-            shedder.window.add(epoch, PASSES, 100);
-            shedder.window.add(epoch, LATENCY_SUM, 100 * 20);
+            record(&shedder, epoch, 100, 100 * 20);
         }
         clock.set(Duration::from_millis(1050));
         (clock, shedder)
@@ -833,8 +845,7 @@ mod tests {
             .build()
             .unwrap();
         for epoch in 0..10 {
-            shedder.window.add(epoch, PASSES, 100);
-            shedder.window.add(epoch, LATENCY_SUM, 100);
+            record(&shedder, epoch, 100, 100);
         }
         clock.set(Duration::from_millis(1050));
         assert_eq!(shedder.max_flight(shedder.clock.now_nanos()), (1.0, 5.0));

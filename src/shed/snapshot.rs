@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::Shedder;
-use super::shedder::{LATENCY_SUM, OTHERS, PASSES};
+use super::shedder::SERVICE_MICROS;
 use crate::clock::Clock;
 use crate::signal::Cause;
 use crate::sync::Ordering;
@@ -45,17 +45,18 @@ impl<C: Clock> Shedder<C> {
             .or(queue_hot.then_some(Cause::Queue))
             .or(lagging.then_some(Cause::RuntimeLag));
         let (max_pass, min_rt) = self.scan(epoch);
-        let mut passes = 0;
-        let mut latency = 0;
-        let mut others = 0;
-        let mut buckets = 0;
-        for seen in self.window.visible(epoch, true) {
-            let bucket = self.window.values(seen).0;
-            passes += bucket[PASSES];
-            latency += bucket[LATENCY_SUM];
-            others += bucket[OTHERS];
-            buckets += 1;
-        }
+        let (mut passes, mut timed, mut latency, mut others, mut buckets) = (0, 0, 0, 0, 0);
+        let live = || self.totals();
+        self.window
+            .for_each_visible(epoch, true, live, |_, bucket| {
+                passes += bucket.passes;
+                if let Some(ms) = bucket.latency_ms {
+                    timed += bucket.passes;
+                    latency += ms;
+                }
+                others += bucket.others;
+                buckets += 1;
+            });
         let span = buckets as f64 * self.config.bucket_nanos as f64 / 1e9;
         ShedSnapshot {
             cpu_permille: cpu,
@@ -71,13 +72,13 @@ impl<C: Clock> Shedder<C> {
             passed: self.flight.passed.load(Ordering::Acquire),
             failed: self.flight.failed.load(Ordering::Acquire),
             dropped: self.dropped_by().total(),
-            service_time: Duration::from_micros(self.service_micros.sum(0)),
+            service_time: Duration::from_micros(self.service.sum(SERVICE_MICROS)),
             arrival_rate: if span > 0.0 {
                 (passes + others) as f64 / span
             } else {
                 0.0
             },
-            mean_service_time_ms: (passes > 0).then(|| latency as f64 / passes as f64),
+            mean_service_time_ms: (timed > 0).then(|| latency as f64 / timed as f64),
         }
     }
 }

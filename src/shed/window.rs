@@ -1,145 +1,221 @@
-//! A lock-free rolling window with go-zero's `RollingWindow` semantics.
+//! go-zero's `RollingWindow`, kept as marks on lifetime totals.
 //!
 //! go-zero keeps `size` buckets under a lock and re-aligns them to a grid anchored at the
 //! window's construction. Its visible contents have a closed form: at time `t`, with epoch
 //! `e(t) = floor((t − construction) / interval)`, a `Reduce` that ignores the current bucket sees
 //! exactly the values added during epochs `e − (size − 1) ..= e − 1` (and, without ignoring the
-//! current bucket, `e − (size − 1) ..= e`, the oldest visible epoch being `e − (size − 1)` in both
-//! cases but for the current one). That is what this window stores: bucket `i` holds epoch
-//! `e ≡ i (mod size)`, and every word is tagged with its epoch, so a bucket belonging to an older
-//! epoch reads as empty and is reset by the first add of its new epoch.
+//! current bucket, `e − (size − 1) ..= e`).
 //!
-//! Each bucket is independent words, each a compare-and-swap target packing
-//! `[epoch (low 32 bits): 32 | value: 32]`, so an add is exact even against a concurrent reset.
-//! Values saturate at `u32::MAX` instead of wrapping.
+//! Completions write nothing here. The shedder keeps lifetime totals ([`Totals`]), and the first
+//! event of an epoch later than any before (a completion, a refusal, a decision that reads the
+//! limit) records them as that epoch's mark before counting itself. An epoch's values are its
+//! mark subtracted from the next mark, or from the totals now for the newest epoch: everything
+//! counted while it was the newest. An epoch without a mark saw no event and is empty. A
+//! completion whose clock reading lags the newest epoch counts toward the newest, as in go-zero,
+//! which reads the clock under its lock when it adds.
 //!
-//! A bucket's counters are read in index order ([`RollingWindow::values`]) and each is written
-//! by its own compare-and-swap. A caller that must never show one counter ahead of another
-//! (a pass count whose latency is not yet in the latency sum) writes the higher index first:
-//! whoever reads the lower index's new value then reads the higher one's too.
+//! Marks live in a ring of `size` slots, slot `e mod size` holding epoch `e`'s mark tagged with
+//! `e + 1` (0: none), each slot under the crate's sequence lock. A mark is written once, by the
+//! first thread to see its epoch; later ones find it and write nothing.
+//!
+//! Passes and their latencies share one word ([`pass_code`]): a reading of the totals never
+//! splits a pass from its latency, which would understate a bucket's mean (down to 0 in a
+//! bucket of one pass, and with it the limit). The word's pass field wraps every 2^20 passes; the
+//! exact pass count, read beside it, tells how many times.
 
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering, SeqLock};
 
-/// How many counters a bucket holds.
-pub(crate) const COUNTERS: usize = 3;
+/// Bits of the pass field in [`pass_code`]; the latency field has the rest.
+const PASS_BITS: u32 = 20;
+const PASS_MASK: u64 = (1 << PASS_BITS) - 1;
+/// The largest latency one pass can add: 2^44 − 1 ms, 557 years.
+const MAX_LATENCY_MS: u64 = u64::MAX >> PASS_BITS;
 
-/// A bucket's counters, one tagged word each.
-#[derive(Debug)]
-struct Bucket {
-    counters: [AtomicU64; COUNTERS],
+/// `passes` passes whose latencies sum to `latency_ms`, as one linear code
+/// `passes + latency_ms · 2^20` (wrapping): codes add up as the passes do.
+#[inline]
+pub(crate) fn pass_code(passes: u64, latency_ms: u64) -> u64 {
+    passes.wrapping_add(latency_ms << PASS_BITS)
 }
 
-/// The values of one bucket as a reduce sees them.
+/// One pass of `latency_ms` (capped at 2^44 − 1 ms).
+#[inline]
+pub(crate) fn one_pass(latency_ms: u64) -> u64 {
+    pass_code(1, latency_ms.min(MAX_LATENCY_MS))
+}
+
+/// The shedder's lifetime totals at some instant: what a mark records.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct BucketValues(pub(crate) [u64; COUNTERS]);
-
-/// `size` buckets of `COUNTERS` counters each, indexed by epoch.
-#[derive(Debug)]
-pub(crate) struct RollingWindow {
-    buckets: Box<[Bucket]>,
+pub(crate) struct Totals {
+    /// Passes, counted exactly.
+    pub(crate) passes: u64,
+    /// The sum of every pass's [`one_pass`] code.
+    pub(crate) pass_code: u64,
+    /// Failures and refusals.
+    pub(crate) others: u64,
 }
 
-/// An epoch's tag: its low 32 bits.
-fn tag(epoch: u64) -> u64 {
-    epoch & u64::from(u32::MAX)
-}
-
-impl RollingWindow {
-    /// A window of `size` buckets (`size >= 1`).
-    pub(crate) fn new(size: usize) -> Self {
-        let buckets = (0..size)
-            .map(|_| Bucket {
-                counters: std::array::from_fn(|_| AtomicU64::new(tag(u64::MAX) << 32)),
-            })
-            .collect();
-        RollingWindow { buckets }
-    }
-
-    fn size(&self) -> u64 {
-        self.buckets.len() as u64
-    }
-
-    fn bucket(&self, epoch: u64) -> &Bucket {
-        &self.buckets[(epoch % self.size()) as usize]
-    }
-
-    /// Adds `value` to counter `counter` of `epoch`'s bucket.
-    ///
-    /// A caller whose epoch is at least a whole window older than the bucket's (a clock reading
-    /// so stale that the value would already have left the window) adds nothing.
-    #[inline]
-    pub(crate) fn add(&self, epoch: u64, counter: usize, value: u64) {
-        self.add_to(self.bucket(epoch), epoch, counter, value);
-    }
-
-    #[inline]
-    fn add_to(&self, bucket: &Bucket, epoch: u64, counter: usize, value: u64) {
-        let word = &bucket.counters[counter];
-        let own = tag(epoch);
-        let mut current = word.load(Ordering::Acquire);
-        loop {
-            let held = current >> 32;
-            let next = if held == own {
-                let sum = (current & u64::from(u32::MAX)).saturating_add(value);
-                own << 32 | sum.min(u64::from(u32::MAX))
-            } else if self.is_newer(held, own) {
-                return;
-            } else {
-                own << 32 | value.min(u64::from(u32::MAX))
+impl Totals {
+    /// The values counted from `start` to `self`.
+    fn since(self, start: Totals) -> Bucket {
+        let others = self.others.saturating_sub(start.others);
+        let Some(exact) = self.passes.checked_sub(start.passes) else {
+            // Marks read out of order (a marking thread stalled past the next epoch's).
+            return Bucket {
+                passes: 0,
+                latency_ms: None,
+                others,
             };
-            match word.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return,
-                Err(actual) => current = actual,
-            }
+        };
+        let code = self.pass_code.wrapping_sub(start.pass_code);
+        // The code holds its passes modulo 2^20. They differ from the exact count only by the
+        // completions between the two words' readings, far fewer than 2^19: the nearest value
+        // with the code's residue is the code's count.
+        let ahead = code.wrapping_sub(exact) & PASS_MASK;
+        let passes = if ahead < 1 << (PASS_BITS - 1) {
+            exact + ahead
+        } else {
+            exact.saturating_sub((1 << PASS_BITS) - ahead)
+        };
+        let latency = code.wrapping_sub(passes) >> PASS_BITS;
+        // A latency past half the field is a negative difference: marks read out of order.
+        let latency_ms = (latency <= MAX_LATENCY_MS >> 1).then_some(latency);
+        Bucket {
+            passes,
+            latency_ms,
+            others,
         }
     }
 
-    /// Adds a pass and its latency to `epoch`'s bucket: the latency sum ([`LATENCY_SUM`]) first,
-    /// then the pass count ([`PASSES`]), so that a reader never sees a pass without its latency.
-    ///
-    /// [`LATENCY_SUM`]: super::shedder::LATENCY_SUM
-    /// [`PASSES`]: super::shedder::PASSES
+    fn words(self, epoch: u64) -> [u64; 4] {
+        [epoch + 1, self.passes, self.pass_code, self.others]
+    }
+}
+
+/// What one epoch counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Bucket {
+    pub(crate) passes: u64,
+    /// The passes' latency sum, in ms; `None` if the marks disagree (see [`Totals::since`]).
+    pub(crate) latency_ms: Option<u64>,
+    pub(crate) others: u64,
+}
+
+impl Bucket {
+    /// An epoch that counted nothing.
+    const EMPTY: Bucket = Bucket {
+        passes: 0,
+        latency_ms: Some(0),
+        others: 0,
+    };
+}
+
+/// `size` epoch marks and the newest epoch marked.
+#[derive(Debug)]
+pub(crate) struct RollingWindow {
+    marks: Box<[SeqLock<4>]>,
+    /// The newest epoch marked: most events fall in it and need no division.
+    newest: AtomicU64,
+    bucket_nanos: u64,
+}
+
+impl RollingWindow {
+    /// A window of `size` buckets (`size >= 1`) of `bucket_nanos` each (`>= 1`), whose epoch 0
+    /// starts with every total at zero.
+    pub(crate) fn new(size: usize, bucket_nanos: u64) -> Self {
+        let marks = (0..size)
+            .map(|slot| SeqLock::new(if slot == 0 { [1, 0, 0, 0] } else { [0; 4] }))
+            .collect();
+        RollingWindow {
+            marks,
+            newest: AtomicU64::new(0),
+            bucket_nanos,
+        }
+    }
+
+    fn size(&self) -> u64 {
+        self.marks.len() as u64
+    }
+
+    fn slot(&self, epoch: u64) -> &SeqLock<4> {
+        &self.marks[(epoch % self.size()) as usize]
+    }
+
+    /// The epoch `elapsed` ns after construction falls in. The first caller in an epoch later
+    /// than any before marks it with `totals()`: call this before counting an event.
     #[inline]
-    pub(crate) fn add_pass(&self, epoch: u64, latency: u64) {
-        let bucket = self.bucket(epoch);
-        self.add_to(bucket, epoch, super::shedder::LATENCY_SUM, latency);
-        self.add_to(bucket, epoch, super::shedder::PASSES, 1);
+    pub(crate) fn epoch(&self, elapsed: u64, totals: impl FnOnce() -> Totals) -> u64 {
+        let newest = self.newest.load(Ordering::Relaxed);
+        // `newest` is some earlier `elapsed / bucket_nanos`: the product cannot overflow.
+        let start = newest * self.bucket_nanos;
+        if elapsed >= start && elapsed - start < self.bucket_nanos {
+            return newest;
+        }
+        let epoch = elapsed / self.bucket_nanos;
+        if epoch > newest {
+            self.open(epoch, totals);
+        }
+        epoch
     }
 
-    /// Whether tag `held` is a later epoch than `own`: a later epoch in the same bucket is a
-    /// whole number of windows ahead, by less than 2^31 epochs. (Tags wrap every 2^32 epochs: a
-    /// bucket untouched for 2^31 epochs or more, 24.8 days with 1 ms buckets, can only be told
-    /// from a newer one by that whole-windows test.)
-    fn is_newer(&self, held: u64, own: u64) -> bool {
-        let ahead = held.wrapping_sub(own) & u64::from(u32::MAX);
-        ahead != 0 && ahead < 1 << 31 && ahead.is_multiple_of(self.size())
+    /// Marks `epoch` unless its mark, or a later epoch's in its slot, is there already.
+    #[cold]
+    #[inline(never)]
+    fn open(&self, epoch: u64, totals: impl FnOnce() -> Totals) {
+        let slot = self.slot(epoch);
+        let tag = epoch + 1;
+        if slot.try_read().is_some_and(|[held, ..]| held >= tag) {
+            return;
+        }
+        let totals = totals();
+        // A writer active in the same slot is marking this epoch, unless it stalled for a whole
+        // window: then this epoch's events count toward the one before.
+        slot.try_update(|[held, ..]| (held < tag).then(|| totals.words(epoch)));
+        self.newest.fetch_max(epoch, Ordering::Relaxed);
     }
 
-    /// The values `epoch` holds (zeros if its bucket holds another epoch).
-    pub(crate) fn values(&self, epoch: u64) -> BucketValues {
-        let own = tag(epoch);
-        let bucket = self.bucket(epoch);
-        BucketValues(std::array::from_fn(|i| {
-            let word = bucket.counters[i].load(Ordering::Acquire);
-            if word >> 32 == own {
-                word & u64::from(u32::MAX)
-            } else {
-                0
-            }
-        }))
+    /// `epoch`'s mark, if it has one.
+    fn mark(&self, epoch: u64) -> Option<Totals> {
+        let [tag, passes, pass_code, others] = self.slot(epoch).read();
+        (tag == epoch + 1).then_some(Totals {
+            passes,
+            pass_code,
+            others,
+        })
     }
 
-    /// The epochs a go-zero `Reduce` at epoch `current` visits, oldest first: the `size − 1`
-    /// before `current`, and `current` itself unless `ignore_current`. Epochs before the window
-    /// began (negative ones) are skipped.
-    pub(crate) fn visible(
+    /// Calls `each` with every epoch a go-zero `Reduce` at epoch `current` visits and its
+    /// values, newest first: the `size − 1` before `current`, and `current` itself unless
+    /// `ignore_current` (epochs before construction are skipped). `live` gives the totals now,
+    /// and is called only if the newest visible epoch's values run up to now.
+    pub(crate) fn for_each_visible(
         &self,
         current: u64,
         ignore_current: bool,
-    ) -> impl Iterator<Item = u64> + use<> {
+        live: impl FnOnce() -> Totals,
+        mut each: impl FnMut(u64, Bucket),
+    ) {
         let oldest = current.saturating_sub(self.size() - 1);
-        let end = if ignore_current { current } else { current + 1 };
-        oldest..end
+        let mut live = Some(live);
+        // Where the epoch being read ends: `None` for now.
+        let mut end: Option<Totals> = None;
+        for epoch in (oldest..=current).rev() {
+            let mark = self.mark(epoch);
+            if epoch == current && ignore_current {
+                end = mark;
+                continue;
+            }
+            let Some(start) = mark else {
+                each(epoch, Bucket::EMPTY);
+                continue;
+            };
+            let end_totals = match end {
+                Some(totals) => totals,
+                None => live.take().map_or(start, |live| live()),
+            };
+            each(epoch, end_totals.since(start));
+            end = Some(start);
+        }
     }
 }
 
@@ -147,41 +223,52 @@ impl RollingWindow {
 mod tests {
     use super::*;
 
-    /// go-zero's `RollingWindow` test helper, on the lock-free window: a window whose epochs are
-    /// derived from milliseconds since construction.
+    /// go-zero's `RollingWindow` test helper, on marks: a window whose epochs are derived from
+    /// milliseconds since construction, over totals it keeps itself.
     struct Window {
         inner: RollingWindow,
-        interval_ms: u64,
         ignore_current: bool,
         now_ms: u64,
+        totals: Totals,
     }
 
     impl Window {
         fn new(size: usize, interval_ms: u64, ignore_current: bool) -> Self {
             Window {
-                inner: RollingWindow::new(size),
-                interval_ms,
+                inner: RollingWindow::new(size, interval_ms),
                 ignore_current,
                 now_ms: 0,
+                totals: Totals::default(),
             }
         }
 
         fn epoch(&self) -> u64 {
-            self.now_ms / self.interval_ms
+            let totals = self.totals;
+            self.inner.epoch(self.now_ms, || totals)
         }
 
-        fn add(&self, value: u64) {
-            self.inner.add(self.epoch(), 0, value);
-            self.inner.add(self.epoch(), 1, 1);
+        /// A pass of `value` ms.
+        fn add(&mut self, value: u64) {
+            self.epoch();
+            self.totals.passes += 1;
+            self.totals.pass_code = self.totals.pass_code.wrapping_add(one_pass(value));
         }
 
-        /// Sums of the visible buckets, oldest first, as go-zero's tests list them: every bucket
-        /// a `Reduce` visits, empty ones included.
+        /// Latency sums of the visible buckets, oldest first, as go-zero's tests list them:
+        /// every bucket a `Reduce` visits, empty ones included.
         fn reduce(&self) -> Vec<u64> {
-            self.inner
-                .visible(self.epoch(), self.ignore_current)
-                .map(|epoch| self.inner.values(epoch).0[0])
-                .collect()
+            let mut sums = Vec::new();
+            let totals = self.totals;
+            self.inner.for_each_visible(
+                self.epoch(),
+                self.ignore_current,
+                || totals,
+                |_, b| {
+                    sums.push(b.latency_ms.unwrap());
+                },
+            );
+            sums.reverse();
+            sums
         }
     }
 
@@ -273,44 +360,148 @@ mod tests {
     }
 
     #[test]
-    fn a_bucket_reused_by_a_later_epoch_starts_from_zero() {
-        let w = RollingWindow::new(3);
-        w.add(1, 0, 7);
-        w.add(4, 0, 2);
-        assert_eq!(w.values(4).0[0], 2);
-        assert_eq!(w.values(1).0[0], 0);
+    fn a_late_event_counts_toward_the_newest_epoch() {
+        let mut w = Window::new(3, 10, false);
+        w.now_ms = 25;
+        w.add(4);
+        w.now_ms = 5; // a clock reading from epoch 0, after epoch 2 began
+        w.add(6);
+        w.now_ms = 25;
+        assert_eq!(w.reduce(), [0, 0, 10]);
     }
 
     #[test]
-    fn a_stale_caller_cannot_write_into_a_later_epoch() {
-        let w = RollingWindow::new(3);
-        w.add(4, 0, 2);
-        w.add(1, 0, 7); // three epochs behind: its value would already have left the window
-        assert_eq!(w.values(4).0[0], 2);
-        // However late: 130 windows behind.
-        w.add(4 + 3 * 130, 0, 5);
-        w.add(4, 0, 7);
-        assert_eq!(w.values(4 + 3 * 130).0[0], 5);
+    fn a_slot_reused_by_a_later_epoch_forgets_the_earlier_one() {
+        let mut w = Window::new(3, 10, true);
+        w.now_ms = 10;
+        w.add(7); // epoch 1, slot 1
+        w.now_ms = 40;
+        w.add(2); // epoch 4, slot 1 again
+        w.now_ms = 50;
+        assert_eq!(w.reduce(), [0, 2]); // epochs 3 (no events) and 4
     }
 
     #[test]
-    fn tags_that_wrapped_read_as_stale_not_as_the_future() {
-        let w = RollingWindow::new(3);
-        let old = 3u64;
-        w.add(old, 0, 5);
-        // 2^32 − 1 epochs later the same bucket comes round again, with a tag one behind the
-        // stored one modulo 2^32: not a whole window, so the stored tag is stale, not newer.
-        let later = old + (1 << 32) - 1;
-        assert_eq!(later % 3, old % 3);
-        w.add(later, 0, 1);
-        assert_eq!(w.values(later).0[0], 1);
+    fn passes_beyond_the_code_field_are_recovered_from_the_exact_count() {
+        let w = RollingWindow::new(3, 10);
+        let many = 3 << PASS_BITS | 5; // 3 · 2^20 + 5 passes of 2 ms each
+        let totals = Totals {
+            passes: many,
+            pass_code: pass_code(many, 2 * many),
+            others: 0,
+        };
+        w.epoch(10, || totals); // marks epoch 1
+        let mut buckets = Vec::new();
+        w.for_each_visible(1, true, || totals, |epoch, b| buckets.push((epoch, b)));
+        assert_eq!(
+            buckets,
+            [(
+                0,
+                Bucket {
+                    passes: many,
+                    latency_ms: Some(2 * many),
+                    others: 0
+                }
+            )]
+        );
+        // The exact count read a few completions apart from the code still resolves it.
+        for skew in [-3i64, 3] {
+            let start = Totals::default();
+            let end = Totals {
+                passes: many.wrapping_add_signed(skew),
+                ..totals
+            };
+            let bucket = end.since(start);
+            assert_eq!(
+                (bucket.passes, bucket.latency_ms),
+                (many, Some(2 * many)),
+                "{skew}"
+            );
+        }
     }
 
     #[test]
-    fn values_saturate_instead_of_wrapping() {
-        let w = RollingWindow::new(2);
-        w.add(0, 2, u64::from(u32::MAX) - 1);
-        w.add(0, 2, 10);
-        assert_eq!(w.values(0).0[2], u64::from(u32::MAX));
+    fn marks_read_out_of_order_give_no_latency() {
+        let later = Totals {
+            passes: 10,
+            pass_code: pass_code(10, 50),
+            others: 3,
+        };
+        let earlier = Totals {
+            passes: 10,
+            pass_code: pass_code(9, 45),
+            others: 2,
+        };
+        // `earlier` taken as the bucket's end: its code is behind the start's.
+        assert_eq!(
+            earlier.since(later),
+            Bucket {
+                passes: 0,
+                latency_ms: None,
+                others: 0
+            }
+        );
+        assert_eq!(later.since(earlier).latency_ms, Some(5));
+    }
+}
+
+#[cfg(all(test, admit_loom))]
+mod loom_tests {
+    use loom::sync::Arc;
+    use loom::thread;
+
+    use super::*;
+
+    /// Totals whose latency sum is 5 ms a pass and whose others equal the passes: any mix of two
+    /// of them shows up as a bucket breaking that pattern.
+    fn totals(passes: u64) -> Totals {
+        Totals {
+            passes,
+            pass_code: pass_code(passes, 5 * passes),
+            others: passes,
+        }
+    }
+
+    fn whole(bucket: Bucket) -> bool {
+        bucket.latency_ms == Some(5 * bucket.passes) && bucket.others == bucket.passes
+    }
+
+    /// The bucket before epoch 1, read at epoch 1: its end is epoch 1's mark, or the live
+    /// totals (9 passes) while there is none.
+    fn bucket_zero(window: &RollingWindow) -> Bucket {
+        let mut seen = None;
+        window.for_each_visible(1, true, || totals(9), |_, bucket| seen = Some(bucket));
+        seen.expect("epoch 0 is visible")
+    }
+
+    /// Two threads opening the same epoch with different totals, racing readers: the epoch is
+    /// marked exactly once, with one thread's totals whole. A reader sees either no mark yet or
+    /// that whole mark, and once one opener has returned the mark is there and never changes.
+    #[test]
+    fn loom_an_epoch_is_marked_once_and_whole() {
+        loom::model(|| {
+            let window = Arc::new(RollingWindow::new(2, 10));
+            let mut openers = [1, 2].map(|passes| {
+                let window = Arc::clone(&window);
+                Some(thread::spawn(move || window.epoch(10, || totals(passes))))
+            });
+            let early = bucket_zero(&window);
+            assert!(
+                whole(early) && [1, 2, 9].contains(&early.passes),
+                "{early:?}"
+            );
+            assert_eq!(openers[0].take().unwrap().join().unwrap(), 1);
+            let marked = bucket_zero(&window);
+            assert!(
+                whole(marked) && [1, 2].contains(&marked.passes),
+                "{marked:?}"
+            );
+            assert!(
+                early.passes == 9 || early == marked,
+                "{early:?} then {marked:?}"
+            );
+            assert_eq!(openers[1].take().unwrap().join().unwrap(), 1);
+            assert_eq!(bucket_zero(&window), marked, "a mark never changes");
+        });
     }
 }

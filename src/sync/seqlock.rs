@@ -55,6 +55,13 @@ impl<const N: usize> SeqLock<N> {
     /// Stores `words` unless another writer is active (then nothing is written): `true` if
     /// written.
     pub(crate) fn try_write(&self, words: [u64; N]) -> bool {
+        self.try_update(|_| Some(words))
+    }
+
+    /// Replaces the words with `update(current)` unless another writer is active or `update`
+    /// returns `None` (then nothing is written): `true` if written. `update` sees the words no
+    /// other writer can change meanwhile.
+    pub(crate) fn try_update(&self, update: impl FnOnce([u64; N]) -> Option<[u64; N]>) -> bool {
         let version = self.version.load(Ordering::Relaxed);
         if version & 1 == 1
             || self
@@ -65,11 +72,14 @@ impl<const N: usize> SeqLock<N> {
             return false;
         }
         fence(Ordering::Release);
-        for (word, value) in self.words.iter().zip(words) {
-            word.store(value, Ordering::Relaxed);
-        }
+        let current = std::array::from_fn(|i| self.words[i].load(Ordering::Relaxed));
+        let written = update(current).inspect(|words| {
+            for (word, &value) in self.words.iter().zip(words) {
+                word.store(value, Ordering::Relaxed);
+            }
+        });
         self.version.store(version + 2, Ordering::Release);
-        true
+        written.is_some()
     }
 
     /// Stores `words`, waiting for any other writer to finish first.
