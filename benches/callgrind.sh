@@ -4,8 +4,14 @@
 # Usage: benches/callgrind.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p admit-benches --bin instructions
-bin=target/release/instructions
+# The counting binary compiles as one codegen unit, in its own target directory (the criterion
+# benchmarks keep cargo's defaults): how generic code is split between units otherwise changes
+# which calls inline, moving the counts by tens of instructions between builds of unrelated
+# changes.
+export CARGO_TARGET_DIR=target/callgrind
+cargo build --release -p admit-benches --bin instructions \
+    --config 'profile.release.package.admit-benches.codegen-units=1'
+bin=$CARGO_TARGET_DIR/release/instructions
 small=200000
 large=1200000
 
