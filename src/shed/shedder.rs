@@ -124,6 +124,21 @@ pub(super) struct Heat {
     pub(super) limit: SeqLock<3>,
 }
 
+/// What a scan of the visible window finds.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct WindowScan {
+    /// go-zero's `maxPass` (at least 1) and `minRt` in ms (1000 without data).
+    pub(super) max_pass: u64,
+    pub(super) min_rt: u64,
+    /// Sums over the visible buckets: passes, the passes with a known latency and that
+    /// latency, failures and refusals, and the buckets visited.
+    pub(super) passes: u64,
+    pub(super) timed: u64,
+    pub(super) latency_ms: u64,
+    pub(super) others: u64,
+    pub(super) buckets: u64,
+}
+
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Config {
     pub(super) window: Duration,
@@ -459,7 +474,9 @@ impl<C: Clock> Shedder<C> {
         {
             return (f64::from_bits(value), f64::from_bits(floor));
         }
-        let (max_pass, min_rt) = self.scan(epoch);
+        let WindowScan {
+            max_pass, min_rt, ..
+        } = self.scan(epoch);
         let max_flight = self.max_flight_of(max_pass, min_rt);
         let floor = self.queue_floor_of(max_pass);
         // A thread whose clock reading lags leaves a newer bucket's limit in place.
@@ -481,25 +498,34 @@ impl<C: Clock> Shedder<C> {
         max_pass as f64 * self.config.queue_floor_ms * self.config.window_scale
     }
 
-    /// go-zero's `maxPass` and `minRt`, read from the window. A bucket whose latency sum is
-    /// unknown, or below one millisecond a pass (the least a pass records), is left out of
-    /// `minRt`: its marks were read out of order.
-    pub(super) fn scan(&self, epoch: u64) -> (u64, u64) {
-        let mut max_pass = 1;
-        let mut min_rt = DEFAULT_MIN_RT_MS;
+    /// The window as a go-zero `Reduce` at `epoch` sees it (the bucket in progress ignored),
+    /// in one pass. A bucket whose latency sum is unknown, or below one millisecond a pass (the
+    /// least a pass records), is left out of `minRt` and the latency sums: its marks were read
+    /// out of order.
+    pub(super) fn scan(&self, epoch: u64) -> WindowScan {
+        let mut scan = WindowScan {
+            max_pass: 1,
+            min_rt: DEFAULT_MIN_RT_MS,
+            ..WindowScan::default()
+        };
         let live = || self.totals();
         self.window
             .for_each_visible(epoch, true, live, |_, bucket| {
-                max_pass = max_pass.max(bucket.passes);
+                scan.max_pass = scan.max_pass.max(bucket.passes);
+                scan.passes += bucket.passes;
+                scan.others += bucket.others;
+                scan.buckets += 1;
                 if let Some(latency) = bucket.latency_ms
                     && bucket.passes > 0
                     && latency >= bucket.passes
                 {
                     let mean = (latency as f64 / bucket.passes as f64).round() as u64;
-                    min_rt = min_rt.min(mean);
+                    scan.min_rt = scan.min_rt.min(mean);
+                    scan.timed += bucket.passes;
+                    scan.latency_ms += latency;
                 }
             });
-        (max_pass, min_rt)
+        scan
     }
 
     fn retry_after(&self, now: u64, reason: OverloadReason) -> u64 {

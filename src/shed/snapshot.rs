@@ -44,20 +44,9 @@ impl<C: Clock> Shedder<C> {
             .cause()
             .or(queue_hot.then_some(Cause::Queue))
             .or(lagging.then_some(Cause::RuntimeLag));
-        let (max_pass, min_rt) = self.scan(epoch);
-        let (mut passes, mut timed, mut latency, mut others, mut buckets) = (0, 0, 0, 0, 0);
-        let live = || self.totals();
-        self.window
-            .for_each_visible(epoch, true, live, |_, bucket| {
-                passes += bucket.passes;
-                if let Some(ms) = bucket.latency_ms {
-                    timed += bucket.passes;
-                    latency += ms;
-                }
-                others += bucket.others;
-                buckets += 1;
-            });
-        let span = buckets as f64 * self.config.bucket_nanos as f64 / 1e9;
+        let window = self.scan(epoch);
+        let (max_pass, min_rt) = (window.max_pass, window.min_rt);
+        let span = window.buckets as f64 * self.config.bucket_nanos as f64 / 1e9;
         ShedSnapshot {
             cpu_permille: cpu,
             cpu_threshold: self.cpu.threshold(),
@@ -74,11 +63,12 @@ impl<C: Clock> Shedder<C> {
             dropped: self.dropped_by().total(),
             service_time: Duration::from_micros(self.service.sum(SERVICE_MICROS)),
             arrival_rate: if span > 0.0 {
-                (passes + others) as f64 / span
+                (window.passes + window.others) as f64 / span
             } else {
                 0.0
             },
-            mean_service_time_ms: (timed > 0).then(|| latency as f64 / timed as f64),
+            mean_service_time_ms: (window.timed > 0)
+                .then(|| window.latency_ms as f64 / window.timed as f64),
         }
     }
 }
