@@ -17,30 +17,29 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
 /// A trigger as the reference deployment writes it: T = 50 ms, p = 0.95, 16 per replica.
 fn metadata(extra: &[(&str, &str)]) -> BTreeMap<String, String> {
-    let mut metadata: BTreeMap<String, String> = [
-        ("scalerAddress", "admit-scaler.admit-system.svc:6000"),
-        ("prometheusURL", "http://prometheus-operated.monitoring.svc:9090"),
-        (
-            "arrivalRateQuery",
-            r#"sum(rate(admit_shed_requests_total{namespace="shop",limiter="checkout"}[1m]))"#,
-        ),
-        (
-            "serviceTimeQuery",
-            r#"sum(rate(admit_shed_service_seconds_total{namespace="shop",limiter="checkout"}[1m])) / sum(rate(admit_shed_requests_total{namespace="shop",limiter="checkout",outcome!="dropped"}[1m]))"#,
-        ),
-        ("waitThresholdSeconds", "0.05"),
-        ("targetSL", "0.95"),
-        ("concurrencyPerReplica", "16"),
-        ("scaleDownHoldSeconds", "120"),
-        ("maxReplicas", "50000"),
-    ]
-    .into_iter()
-    .map(|(key, value)| (key.to_owned(), value.to_owned()))
-    .collect();
-    for (key, value) in extra {
-        metadata.insert((*key).to_owned(), (*value).to_owned());
-    }
-    metadata
+    admit_testkit::keda::metadata(
+        &[
+            ("scalerAddress", "admit-scaler.admit-system.svc:6000"),
+            (
+                "prometheusURL",
+                "http://prometheus-operated.monitoring.svc:9090",
+            ),
+            (
+                "arrivalRateQuery",
+                r#"sum(rate(admit_shed_requests_total{namespace="shop",limiter="checkout"}[1m]))"#,
+            ),
+            (
+                "serviceTimeQuery",
+                r#"sum(rate(admit_shed_service_seconds_total{namespace="shop",limiter="checkout"}[1m])) / sum(rate(admit_shed_requests_total{namespace="shop",limiter="checkout",outcome!="dropped"}[1m]))"#,
+            ),
+            ("waitThresholdSeconds", "0.05"),
+            ("targetSL", "0.95"),
+            ("concurrencyPerReplica", "16"),
+            ("scaleDownHoldSeconds", "120"),
+            ("maxReplicas", "50000"),
+        ],
+        extra,
+    )
 }
 
 fn parse(c: &mut Criterion) {

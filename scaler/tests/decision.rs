@@ -1,7 +1,6 @@
 //! The decision pipeline against the reference's vectors: M/M/c staffing (60-digit mpmath),
 //! the planner traces, and every wrong answer of the scaler this one replaces.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use admit::erlang::{MMc, ReplicaPlanner, Target};
@@ -15,20 +14,18 @@ const SERVICE: &str =
 
 /// A config for wait threshold `t` and target `p`, with `extra` keys.
 fn config(t: f64, p: f64, extra: &[(&str, &str)]) -> ScalerConfig {
-    let mut metadata: BTreeMap<String, String> = [
-        ("prometheusURL", "http://prometheus:9090".to_string()),
-        ("arrivalRateQuery", LAMBDA.to_string()),
-        ("serviceTimeQuery", SERVICE.to_string()),
-        ("waitThresholdSeconds", t.to_string()),
-        ("targetSL", p.to_string()),
-        ("maxReplicas", "1000000".to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
-    for (key, value) in extra {
-        metadata.insert((*key).to_string(), (*value).to_string());
-    }
+    let (t, p) = (t.to_string(), p.to_string());
+    let metadata = admit_testkit::keda::metadata(
+        &[
+            ("prometheusURL", "http://prometheus:9090"),
+            ("arrivalRateQuery", LAMBDA),
+            ("serviceTimeQuery", SERVICE),
+            ("waitThresholdSeconds", &t),
+            ("targetSL", &p),
+            ("maxReplicas", "1000000"),
+        ],
+        extra,
+    );
     ScalerConfig::from_metadata(&metadata).unwrap_or_else(|e| panic!("{e}"))
 }
 

@@ -42,16 +42,16 @@ fn openmetrics() -> String {
 }
 
 fn config(url: &str, target_sl: &str) -> ScalerConfig {
-    let metadata = [
-        ("prometheusURL", url),
-        ("arrivalRateQuery", LAMBDA),
-        ("serviceTimeQuery", S),
-        ("waitThresholdSeconds", "0"),
-        ("targetSL", target_sl),
-    ]
-    .into_iter()
-    .map(|(key, value)| (key.to_owned(), value.to_owned()))
-    .collect();
+    let metadata = admit_testkit::keda::metadata(
+        &[
+            ("prometheusURL", url),
+            ("arrivalRateQuery", LAMBDA),
+            ("serviceTimeQuery", S),
+            ("waitThresholdSeconds", "0"),
+            ("targetSL", target_sl),
+        ],
+        &[],
+    );
     ScalerConfig::from_metadata(&metadata).expect("valid metadata")
 }
 

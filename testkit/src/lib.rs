@@ -7,7 +7,8 @@
 //! - [`counting_alloc`]: a global allocator that counts each thread's heap allocations, and
 //!   [`poll`], which drives a tower service without a runtime for those counts;
 //! - [`prometheus`]: a real Prometheus server that scrapes test servers or serves backfilled
-//!   samples, and its query API.
+//!   samples, and its query API;
+//! - [`keda`]: KEDA trigger metadata for the scaler's tests and benchmarks.
 //!
 //! Launchers for outside processes the tests talk to belong here too, each in a module of its own
 //! (`prometheus`).
@@ -17,6 +18,7 @@
 
 pub mod axum;
 pub mod counting_alloc;
+pub mod keda;
 pub mod poll;
 pub mod prometheus;
 pub mod server;

@@ -1,7 +1,6 @@
 //! The registry's memo, resets and eviction, on tokio's paused clock.
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::registry::{Lifetimes, Registry, TriggerKey};
@@ -19,19 +18,16 @@ fn registry() -> Registry {
 }
 
 fn config(extra: &[(&str, &str)]) -> ScalerConfig {
-    let mut metadata: BTreeMap<String, String> = [
-        ("prometheusURL", "http://prometheus:9090"),
-        ("arrivalRateQuery", "lambda"),
-        ("serviceTimeQuery", "s"),
-        ("waitThresholdSeconds", "0"),
-        ("targetSL", "0.8"),
-    ]
-    .into_iter()
-    .map(|(key, value)| (key.to_owned(), value.to_owned()))
-    .collect();
-    for (key, value) in extra {
-        metadata.insert((*key).to_owned(), (*value).to_owned());
-    }
+    let metadata = admit_testkit::keda::metadata(
+        &[
+            ("prometheusURL", "http://prometheus:9090"),
+            ("arrivalRateQuery", "lambda"),
+            ("serviceTimeQuery", "s"),
+            ("waitThresholdSeconds", "0"),
+            ("targetSL", "0.8"),
+        ],
+        extra,
+    );
     ScalerConfig::from_metadata(&metadata).expect("valid metadata")
 }
 

@@ -129,21 +129,17 @@ impl Scaler {
 /// The metadata of a trigger reading λ from `lambda` and s from `s` at `prometheus`, at
 /// T = 0 and p = 0.8, with `extra` keys.
 pub fn metadata(prometheus: &str, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
-    let mut metadata: BTreeMap<String, String> = [
-        ("scalerAddress", "admit-scaler.admit-system:6000"),
-        ("prometheusURL", prometheus),
-        ("arrivalRateQuery", "lambda"),
-        ("serviceTimeQuery", "s"),
-        ("waitThresholdSeconds", "0"),
-        ("targetSL", "0.8"),
-    ]
-    .into_iter()
-    .map(|(key, value)| (key.to_owned(), value.to_owned()))
-    .collect();
-    for (key, value) in extra {
-        metadata.insert((*key).to_owned(), (*value).to_owned());
-    }
-    metadata
+    admit_testkit::keda::metadata(
+        &[
+            ("scalerAddress", "admit-scaler.admit-system:6000"),
+            ("prometheusURL", prometheus),
+            ("arrivalRateQuery", "lambda"),
+            ("serviceTimeQuery", "s"),
+            ("waitThresholdSeconds", "0"),
+            ("targetSL", "0.8"),
+        ],
+        extra,
+    )
 }
 
 /// The reference to ScaledObject `shop/<name>` with `metadata`.
