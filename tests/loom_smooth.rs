@@ -77,3 +77,19 @@ fn a_rate_change_is_seen_whole_or_not_at_all() {
         assert!(seen == before || seen == after, "a torn curve: {seen:?}");
     });
 }
+
+/// Two cold admissions racing inside the burst both spend a stored permit: whichever order
+/// their level writes land in, and even when one priced its request with the level from
+/// before the other, neither spend is lost.
+#[test]
+fn racing_admissions_lose_no_spend() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let limiter = Arc::new(WarmUp::builder(10.0).clock(clock.clone()).build().unwrap());
+        limiter.try_acquire().unwrap();
+        assert_eq!(admitted_by_two_racers(&limiter), 2);
+        let snapshot = limiter.snapshot();
+        let spent = snapshot.max_tokens - snapshot.stored_tokens;
+        assert!((spent - 3.0).abs() < 1e-9, "{spent} permits spent, not 3");
+    });
+}

@@ -5,16 +5,9 @@
 //! loom's model-checked atomics, so the loom tests explore every interleaving of the real
 //! implementation rather than of a copy.
 
-#[cfg(admit_loom)]
-mod loom_u128;
 mod seqlock;
 mod striped;
 
-#[cfg(not(admit_loom))]
-pub(crate) use portable_atomic::AtomicU128;
-
-#[cfg(admit_loom)]
-pub(crate) use self::loom_u128::AtomicU128;
 #[cfg(admit_loom)]
 pub(crate) use loom::hint::spin_loop;
 #[cfg(admit_loom)]

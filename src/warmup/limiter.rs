@@ -250,8 +250,9 @@ impl<C: Clock> WarmUp<C> {
     ///
     /// As Guava's `setRate`: the stored permits keep their share of the maximum, so a
     /// half-warm limiter stays half warm at the new rate, and time already reserved is kept
-    /// (the next caller still waits it out). Decisions under way when the rate changes use the
-    /// rate they started with; none sees a mix of the two. Nothing allocates; concurrent calls
+    /// (the next caller still waits it out). Paying now, the next request is priced at the new
+    /// rate. Decisions under way when the rate changes use the rate they started with; none
+    /// sees a mix of the two. Nothing allocates; concurrent calls
     /// of `set_rate` are serialised by the curve's sequence lock, which decisions never wait
     /// on for long.
     ///

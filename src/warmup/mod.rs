@@ -57,11 +57,11 @@
 //!   second work: 1 rps with factor 3 first spaces requests 2 to 3 s apart, then warms up, where
 //!   Sentinel admits nothing. A factor of 1 is a plain rate limiter.
 //!
-//! The state is one 128-bit word (next free instant, stored permits and a refusal mark),
-//! changed by one compare-and-swap per admission. A refusal writes only to mark the unmet
-//! demand, at most once between two admissions. On x86_64 the compare-and-swap is
-//! `cmpxchg16b`, chosen at run time; targets without a 128-bit compare-and-swap use
-//! `portable-atomic`'s fallback, a lock.
+//! The state is two 64-bit words. The schedule (when the next permit is due and a refusal
+//! mark) orders admissions by one compare-and-swap each; the stored permits are written after
+//! it, and only when an admission changes them, which a busy empty bucket and a full one after
+//! idling do not. A refusal writes only to mark the unmet demand, at most once between two
+//! admissions. Any target with 64-bit atomics is lock-free.
 //!
 //! # In a tower stack
 //!
@@ -70,21 +70,26 @@
 //!
 //! # Cost
 //!
-//! `try_acquire` reads the clock once, the curve (a few words under a sequence lock) and the
-//! 128-bit state, prices the request in floating point and, when it admits, performs one
-//! 128-bit compare-and-swap; every decision also adds one to a lifetime total (a relaxed add
-//! on a line of its own). A rejection writes only to mark unmet demand, at most once between
-//! two admissions. Nothing allocates. See the crate's README for benchmarks.
+//! `try_acquire` reads the clock once and the schedule. A refusal already marked stops there:
+//! a load and a comparison. Otherwise it reads the curve (a few words under a sequence lock)
+//! and the stored permits and prices the request: in integer steps in the two steady states
+//! (busy and empty; full after idling), in floating point otherwise. An admission performs one
+//! 64-bit compare-and-swap of the schedule and, if it changed the stored permits, one of them.
+//! Every decision also adds one to a lifetime total (a plain store on a stripe the thread
+//! owns). Nothing allocates. See the crate's README for benchmarks.
 //!
 //! # Memory ordering
 //!
-//! Admissions are totally ordered by their compare-and-swap (`AcqRel`) on the state: a
+//! Admissions are totally ordered by their compare-and-swap (`AcqRel`) on the schedule: a
 //! successful `try_acquire` happens after every earlier successful one it saw. A rejection acts
-//! as an `Acquire` load of the state. The curve is read under a sequence lock, so a decision
-//! uses one whole curve, the one in force before or after a concurrent
-//! [`set_rate`](WarmUp::set_rate), never a mix. `tests/loom_smooth.rs` model-checks the
-//! decisions' interleavings and the curve's sequence lock; the 128-bit word is one atomic
-//! step in that model, so its own ordering rests on the hardware's compare-and-swap.
+//! as an `Acquire` load of the schedule. The stored permits are written after the schedule, so
+//! a decision racing another admission may price its request with the level from before that
+//! admission (one permit's difference in the spacing); the admission that changes the level
+//! applies its change to the newest level by compare-and-swap, so no spend or refill is lost.
+//! The curve is read under a sequence lock, so a decision uses one whole curve, the one in
+//! force before or after a concurrent [`set_rate`](WarmUp::set_rate), never a mix.
+//! `tests/loom_smooth.rs` model-checks the decisions' interleavings, the level's updates and
+//! the curve's sequence lock.
 //!
 //! # Example
 //!

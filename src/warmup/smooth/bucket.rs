@@ -1,43 +1,30 @@
-//! The lock-free bucket: the state in one 128-bit word, the curve under a sequence lock.
+//! The lock-free bucket: the schedule and the stored permits in one 64-bit word each, the
+//! curve under a sequence lock.
 
-use super::curve::{CURVE_WORDS, SmoothCurve};
-use super::state::{NEVER, Payment, SmoothState, decide};
-use crate::sync::{AtomicU128, Ordering, SeqLock};
+use super::curve::{SmoothCurve, saturating_add};
+use super::shared::SharedCurve;
+use super::state::{Ask, NEVER, Payment, Schedule, Step, decide, refused};
+use crate::sync::{AtomicU64, Ordering};
 
-/// The lock-free engine: the state in one 128-bit word, updated by one compare-and-swap per
-/// admission. A refusal writes only to mark demand, at most once between two admissions.
+/// The lock-free engine.
+///
+/// Admissions are ordered by one 64-bit compare-and-swap of the schedule; a refusal writes
+/// only to mark demand, at most once between two admissions. The stored permits (a fill
+/// fraction, `f64` bits) are a second word, written after the schedule and only when an
+/// admission changes them, which the two steady states (busy and empty, full after idling)
+/// do not. A decision that reads the level while another admission is between its two writes
+/// prices its request with the level one admission old; the admission that then changes the
+/// level re-applies its change to the newest one, so no change is lost.
 #[derive(Debug)]
 pub(crate) struct SmoothBucket {
     curve: SharedCurve,
     payment: Payment,
     /// How far ahead of its turn a request may pass, in ns.
     burst: u64,
-    state: AtomicU128,
-}
-
-/// The curve, replaceable at run time: its words under the crate's sequence lock. Readers
-/// (every decision) retry if a writer was active; writers are serialised by the lock's
-/// version, off the hot path.
-#[derive(Debug)]
-struct SharedCurve {
-    words: SeqLock<CURVE_WORDS>,
-}
-
-impl SharedCurve {
-    fn new(curve: SmoothCurve) -> Self {
-        SharedCurve {
-            words: SeqLock::new(curve.to_words()),
-        }
-    }
-
-    #[inline]
-    fn load(&self) -> SmoothCurve {
-        SmoothCurve::from_words(self.words.read())
-    }
-
-    fn store(&self, curve: &SmoothCurve) {
-        self.words.write(curve.to_words());
-    }
+    schedule: AtomicU64,
+    /// Stored permits as a fraction of `max` (`0..=1`, `f64` bits): a new rate rescales them
+    /// with `max`, as Guava's `setRate` does, without touching this word.
+    fill: AtomicU64,
 }
 
 impl SmoothBucket {
@@ -51,19 +38,21 @@ impl SmoothBucket {
         start_warm: bool,
         burst: u64,
     ) -> Self {
-        let state = SmoothState {
-            next_free: match payment {
+        let schedule = Schedule {
+            at: match payment {
                 Payment::Later => now,
                 Payment::Now => NEVER,
             },
-            fill: if start_warm { 0.0 } else { 1.0 },
             denied: false,
+            odd_curve: false,
         };
+        let fill: f64 = if start_warm { 0.0 } else { 1.0 };
         SmoothBucket {
-            curve: SharedCurve::new(curve),
+            curve: SharedCurve::new(curve, burst),
             payment,
             burst,
-            state: AtomicU128::new(state.pack()),
+            schedule: AtomicU64::new(schedule.pack()),
+            fill: AtomicU64::new(fill.to_bits()),
         }
     }
 
@@ -81,39 +70,55 @@ impl SmoothBucket {
     /// With the `tracing` feature, `Ok` also says whether the admission left the bucket at its
     /// full rate (stored permits at or below the threshold); without it, always `false`, at no
     /// cost.
+    #[inline]
     pub(crate) fn reserve_watched(
         &self,
         now: u64,
         permits: f64,
         max_wait: u64,
     ) -> Result<(u64, bool), u64> {
-        let mut word = self.state.load(Ordering::Acquire);
+        let mut word = self.schedule.load(Ordering::Acquire);
+        if permits == 1.0 {
+            // A refusal already marked needs neither the curve nor a write.
+            let schedule = Schedule::unpack(word);
+            if let (true, Some(short)) = (
+                schedule.denied,
+                refused(self.payment, schedule, now, max_wait),
+            ) {
+                return Err(short);
+            }
+        }
         loop {
             // A curve replaced between this read and the compare-and-swap below only means
             // this decision used the rate in force when it started.
-            let curve = self.curve.load();
-            let state = SmoothState::unpack(word);
-            let (next, wait) = match decide(
-                &curve,
+            let force = self.curve.load();
+            let fill = f64::from_bits(self.fill.load(Ordering::Acquire));
+            let schedule = Schedule::unpack(word);
+            let decision = decide(
+                &force,
                 self.payment,
-                state,
-                now,
-                permits,
-                max_wait,
+                schedule,
+                fill,
+                Ask {
+                    now,
+                    permits,
+                    max_wait,
+                },
                 self.burst,
-            ) {
-                Ok(admitted) => admitted,
+            );
+            let step = match decision {
+                Ok(step) => step,
                 Err(short) => {
-                    if state.denied {
+                    if schedule.denied {
                         return Err(short);
                     }
                     // Mark the unmet demand once; a lost race means someone else changed
-                    // the state, so decide again.
-                    let marked = SmoothState {
+                    // the schedule, so decide again.
+                    let marked = Schedule {
                         denied: true,
-                        ..state
+                        ..schedule
                     };
-                    match self.state.compare_exchange_weak(
+                    match self.schedule.compare_exchange_weak(
                         word,
                         marked.pack(),
                         Ordering::AcqRel,
@@ -127,32 +132,56 @@ impl SmoothBucket {
                     }
                 }
             };
-            match self.state.compare_exchange_weak(
+            match self.schedule.compare_exchange_weak(
                 word,
-                next.pack(),
+                step.schedule.pack(),
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
                 Ok(_) => {
-                    let warm =
-                        cfg!(feature = "tracing") && next.fill * curve.max() <= curve.threshold();
-                    return Ok((wait, warm));
+                    self.store_level(fill, &step, &force.curve);
+                    let warm = cfg!(feature = "tracing")
+                        && step.fill * force.curve.max() <= force.curve.threshold();
+                    return Ok((step.wait, warm));
                 }
                 Err(actual) => word = actual,
             }
         }
     }
 
-    /// Permits stored at `now`, counting the idle time since the last decision (an estimate
-    /// for snapshots: the next decision may credit slightly less, by the cost it pays).
+    /// Records an admission's change to the stored permits, which were `read` when it
+    /// decided: nothing if the change leaves them as they were, else the change applied to
+    /// the newest level.
+    #[inline]
+    fn store_level(&self, read: f64, step: &Step, curve: &SmoothCurve) {
+        let (mut current, mut next) = (read.to_bits(), step.fill.to_bits());
+        while next != current {
+            match self.fill.compare_exchange_weak(
+                current,
+                next,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(actual) => {
+                    current = actual;
+                    next = step.change.apply(curve, f64::from_bits(actual)).to_bits();
+                }
+            }
+        }
+    }
+
+    /// Permits stored at `now`, counting the idle time since the schedule was last free (an
+    /// estimate for snapshots: the next decision may credit slightly less, by the price it
+    /// pays).
     pub(crate) fn stored_at(&self, now: u64) -> f64 {
-        let curve = self.curve.load();
-        let state = self.state();
-        let stored = state.fill * curve.max();
-        if state.next_free == NEVER {
+        let curve = self.curve.load().curve;
+        let schedule = self.schedule();
+        let stored = self.fill() * curve.max();
+        if schedule.at == NEVER {
             return stored;
         }
-        curve.stored_after(stored, state.denied, state.next_free, now)
+        curve.stored_after(stored, schedule.denied, schedule.at, now)
     }
 
     /// How far ahead of its turn a request may pass, in ns.
@@ -162,18 +191,53 @@ impl SmoothBucket {
 
     /// The curve in force.
     pub(crate) fn curve(&self) -> SmoothCurve {
-        self.curve.load()
+        self.curve.load().curve
     }
 
     /// Replaces the curve. Stored permits keep their share of `max` (Guava's rescaling); the
-    /// time already reserved is kept, so the next caller still waits it out.
+    /// time already reserved is kept, so the next caller still waits it out. Paying now, the
+    /// price the last admission set for the next permit is re-priced on the new curve.
     pub(crate) fn set_curve(&self, curve: &SmoothCurve) {
-        self.curve.store(curve);
+        let replaced = self.curve.replace(curve);
+        if self.payment == Payment::Later {
+            return;
+        }
+        let odd = !replaced.odd;
+        let mut word = self.schedule.load(Ordering::Acquire);
+        loop {
+            let schedule = Schedule::unpack(word);
+            if schedule.odd_curve == odd || schedule.at == NEVER {
+                // Priced on the new curve already, or nothing priced yet.
+                return;
+            }
+            let fill = self.fill();
+            let old_price = replaced.curve.cost(fill * replaced.curve.max(), 1.0).0;
+            let passed = schedule.at.saturating_sub(old_price as i64 as u64);
+            let repriced = Schedule {
+                at: saturating_add(passed, curve.cost(fill * curve.max(), 1.0).0),
+                odd_curve: odd,
+                ..schedule
+            };
+            match self.schedule.compare_exchange_weak(
+                word,
+                repriced.pack(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(actual) => word = actual,
+            }
+        }
     }
 
-    /// The state now, as the next decision would see it before deciding.
-    pub(super) fn state(&self) -> SmoothState {
-        SmoothState::unpack(self.state.load(Ordering::Acquire))
+    /// The schedule now.
+    pub(super) fn schedule(&self) -> Schedule {
+        Schedule::unpack(self.schedule.load(Ordering::Acquire))
+    }
+
+    /// The stored permits now, as a fraction of `max`.
+    pub(super) fn fill(&self) -> f64 {
+        f64::from_bits(self.fill.load(Ordering::Acquire))
     }
 }
 
@@ -374,26 +438,42 @@ mod tests {
     fn a_refusal_reports_the_wait_and_marks_demand_once() {
         let mut t = Timeline::new(10.0, 10 * SEC, 3.0, Payment::Now);
         assert_eq!(t.bucket.reserve(t.now, 1.0, 0), Ok(0));
-        let after_admission = t.bucket.state();
+        let after_admission = (t.bucket.schedule(), t.bucket.fill());
         let short = t.bucket.reserve(t.now, 1.0, 0).unwrap_err();
-        // The cost of the next permit: the mean interval between `max − 1` and `max − 2`.
+        // The price of the next permit: the mean interval between `max − 1` and `max − 2`.
         let interval = t.bucket.curve().interval(t.bucket.curve().max() - 1.5);
         assert!(
             short.abs_diff(interval as u64) < 1000,
             "{short} vs {interval}"
         );
-        let marked = t.bucket.state();
-        assert!(marked.denied && !after_admission.denied);
-        assert_eq!(
-            (marked.next_free, marked.fill),
-            (after_admission.next_free, after_admission.fill)
-        );
+        let marked = t.bucket.schedule();
+        assert!(marked.denied && !after_admission.0.denied);
+        assert_eq!(marked.at, after_admission.0.at);
+        assert_eq!(t.bucket.fill(), after_admission.1);
         // A second refusal writes nothing.
         assert_eq!(t.bucket.reserve(t.now, 1.0, 0), Err(short));
-        assert_eq!(t.bucket.state(), marked);
+        assert_eq!(t.bucket.schedule(), marked);
         // Waiting as long as it said admits.
         t.now += short;
         assert_eq!(t.bucket.reserve(t.now, 1.0, 0), Ok(0));
+    }
+
+    /// Paying now, a new rate re-prices the next permit: the price the last admission set at
+    /// the old rate is replaced by the new rate's, once.
+    #[test]
+    fn a_new_rate_reprices_the_next_permit() {
+        let curve = SmoothCurve::new(10.0, 10.0 * SEC as f64, 3.0);
+        let bucket = SmoothBucket::new(curve, Payment::Now, 0, true, 0);
+        assert_eq!(bucket.reserve(0, 1.0, 0), Ok(0));
+        assert_eq!(bucket.schedule().at, 100 * MS);
+        bucket.set_curve(&SmoothCurve::new(1000.0, 10.0 * SEC as f64, 3.0));
+        assert_eq!(bucket.schedule().at, MS);
+        assert_eq!(bucket.reserve(MS, 1.0, 0), Ok(0));
+        // Back to 10 per second, and again: each replacement re-prices once.
+        bucket.set_curve(&curve);
+        assert_eq!(bucket.schedule().at, 101 * MS);
+        bucket.set_curve(&curve);
+        assert_eq!(bucket.schedule().at, 101 * MS);
     }
 
     /// Threads racing at one instant: exactly one request passes, in either payment style.
@@ -419,25 +499,25 @@ mod tests {
     }
 
     #[test]
-    fn states_pack_and_unpack() {
-        for state in [
-            SmoothState {
-                next_free: NEVER,
-                fill: 1.0,
+    fn schedules_pack_and_unpack() {
+        for schedule in [
+            Schedule {
+                at: NEVER,
                 denied: true,
+                odd_curve: false,
             },
-            SmoothState {
-                next_free: 0,
-                fill: 0.0,
+            Schedule {
+                at: 0,
                 denied: false,
+                odd_curve: true,
             },
-            SmoothState {
-                next_free: 12_345,
-                fill: 0.3,
+            Schedule {
+                at: 12_345,
                 denied: true,
+                odd_curve: true,
             },
         ] {
-            assert_eq!(SmoothState::unpack(state.pack()), state);
+            assert_eq!(Schedule::unpack(schedule.pack()), schedule);
         }
     }
 }

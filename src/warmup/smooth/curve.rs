@@ -55,6 +55,7 @@ impl SmoothCurve {
     }
 
     /// The curve from words in [`Self::to_words`]'s order.
+    #[inline]
     pub(super) fn from_words(words: [u64; CURVE_WORDS]) -> SmoothCurve {
         let word = words.map(f64::from_bits);
         SmoothCurve {
@@ -86,6 +87,11 @@ impl SmoothCurve {
     /// The slope of the spacing above the threshold, in ns per permit per stored permit.
     pub(crate) fn slope(&self) -> f64 {
         self.slope
+    }
+
+    /// Stored permits gained per idle ns.
+    pub(super) fn refill_rate(&self) -> f64 {
+        self.refill_rate
     }
 
     /// The spacing, in ns, of requests spending the stored permit at level `stored`.
@@ -185,6 +191,6 @@ pub(super) fn saturating_add(at: u64, nanos: f64) -> u64 {
 
 /// `nanos` as a float, through `i64` (one instruction on x86_64 where `u64` takes several);
 /// spans beyond 292 years count as 292 years, which refill any bucket.
-fn nanos_to_f64(nanos: u64) -> f64 {
+pub(super) fn nanos_to_f64(nanos: u64) -> f64 {
     nanos.min(i64::MAX as u64) as i64 as f64
 }

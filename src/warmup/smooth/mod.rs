@@ -1,5 +1,5 @@
 //! The engine of [`WarmUp`](super::WarmUp): Guava's `SmoothWarmingUp` model in nanoseconds,
-//! as one lock-free 128-bit state word.
+//! lock-free in two 64-bit words (the schedule, and the stored permits).
 //!
 //! Permits are spaced in time rather than counted per window. The limiter stores permits while
 //! it is underused, up to `max`; spending a stored permit at level `x` costs the interval
@@ -40,6 +40,8 @@
 
 mod bucket;
 mod curve;
+mod prices;
+mod shared;
 mod state;
 
 pub(crate) use self::bucket::SmoothBucket;

@@ -1,6 +1,7 @@
 //! The smooth engine's state and its decision, free of atomics.
 
-use super::curve::{SmoothCurve, saturating_add};
+use super::curve::SmoothCurve;
+use super::shared::CurveInForce;
 
 /// How a request pays for its permits in a [`WarmUp`](crate::warmup::WarmUp).
 ///
@@ -45,112 +46,390 @@ pub enum Payment {
     Later,
 }
 
-/// `next_free` before the first admission in [`Payment::Now`]: the first request passes at
+/// The largest time the schedule holds, in ns (146 years); later times count as this.
+pub(super) const TIME_MASK: u64 = (1 << 62) - 1;
+/// The schedule before the first admission in [`Payment::Now`]: the first request passes at
 /// once.
-pub(super) const NEVER: u64 = u64::MAX;
+pub(super) const NEVER: u64 = TIME_MASK;
+/// The last time a schedule can name.
+const LATEST: u64 = TIME_MASK - 1;
+const ODD_CURVE: u64 = 1 << 62;
+const DENIED: u64 = 1 << 63;
 
-/// The engine's state.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) struct SmoothState {
-    /// [`Payment::Later`]: when the permits reserved so far are paid for.
-    /// [`Payment::Now`]: when the last request passed ([`NEVER`] before the first).
-    pub(super) next_free: u64,
-    /// Permits stored, as a fraction of `max` (`0..=1`): a new rate rescales the stored
-    /// permits with `max`, as Guava's `setRate` does, without touching the state.
-    pub(super) fill: f64,
+/// The schedule: the state that orders admissions, one 64-bit word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Schedule {
+    /// When a one-permit request may pass, in ns: [`Payment::Later`], when the permits
+    /// reserved so far are paid for; [`Payment::Now`], when the last request passed plus the
+    /// price it set for the next permit ([`NEVER`] before the first).
+    pub(super) at: u64,
     /// Whether a request was refused since the last admission.
     pub(super) denied: bool,
+    /// Whether the curve that set the price in `at` was replaced an odd number of times, so a
+    /// new curve can re-price it once ([`Payment::Now`]).
+    pub(super) odd_curve: bool,
 }
 
-impl SmoothState {
-    pub(super) fn pack(self) -> u128 {
-        // `fill` is never negative, so its sign bit carries `denied`.
-        let fill = self.fill.to_bits() | u64::from(self.denied) << 63;
-        u128::from(self.next_free) << 64 | u128::from(fill)
+impl Schedule {
+    #[inline]
+    pub(super) fn pack(self) -> u64 {
+        self.at.min(TIME_MASK)
+            | if self.odd_curve { ODD_CURVE } else { 0 }
+            | if self.denied { DENIED } else { 0 }
     }
 
-    pub(super) fn unpack(word: u128) -> Self {
-        let low = word as u64;
-        SmoothState {
-            next_free: (word >> 64) as u64,
-            fill: f64::from_bits(low & !(1 << 63)),
-            denied: low >> 63 == 1,
+    #[inline]
+    pub(super) fn unpack(word: u64) -> Self {
+        Schedule {
+            at: word & TIME_MASK,
+            denied: word & DENIED != 0,
+            odd_curve: word & ODD_CURVE != 0,
         }
     }
 }
 
-/// A decision: the state after it and how long the request waits, or how long until it could
-/// pass within the wait it accepted.
-pub(super) type Decision = Result<(SmoothState, u64), u64>;
+/// How a decision changed the stored permits: refilled for `idle` ns, then `spend` taken.
+/// Applied to the level the decision read, and again to a newer level if another decision
+/// changed it meanwhile.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct LevelChange {
+    pub(super) idle: u64,
+    pub(super) spend: f64,
+}
+
+impl LevelChange {
+    /// The fill fraction after this change to `fill`.
+    pub(super) fn apply(self, curve: &SmoothCurve, fill: f64) -> f64 {
+        curve.fill(curve.refill(fill * curve.max(), self.idle) - self.spend)
+    }
+}
+
+/// An admission: the schedule after it, the stored permits after it (as a fill fraction of
+/// the level read) and how they changed, and how long the request waits.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Step {
+    pub(super) schedule: Schedule,
+    pub(super) fill: f64,
+    pub(super) change: LevelChange,
+    pub(super) wait: u64,
+}
+
+/// A decision: the admission, or how long until the request could pass within the wait it
+/// accepted.
+pub(super) type Decision = Result<Step, u64>;
+
+/// What a request asks for: `permits` at `now`, waiting up to `max_wait` ns (the burst
+/// included).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Ask {
+    pub(super) now: u64,
+    pub(super) permits: f64,
+    pub(super) max_wait: u64,
+}
+
+/// `at + nanos`, within the schedule's range.
+#[inline]
+fn later(at: u64, nanos: u64) -> u64 {
+    at.saturating_add(nanos).min(LATEST)
+}
+
+/// How much longer than `max_wait` a one-permit request at `now` would have to wait, if the
+/// schedule alone refuses it (no curve needed).
+#[inline]
+pub(super) fn refused(
+    payment: Payment,
+    schedule: Schedule,
+    now: u64,
+    max_wait: u64,
+) -> Option<u64> {
+    let fresh = payment == Payment::Now && schedule.at == NEVER;
+    let wait = schedule.at.saturating_sub(now.min(LATEST));
+    (!fresh && wait > max_wait).then(|| wait - max_wait)
+}
 
 /// `permits` asked for at `now` by a caller willing to wait up to `max_wait` ns (the burst
-/// included). A request that finds the schedule free restarts it: a fresh or idle limiter
-/// earns the burst credit less the curve's [restart lead](SmoothCurve::restart_lead).
+/// included), with the stored permits at `fill` of the maximum. A request that finds the
+/// schedule free restarts it: a fresh or idle limiter earns the burst credit less the curve's
+/// [restart lead](SmoothCurve::restart_lead).
+///
+/// One-permit requests in the two steady states, a busy empty bucket and a full bucket after
+/// idling, take the curve's precomputed [`Prices`](super::prices::Prices) in integer steps;
+/// the results are the same as the general path's, bit for bit.
+#[inline]
 pub(super) fn decide(
-    curve: &SmoothCurve,
+    force: &CurveInForce,
     payment: Payment,
-    state: SmoothState,
-    now: u64,
-    permits: f64,
-    max_wait: u64,
+    schedule: Schedule,
+    fill: f64,
+    ask: Ask,
     burst: u64,
 ) -> Decision {
+    let ask = Ask {
+        now: ask.now.min(LATEST),
+        ..ask
+    };
+    let fresh = payment == Payment::Now && schedule.at == NEVER;
+    if ask.permits == 1.0
+        && !fresh
+        && let Some(decision) = steady(force, payment, schedule, fill, ask.now, ask.max_wait)
+    {
+        return decision;
+    }
     match payment {
-        Payment::Later => {
-            let restart = now >= state.next_free;
-            let ready = if restart { now } else { state.next_free };
-            let wait = ready - now;
-            if wait > max_wait {
-                return Err(wait - max_wait);
-            }
-            let stored =
-                curve.stored_after(state.fill * curve.max(), state.denied, state.next_free, now);
-            let (cost, spend) = curve.cost(stored, permits);
-            let left = stored - spend;
-            let mut next_free = saturating_add(ready, cost);
-            if restart {
-                next_free = next_free.saturating_add(curve.restart_lead(left, burst));
-            }
-            let next = SmoothState {
-                next_free,
-                fill: curve.fill(left),
+        Payment::Later => pay_later(&force.curve, schedule, fill, ask, burst),
+        Payment::Now => pay_now(force, schedule, fill, ask, burst),
+    }
+}
+
+/// A one-permit decision on a started schedule, if it is a refusal or one of the steady
+/// states.
+#[inline]
+fn steady(
+    force: &CurveInForce,
+    payment: Payment,
+    schedule: Schedule,
+    fill: f64,
+    now: u64,
+    max_wait: u64,
+) -> Option<Decision> {
+    let (curve, prices) = (&force.curve, &force.prices);
+    let at = schedule.at;
+    let admitted = |at, fill, change, wait| {
+        Some(Ok(Step {
+            schedule: Schedule {
+                at,
                 denied: false,
-            };
-            Ok((next, wait))
+                odd_curve: force.odd,
+            },
+            fill,
+            change,
+            wait,
+        }))
+    };
+    if now <= at {
+        let wait = at - now;
+        if wait > max_wait {
+            return Some(Err(wait - max_wait));
         }
-        Payment::Now => {
-            let stored = state.fill * curve.max();
-            let (cost, spend) = curve.cost(stored, permits);
-            let fresh = state.next_free == NEVER;
-            let due = if fresh {
-                0
-            } else {
-                saturating_add(state.next_free, cost)
+        // Busy and empty: no refill, nothing stored to spend, the full-rate price.
+        if fill.to_bits() == 0 {
+            let unchanged = LevelChange {
+                idle: 0,
+                spend: 0.0,
             };
-            let restart = now >= due;
-            let ready = if restart { now } else { due };
-            let wait = ready - now;
-            if wait > max_wait {
-                return Err(wait - max_wait);
+            return admitted(later(at, prices.stable), 0.0, unchanged, wait);
+        }
+        // Busy (paying now; at `at` itself the schedule restarts): no refill; the permit is
+        // spent from the level and the next one priced below it.
+        if payment == Payment::Now && now < at {
+            let level = fill * curve.max();
+            let spend = if level < 1.0 { level } else { 1.0 };
+            let left = level - spend;
+            let change = LevelChange { idle: 0, spend };
+            let at = later(at, whole(curve.cost(left, 1.0).0));
+            return admitted(at, curve.fill(left), change, wait);
+        }
+        return None;
+    }
+    // Free since `at`: full after idling if the refill reaches `max` and a whole permit is
+    // spent from it.
+    let level = fill * curve.max();
+    let idle = now - at;
+    let full = !schedule.denied
+        && level + super::curve::nanos_to_f64(idle) * curve.refill_rate() >= curve.max();
+    let change = LevelChange { idle, spend: 1.0 };
+    match payment {
+        Payment::Now if full && level >= 1.0 => {
+            let next_free = later(now, prices.lead_after_full);
+            let at = later(next_free, prices.next_after_full);
+            admitted(at, prices.fill_after_full, change, 0)
+        }
+        Payment::Later if full && curve.max() >= 1.0 => {
+            let next_free = later(now, prices.one_from_full);
+            let at = later(next_free, prices.lead_after_full);
+            admitted(at, prices.fill_after_full, change, 0)
+        }
+        _ => None,
+    }
+}
+
+/// The general decision paying later: `at` is when the earlier permits are paid for.
+fn pay_later(curve: &SmoothCurve, schedule: Schedule, fill: f64, ask: Ask, burst: u64) -> Decision {
+    let Ask {
+        now,
+        permits,
+        max_wait,
+    } = ask;
+    let restart = now >= schedule.at;
+    let ready = if restart { now } else { schedule.at };
+    let wait = ready - now;
+    if wait > max_wait {
+        return Err(wait - max_wait);
+    }
+    let level = fill * curve.max();
+    let idle = now.saturating_sub(busy_until(curve, schedule, level));
+    let stored = curve.refill(level, idle);
+    let (cost, spend) = curve.cost(stored, permits);
+    let left = stored - spend;
+    let mut next_free = later(ready, whole(cost));
+    if restart {
+        next_free = later(next_free, curve.restart_lead(left, burst));
+    }
+    Ok(Step {
+        schedule: Schedule {
+            at: next_free,
+            denied: false,
+            odd_curve: schedule.odd_curve,
+        },
+        fill: curve.fill(left),
+        change: LevelChange { idle, spend },
+        wait,
+    })
+}
+
+/// The general decision paying now: `at` is when a one-permit request is due; `permits` are
+/// due once the time since the last pass covers their price.
+fn pay_now(force: &CurveInForce, schedule: Schedule, fill: f64, ask: Ask, burst: u64) -> Decision {
+    let Ask {
+        now,
+        permits,
+        max_wait,
+    } = ask;
+    let curve = &force.curve;
+    let level = fill * curve.max();
+    let (cost, spend) = curve.cost(level, permits);
+    let fresh = schedule.at == NEVER;
+    let due = if fresh {
+        0
+    } else if permits == 1.0 {
+        schedule.at
+    } else {
+        // The price of the permits beyond the first, which `at` already includes.
+        later(schedule.at, whole(cost - curve.cost(level, 1.0).0))
+    };
+    let restart = now >= due;
+    let ready = if restart { now } else { due };
+    let wait = ready - now;
+    if wait > max_wait {
+        return Err(wait - max_wait);
+    }
+    // Time beyond what this request's price needed was idle.
+    let idle = if fresh {
+        0
+    } else {
+        let busy = Schedule {
+            at: due,
+            ..schedule
+        };
+        now.saturating_sub(busy_until(curve, busy, level))
+    };
+    let left = curve.refill(level, idle) - spend;
+    let next_free = if restart {
+        later(ready, curve.restart_lead(left, burst))
+    } else {
+        ready
+    };
+    Ok(Step {
+        schedule: Schedule {
+            at: later(next_free, whole(curve.cost(left, 1.0).0)),
+            denied: false,
+            odd_curve: force.odd,
+        },
+        fill: curve.fill(left),
+        change: LevelChange { idle, spend },
+        wait,
+    })
+}
+
+/// Until when the schedule was busy: `at`, or after a refusal one spacing at the stored
+/// level later (see [`SmoothCurve::stored_after`]).
+fn busy_until(curve: &SmoothCurve, schedule: Schedule, level: f64) -> u64 {
+    if schedule.denied {
+        later(schedule.at, whole(curve.interval(level)))
+    } else {
+        schedule.at
+    }
+}
+
+/// Whole ns of a non-negative span, through `i64` as [`saturating_add`] takes them.
+#[inline]
+fn whole(nanos: f64) -> u64 {
+    nanos as i64 as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::warmup::smooth::prices::Prices;
+
+    const SEC: f64 = 1e9;
+
+    fn force(rate: f64, period: f64, factor: f64, burst: u64) -> CurveInForce {
+        let curve = SmoothCurve::new(rate, period, factor);
+        CurveInForce {
+            curve,
+            prices: Prices::new(&curve, burst),
+            odd: false,
+        }
+    }
+
+    proptest! {
+        /// The integer steps of the steady states decide exactly as the general path: the same
+        /// schedule, level, change and wait, bit for bit, or the same refusal.
+        #[test]
+        fn the_steady_states_decide_as_the_general_path(
+            rate in prop_oneof![0.05f64..10.0, 10.0f64..1e6, Just(1e9)],
+            period in prop_oneof![0.1f64..100.0, Just(10.0)],
+            factor in prop_oneof![Just(1.0), Just(3.0), 1.0f64..20.0],
+            burst in prop_oneof![Just(0u64), Just(1_000_000_000u64), 0u64..5_000_000_000],
+            payment in prop_oneof![Just(Payment::Now), Just(Payment::Later)],
+            fill in prop_oneof![Just(0.0f64), Just(1.0f64), 0.0f64..=1.0],
+            full_minus_one in any::<bool>(),
+            denied in any::<bool>(),
+            at in 0u64..1_000_000_000_000,
+            offset in prop_oneof![-2_000_000_000i64..2_000_000_000, Just(0)],
+            max_wait in prop_oneof![Just(0u64), 0u64..3_000_000_000],
+        ) {
+            let force = force(rate, period * SEC, factor, burst);
+            let fill = if full_minus_one { force.prices.fill_after_full } else { fill };
+            let schedule = Schedule { at, denied, odd_curve: false };
+            let now = at.saturating_add_signed(offset);
+            let ask = Ask { now, permits: 1.0, max_wait };
+            let general = match payment {
+                Payment::Later => pay_later(&force.curve, schedule, fill, ask, burst),
+                Payment::Now => pay_now(&force, schedule, fill, ask, burst),
+            };
+            if let Some(steady) = steady(&force, payment, schedule, fill, now, max_wait) {
+                match (steady, general) {
+                    (Ok(a), Ok(b)) => {
+                        prop_assert_eq!(a.schedule, b.schedule);
+                        prop_assert_eq!(a.fill.to_bits(), b.fill.to_bits());
+                        prop_assert_eq!(a.wait, b.wait);
+                        prop_assert_eq!(a.change.idle, b.change.idle);
+                        prop_assert_eq!(a.change.spend.to_bits(), b.change.spend.to_bits());
+                    }
+                    (a, b) => prop_assert_eq!(a, b),
+                }
             }
-            // Time beyond what this request's cost needed was idle.
-            let stored = if fresh {
-                stored
-            } else {
-                curve.stored_after(stored, state.denied, due, now)
-            };
-            let left = stored - spend;
-            let next_free = if restart {
-                ready.saturating_add(curve.restart_lead(left, burst))
-            } else {
-                ready
-            };
-            let next = SmoothState {
-                next_free,
-                fill: curve.fill(left),
-                denied: false,
-            };
-            Ok((next, wait))
         }
+    }
+
+    /// Both steady states occur: the property above is not vacuous.
+    #[test]
+    fn the_steady_states_are_taken() {
+        let force = force(100.0, 10.0 * SEC, 3.0, 1_000_000_000);
+        let busy = Schedule {
+            at: 5_000,
+            denied: false,
+            odd_curve: false,
+        };
+        let empty = steady(&force, Payment::Now, busy, 0.0, 1_000, u64::MAX);
+        assert_eq!(empty.unwrap().unwrap().schedule.at, 5_000 + 10_000_000);
+        let idle = steady(&force, Payment::Now, busy, 1.0, 100_000_000_000, 0);
+        assert_eq!(idle.unwrap().unwrap().fill, force.prices.fill_after_full);
+        let later = steady(&force, Payment::Later, busy, 1.0, 100_000_000_000, 0);
+        assert!(later.unwrap().is_ok());
     }
 }
