@@ -1,9 +1,11 @@
 //! The lock-free bucket: the schedule and the stored permits in one 64-bit word each, the
 //! curve under a sequence lock.
 
-use super::curve::{SmoothCurve, saturating_add};
+use super::curve::SmoothCurve;
 use super::shared::SharedCurve;
-use super::state::{Ask, NEVER, Payment, Schedule, Step, decide, refused};
+use super::state::{
+    Ask, NEVER, Payment, Schedule, Step, busy_until, decide, later, refused, whole,
+};
 use crate::sync::{AtomicU64, Ordering};
 
 /// The lock-free engine.
@@ -181,7 +183,10 @@ impl SmoothBucket {
         if schedule.at == NEVER {
             return stored;
         }
-        curve.stored_after(stored, schedule.denied, schedule.at, now)
+        curve.refill(
+            stored,
+            now.saturating_sub(busy_until(&curve, schedule, stored)),
+        )
     }
 
     /// How far ahead of its turn a request may pass, in ns.
@@ -212,9 +217,9 @@ impl SmoothBucket {
             }
             let fill = self.fill();
             let old_price = replaced.curve.cost(fill * replaced.curve.max(), 1.0).0;
-            let passed = schedule.at.saturating_sub(old_price as i64 as u64);
+            let passed = schedule.at.saturating_sub(whole(old_price));
             let repriced = Schedule {
-                at: saturating_add(passed, curve.cost(fill * curve.max(), 1.0).0),
+                at: later(passed, whole(curve.cost(fill * curve.max(), 1.0).0)),
                 odd_curve: odd,
                 ..schedule
             };

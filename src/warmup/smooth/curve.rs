@@ -162,31 +162,6 @@ impl SmoothCurve {
             self.max
         }
     }
-
-    /// Stored permits at `now`, for a state whose schedule was free from `free_from` on: the
-    /// time since then is idle, except, after a refusal, one spacing at the stored level.
-    ///
-    /// A refusal proves demand only before `free_from` (any request after it would have
-    /// passed), but a steady stream refused in part also leaves a gap of less than one of its
-    /// own intervals between `free_from` and its next admitted request. Crediting that gap
-    /// keeps a load between the cold and the full rate cold forever (google/guava#3552), so
-    /// after a refusal the first spacing is not idle; anything longer is, so a limiter left
-    /// idle after an overload still cools down.
-    pub(super) fn stored_after(&self, stored: f64, denied: bool, free_from: u64, now: u64) -> f64 {
-        let busy_until = if denied {
-            saturating_add(free_from, self.interval(stored))
-        } else {
-            free_from
-        };
-        self.refill(stored, now.saturating_sub(busy_until))
-    }
-}
-
-/// `at + nanos`, saturating.
-pub(super) fn saturating_add(at: u64, nanos: f64) -> u64 {
-    // Through `i64`, one instruction on x86_64 where `u64` takes several: `as` saturates at
-    // `i64::MAX` ns (292 years, beyond any wait) and maps NaN, which cannot occur here, to 0.
-    at.saturating_add(nanos as i64 as u64)
 }
 
 /// `nanos` as a float, through `i64` (one instruction on x86_64 where `u64` takes several);

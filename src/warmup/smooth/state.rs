@@ -129,7 +129,7 @@ pub(super) struct Ask {
 
 /// `at + nanos`, within the schedule's range.
 #[inline]
-fn later(at: u64, nanos: u64) -> u64 {
+pub(super) fn later(at: u64, nanos: u64) -> u64 {
     at.saturating_add(nanos).min(LATEST)
 }
 
@@ -176,7 +176,7 @@ pub(super) fn decide(
         return decision;
     }
     match payment {
-        Payment::Later => pay_later(&force.curve, schedule, fill, ask, burst),
+        Payment::Later => pay_later(force, schedule, fill, ask, burst),
         Payment::Now => pay_now(force, schedule, fill, ask, burst),
     }
 }
@@ -254,12 +254,19 @@ fn steady(
 }
 
 /// The general decision paying later: `at` is when the earlier permits are paid for.
-fn pay_later(curve: &SmoothCurve, schedule: Schedule, fill: f64, ask: Ask, burst: u64) -> Decision {
+fn pay_later(
+    force: &CurveInForce,
+    schedule: Schedule,
+    fill: f64,
+    ask: Ask,
+    burst: u64,
+) -> Decision {
     let Ask {
         now,
         permits,
         max_wait,
     } = ask;
+    let curve = &force.curve;
     let restart = now >= schedule.at;
     let ready = if restart { now } else { schedule.at };
     let wait = ready - now;
@@ -279,7 +286,7 @@ fn pay_later(curve: &SmoothCurve, schedule: Schedule, fill: f64, ask: Ask, burst
         schedule: Schedule {
             at: next_free,
             denied: false,
-            odd_curve: schedule.odd_curve,
+            odd_curve: force.odd,
         },
         fill: curve.fill(left),
         change: LevelChange { idle, spend },
@@ -341,9 +348,16 @@ fn pay_now(force: &CurveInForce, schedule: Schedule, fill: f64, ask: Ask, burst:
     })
 }
 
-/// Until when the schedule was busy: `at`, or after a refusal one spacing at the stored
-/// level later (see [`SmoothCurve::stored_after`]).
-fn busy_until(curve: &SmoothCurve, schedule: Schedule, level: f64) -> u64 {
+/// Until when the schedule was busy, with `level` permits stored: `at`, or after a refusal one
+/// spacing at that level later. Time after it is idle and refills the bucket.
+///
+/// A refusal proves demand only before `at` (any request after it would have passed), but a
+/// steady stream refused in part also leaves a gap of less than one of its own intervals
+/// between `at` and its next admitted request. Crediting that gap keeps a load between the
+/// cold and the full rate cold forever (google/guava#3552), so after a refusal the first
+/// spacing is not idle; anything longer is, so a limiter left idle after an overload still
+/// cools down.
+pub(super) fn busy_until(curve: &SmoothCurve, schedule: Schedule, level: f64) -> u64 {
     if schedule.denied {
         later(schedule.at, whole(curve.interval(level)))
     } else {
@@ -351,9 +365,11 @@ fn busy_until(curve: &SmoothCurve, schedule: Schedule, level: f64) -> u64 {
     }
 }
 
-/// Whole ns of a non-negative span, through `i64` as [`saturating_add`] takes them.
+/// Whole ns of a non-negative span, through `i64`: one instruction on x86_64 where `u64` takes
+/// several; `as` saturates at `i64::MAX` ns (292 years, beyond any wait) and maps NaN, which
+/// cannot occur here, to 0.
 #[inline]
-fn whole(nanos: f64) -> u64 {
+pub(super) fn whole(nanos: f64) -> u64 {
     nanos as i64 as u64
 }
 
@@ -398,7 +414,7 @@ mod tests {
             let now = at.saturating_add_signed(offset);
             let ask = Ask { now, permits: 1.0, max_wait };
             let general = match payment {
-                Payment::Later => pay_later(&force.curve, schedule, fill, ask, burst),
+                Payment::Later => pay_later(&force, schedule, fill, ask, burst),
                 Payment::Now => pay_now(&force, schedule, fill, ask, burst),
             };
             if let Some(steady) = steady(&force, payment, schedule, fill, now, max_wait) {
