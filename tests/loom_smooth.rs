@@ -1,5 +1,5 @@
 //! Model-checks the default warm-up bucket (`WarmUp`, Guava's smooth model) with loom: the
-//! 128-bit state's compare-and-swap (one atomic step in the model) and the curve's sequence
+//! schedule's compare-and-swap, the stored permits' write after it and the curve's sequence
 //! lock, in every interleaving of the real implementation's atomics.
 //!
 //! Run with `RUSTFLAGS="--cfg admit_loom" cargo test --release --test loom_smooth` (see
