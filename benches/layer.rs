@@ -30,7 +30,8 @@
 //! - **layer/oneshot** (1 thread, admitted): as axum and `ServiceExt::oneshot` drive a service
 //!   per request: a fresh clone of the layered service, `oneshot(request)`, the future polled
 //!   to completion. The clone is part of the cost (an `Arc` increment for admit's layers, a
-//!   semaphore handle for tower's pair, several `Arc`s for little-loadshedder).
+//!   semaphore handle for tower's pair, several `Arc`s for little-loadshedder). One ShedLayer
+//!   entry holds a leaked `&'static` shedder, whose clones and permits count no references.
 //! - **layer/refuse** (1 thread, every request refused):
 //!   - `admit ShedLayer (boxed error)`: an overloaded shedder (CPU at 1000 ‰, 1000 requests
 //!     held in flight) answering with the default responder, a boxed zero-sized error (no
@@ -383,6 +384,17 @@ fn oneshot_group(group: &mut BenchmarkGroup<'_, WallTime>) {
         group,
         "admit ShedLayer (default: CoarseClock::shared)",
         ShedLayer::new(shedder(admit::clock::CoarseClock::shared(), false)).layer(echo()),
+        admitted,
+    );
+    // A `&'static` shedder: no reference count to raise per clone of the service or per permit.
+    let leaked: &'static _ = Box::leak(Box::new(
+        Arc::into_inner(shedder(admit::clock::CoarseClock::shared(), false))
+            .expect("the only handle"),
+    ));
+    through_oneshot(
+        group,
+        "admit ShedLayer (&'static, CoarseClock::shared)",
+        ShedLayer::new(leaked).layer(echo()),
         admitted,
     );
     through_oneshot(

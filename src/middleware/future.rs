@@ -76,8 +76,9 @@ where
                 classifier,
             } => {
                 let result = ready!(future.poll(cx));
-                if let Some(permit) = permit.take() {
-                    permit.finish(classifier.classify(result.as_ref()));
+                if let Some(held) = permit {
+                    held.finish(classifier.classify(result.as_ref()));
+                    *permit = None;
                 }
                 Poll::Ready(result.map_err(R::inner_error))
             }

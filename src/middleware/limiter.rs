@@ -74,16 +74,51 @@ pub trait Limiter: Send + Sync + 'static {
 
 /// An admitted request's hold on its limiter.
 ///
-/// Dropping it unfinished ends the request as cancelled (for the shedder, a failure).
+/// The layer calls [`finish`](Finish::finish) once, when the inner service answers, then drops
+/// the permit. Dropping it unfinished ends the request as cancelled (for the shedder, a
+/// failure), so a permit must remember that it finished.
+///
+/// # Example
+///
+/// ```
+/// use admit::middleware::{Finish, Outcome};
+///
+/// /// Prints each outcome; a permit dropped unfinished was cancelled.
+/// #[derive(Debug)]
+/// struct Logged {
+///     open: bool,
+/// }
+///
+/// impl Finish for Logged {
+///     fn finish(&mut self, outcome: Outcome) {
+///         if std::mem::replace(&mut self.open, false) {
+///             println!("finished: {outcome:?}");
+///         }
+///     }
+/// }
+///
+/// impl Drop for Logged {
+///     fn drop(&mut self) {
+///         if self.open {
+///             println!("cancelled");
+///         }
+///     }
+/// }
+///
+/// let mut permit = Logged { open: true };
+/// permit.finish(Outcome::Pass);
+/// drop(permit); // prints nothing more
+/// ```
 pub trait Finish {
-    /// Ends the request with `outcome`.
-    fn finish(self, outcome: Outcome);
+    /// Ends the request with `outcome`. It takes `&mut self` so that the layer's future
+    /// finishes the permit where it lies, without moving it out first.
+    fn finish(&mut self, outcome: Outcome);
 }
 
 /// Nothing to release: limiters that decide once and record nothing afterwards.
 impl Finish for () {
     #[inline]
-    fn finish(self, _outcome: Outcome) {}
+    fn finish(&mut self, _outcome: Outcome) {}
 }
 
 /// What [`AdmitLayer::new`](super::AdmitLayer::new) accepts: a limiter, an `Arc` of one, or a

@@ -25,11 +25,13 @@ impl<P: Deref<Target = Shedder<C>>, C: Clock> Completion<P, C> {
         }
     }
 
-    /// Ends the request, as passed or failed.
+    /// Ends the request, as passed or failed, unless it has ended already.
     #[inline]
-    fn finish(mut self, passed: bool) {
-        self.open = false;
-        self.shedder.complete(self.admitted_at, passed);
+    fn finish(&mut self, passed: bool) {
+        if self.open {
+            self.open = false;
+            self.shedder.complete(self.admitted_at, passed);
+        }
     }
 
     fn debug(&self, f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
@@ -63,13 +65,13 @@ impl<'a, C: Clock> Permit<'a, C> {
     }
 
     /// The request succeeded: it counts towards the service's measured throughput and latency.
-    pub fn pass(self) {
+    pub fn pass(mut self) {
         self.0.finish(true);
     }
 
     /// The request failed (for example it timed out): it leaves the in-flight count and is
     /// recorded as a failure, but teaches the shedder nothing about capacity.
-    pub fn fail(self) {
+    pub fn fail(mut self) {
         self.0.finish(false);
     }
 }
@@ -93,12 +95,12 @@ impl<C: Clock + 'static> OwnedPermit<C> {
     }
 
     /// The request succeeded: it counts towards the service's measured throughput and latency.
-    pub fn pass(self) {
+    pub fn pass(mut self) {
         self.0.finish(true);
     }
 
     /// The request failed: it leaves the in-flight count and is recorded as a failure.
-    pub fn fail(self) {
+    pub fn fail(mut self) {
         self.0.finish(false);
     }
 
@@ -109,10 +111,11 @@ impl<C: Clock + 'static> OwnedPermit<C> {
 }
 
 /// The layer's verdict: [`Pass`](crate::middleware::Outcome::Pass) passes, anything else fails.
+/// Only the first call (or [`pass`](OwnedPermit::pass) / [`fail`](OwnedPermit::fail)) records.
 #[cfg(feature = "tower")]
 impl<C: Clock + 'static> crate::middleware::Finish for OwnedPermit<C> {
     #[inline]
-    fn finish(self, outcome: crate::middleware::Outcome) {
+    fn finish(&mut self, outcome: crate::middleware::Outcome) {
         self.0.finish(outcome == crate::middleware::Outcome::Pass);
     }
 }
@@ -120,5 +123,39 @@ impl<C: Clock + 'static> crate::middleware::Finish for OwnedPermit<C> {
 impl<C: Clock + 'static> fmt::Debug for OwnedPermit<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.debug(f, "OwnedPermit")
+    }
+}
+
+#[cfg(all(test, feature = "tower", not(admit_loom)))]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::clock::ManualClock;
+    use crate::middleware::{Finish, Outcome};
+    use crate::shed::Shedder;
+    use crate::signal::cpu::ManualCpu;
+
+    /// The layer finishes a permit in place and drops it after: only the first finish records,
+    /// and the drop records nothing more.
+    #[test]
+    fn a_finished_permit_records_once() {
+        let shedder = Arc::new(
+            Shedder::builder()
+                .clock(ManualClock::new())
+                .cpu(ManualCpu::new(0))
+                .build()
+                .unwrap(),
+        );
+        let mut permit = shedder.allow_owned().unwrap();
+        permit.finish(Outcome::Pass);
+        permit.finish(Outcome::Fail);
+        drop(permit);
+        let unfinished = shedder.allow_owned().unwrap();
+        drop(unfinished);
+        let snapshot = shedder.snapshot();
+        assert_eq!(
+            (snapshot.passed, snapshot.failed, snapshot.flying),
+            (1, 1, 0)
+        );
     }
 }

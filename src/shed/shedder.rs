@@ -572,12 +572,17 @@ impl<C: Clock> Shedder<C> {
             self.service.add(SERVICE_MICROS, micros);
             (&flight.failed, &flight.passed)
         };
-        // Count the completion, then read how many remain in flight after it.
-        let ended = own.fetch_add(1, Ordering::AcqRel) + 1 + other.load(Ordering::Acquire);
+        // How many remain in flight once this completion counts (completions read before
+        // admissions), then the count: the average's arithmetic overlaps the locked add, and
+        // its store does not hold up the next locked instruction. A completion racing this one
+        // between the loads and the add is seen one completion late, like the average's lost
+        // update below.
+        let ended = own.load(Ordering::Acquire) + 1 + other.load(Ordering::Acquire);
         let flying = flight
             .admitted
             .load(Ordering::Acquire)
             .saturating_sub(ended);
+        own.fetch_add(1, Ordering::AcqRel);
         // A load and a store, not a compare-and-swap loop: two completions at the same instant
         // may both start from the same average, and one update is then lost (go-zero takes a
         // lock here). The average is a smoothing, and the lost sample is one of two
