@@ -136,7 +136,7 @@ impl SmoothBucket {
             };
             match self.schedule.compare_exchange_weak(
                 word,
-                step.schedule.pack(),
+                step.schedule,
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {

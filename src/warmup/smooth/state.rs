@@ -108,10 +108,31 @@ impl LevelChange {
 /// the level read) and how they changed, and how long the request waits.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Step {
-    pub(super) schedule: Schedule,
+    /// The schedule's word after the admission, packed where the decision computed it: the
+    /// compare-and-swap reads it back whole, never a field stored a byte at a time.
+    pub(super) schedule: u64,
     pub(super) fill: f64,
     pub(super) change: LevelChange,
     pub(super) wait: u64,
+}
+
+impl Step {
+    /// An admission that sets the schedule to `at`, clearing the refusal mark and tagging it
+    /// with the curve in `force`.
+    #[inline]
+    fn new(force: &CurveInForce, at: u64, fill: f64, change: LevelChange, wait: u64) -> Self {
+        let schedule = Schedule {
+            at,
+            denied: false,
+            odd_curve: force.odd,
+        };
+        Step {
+            schedule: schedule.pack(),
+            fill,
+            change,
+            wait,
+        }
+    }
 }
 
 /// A decision: the admission, or how long until the request could pass within the wait it
@@ -194,18 +215,7 @@ fn steady(
 ) -> Option<Decision> {
     let (curve, prices) = (&force.curve, &force.prices);
     let at = schedule.at;
-    let admitted = |at, fill, change, wait| {
-        Some(Ok(Step {
-            schedule: Schedule {
-                at,
-                denied: false,
-                odd_curve: force.odd,
-            },
-            fill,
-            change,
-            wait,
-        }))
-    };
+    let admitted = |at, fill, change, wait| Some(Ok(Step::new(force, at, fill, change, wait)));
     if now <= at {
         let wait = at - now;
         if wait > max_wait {
@@ -282,16 +292,8 @@ fn pay_later(
     if restart {
         next_free = later(next_free, curve.restart_lead(left, burst));
     }
-    Ok(Step {
-        schedule: Schedule {
-            at: next_free,
-            denied: false,
-            odd_curve: force.odd,
-        },
-        fill: curve.fill(left),
-        change: LevelChange { idle, spend },
-        wait,
-    })
+    let change = LevelChange { idle, spend };
+    Ok(Step::new(force, next_free, curve.fill(left), change, wait))
 }
 
 /// The general decision paying now: `at` is when a one-permit request is due; `permits` are
@@ -336,16 +338,9 @@ fn pay_now(force: &CurveInForce, schedule: Schedule, fill: f64, ask: Ask, burst:
     } else {
         ready
     };
-    Ok(Step {
-        schedule: Schedule {
-            at: later(next_free, whole(curve.cost(left, 1.0).0)),
-            denied: false,
-            odd_curve: force.odd,
-        },
-        fill: curve.fill(left),
-        change: LevelChange { idle, spend },
-        wait,
-    })
+    let at = later(next_free, whole(curve.cost(left, 1.0).0));
+    let change = LevelChange { idle, spend };
+    Ok(Step::new(force, at, curve.fill(left), change, wait))
 }
 
 /// Until when the schedule was busy, with `level` permits stored: `at`, or after a refusal one
@@ -442,7 +437,8 @@ mod tests {
             odd_curve: false,
         };
         let empty = steady(&force, Payment::Now, busy, 0.0, 1_000, u64::MAX);
-        assert_eq!(empty.unwrap().unwrap().schedule.at, 5_000 + 10_000_000);
+        let at = Schedule::unpack(empty.unwrap().unwrap().schedule).at;
+        assert_eq!(at, 5_000 + 10_000_000);
         let idle = steady(&force, Payment::Now, busy, 1.0, 100_000_000_000, 0);
         assert_eq!(idle.unwrap().unwrap().fill, force.prices.fill_after_full);
         let later = steady(&force, Payment::Later, busy, 1.0, 100_000_000_000, 0);
