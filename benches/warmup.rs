@@ -8,6 +8,9 @@
 //! - **mostly admit**: a limit far above what one core can request (10⁹/s), so nearly every call
 //!   passes and performs its compare-and-swap.
 //! - **mostly reject**: 10/s (admit) and 1/s (governor), so nearly every call is refused.
+//! - **steady**: `WarmUp`'s two steady states beside governor, both on a manual clock advanced
+//!   before every call: warm and saturated (10⁶/s, 1 µs steps, each request due as it
+//!   arrives) and lightly used (100/s, 10 s steps, the bucket full after idling).
 //!
 //! admit runs both buckets: `WarmUp` (the default, Guava's smooth model, paying now) and
 //! `SentinelWarmUp`.
@@ -30,14 +33,15 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
-use admit::clock::{Clock, MonotonicClock};
+use admit::clock::{Clock, ManualClock, MonotonicClock};
 use admit::warmup::WarmUp;
 use admit::warmup::sentinel::SentinelWarmUp;
 use admit_benches::{coarse_clock, on_two_threads};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use governor::clock::{
-    Clock as GovernorClock, MonotonicClock as GovernorMonotonic, QuantaClock, QuantaUpkeepClock,
+    Clock as GovernorClock, FakeRelativeClock, MonotonicClock as GovernorMonotonic, QuantaClock,
+    QuantaUpkeepClock,
 };
 use governor::middleware::NoOpMiddleware;
 use governor::state::{InMemoryState, NotKeyed};
@@ -187,6 +191,52 @@ fn pairings(group: &mut BenchmarkGroup<'_, WallTime>, rate: u32, threads: usize)
     }
 }
 
+/// The two regimes where `WarmUp` steps by prices worked out once per curve, beside governor
+/// on the same kind of clock (admit's `ManualClock`, governor's `FakeRelativeClock`), advanced
+/// by one step before every call; every call is admitted.
+fn steady_states(c: &mut Criterion) {
+    let regimes = [
+        // Warm, each request due as it arrives: busy and empty.
+        ("warm, saturated", 1_000_000, Duration::from_micros(1), true),
+        // Each request after 10 s idle: full after idling.
+        ("lightly used", 100, Duration::from_secs(10), false),
+    ];
+    for (label, rate, step, start_warm) in regimes {
+        let mut group = c.benchmark_group(format!("warmup/steady/{label}"));
+        group.throughput(Throughput::Elements(1));
+        let clock = ManualClock::new();
+        let smooth = WarmUp::builder(f64::from(rate))
+            .warm_up_period(Duration::from_secs(1))
+            .start_warm(start_warm)
+            .clock(clock.clone())
+            .build()
+            .expect("valid configuration");
+        let smooth_call = || {
+            clock.advance(step);
+            smooth.try_acquire().is_ok()
+        };
+        assert!((0..1000).all(|_| smooth_call()), "{label}: Smooth refused");
+        group.bench_function("admit Smooth/ManualClock", |b| {
+            b.iter(|| black_box(smooth_call()))
+        });
+        let fake = FakeRelativeClock::default();
+        let quota = Quota::per_second(NonZeroU32::new(rate).expect("non-zero rate"));
+        let governor = RateLimiter::direct_with_clock(quota, fake.clone());
+        let governor_call = || {
+            fake.advance(step);
+            governor.check().is_ok()
+        };
+        assert!(
+            (0..1000).all(|_| governor_call()),
+            "{label}: governor refused"
+        );
+        group.bench_function("governor/FakeRelativeClock", |b| {
+            b.iter(|| black_box(governor_call()))
+        });
+        group.finish();
+    }
+}
+
 fn benches(c: &mut Criterion) {
     for (scenario, rate) in [("mostly admit", ADMIT_RATE), ("mostly reject", REJECT_RATE)] {
         for (threads, label) in [(1, "1 thread"), (2, "2 threads")] {
@@ -198,5 +248,5 @@ fn benches(c: &mut Criterion) {
     }
 }
 
-criterion_group!(warmup, benches);
+criterion_group!(warmup, benches, steady_states);
 criterion_main!(warmup);
