@@ -42,6 +42,12 @@ impl<const N: usize> SeqLock<N> {
     }
 
     /// The words of one complete write, retrying while writers are active.
+    /// Whether no write has ever begun: the words are still the ones built with.
+    #[inline]
+    pub(crate) fn untouched(&self) -> bool {
+        self.version.load(Ordering::Acquire) == 0
+    }
+
     #[inline]
     pub(crate) fn read(&self) -> [u64; N] {
         loop {
