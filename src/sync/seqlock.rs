@@ -41,13 +41,13 @@ impl<const N: usize> SeqLock<N> {
         (self.version.load(Ordering::Relaxed) == before).then_some(words)
     }
 
-    /// The words of one complete write, retrying while writers are active.
     /// Whether no write has ever begun: the words are still the ones built with.
     #[inline]
     pub(crate) fn untouched(&self) -> bool {
         self.version.load(Ordering::Acquire) == 0
     }
 
+    /// The words of one complete write, retrying while writers are active.
     #[inline]
     pub(crate) fn read(&self) -> [u64; N] {
         loop {

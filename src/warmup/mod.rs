@@ -72,8 +72,9 @@
 //!
 //! `try_acquire` reads the clock once and the schedule. A refusal already marked stops there:
 //! a load and a comparison. Otherwise it reads the curve (in place until the first
-//! [`set_rate`](WarmUp::set_rate), then a few words under a sequence lock) and the stored permits and prices the request: in integer steps in the two steady states
-//! (busy and empty; full after idling), in floating point otherwise. An admission performs one
+//! [`set_rate`](WarmUp::set_rate), then a few words under a sequence lock) and the stored
+//! permits and prices the request: in integer steps in the two steady states (busy and empty;
+//! full after idling), in floating point otherwise. An admission performs one
 //! 64-bit compare-and-swap of the schedule and, if it changed the stored permits, one of them.
 //! Every decision also adds one to a lifetime total (a plain store on a stripe the thread
 //! owns). Nothing allocates. See the crate's README for benchmarks.

@@ -25,7 +25,7 @@ pub(super) struct SharedCurve {
 /// A read of a [`SharedCurve`]: the initial curve in place, or a copy of a replacement.
 ///
 /// Copying the curve and its prices (13 words) to the stack left that many stores pending
-/// when the decision's compare-and-swap came, which waits for them: about 4 ns of a 22 ns
+/// when the decision's compare-and-swap came, which waits for them: about 3 ns of a 22 ns
 /// admission in the steady states.
 #[derive(Debug)]
 pub(super) enum CurveRead<'a> {
