@@ -373,6 +373,8 @@ struct CoarseShared {
     nanos: CachePadded<StdAtomicU64>,
     origin: Instant,
     resolution: Duration,
+    /// `resolution` in ns, which every warm-up decision adds to its tolerance.
+    resolution_nanos: u64,
 }
 
 impl CoarseShared {
@@ -400,6 +402,7 @@ impl CoarseClock {
             nanos: CachePadded::new(StdAtomicU64::new(0)),
             origin: Instant::now(),
             resolution,
+            resolution_nanos: saturating_nanos(resolution),
         });
         let weak = StdArc::downgrade(&shared);
         thread::Builder::new()
@@ -445,6 +448,7 @@ impl CoarseClock {
                 nanos: CachePadded::new(StdAtomicU64::new(ON_DEMAND)),
                 origin: Instant::now(),
                 resolution: Duration::ZERO,
+                resolution_nanos: 0,
             }),
         }
     }
@@ -486,7 +490,7 @@ impl Clock for CoarseClock {
 
     #[inline]
     fn resolution_nanos(&self) -> u64 {
-        saturating_nanos(self.shared.resolution)
+        self.shared.resolution_nanos
     }
 }
 
