@@ -372,8 +372,8 @@ struct CoarseShared {
     /// The latest reading, or [`ON_DEMAND`].
     nanos: CachePadded<StdAtomicU64>,
     origin: Instant,
-    resolution: Duration,
-    /// `resolution` in ns, which every warm-up decision adds to its tolerance.
+    /// The refresh interval in ns (0: read on demand), which every warm-up decision adds to
+    /// its tolerance.
     resolution_nanos: u64,
 }
 
@@ -401,7 +401,6 @@ impl CoarseClock {
         let shared = StdArc::new(CoarseShared {
             nanos: CachePadded::new(StdAtomicU64::new(0)),
             origin: Instant::now(),
-            resolution,
             resolution_nanos: saturating_nanos(resolution),
         });
         let weak = StdArc::downgrade(&shared);
@@ -447,15 +446,14 @@ impl CoarseClock {
             shared: StdArc::new(CoarseShared {
                 nanos: CachePadded::new(StdAtomicU64::new(ON_DEMAND)),
                 origin: Instant::now(),
-                resolution: Duration::ZERO,
                 resolution_nanos: 0,
             }),
         }
     }
 
-    /// How often the clock is refreshed (zero: read on demand).
+    /// How often the clock is refreshed (zero: read on demand), in whole ns up to 584 years.
     pub fn resolution(&self) -> Duration {
-        self.shared.resolution
+        Duration::from_nanos(self.shared.resolution_nanos)
     }
 }
 
@@ -472,7 +470,7 @@ fn refresh_until_dropped(clock: &Weak<CoarseShared>, resolution: Duration) {
 impl fmt::Debug for CoarseClock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CoarseClock")
-            .field("resolution", &self.shared.resolution)
+            .field("resolution", &self.resolution())
             .field("now_nanos", &self.now_nanos())
             .finish()
     }
