@@ -233,8 +233,12 @@ fn steady(
         // spent from the level and the next one priced below it.
         if payment == Payment::Now && now < at {
             let level = fill * curve.max();
-            let spend = if level < 1.0 { level } else { 1.0 };
-            let left = level - spend;
+            // `level − min(level, 1)`, without a minimum ahead of the subtraction.
+            let (spend, left) = if level >= 1.0 {
+                (1.0, level - 1.0)
+            } else {
+                (level, 0.0)
+            };
             let change = LevelChange { idle: 0, spend };
             let at = later(at, whole(curve.cost(left, 1.0).0));
             return admitted(at, curve.fill(left), change, wait);
