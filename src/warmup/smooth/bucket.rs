@@ -4,7 +4,7 @@
 use super::curve::SmoothCurve;
 use super::shared::SharedCurve;
 use super::state::{
-    Ask, NEVER, Payment, Schedule, Step, busy_until, decide, later, refused, whole,
+    Ask, NEVER, Payment, Schedule, Step, busy_until, decide, decide_one, later, refused, whole,
 };
 use crate::sync::{AtomicU64, Ordering};
 
@@ -79,17 +79,54 @@ impl SmoothBucket {
         permits: f64,
         max_wait: u64,
     ) -> Result<(u64, bool), u64> {
-        let mut word = self.schedule.load(Ordering::Acquire);
         if permits == 1.0 {
-            // A refusal already marked needs neither the curve nor a write.
+            let word = self.schedule.load(Ordering::Acquire);
             let schedule = Schedule::unpack(word);
+            // A refusal already marked needs neither the curve nor a write.
             if let (true, Some(short)) = (
                 schedule.denied,
                 refused(self.payment, schedule, now, max_wait),
             ) {
                 return Err(short);
             }
+            return self.reserve_one(word, now, max_wait);
         }
+        self.reserve_any(now, permits, max_wait)
+    }
+
+    /// [`reserve_watched`](Self::reserve_watched) for one permit, the schedule read as `word`:
+    /// the common decisions on the curve built with in one attempt, in a small frame; any
+    /// other through [`reserve_any`](Self::reserve_any).
+    #[inline(never)]
+    fn reserve_one(&self, word: u64, now: u64, max_wait: u64) -> Result<(u64, bool), u64> {
+        let schedule = Schedule::unpack(word);
+        if let Some(force) = self.curve.initial() {
+            let fill = f64::from_bits(self.fill.load(Ordering::Acquire));
+            let decision = decide_one(force, self.payment, schedule, fill, now, max_wait);
+            if let Some(Ok(step)) = decision
+                && self
+                    .schedule
+                    .compare_exchange_weak(word, step.schedule, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+            {
+                self.store_level(fill, &step, &force.curve);
+                return Ok((step.wait, warm(&step, &force.curve)));
+            }
+            if let Some(Err(short)) = decision
+                && schedule.denied
+            {
+                return Err(short);
+            }
+        }
+        // A refusal to mark, a lost race, a general decision or a replaced curve.
+        self.reserve_any(now, 1.0, max_wait)
+    }
+
+    /// [`reserve_watched`](Self::reserve_watched) for any request on any curve, retrying
+    /// until its compare-and-swap succeeds.
+    #[inline(never)]
+    fn reserve_any(&self, now: u64, permits: f64, max_wait: u64) -> Result<(u64, bool), u64> {
+        let mut word = self.schedule.load(Ordering::Acquire);
         loop {
             // A curve replaced between this read and the compare-and-swap below only means
             // this decision used the rate in force when it started.
@@ -142,9 +179,7 @@ impl SmoothBucket {
             ) {
                 Ok(_) => {
                     self.store_level(fill, &step, &force.curve);
-                    let warm = cfg!(feature = "tracing")
-                        && step.fill * force.curve.max() <= force.curve.threshold();
-                    return Ok((step.wait, warm));
+                    return Ok((step.wait, warm(&step, &force.curve)));
                 }
                 Err(actual) => word = actual,
             }
@@ -244,6 +279,12 @@ impl SmoothBucket {
     pub(super) fn fill(&self) -> f64 {
         f64::from_bits(self.fill.load(Ordering::Acquire))
     }
+}
+
+/// Whether `step` left the bucket at its full rate, with the `tracing` feature; else `false`.
+#[inline]
+fn warm(step: &Step, curve: &SmoothCurve) -> bool {
+    cfg!(feature = "tracing") && step.fill * curve.max() <= curve.threshold()
 }
 
 #[cfg(test)]
@@ -479,6 +520,48 @@ mod tests {
         assert_eq!(bucket.schedule().at, 101 * MS);
         bucket.set_curve(&curve);
         assert_eq!(bucket.schedule().at, 101 * MS);
+    }
+
+    proptest::proptest! {
+        /// A bucket deciding on the curve it was built with (one attempt, one-permit requests
+        /// in the integer steps) decides exactly as one whose curve was replaced by the same
+        /// curve (every request through the general loop).
+        #[test]
+        fn the_one_attempt_path_decides_as_the_general_loop(
+            payment in proptest::prop_oneof![
+                proptest::strategy::Just(Payment::Now),
+                proptest::strategy::Just(Payment::Later)
+            ],
+            start_warm: bool,
+            burst in proptest::prop_oneof![
+                proptest::strategy::Just(0u64),
+                proptest::strategy::Just(SEC)
+            ],
+            calls in proptest::collection::vec(
+                (
+                    proptest::prop_oneof![0u64..30 * MS, 0u64..300 * MS, 10 * SEC..20 * SEC],
+                    proptest::prop_oneof![proptest::strategy::Just(1.0f64), 0.5f64..4.0],
+                    proptest::prop_oneof![proptest::strategy::Just(0u64), 0u64..5 * SEC],
+                ),
+                1..200,
+            ),
+        ) {
+            let curve = SmoothCurve::new(100.0, 10.0 * SEC as f64, 3.0);
+            let one_attempt = SmoothBucket::new(curve, payment, 0, start_warm, burst);
+            let general = SmoothBucket::new(curve, payment, 0, start_warm, burst);
+            general.set_curve(&curve);
+            let mut now = 0;
+            for (step, permits, max_wait) in calls {
+                now += step;
+                proptest::prop_assert_eq!(
+                    one_attempt.reserve(now, permits, max_wait),
+                    general.reserve(now, permits, max_wait)
+                );
+                let (a, b) = (one_attempt.schedule(), general.schedule());
+                proptest::prop_assert_eq!((a.at, a.denied), (b.at, b.denied));
+                proptest::prop_assert_eq!(one_attempt.fill().to_bits(), general.fill().to_bits());
+            }
+        }
     }
 
     /// Threads racing at one instant: exactly one request passes, in either payment style.

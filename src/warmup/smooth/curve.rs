@@ -70,37 +70,44 @@ impl SmoothCurve {
     }
 
     /// The full rate, in permits per second.
+    #[inline]
     pub(crate) fn rate(&self) -> f64 {
         self.rate
     }
 
     /// Permits stored at or below which the full rate applies.
+    #[inline]
     pub(crate) fn threshold(&self) -> f64 {
         self.threshold
     }
 
     /// The most permits the bucket stores (cold).
+    #[inline]
     pub(crate) fn max(&self) -> f64 {
         self.max
     }
 
     /// The slope of the spacing above the threshold, in ns per permit per stored permit.
+    #[inline]
     pub(crate) fn slope(&self) -> f64 {
         self.slope
     }
 
     /// Stored permits gained per idle ns.
+    #[inline]
     pub(super) fn refill_rate(&self) -> f64 {
         self.refill_rate
     }
 
     /// The spacing, in ns, of requests spending the stored permit at level `stored`.
+    #[inline]
     pub(crate) fn interval(&self, stored: f64) -> f64 {
         self.stable + (stored - self.threshold).max(0.0) * self.slope
     }
 
     /// What `permits` cost, in ns, with `stored` permits stored; and how many stored ones they
     /// spend.
+    #[inline]
     pub(super) fn cost(&self, stored: f64, permits: f64) -> (f64, f64) {
         if permits == 1.0 && stored - self.threshold >= 1.0 {
             return (self.one_above(stored), 1.0);
@@ -155,6 +162,7 @@ impl SmoothCurve {
 
     /// `stored` permits as a fraction of `max`, within `0..=1` (exactly 1 at `max`, so that a
     /// full bucket reads as full again).
+    #[inline]
     pub(super) fn fill(&self, stored: f64) -> f64 {
         if stored >= self.max {
             1.0
@@ -165,6 +173,7 @@ impl SmoothCurve {
     }
 
     /// Stored permits after `idle_nanos` without unmet demand.
+    #[inline]
     pub(super) fn refill(&self, stored: f64, idle_nanos: u64) -> f64 {
         let refilled = stored + nanos_to_f64(idle_nanos) * self.refill_rate;
         // A comparison rather than `f64::min`, whose NaN handling costs three more
@@ -179,6 +188,7 @@ impl SmoothCurve {
 
 /// `nanos` as a float, through `i64` (one instruction on x86_64 where `u64` takes several);
 /// spans beyond 292 years count as 292 years, which refill any bucket.
+#[inline]
 pub(super) fn nanos_to_f64(nanos: u64) -> f64 {
     nanos.min(i64::MAX as u64) as i64 as f64
 }

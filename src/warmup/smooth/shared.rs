@@ -74,6 +74,12 @@ impl SharedCurve {
         }
     }
 
+    /// The curve built with, if it is still in force.
+    #[inline]
+    pub(super) fn initial(&self) -> Option<&CurveInForce> {
+        self.words.untouched().then_some(&self.initial)
+    }
+
     /// Puts `curve` in force and returns the one it replaced.
     pub(super) fn replace(&self, curve: &SmoothCurve) -> CurveInForce {
         loop {

@@ -185,27 +185,25 @@ pub(super) fn decide(
     ask: Ask,
     burst: u64,
 ) -> Decision {
+    if ask.permits == 1.0
+        && let Some(decision) = decide_one(force, payment, schedule, fill, ask.now, ask.max_wait)
+    {
+        return decision;
+    }
     let ask = Ask {
         now: ask.now.min(LATEST),
         ..ask
     };
-    let fresh = payment == Payment::Now && schedule.at == NEVER;
-    if ask.permits == 1.0
-        && !fresh
-        && let Some(decision) = steady(force, payment, schedule, fill, ask.now, ask.max_wait)
-    {
-        return decision;
-    }
     match payment {
         Payment::Later => pay_later(force, schedule, fill, ask, burst),
         Payment::Now => pay_now(force, schedule, fill, ask, burst),
     }
 }
 
-/// A one-permit decision on a started schedule, if it is a refusal or one of the steady
-/// states.
-#[inline]
-fn steady(
+/// A one-permit decision at `now`, if it is one the integer steps make on a started schedule:
+/// a refusal, one of the steady states, or paying now within a busy schedule.
+#[inline(always)]
+pub(super) fn decide_one(
     force: &CurveInForce,
     payment: Payment,
     schedule: Schedule,
@@ -213,6 +211,10 @@ fn steady(
     now: u64,
     max_wait: u64,
 ) -> Option<Decision> {
+    if payment == Payment::Now && schedule.at == NEVER {
+        return None;
+    }
+    let now = now.min(LATEST);
     let (curve, prices) = (&force.curve, &force.prices);
     let at = schedule.at;
     let admitted = |at, fill, change, wait| Some(Ok(Step::new(force, at, fill, change, wait)));
@@ -416,7 +418,7 @@ mod tests {
                 Payment::Later => pay_later(&force, schedule, fill, ask, burst),
                 Payment::Now => pay_now(&force, schedule, fill, ask, burst),
             };
-            if let Some(steady) = steady(&force, payment, schedule, fill, now, max_wait) {
+            if let Some(steady) = decide_one(&force, payment, schedule, fill, now, max_wait) {
                 match (steady, general) {
                     (Ok(a), Ok(b)) => {
                         prop_assert_eq!(a.schedule, b.schedule);
@@ -440,12 +442,12 @@ mod tests {
             denied: false,
             odd_curve: false,
         };
-        let empty = steady(&force, Payment::Now, busy, 0.0, 1_000, u64::MAX);
+        let empty = decide_one(&force, Payment::Now, busy, 0.0, 1_000, u64::MAX);
         let at = Schedule::unpack(empty.unwrap().unwrap().schedule).at;
         assert_eq!(at, 5_000 + 10_000_000);
-        let idle = steady(&force, Payment::Now, busy, 1.0, 100_000_000_000, 0);
+        let idle = decide_one(&force, Payment::Now, busy, 1.0, 100_000_000_000, 0);
         assert_eq!(idle.unwrap().unwrap().fill, force.prices.fill_after_full);
-        let later = steady(&force, Payment::Later, busy, 1.0, 100_000_000_000, 0);
+        let later = decide_one(&force, Payment::Later, busy, 1.0, 100_000_000_000, 0);
         assert!(later.unwrap().is_ok());
     }
 }
