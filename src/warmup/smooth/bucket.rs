@@ -91,7 +91,12 @@ impl SmoothBucket {
             }
             return self.reserve_one(word, now, max_wait);
         }
-        self.reserve_any(now, permits, max_wait)
+        self.reserve_any(
+            self.schedule.load(Ordering::Acquire),
+            now,
+            permits,
+            max_wait,
+        )
     }
 
     /// [`reserve_watched`](Self::reserve_watched) for one permit, the schedule read as `word`:
@@ -103,14 +108,20 @@ impl SmoothBucket {
         if let Some(force) = self.curve.initial() {
             let fill = f64::from_bits(self.fill.load(Ordering::Acquire));
             let decision = decide_one(force, self.payment, schedule, fill, now, max_wait);
-            if let Some(Ok(step)) = decision
-                && self
-                    .schedule
-                    .compare_exchange_weak(word, step.schedule, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-            {
-                self.store_level(fill, &step, &force.curve);
-                return Ok((step.wait, warm(&step, &force.curve)));
+            if let Some(Ok(step)) = decision {
+                match self.schedule.compare_exchange_weak(
+                    word,
+                    step.schedule,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => {
+                        self.store_level(fill, &step, &force.curve);
+                        return Ok((step.wait, warm(&step, &force.curve)));
+                    }
+                    // Lost a race: decide again on the word that won it.
+                    Err(actual) => return self.reserve_any(actual, now, 1.0, max_wait),
+                }
             }
             if let Some(Err(short)) = decision
                 && schedule.denied
@@ -118,15 +129,20 @@ impl SmoothBucket {
                 return Err(short);
             }
         }
-        // A refusal to mark, a lost race, a general decision or a replaced curve.
-        self.reserve_any(now, 1.0, max_wait)
+        // A refusal to mark, a general decision or a replaced curve.
+        self.reserve_any(word, now, 1.0, max_wait)
     }
 
-    /// [`reserve_watched`](Self::reserve_watched) for any request on any curve, retrying
-    /// until its compare-and-swap succeeds.
+    /// [`reserve_watched`](Self::reserve_watched) for any request on any curve, from the
+    /// schedule read as `word`, retrying until its compare-and-swap succeeds.
     #[inline(never)]
-    fn reserve_any(&self, now: u64, permits: f64, max_wait: u64) -> Result<(u64, bool), u64> {
-        let mut word = self.schedule.load(Ordering::Acquire);
+    fn reserve_any(
+        &self,
+        mut word: u64,
+        now: u64,
+        permits: f64,
+        max_wait: u64,
+    ) -> Result<(u64, bool), u64> {
         loop {
             // A curve replaced between this read and the compare-and-swap below only means
             // this decision used the rate in force when it started.
