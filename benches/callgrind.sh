@@ -25,7 +25,7 @@ instructions() { # limiter scenario calls
 
 printf '%-20s %-8s %s\n' limiter scenario instructions/call
 for scenario in admit reject; do
-    for limiter in sentinel smooth governor shed shed-layer warmup-layer drain-layer tower-pair; do
+    for limiter in sentinel smooth smooth-cold governor shed shed-layer warmup-layer drain-layer tower-pair; do
         a=$(instructions "$limiter" "$scenario" "$small")
         b=$(instructions "$limiter" "$scenario" "$large")
         printf '%-20s %-8s %.1f\n' "$limiter" "$scenario" "$(echo "($b - $a) / ($large - $small)" | bc -l)"

@@ -9,7 +9,8 @@
 //! | limiter | one call |
 //! |---|---|
 //! | `sentinel` | `SentinelWarmUp::try_acquire` |
-//! | `smooth` | `WarmUp::try_acquire` (the default, Guava's smooth bucket) |
+//! | `smooth` | `WarmUp::try_acquire` (the default, Guava's smooth bucket), warm, one 1 µs clock advance per call: admitting at 10⁶/s, each request due as it arrives |
+//! | `smooth-cold` | the same, cold on a clock that never moves: admitting at 10⁹/s within the burst, each request spending a stored permit |
 //! | `governor` | governor's `check` |
 //! | `shed` | the shedder's `allow`, and `pass` when admitted |
 //! | `shed-layer`, `warmup-layer`, `tower-pair` | one request through `ShedLayer`, `WarmUpLayer` (boxed-error refusals) or tower's `load_shed` + `concurrency_limit`, over a `u64` echo that answers at once |
@@ -54,21 +55,25 @@ fn run_admit(rate: f64, calls: u64) -> u64 {
         .sum()
 }
 
-/// The smooth bucket schedules each permit to the nanosecond, so on a clock that never moves it
-/// admits one: its runs advance the manual clock by [`TICK`] before each call (one atomic add,
-/// counted with the decision).
+/// The smooth bucket schedules each permit to the nanosecond: the warm runs advance the manual
+/// clock by [`TICK`] before each call (one atomic add, counted with the decision), each request
+/// due as it arrives when admitting (10⁶/s).
 const TICK: Duration = Duration::from_micros(1);
 
-fn run_smooth(rate: f64, calls: u64) -> u64 {
+/// `WarmUp::try_acquire`: warm, the clock advanced by [`TICK`] before each call; or cold on a
+/// clock that never moves, so that every admission spends a stored permit within the burst.
+fn run_smooth(rate: f64, warm: bool, calls: u64) -> u64 {
     let clock = ManualClock::new();
     let limiter = WarmUp::builder(rate)
         .clock(clock.clone())
-        .start_warm(true)
+        .start_warm(warm)
         .build()
         .expect("valid configuration");
     (0..calls)
         .map(|_| {
-            clock.advance(TICK);
+            if warm {
+                clock.advance(TICK);
+            }
             u64::from(black_box(limiter.try_acquire().is_ok()))
         })
         .sum()
@@ -208,7 +213,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [limiter, scenario, calls] = args.as_slice() else {
         eprintln!(
-            "usage: instructions <sentinel|smooth|governor|shed|shed-layer|warmup-layer|drain-layer|tower-pair> <admit|reject> <calls>"
+            "usage: instructions <sentinel|smooth|smooth-cold|governor|shed|shed-layer|warmup-layer|drain-layer|tower-pair> <admit|reject> <calls>"
         );
         std::process::exit(2);
     };
@@ -221,13 +226,16 @@ fn main() {
         other => panic!("unknown scenario {other}"),
     };
     let reject = scenario == "reject";
+    // Warm, one request per 1 µs tick: each due as it arrives (10⁶/s), or refused (10/s).
+    let smooth_rate = if reject { 10.0 } else { 1e6 };
     let admitted = match limiter.as_str() {
         "sentinel" => run_admit(admit_rate, calls),
-        "smooth" => run_smooth(admit_rate, calls),
+        "smooth" => run_smooth(smooth_rate, true, calls),
+        "smooth-cold" => run_smooth(admit_rate, false, calls),
         "governor" => run_governor(governor_rate, calls),
         "shed" => run_shed(reject, calls),
         "shed-layer" => run_shed_layer(reject, calls),
-        "warmup-layer" => run_warm_up_layer(admit_rate, calls),
+        "warmup-layer" => run_warm_up_layer(smooth_rate, calls),
         "drain-layer" => run_drain_layer(reject, calls),
         "tower-pair" => run_tower_pair(reject, calls),
         other => panic!("unknown limiter {other}"),
