@@ -100,8 +100,9 @@ impl SmoothBucket {
     }
 
     /// [`reserve_watched`](Self::reserve_watched) for one permit, the schedule read as `word`:
-    /// the common decisions on the curve built with in one attempt, in a small frame; any
-    /// other through [`reserve_any`](Self::reserve_any).
+    /// the decisions [`decide_one`] makes, on the curve built with, in one attempt and a small
+    /// frame; a lost race, a refusal to mark, any other decision or a replaced curve through
+    /// [`reserve_any`](Self::reserve_any).
     #[inline(never)]
     fn reserve_one(&self, word: u64, now: u64, max_wait: u64) -> Result<(u64, bool), u64> {
         let schedule = Schedule::unpack(word);
@@ -129,7 +130,6 @@ impl SmoothBucket {
                 return Err(short);
             }
         }
-        // A refusal to mark, a general decision or a replaced curve.
         self.reserve_any(word, now, 1.0, max_wait)
     }
 
