@@ -6,6 +6,9 @@
 //! `.ci/run`).
 #![cfg(admit_loom)]
 
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use admit::clock::ManualClock;
@@ -63,6 +66,10 @@ fn a_refusal_racing_an_admission_never_loses_the_admission() {
 
 #[test]
 fn a_rate_change_is_seen_whole_or_not_at_all() {
+    // How many explored executions read the old curve and the new one: both must occur, or
+    // the reader never overlapped the write and the test proves nothing.
+    static OLD: AtomicUsize = AtomicUsize::new(0);
+    static NEW: AtomicUsize = AtomicUsize::new(0);
     loom::model(|| {
         let (_clock, limiter) = warm_ten_per_second();
         let before = limiter.curve();
@@ -70,12 +77,26 @@ fn a_rate_change_is_seen_whole_or_not_at_all() {
             let limiter = Arc::clone(&limiter);
             thread::spawn(move || limiter.set_rate(1000.0).unwrap())
         };
-        let seen = limiter.curve();
+        // The reader is a thread of its own: read right after the spawn, in the spawning
+        // thread, one load of the curve's version was never preceded by the writer in loom's
+        // exploration (one execution, the old curve).
+        let reader = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.curve())
+        };
+        let seen = reader.join().unwrap();
         writer.join().unwrap();
         let after = limiter.curve();
         assert_eq!(after.permits_per_second(), 1000.0);
         assert!(seen == before || seen == after, "a torn curve: {seen:?}");
+        let counter = if seen == before { &OLD } else { &NEW };
+        counter.fetch_add(1, Ordering::Relaxed);
     });
+    let (old, new) = (OLD.load(Ordering::Relaxed), NEW.load(Ordering::Relaxed));
+    assert!(
+        old > 0 && new > 0,
+        "old curve read {old} times, new {new} times"
+    );
 }
 
 /// Two cold admissions racing inside the burst both spend a stored permit: whichever order
@@ -83,6 +104,9 @@ fn a_rate_change_is_seen_whole_or_not_at_all() {
 /// before the other, neither spend is lost.
 #[test]
 fn racing_admissions_lose_no_spend() {
+    // When the next requests are due, per explored execution: the second admission priced on
+    // the level after the first, or on the one before it (4 ms apart). Both must occur.
+    static DUE: Mutex<BTreeSet<Duration>> = Mutex::new(BTreeSet::new());
     loom::model(|| {
         let clock = ManualClock::new();
         let limiter = Arc::new(WarmUp::builder(10.0).clock(clock.clone()).build().unwrap());
@@ -91,5 +115,9 @@ fn racing_admissions_lose_no_spend() {
         let snapshot = limiter.snapshot();
         let spent = snapshot.max_tokens - snapshot.stored_tokens;
         assert!((spent - 3.0).abs() < 1e-9, "{spent} permits spent, not 3");
+        let due = limiter.reserve(10, Duration::MAX).unwrap();
+        DUE.lock().unwrap().insert(due);
     });
+    let due = DUE.lock().unwrap();
+    assert_eq!(due.len(), 2, "one pricing explored, not both: {due:?}");
 }
