@@ -933,8 +933,13 @@ mod loom_tests {
     /// Admissions and completions racing a reader of the in-flight count: completions are
     /// read before admissions, so the reader never counts more requests ended than admitted
     /// (the subtraction in `Flight::flying` never saturates), and the totals settle exactly.
+    ///
+    /// The reader is a thread of its own: on the spawning thread, right after the spawns, it
+    /// never saw a completion in loom's exploration. The test asserts that it did.
     #[test]
     fn loom_in_flight_never_reads_negative() {
+        static SAW_AN_END: std::sync::atomic::AtomicBool =
+            std::sync::atomic::AtomicBool::new(false);
         loom::model(|| {
             let shedder = Arc::new(
                 Shedder::builder()
@@ -953,17 +958,28 @@ mod loom_tests {
                     })
                 })
                 .collect();
-            let flight = &shedder.flight;
-            let ended =
-                flight.passed.load(Ordering::Acquire) + flight.failed.load(Ordering::Acquire);
-            let admitted = flight.admitted.load(Ordering::Acquire);
+            let reader = {
+                let shedder = Arc::clone(&shedder);
+                thread::spawn(move || {
+                    let flight = &shedder.flight;
+                    let ended = flight.passed.load(Ordering::Acquire)
+                        + flight.failed.load(Ordering::Acquire);
+                    (ended, flight.admitted.load(Ordering::Acquire))
+                })
+            };
+            let (ended, admitted) = reader.join().unwrap();
             assert!(admitted >= ended, "{ended} ended of {admitted} admitted");
+            if ended > 0 {
+                SAW_AN_END.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
             for worker in workers {
                 worker.join().unwrap();
             }
+            let flight = &shedder.flight;
             assert_eq!(flight.flying(), 0);
             assert_eq!(flight.passed.load(Ordering::Acquire), 1);
             assert_eq!(flight.failed.load(Ordering::Acquire), 1);
         });
+        assert!(SAW_AN_END.load(std::sync::atomic::Ordering::Relaxed));
     }
 }
