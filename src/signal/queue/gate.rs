@@ -462,12 +462,16 @@ mod loom_tests {
         loom::model(|| {
             let gate = gate();
             gate.record_in(5, ABOVE);
-            let other = {
+            // Both samplers are threads of their own: on the spawning thread, right after the
+            // spawn, a sampler's first read is never preceded by the other's write in loom's
+            // exploration.
+            let samplers = [ABOVE, BELOW].map(|wait| {
                 let gate = Arc::clone(&gate);
-                thread::spawn(move || gate.record_in(6, ABOVE))
-            };
-            gate.record_in(6, BELOW);
-            other.join().unwrap();
+                thread::spawn(move || gate.record_in(6, wait))
+            });
+            for sampler in samplers {
+                sampler.join().unwrap();
+            }
             assert_eq!(current(&gate), (6, 2, 1));
             assert_eq!(gate.state_in(6), QueueState::Hot, "interval 5's one wait");
         });
