@@ -110,19 +110,11 @@ impl SmoothBucket {
             let fill = f64::from_bits(self.fill.load(Ordering::Acquire));
             let decision = decide_one(force, self.payment, schedule, fill, now, max_wait);
             if let Some(Ok(step)) = decision {
-                match self.schedule.compare_exchange_weak(
-                    word,
-                    step.schedule,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
-                    Ok(_) => {
-                        self.store_level(fill, &step, &force.curve);
-                        return Ok((step.wait, warm(&step, &force.curve)));
-                    }
+                return match self.admit(word, fill, &step, &force.curve) {
+                    Ok(admitted) => Ok(admitted),
                     // Lost a race: decide again on the word that won it.
-                    Err(actual) => return self.reserve_any(actual, now, 1.0, max_wait),
-                }
+                    Err(actual) => self.reserve_any(actual, now, 1.0, max_wait),
+                };
             }
             if let Some(Err(short)) = decision
                 && schedule.denied
@@ -187,19 +179,34 @@ impl SmoothBucket {
                     }
                 }
             };
-            match self.schedule.compare_exchange_weak(
-                word,
-                step.schedule,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => {
-                    self.store_level(fill, &step, &force.curve);
-                    return Ok((step.wait, warm(&step, &force.curve)));
-                }
+            match self.admit(word, fill, &step, &force.curve) {
+                Ok(admitted) => return Ok(admitted),
                 Err(actual) => word = actual,
             }
         }
+    }
+
+    /// Puts the admission `step`, decided on the schedule `word` and the stored permits `fill`,
+    /// in force if the schedule is still `word`: the wait and the full-rate flag, or the word
+    /// that won the race.
+    #[inline(always)]
+    fn admit(
+        &self,
+        word: u64,
+        fill: f64,
+        step: &Step,
+        curve: &SmoothCurve,
+    ) -> Result<(u64, bool), u64> {
+        self.schedule.compare_exchange_weak(
+            word,
+            step.schedule,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )?;
+        self.store_level(fill, step, curve);
+        // Whether the admission left the bucket at its full rate, with `tracing` only.
+        let warm = cfg!(feature = "tracing") && step.fill * curve.max() <= curve.threshold();
+        Ok((step.wait, warm))
     }
 
     /// Records an admission's change to the stored permits, which were `read` when it
@@ -295,12 +302,6 @@ impl SmoothBucket {
     pub(super) fn fill(&self) -> f64 {
         f64::from_bits(self.fill.load(Ordering::Acquire))
     }
-}
-
-/// Whether `step` left the bucket at its full rate, with the `tracing` feature; else `false`.
-#[inline]
-fn warm(step: &Step, curve: &SmoothCurve) -> bool {
-    cfg!(feature = "tracing") && step.fill * curve.max() <= curve.threshold()
 }
 
 #[cfg(test)]
