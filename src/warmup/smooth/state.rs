@@ -163,9 +163,14 @@ pub(super) fn refused(
     now: u64,
     max_wait: u64,
 ) -> Option<u64> {
-    let fresh = payment == Payment::Now && schedule.at == NEVER;
     let wait = schedule.at.saturating_sub(now.min(LATEST));
-    (!fresh && wait > max_wait).then(|| wait - max_wait)
+    (!fresh(payment, schedule) && wait > max_wait).then(|| wait - max_wait)
+}
+
+/// Whether `schedule` has admitted nothing yet paying now: the first request passes at once.
+#[inline]
+fn fresh(payment: Payment, schedule: Schedule) -> bool {
+    payment == Payment::Now && schedule.at == NEVER
 }
 
 /// `permits` asked for at `now` by a caller willing to wait up to `max_wait` ns (the burst
@@ -211,7 +216,7 @@ pub(super) fn decide_one(
     now: u64,
     max_wait: u64,
 ) -> Option<Decision> {
-    if payment == Payment::Now && schedule.at == NEVER {
+    if fresh(payment, schedule) {
         return None;
     }
     let now = now.min(LATEST);
