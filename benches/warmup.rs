@@ -10,7 +10,8 @@
 //! - **mostly reject**: 10/s (admit) and 1/s (governor), so nearly every call is refused.
 //! - **steady**: `WarmUp`'s two steady states beside governor, both on a manual clock advanced
 //!   before every call: warm and saturated (10⁶/s, 1 µs steps, each request due as it
-//!   arrives) and lightly used (100/s, 10 s steps, the bucket full after idling).
+//!   arrives) and lightly used (100/s, 10 s steps, the bucket full after idling); each on the
+//!   curve `WarmUp` was built with and on one put in force by `set_rate`.
 //!
 //! admit runs both buckets: `WarmUp` (the default, Guava's smooth model, paying now) and
 //! `SentinelWarmUp`.
@@ -204,21 +205,28 @@ fn steady_states(c: &mut Criterion) {
     for (label, rate, step, start_warm) in regimes {
         let mut group = c.benchmark_group(format!("warmup/steady/{label}"));
         group.throughput(Throughput::Elements(1));
-        let clock = ManualClock::new();
-        let smooth = WarmUp::builder(f64::from(rate))
-            .warm_up_period(Duration::from_secs(1))
-            .start_warm(start_warm)
-            .clock(clock.clone())
-            .build()
-            .expect("valid configuration");
-        let smooth_call = || {
-            clock.advance(step);
-            smooth.try_acquire().is_ok()
-        };
-        assert!((0..1000).all(|_| smooth_call()), "{label}: Smooth refused");
-        group.bench_function("admit Smooth/ManualClock", |b| {
-            b.iter(|| black_box(smooth_call()))
-        });
+        // The curve built with, and a replacement by `set_rate` (read out of its lock).
+        for (name, replaced) in [
+            ("admit Smooth/ManualClock", false),
+            ("admit Smooth after set_rate/ManualClock", true),
+        ] {
+            let clock = ManualClock::new();
+            let smooth = WarmUp::builder(f64::from(rate))
+                .warm_up_period(Duration::from_secs(1))
+                .start_warm(start_warm)
+                .clock(clock.clone())
+                .build()
+                .expect("valid configuration");
+            if replaced {
+                smooth.set_rate(f64::from(rate)).expect("valid rate");
+            }
+            let smooth_call = || {
+                clock.advance(step);
+                smooth.try_acquire().is_ok()
+            };
+            assert!((0..1000).all(|_| smooth_call()), "{label}: Smooth refused");
+            group.bench_function(name, |b| b.iter(|| black_box(smooth_call())));
+        }
         let fake = FakeRelativeClock::default();
         let quota = Quota::per_second(NonZeroU32::new(rate).expect("non-zero rate"));
         let governor = RateLimiter::direct_with_clock(quota, fake.clone());

@@ -2,7 +2,7 @@
 //! curve under a sequence lock.
 
 use super::curve::SmoothCurve;
-use super::shared::SharedCurve;
+use super::shared::{CurveInForce, SharedCurve};
 use super::state::{
     Ask, NEVER, Payment, Schedule, Step, busy_until, decide, decide_one, later, refused, whole,
 };
@@ -100,27 +100,48 @@ impl SmoothBucket {
     }
 
     /// [`reserve_watched`](Self::reserve_watched) for one permit, the schedule read as `word`:
-    /// the decisions [`decide_one`] makes, on the curve built with, in one attempt and a small
-    /// frame; a lost race, a refusal to mark, any other decision or a replaced curve through
-    /// [`reserve_any`](Self::reserve_any).
+    /// the decisions [`decide_one`] makes, in one attempt and a small frame, on the curve built
+    /// with (read in place) or a replacement (copied out of the lock by
+    /// [`reserve_one_replaced`](Self::reserve_one_replaced)); a lost race, a refusal to mark
+    /// and any other decision through [`reserve_any`](Self::reserve_any).
     #[inline(never)]
     fn reserve_one(&self, word: u64, now: u64, max_wait: u64) -> Result<(u64, bool), u64> {
+        match self.curve.initial() {
+            Some(force) => self.attempt_one(force, word, now, max_wait),
+            None => self.reserve_one_replaced(word, now, max_wait),
+        }
+    }
+
+    /// [`reserve_one`](Self::reserve_one) on a replaced curve, out of its frame.
+    #[inline(never)]
+    fn reserve_one_replaced(&self, word: u64, now: u64, max_wait: u64) -> Result<(u64, bool), u64> {
+        let force = self.curve.read();
+        self.attempt_one(&force, word, now, max_wait)
+    }
+
+    /// One attempt at a [`decide_one`] decision on `force`, else the general loop.
+    #[inline(always)]
+    fn attempt_one(
+        &self,
+        force: &CurveInForce,
+        word: u64,
+        now: u64,
+        max_wait: u64,
+    ) -> Result<(u64, bool), u64> {
         let schedule = Schedule::unpack(word);
-        if let Some(force) = self.curve.initial() {
-            let fill = f64::from_bits(self.fill.load(Ordering::Acquire));
-            let decision = decide_one(force, self.payment, schedule, fill, now, max_wait);
-            if let Some(Ok(step)) = decision {
-                return match self.admit(word, fill, &step, &force.curve) {
-                    Ok(admitted) => Ok(admitted),
-                    // Lost a race: decide again on the word that won it.
-                    Err(actual) => self.reserve_any(actual, now, 1.0, max_wait),
-                };
-            }
-            if let Some(Err(short)) = decision
-                && schedule.denied
-            {
-                return Err(short);
-            }
+        let fill = f64::from_bits(self.fill.load(Ordering::Acquire));
+        let decision = decide_one(force, self.payment, schedule, fill, now, max_wait);
+        if let Some(Ok(step)) = decision {
+            return match self.admit(word, fill, &step, &force.curve) {
+                Ok(admitted) => Ok(admitted),
+                // Lost a race: decide again on the word that won it.
+                Err(actual) => self.reserve_any(actual, now, 1.0, max_wait),
+            };
+        }
+        if let Some(Err(short)) = decision
+            && schedule.denied
+        {
+            return Err(short);
         }
         self.reserve_any(word, now, 1.0, max_wait)
     }
@@ -540,9 +561,10 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// A bucket deciding on the curve it was built with (one attempt, one-permit requests
-        /// in the integer steps) decides exactly as one whose curve was replaced by the same
-        /// curve (every request through the general loop).
+        /// A bucket deciding on the curve it was built with, and one built at another rate
+        /// whose curve was replaced by it (one attempt for one-permit requests in the integer
+        /// steps, on the curve read in place or copied out of its lock), decide exactly as one
+        /// that sends every request through the general loop.
         #[test]
         fn the_one_attempt_path_decides_as_the_general_loop(
             payment in proptest::prop_oneof![
@@ -564,19 +586,25 @@ mod tests {
             ),
         ) {
             let curve = SmoothCurve::new(100.0, 10.0 * SEC as f64, 3.0);
-            let one_attempt = SmoothBucket::new(curve, payment, 0, start_warm, burst);
-            let general = SmoothBucket::new(curve, payment, 0, start_warm, burst);
-            general.set_curve(&curve);
+            let bucket = |curve| SmoothBucket::new(curve, payment, 0, start_warm, burst);
+            let (built, general) = (bucket(curve), bucket(curve));
+            // Built at another rate, replaced before its first request.
+            let replaced = bucket(SmoothCurve::new(50.0, 10.0 * SEC as f64, 3.0));
+            replaced.set_curve(&curve);
             let mut now = 0;
             for (step, permits, max_wait) in calls {
                 now += step;
-                proptest::prop_assert_eq!(
-                    one_attempt.reserve(now, permits, max_wait),
-                    general.reserve(now, permits, max_wait)
-                );
-                let (a, b) = (one_attempt.schedule(), general.schedule());
-                proptest::prop_assert_eq!((a.at, a.denied), (b.at, b.denied));
-                proptest::prop_assert_eq!(one_attempt.fill().to_bits(), general.fill().to_bits());
+                let word = general.schedule.load(Ordering::Acquire);
+                let expected = general.reserve_any(word, now, permits, max_wait);
+                for one_attempt in [&built, &replaced] {
+                    proptest::prop_assert_eq!(
+                        one_attempt.reserve_watched(now, permits, max_wait),
+                        expected
+                    );
+                    let (a, b) = (one_attempt.schedule(), general.schedule());
+                    proptest::prop_assert_eq!((a.at, a.denied), (b.at, b.denied));
+                    proptest::prop_assert_eq!(one_attempt.fill().to_bits(), general.fill().to_bits());
+                }
             }
         }
     }

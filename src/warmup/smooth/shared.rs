@@ -50,8 +50,14 @@ impl SharedCurve {
     pub(super) fn load(&self) -> Cow<'_, CurveInForce> {
         match self.initial() {
             Some(initial) => Cow::Borrowed(initial),
-            None => Cow::Owned(from_words(self.words.read())),
+            None => Cow::Owned(self.read()),
         }
+    }
+
+    /// A copy of the curve in force, out of the lock.
+    #[inline]
+    pub(super) fn read(&self) -> CurveInForce {
+        from_words(self.words.read())
     }
 
     /// The curve built with, if it is still in force.
