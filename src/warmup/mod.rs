@@ -57,11 +57,14 @@
 //!   second work: 1 rps with factor 3 first spaces requests 2 to 3 s apart, then warms up, where
 //!   Sentinel admits nothing. A factor of 1 is a plain rate limiter.
 //!
-//! The state is two 64-bit words. The schedule (when the next permit is due and a refusal
-//! mark) orders admissions by one compare-and-swap each; the stored permits are written after
-//! it, and only when an admission changes them, which a busy empty bucket and a full one after
-//! idling do not. A refusal writes only to mark the unmet demand, at most once between two
-//! admissions. Any target with 64-bit atomics is lock-free.
+//! The state is two 64-bit words. The schedule (when the next permit is due, in ns since the
+//! limiter was built, up to 18 years; a refusal mark; and up to seven whole permits spent from
+//! the stored ones since they were last written) orders admissions by one compare-and-swap
+//! each. The stored permits are written after it, and only when an admission changes them
+//! other than by one more whole permit counted in the schedule: a busy run writes them once
+//! every eight admissions, a busy empty bucket and a full one after idling not at all. A
+//! refusal writes only to mark the unmet demand, at most once between two admissions. Any
+//! target with 64-bit atomics is lock-free.
 //!
 //! # In a tower stack
 //!
@@ -75,7 +78,7 @@
 //! [`set_rate`](WarmUp::set_rate), then a few words under a sequence lock) and the stored
 //! permits and prices the request: in integer steps in the two steady states (busy and empty;
 //! full after idling), in floating point otherwise. An admission performs one
-//! 64-bit compare-and-swap of the schedule and, if it changed the stored permits, one of them.
+//! 64-bit compare-and-swap of the schedule and, if it writes the stored permits, one of them.
 //! Every decision also adds one to a lifetime total (a plain store on a stripe the thread
 //! owns). Nothing allocates. See the crate's README for benchmarks.
 //!

@@ -4,7 +4,8 @@
 use super::curve::SmoothCurve;
 use super::shared::{CurveInForce, SharedCurve};
 use super::state::{
-    Ask, NEVER, Payment, Schedule, Step, busy_until, decide, decide_one, later, refused, whole,
+    Ask, NEVER, Payment, Read, Schedule, Step, busy_until, decide, decide_one, flush, later, level,
+    refused, whole,
 };
 use crate::sync::{AtomicU64, Ordering};
 
@@ -12,17 +13,22 @@ use crate::sync::{AtomicU64, Ordering};
 ///
 /// Admissions are ordered by one 64-bit compare-and-swap of the schedule; a refusal writes
 /// only to mark demand, at most once between two admissions. The stored permits (a fill
-/// fraction, `f64` bits) are a second word, written after the schedule and only when an
-/// admission changes them, which the two steady states (busy and empty, full after idling)
-/// do not. A decision that reads the level while another admission is between its two writes
-/// prices its request with the level one admission old; the admission that then changes the
-/// level re-applies its change to the newest one, so no change is lost.
+/// fraction, `f64` bits) are a second word, less the whole permits the schedule counts as
+/// spent since it was written (up to [`MAX_PENDING`](super::state::MAX_PENDING)). It is
+/// written after the schedule, and only when an admission changes the stored permits other
+/// than by one more counted permit: in a busy run every eighth admission writes it with the
+/// seven counted before; the two steady states (busy and empty, full after idling) never do.
+/// A decision that reads the word while another admission is between its two writes prices
+/// its request with the level from before that admission and the spends it deducted; the
+/// admission that then writes re-applies its change to the newest word, so no change is lost.
 #[derive(Debug)]
 pub(crate) struct SmoothBucket {
     curve: SharedCurve,
     payment: Payment,
     /// How far ahead of its turn a request may pass, in ns.
     burst: u64,
+    /// The clock's reading when the bucket was built: the schedule counts from it.
+    origin: u64,
     schedule: AtomicU64,
     /// Stored permits as a fraction of `max` (`0..=1`, `f64` bits): a new rate rescales them
     /// with `max`, as Guava's `setRate` does, without touching this word.
@@ -42,9 +48,10 @@ impl SmoothBucket {
     ) -> Self {
         let schedule = Schedule {
             at: match payment {
-                Payment::Later => now,
+                Payment::Later => 0,
                 Payment::Now => NEVER,
             },
+            pending: 0,
             denied: false,
             odd_curve: false,
         };
@@ -53,6 +60,7 @@ impl SmoothBucket {
             curve: SharedCurve::new(curve, burst),
             payment,
             burst,
+            origin: now,
             schedule: AtomicU64::new(schedule.pack()),
             fill: AtomicU64::new(fill.to_bits()),
         }
@@ -79,6 +87,7 @@ impl SmoothBucket {
         permits: f64,
         max_wait: u64,
     ) -> Result<(u64, bool), u64> {
+        let now = now.saturating_sub(self.origin);
         if permits == 1.0 {
             let word = self.schedule.load(Ordering::Acquire);
             let schedule = Schedule::unpack(word);
@@ -130,7 +139,8 @@ impl SmoothBucket {
     ) -> Result<(u64, bool), u64> {
         let schedule = Schedule::unpack(word);
         let fill = f64::from_bits(self.fill.load(Ordering::Acquire));
-        let decision = decide_one(force, self.payment, schedule, fill, now, max_wait);
+        let read = Read { schedule, fill };
+        let decision = decide_one(force, self.payment, read, now, max_wait);
         if let Some(Ok(step)) = decision {
             return match self.admit(word, fill, &step, &force.curve) {
                 Ok(admitted) => Ok(admitted),
@@ -165,8 +175,7 @@ impl SmoothBucket {
             let decision = decide(
                 &force,
                 self.payment,
-                schedule,
-                fill,
+                Read { schedule, fill },
                 Ask {
                     now,
                     permits,
@@ -226,7 +235,7 @@ impl SmoothBucket {
         )?;
         self.store_level(fill, step, curve);
         // Whether the admission left the bucket at its full rate, with `tracing` only.
-        let warm = cfg!(feature = "tracing") && step.fill * curve.max() <= curve.threshold();
+        let warm = cfg!(feature = "tracing") && step.left <= curve.threshold();
         Ok((step.wait, warm))
     }
 
@@ -256,9 +265,10 @@ impl SmoothBucket {
     /// estimate for snapshots: the next decision may credit slightly less, by the price it
     /// pays).
     pub(crate) fn stored_at(&self, now: u64) -> f64 {
+        let now = now.saturating_sub(self.origin);
         let curve = self.curve.load().curve;
         let schedule = self.schedule();
-        let stored = self.fill() * curve.max();
+        let stored = level(&curve, self.fill(), schedule.pending);
         if schedule.at == NEVER {
             return stored;
         }
@@ -281,7 +291,12 @@ impl SmoothBucket {
     /// Replaces the curve. Stored permits keep their share of `max` (Guava's rescaling); the
     /// time already reserved is kept, so the next caller still waits it out. Paying now, the
     /// price the last admission set for the next permit is re-priced on the new curve.
+    ///
+    /// The spends the schedule counts are deducted from the stored permits' word first, so
+    /// that they are rescaled with the rest; spends counted by admissions racing the
+    /// replacement stay whole permits.
     pub(crate) fn set_curve(&self, curve: &SmoothCurve) {
+        self.flush_pending();
         let replaced = self.curve.replace(curve);
         if self.payment == Payment::Later {
             return;
@@ -295,10 +310,12 @@ impl SmoothBucket {
                 return;
             }
             let fill = self.fill();
-            let old_price = replaced.curve.cost(fill * replaced.curve.max(), 1.0).0;
+            let old_level = level(&replaced.curve, fill, schedule.pending);
+            let old_price = replaced.curve.cost(old_level, 1.0).0;
             let passed = schedule.at.saturating_sub(whole(old_price));
+            let new_level = level(curve, fill, schedule.pending);
             let repriced = Schedule {
-                at: later(passed, whole(curve.cost(fill * curve.max(), 1.0).0)),
+                at: later(passed, whole(curve.cost(new_level, 1.0).0)),
                 odd_curve: odd,
                 ..schedule
             };
@@ -309,6 +326,33 @@ impl SmoothBucket {
                 Ordering::Acquire,
             ) {
                 Ok(_) => return,
+                Err(actual) => word = actual,
+            }
+        }
+    }
+
+    /// Deducts the spends the schedule counts from the stored permits' word.
+    fn flush_pending(&self) {
+        let mut word = self.schedule.load(Ordering::Acquire);
+        loop {
+            let fill = self.fill();
+            let force = self.curve.load();
+            let Some(step) = flush(
+                &force.curve,
+                Read {
+                    schedule: Schedule::unpack(word),
+                    fill,
+                },
+            ) else {
+                return;
+            };
+            match self.schedule.compare_exchange_weak(
+                word,
+                step.schedule,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return self.store_level(fill, &step, &force.curve),
                 Err(actual) => word = actual,
             }
         }
@@ -628,29 +672,6 @@ mod tests {
                 }
             });
             assert_eq!(admitted.into_inner(), 1, "{payment:?}");
-        }
-    }
-
-    #[test]
-    fn schedules_pack_and_unpack() {
-        for schedule in [
-            Schedule {
-                at: NEVER,
-                denied: true,
-                odd_curve: false,
-            },
-            Schedule {
-                at: 0,
-                denied: false,
-                odd_curve: true,
-            },
-            Schedule {
-                at: 12_345,
-                denied: true,
-                odd_curve: true,
-            },
-        ] {
-            assert_eq!(Schedule::unpack(schedule.pack()), schedule);
         }
     }
 }

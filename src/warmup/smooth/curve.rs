@@ -132,8 +132,28 @@ impl SmoothCurve {
     /// the mean spacing over `[stored − 1, stored]`, `stable + slope · (stored − ½ − threshold)`,
     /// as one multiplication and one addition on `stored` (the trapezoid in [`Self::cost`]
     /// takes a chain of seven).
+    /// What one permit costs from `word − spent` permits stored, `spent` whole ones taken from
+    /// `word` since it was read: the price [`Self::cost`] sets, above the threshold as the
+    /// price at `word` less `spent` steps of the slope, so that only the last subtraction
+    /// waits for `spent`.
     #[inline]
-    fn one_above(&self, stored: f64) -> f64 {
+    pub(super) fn one_after(&self, word: f64, spent: u64) -> f64 {
+        let stored = word - spent as f64;
+        if stored - self.threshold >= 1.0 {
+            self.one_above_less(word, spent)
+        } else {
+            self.cost(stored, 1.0).0
+        }
+    }
+
+    /// [`Self::one_after`] when `word − spent − threshold ≥ 1`.
+    #[inline]
+    pub(super) fn one_above_less(&self, word: f64, spent: u64) -> f64 {
+        self.one_above(word) - self.slope * spent as f64
+    }
+
+    #[inline]
+    pub(super) fn one_above(&self, stored: f64) -> f64 {
         let intercept = self.stable - self.slope * (self.threshold + 0.5);
         intercept + self.slope * stored
     }

@@ -46,13 +46,18 @@ pub enum Payment {
     Later,
 }
 
-/// The largest time the schedule holds, in ns (146 years); later times count as this.
-pub(super) const TIME_MASK: u64 = (1 << 62) - 1;
+/// The largest time the schedule holds, in ns after the bucket was built (18 years); later
+/// times count as this.
+pub(super) const TIME_MASK: u64 = (1 << 59) - 1;
 /// The schedule before the first admission in [`Payment::Now`]: the first request passes at
 /// once.
 pub(super) const NEVER: u64 = TIME_MASK;
 /// The last time a schedule can name.
 const LATEST: u64 = TIME_MASK - 1;
+const PENDING_SHIFT: u32 = 59;
+/// The most one-permit spends a schedule counts before an admission deducts them from the
+/// stored permits' word.
+pub(super) const MAX_PENDING: u64 = 7;
 const ODD_CURVE: u64 = 1 << 62;
 const DENIED: u64 = 1 << 63;
 
@@ -63,6 +68,10 @@ pub(super) struct Schedule {
     /// reserved so far are paid for; [`Payment::Now`], when the last request passed plus the
     /// price it set for the next permit ([`NEVER`] before the first).
     pub(super) at: u64,
+    /// Whole permits spent from the stored ones by admissions that left the stored permits'
+    /// word as it was (at most [`MAX_PENDING`]): the stored permits are the word's level less
+    /// these.
+    pub(super) pending: u64,
     /// Whether a request was refused since the last admission.
     pub(super) denied: bool,
     /// Whether the curve that set the price in `at` was replaced an odd number of times, so a
@@ -74,6 +83,7 @@ impl Schedule {
     #[inline]
     pub(super) fn pack(self) -> u64 {
         self.at.min(TIME_MASK)
+            | self.pending << PENDING_SHIFT
             | if self.odd_curve { ODD_CURVE } else { 0 }
             | if self.denied { DENIED } else { 0 }
     }
@@ -82,30 +92,46 @@ impl Schedule {
     pub(super) fn unpack(word: u64) -> Self {
         Schedule {
             at: word & TIME_MASK,
+            pending: (word >> PENDING_SHIFT) & MAX_PENDING,
             denied: word & DENIED != 0,
             odd_curve: word & ODD_CURVE != 0,
         }
     }
 }
 
-/// How a decision changed the stored permits: refilled for `idle` ns, then `spend` taken.
-/// Applied to the level the decision read, and again to a newer level if another decision
-/// changed it meanwhile.
+/// How a decision changed the stored permits' word: the schedule's `pending` spends deducted,
+/// refilled for `idle` ns, then `spend` taken. Applied to the word the decision read, and again
+/// to a newer one if another decision changed it meanwhile.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct LevelChange {
+    pub(super) pending: u64,
     pub(super) idle: u64,
     pub(super) spend: f64,
 }
 
 impl LevelChange {
+    /// No change.
+    const NONE: LevelChange = LevelChange {
+        pending: 0,
+        idle: 0,
+        spend: 0.0,
+    };
+
     /// The fill fraction after this change to `fill`.
     pub(super) fn apply(self, curve: &SmoothCurve, fill: f64) -> f64 {
-        curve.fill(curve.refill(fill * curve.max(), self.idle) - self.spend)
+        let level = level(curve, fill, self.pending);
+        curve.fill(curve.refill(level, self.idle) - self.spend)
     }
 }
 
-/// An admission: the schedule after it, the stored permits after it (as a fill fraction of
-/// the level read) and how they changed, and how long the request waits.
+/// The stored permits: `fill` of the maximum less the `pending` spends the schedule counts.
+#[inline]
+pub(super) fn level(curve: &SmoothCurve, fill: f64, pending: u64) -> f64 {
+    fill * curve.max() - pending as f64
+}
+
+/// An admission: the schedule after it, the stored permits' word after it (a fill fraction)
+/// and how it changed, the stored permits left, and how long the request waits.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Step {
     /// The schedule's word after the admission, packed where the decision computed it: the
@@ -113,16 +139,42 @@ pub(super) struct Step {
     pub(super) schedule: u64,
     pub(super) fill: f64,
     pub(super) change: LevelChange,
+    pub(super) left: f64,
     pub(super) wait: u64,
 }
 
+/// What a decision read: the schedule and the stored permits' word.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Read {
+    pub(super) schedule: Schedule,
+    pub(super) fill: f64,
+}
+
 impl Step {
-    /// An admission that sets the schedule to `at`, clearing the refusal mark and tagging it
-    /// with the curve in `force`.
-    #[inline]
-    fn new(force: &CurveInForce, at: u64, fill: f64, change: LevelChange, wait: u64) -> Self {
+    /// An admission that sets the schedule to `at` and leaves `left` permits stored, clearing
+    /// the refusal mark and tagging the schedule with the curve in `force`. One whole permit
+    /// spent without a refill is counted in the schedule (the stored permits' word stays as
+    /// `read`) until [`MAX_PENDING`] are; any other change writes the word, `fill` (a function
+    /// of `left`, computed only then), and deducts the pending spends with it.
+    #[inline(always)]
+    fn new(
+        force: &CurveInForce,
+        read: Read,
+        at: u64,
+        left: f64,
+        fill: impl FnOnce() -> f64,
+        change: LevelChange,
+        wait: u64,
+    ) -> Self {
+        let pending = read.schedule.pending;
+        let (pending, fill, change) = if counts(change, pending) {
+            (pending + 1, read.fill, LevelChange::NONE)
+        } else {
+            (0, fill(), LevelChange { pending, ..change })
+        };
         let schedule = Schedule {
             at,
+            pending,
             denied: false,
             odd_curve: force.odd,
         };
@@ -130,9 +182,19 @@ impl Step {
             schedule: schedule.pack(),
             fill,
             change,
+            left,
             wait,
         }
     }
+}
+
+/// Whether `change`, decided on a schedule counting `pending` spends, is one more to count
+/// rather than a write of the stored permits' word: one whole permit without a refill, fewer
+/// than [`MAX_PENDING`] counted. The price of the next permit after it is then
+/// [`one_after`](SmoothCurve::one_after) the word's level.
+#[inline(always)]
+fn counts(change: LevelChange, pending: u64) -> bool {
+    change.idle == 0 && change.spend == 1.0 && pending < MAX_PENDING
 }
 
 /// A decision: the admission, or how long until the request could pass within the wait it
@@ -174,8 +236,8 @@ fn fresh(payment: Payment, schedule: Schedule) -> bool {
 }
 
 /// `permits` asked for at `now` by a caller willing to wait up to `max_wait` ns (the burst
-/// included), with the stored permits at `fill` of the maximum. A request that finds the
-/// schedule free restarts it: a fresh or idle limiter earns the burst credit less the curve's
+/// included), on what the decision `read`. A request that finds the schedule free restarts it:
+/// a fresh or idle limiter earns the burst credit less the curve's
 /// [restart lead](SmoothCurve::restart_lead).
 ///
 /// One-permit requests in the two steady states, a busy empty bucket and a full bucket after
@@ -185,13 +247,12 @@ fn fresh(payment: Payment, schedule: Schedule) -> bool {
 pub(super) fn decide(
     force: &CurveInForce,
     payment: Payment,
-    schedule: Schedule,
-    fill: f64,
+    read: Read,
     ask: Ask,
     burst: u64,
 ) -> Decision {
     if ask.permits == 1.0
-        && let Some(decision) = decide_one(force, payment, schedule, fill, ask.now, ask.max_wait)
+        && let Some(decision) = decide_one(force, payment, read, ask.now, ask.max_wait)
     {
         return decision;
     }
@@ -200,8 +261,8 @@ pub(super) fn decide(
         ..ask
     };
     match payment {
-        Payment::Later => pay_later(force, schedule, fill, ask, burst),
-        Payment::Now => pay_now(force, schedule, fill, ask, burst),
+        Payment::Later => pay_later(force, read, ask, burst),
+        Payment::Now => pay_now(force, read, ask, burst),
     }
 }
 
@@ -211,90 +272,104 @@ pub(super) fn decide(
 pub(super) fn decide_one(
     force: &CurveInForce,
     payment: Payment,
-    schedule: Schedule,
-    fill: f64,
+    read: Read,
     now: u64,
     max_wait: u64,
 ) -> Option<Decision> {
+    let Read { schedule, fill } = read;
     if fresh(payment, schedule) {
         return None;
     }
     let now = now.min(LATEST);
     let (curve, prices) = (&force.curve, &force.prices);
     let at = schedule.at;
-    let admitted = |at, fill, change, wait| Some(Ok(Step::new(force, at, fill, change, wait)));
+    let admitted = |at, left, fill: f64, change, wait| {
+        Some(Ok(Step::new(force, read, at, left, || fill, change, wait)))
+    };
     if now <= at {
         let wait = at - now;
         if wait > max_wait {
             return Some(Err(wait - max_wait));
         }
         // Busy and empty: no refill, nothing stored to spend, the full-rate price.
-        if fill.to_bits() == 0 {
-            let unchanged = LevelChange {
-                idle: 0,
-                spend: 0.0,
-            };
-            return admitted(later(at, prices.stable), 0.0, unchanged, wait);
+        if fill.to_bits() == 0 && schedule.pending == 0 {
+            return admitted(later(at, prices.stable), 0.0, 0.0, LevelChange::NONE, wait);
         }
-        // Busy (paying now; at `at` itself the schedule restarts): no refill; the permit is
-        // spent from the level and the next one priced below it.
+        // Busy (paying now; at `at` itself the schedule restarts): no refill; a whole permit
+        // is spent from the level, counted in the schedule or, the eighth, written with the
+        // seven before it, and the next one priced as `cost` prices it: above the threshold
+        // along the slope, at or below it at the full rate. (Within a permit above the
+        // threshold, through the general path: the trapezoid is a call, whose saved registers
+        // every admission would pay for.)
         if payment == Payment::Now && now < at {
-            let level = fill * curve.max();
-            // `level − min(level, 1)`, without a minimum ahead of the subtraction.
-            let (spend, left) = if level >= 1.0 {
-                (1.0, level - 1.0)
-            } else {
-                (level, 0.0)
+            let word = fill * curve.max();
+            let level = word - schedule.pending as f64;
+            let left = level - 1.0;
+            let above = left - curve.threshold();
+            let change = LevelChange {
+                pending: schedule.pending,
+                idle: 0,
+                spend: 1.0,
             };
-            let change = LevelChange { idle: 0, spend };
-            let at = later(at, whole(curve.cost(left, 1.0).0));
-            return admitted(at, curve.fill(left), change, wait);
+            let price = if above >= 1.0 {
+                whole(if counts(change, schedule.pending) {
+                    curve.one_above_less(word, schedule.pending + 1)
+                } else {
+                    curve.one_above(left)
+                })
+            } else if above <= 0.0 && left >= 0.0 {
+                prices.stable
+            } else {
+                return None;
+            };
+            let at = later(at, price);
+            let step = Step::new(force, read, at, left, || curve.fill(left), change, wait);
+            return Some(Ok(step));
         }
         return None;
     }
     // Free since `at`: full after idling if the refill reaches `max` and a whole permit is
     // spent from it.
-    let level = fill * curve.max();
+    let level = level(curve, fill, schedule.pending);
     let idle = now - at;
     let full = !schedule.denied
         && level + super::curve::nanos_to_f64(idle) * curve.refill_rate() >= curve.max();
-    let change = LevelChange { idle, spend: 1.0 };
+    let change = LevelChange {
+        pending: schedule.pending,
+        idle,
+        spend: 1.0,
+    };
+    let left = curve.max() - 1.0;
     match payment {
         Payment::Now if full && level >= 1.0 => {
             let next_free = later(now, prices.lead_after_full);
             let at = later(next_free, prices.next_after_full);
-            admitted(at, prices.fill_after_full, change, 0)
+            admitted(at, left, prices.fill_after_full, change, 0)
         }
         Payment::Later if full && curve.max() >= 1.0 => {
             let next_free = later(now, prices.one_from_full);
             let at = later(next_free, prices.lead_after_full);
-            admitted(at, prices.fill_after_full, change, 0)
+            admitted(at, left, prices.fill_after_full, change, 0)
         }
         _ => None,
     }
 }
 
 /// The general decision paying later: `at` is when the earlier permits are paid for.
-fn pay_later(
-    force: &CurveInForce,
-    schedule: Schedule,
-    fill: f64,
-    ask: Ask,
-    burst: u64,
-) -> Decision {
+fn pay_later(force: &CurveInForce, read: Read, ask: Ask, burst: u64) -> Decision {
     let Ask {
         now,
         permits,
         max_wait,
     } = ask;
-    let curve = &force.curve;
+    let (curve, schedule) = (&force.curve, read.schedule);
     let restart = now >= schedule.at;
     let ready = if restart { now } else { schedule.at };
     let wait = ready - now;
     if wait > max_wait {
         return Err(wait - max_wait);
     }
-    let level = fill * curve.max();
+    let level = level(curve, read.fill, schedule.pending);
     let idle = now.saturating_sub(busy_until(curve, schedule, level));
     let stored = curve.refill(level, idle);
     let (cost, spend) = curve.cost(stored, permits);
@@ -303,20 +378,25 @@ fn pay_later(
     if restart {
         next_free = later(next_free, curve.restart_lead(left, burst));
     }
-    let change = LevelChange { idle, spend };
-    Ok(Step::new(force, next_free, curve.fill(left), change, wait))
+    let change = LevelChange {
+        pending: schedule.pending,
+        idle,
+        spend,
+    };
+    let fill = || curve.fill(left);
+    Ok(Step::new(force, read, next_free, left, fill, change, wait))
 }
 
 /// The general decision paying now: `at` is when a one-permit request is due; `permits` are
 /// due once the time since the last pass covers their price.
-fn pay_now(force: &CurveInForce, schedule: Schedule, fill: f64, ask: Ask, burst: u64) -> Decision {
+fn pay_now(force: &CurveInForce, read: Read, ask: Ask, burst: u64) -> Decision {
     let Ask {
         now,
         permits,
         max_wait,
     } = ask;
-    let curve = &force.curve;
-    let level = fill * curve.max();
+    let (curve, schedule) = (&force.curve, read.schedule);
+    let level = level(curve, read.fill, schedule.pending);
     let (cost, spend) = curve.cost(level, permits);
     let fresh = schedule.at == NEVER;
     let due = if fresh {
@@ -349,9 +429,42 @@ fn pay_now(force: &CurveInForce, schedule: Schedule, fill: f64, ask: Ask, burst:
     } else {
         ready
     };
-    let at = later(next_free, whole(curve.cost(left, 1.0).0));
-    let change = LevelChange { idle, spend };
-    Ok(Step::new(force, at, curve.fill(left), change, wait))
+    let change = LevelChange {
+        pending: schedule.pending,
+        idle,
+        spend,
+    };
+    let price = if counts(change, schedule.pending) {
+        curve.one_after(read.fill * curve.max(), schedule.pending + 1)
+    } else {
+        curve.cost(left, 1.0).0
+    };
+    let at = later(next_free, whole(price));
+    let fill = || curve.fill(left);
+    Ok(Step::new(force, read, at, left, fill, change, wait))
+}
+
+/// The step that deducts the spends `read.schedule` counts from the stored permits' word and
+/// changes nothing else, if it counts any.
+pub(super) fn flush(curve: &SmoothCurve, read: Read) -> Option<Step> {
+    let pending = read.schedule.pending;
+    (pending > 0).then(|| {
+        let change = LevelChange {
+            pending,
+            ..LevelChange::NONE
+        };
+        Step {
+            schedule: Schedule {
+                pending: 0,
+                ..read.schedule
+            }
+            .pack(),
+            fill: change.apply(curve, read.fill),
+            change,
+            left: level(curve, read.fill, pending),
+            wait: 0,
+        }
+    })
 }
 
 /// Until when the schedule was busy, with `level` permits stored: `at`, or after a refusal one
@@ -398,6 +511,8 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
         /// The integer steps of the steady states decide exactly as the general path: the same
         /// schedule, level, change and wait, bit for bit, or the same refusal.
         #[test]
@@ -409,26 +524,38 @@ mod tests {
             payment in prop_oneof![Just(Payment::Now), Just(Payment::Later)],
             fill in prop_oneof![Just(0.0f64), Just(1.0f64), 0.0f64..=1.0],
             full_minus_one in any::<bool>(),
+            few in prop_oneof![Just(None), (0.0f64..4.0).prop_map(Some)],
+            pending in prop_oneof![Just(0u64), 0u64..=MAX_PENDING],
             denied in any::<bool>(),
             at in 0u64..1_000_000_000_000,
             offset in prop_oneof![-2_000_000_000i64..2_000_000_000, Just(0)],
             max_wait in prop_oneof![Just(0u64), 0u64..3_000_000_000],
         ) {
             let force = force(rate, period * SEC, factor, burst);
-            let fill = if full_minus_one { force.prices.fill_after_full } else { fill };
-            let schedule = Schedule { at, denied, odd_curve: false };
+            let fill = match (full_minus_one, few) {
+                (true, _) => force.prices.fill_after_full,
+                // A few permits stored: the last ones before an empty bucket.
+                (false, Some(few)) => force.curve.fill(few),
+                (false, None) => fill,
+            };
+            // No more spends counted than the word's level holds.
+            let pending = pending.min((fill * force.curve.max()) as u64);
+            let schedule = Schedule { at, pending, denied, odd_curve: false };
+            let read = Read { schedule, fill };
             let now = at.saturating_add_signed(offset);
             let ask = Ask { now, permits: 1.0, max_wait };
             let general = match payment {
-                Payment::Later => pay_later(&force, schedule, fill, ask, burst),
-                Payment::Now => pay_now(&force, schedule, fill, ask, burst),
+                Payment::Later => pay_later(&force, read, ask, burst),
+                Payment::Now => pay_now(&force, read, ask, burst),
             };
-            if let Some(steady) = decide_one(&force, payment, schedule, fill, now, max_wait) {
+            if let Some(steady) = decide_one(&force, payment, read, now, max_wait) {
                 match (steady, general) {
                     (Ok(a), Ok(b)) => {
                         prop_assert_eq!(a.schedule, b.schedule);
                         prop_assert_eq!(a.fill.to_bits(), b.fill.to_bits());
+                        prop_assert_eq!(a.left.to_bits(), b.left.to_bits());
                         prop_assert_eq!(a.wait, b.wait);
+                        prop_assert_eq!(a.change.pending, b.change.pending);
                         prop_assert_eq!(a.change.idle, b.change.idle);
                         prop_assert_eq!(a.change.spend.to_bits(), b.change.spend.to_bits());
                     }
@@ -444,15 +571,81 @@ mod tests {
         let force = force(100.0, 10.0 * SEC, 3.0, 1_000_000_000);
         let busy = Schedule {
             at: 5_000,
+            pending: 0,
             denied: false,
             odd_curve: false,
         };
-        let empty = decide_one(&force, Payment::Now, busy, 0.0, 1_000, u64::MAX);
+        let read = |fill| Read {
+            schedule: busy,
+            fill,
+        };
+        let empty = decide_one(&force, Payment::Now, read(0.0), 1_000, u64::MAX);
         let at = Schedule::unpack(empty.unwrap().unwrap().schedule).at;
         assert_eq!(at, 5_000 + 10_000_000);
-        let idle = decide_one(&force, Payment::Now, busy, 1.0, 100_000_000_000, 0);
+        let idle = decide_one(&force, Payment::Now, read(1.0), 100_000_000_000, 0);
         assert_eq!(idle.unwrap().unwrap().fill, force.prices.fill_after_full);
-        let later = decide_one(&force, Payment::Later, busy, 1.0, 100_000_000_000, 0);
+        let later = decide_one(&force, Payment::Later, read(1.0), 100_000_000_000, 0);
         assert!(later.unwrap().is_ok());
+    }
+
+    /// A busy run counts whole-permit spends in the schedule and writes the stored permits'
+    /// word at every eighth, deducting the counted ones; the level stays exact.
+    #[test]
+    fn a_busy_run_counts_its_spends_and_writes_every_eighth() {
+        let force = force(100.0, 10.0 * SEC, 3.0, 1_000_000_000);
+        let max = force.curve.max();
+        let mut read = Read {
+            schedule: Schedule {
+                at: 5_000,
+                pending: 0,
+                denied: false,
+                odd_curve: false,
+            },
+            fill: 1.0,
+        };
+        for n in 1..=20u64 {
+            let step = decide_one(&force, Payment::Now, read, 1_000, u64::MAX)
+                .expect("a busy decision")
+                .expect("admitted");
+            let schedule = Schedule::unpack(step.schedule);
+            let written = n % (MAX_PENDING + 1) == 0;
+            assert_eq!(schedule.pending, n % (MAX_PENDING + 1), "after {n}");
+            assert_eq!(step.fill != read.fill, written, "after {n}");
+            assert_eq!(
+                level(&force.curve, step.fill, schedule.pending),
+                max - n as f64
+            );
+            assert_eq!(step.left, max - n as f64);
+            read = Read {
+                schedule,
+                fill: step.fill,
+            };
+        }
+    }
+
+    #[test]
+    fn schedules_pack_and_unpack() {
+        for schedule in [
+            Schedule {
+                at: NEVER,
+                pending: MAX_PENDING,
+                denied: true,
+                odd_curve: false,
+            },
+            Schedule {
+                at: 0,
+                pending: 0,
+                denied: false,
+                odd_curve: true,
+            },
+            Schedule {
+                at: 12_345,
+                pending: 3,
+                denied: true,
+                odd_curve: true,
+            },
+        ] {
+            assert_eq!(Schedule::unpack(schedule.pack()), schedule);
+        }
     }
 }
