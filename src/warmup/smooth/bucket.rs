@@ -604,6 +604,47 @@ mod tests {
         assert_eq!(bucket.schedule().at, 101 * MS);
     }
 
+    /// The schedule counts from the bucket's build, so a clock reading far beyond the
+    /// schedule's 59 bits (here, ns since 1970) spaces requests as one starting at zero.
+    #[test]
+    fn a_clock_far_from_zero_spaces_requests_as_one_at_zero() {
+        const EPOCH: u64 = 1_800_000_000 * SEC;
+        for payment in [Payment::Now, Payment::Later] {
+            let curve = SmoothCurve::new(100.0, 10.0 * SEC as f64, 3.0);
+            let bucket = SmoothBucket::new(curve, payment, EPOCH, true, 0);
+            assert_eq!(bucket.reserve(EPOCH, 1.0, 0), Ok(0), "{payment:?}");
+            assert_eq!(
+                bucket.reserve(EPOCH + 5 * MS, 1.0, 0),
+                Err(5 * MS),
+                "{payment:?}"
+            );
+            assert_eq!(
+                bucket.reserve(EPOCH + 10 * MS, 1.0, 0),
+                Ok(0),
+                "{payment:?}"
+            );
+        }
+    }
+
+    /// `set_curve` deducts the spends the schedule counts before rescaling, so that the
+    /// stored permits keep their share of `max` exactly as without counting.
+    #[test]
+    fn a_new_curve_rescales_the_counted_spends_with_the_rest() {
+        let old = SmoothCurve::new(1000.0, 10.0 * SEC as f64, 3.0);
+        let new = SmoothCurve::new(500.0, 10.0 * SEC as f64, 3.0);
+        let bucket = SmoothBucket::new(old, Payment::Now, 0, false, SEC);
+        for _ in 0..5 {
+            bucket.reserve(0, 1.0, SEC).unwrap();
+        }
+        assert_eq!(bucket.schedule().pending, 5);
+        let before = bucket.stored_at(0);
+        assert_eq!(before, old.max() - 5.0);
+        bucket.set_curve(&new);
+        assert_eq!(bucket.schedule().pending, 0);
+        let share = |stored: f64, curve: &SmoothCurve| stored / curve.max();
+        assert!((share(bucket.stored_at(0), &new) - share(before, &old)).abs() < 1e-12);
+    }
+
     proptest::proptest! {
         /// A bucket deciding on the curve it was built with, and one built at another rate
         /// whose curve was replaced by it (one attempt for one-permit requests in the integer
