@@ -128,10 +128,6 @@ impl SmoothCurve {
         (cost, spend)
     }
 
-    /// What one permit costs from `stored` permits, `stored − 1` at or above the threshold:
-    /// the mean spacing over `[stored − 1, stored]`, `stable + slope · (stored − ½ − threshold)`,
-    /// as one multiplication and one addition on `stored` (the trapezoid in [`Self::cost`]
-    /// takes a chain of seven).
     /// What one permit costs from `word − spent` permits stored, `spent` whole ones taken from
     /// `word` since it was read: the price [`Self::cost`] sets, above the threshold as the
     /// price at `word` less `spent` steps of the slope, so that only the last subtraction
@@ -152,6 +148,10 @@ impl SmoothCurve {
         self.one_above(word) - self.slope * spent as f64
     }
 
+    /// What one permit costs from `stored` permits, `stored − 1` at or above the threshold:
+    /// the mean spacing over `[stored − 1, stored]`, `stable + slope · (stored − ½ − threshold)`,
+    /// as one multiplication and one addition on `stored` (the trapezoid in [`Self::cost`]
+    /// takes a chain of seven).
     #[inline]
     pub(super) fn one_above(&self, stored: f64) -> f64 {
         let intercept = self.stable - self.slope * (self.threshold + 0.5);
