@@ -298,13 +298,11 @@ pub(super) fn decide_one(
         // Busy (paying now; at `at` itself the schedule restarts): no refill; a whole permit
         // is spent from the level, counted in the schedule or, the eighth, written with the
         // seven before it, and the next one priced as `cost` prices it: above the threshold
-        // along the slope, at or below it at the full rate. (Within a permit above the
-        // threshold, through the general path: the trapezoid is a call, whose saved registers
-        // every admission would pay for.)
+        // along the slope, at or below it (from a whole permit left) at the full rate. (Within
+        // a permit above the threshold or below one permit, through the general path: the
+        // trapezoid is a call, whose saved registers every admission would pay for.)
         if payment == Payment::Now && now < at {
-            let word = fill * curve.max();
-            let level = word - schedule.pending as f64;
-            let left = level - 1.0;
+            let left = level(curve, fill, schedule.pending) - 1.0;
             let above = left - curve.threshold();
             let change = LevelChange {
                 pending: schedule.pending,
@@ -313,11 +311,12 @@ pub(super) fn decide_one(
             };
             let price = if above >= 1.0 {
                 whole(if counts(change, schedule.pending) {
-                    curve.one_above_less(word, schedule.pending + 1)
+                    curve.one_above_less(fill * curve.max(), schedule.pending + 1)
                 } else {
                     curve.one_above(left)
                 })
-            } else if above <= 0.0 && left >= 0.0 {
+            } else if above <= 0.0 && left >= 1.0 {
+                // `cost(left, 1.0)`: `(1 + 0) · stable`.
                 prices.stable
             } else {
                 return None;
