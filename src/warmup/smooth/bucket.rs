@@ -626,6 +626,23 @@ mod tests {
         }
     }
 
+    /// The schedule holds 18 years after the build: a bucket older than that admits every
+    /// request, as the README says.
+    #[test]
+    fn a_bucket_older_than_the_schedule_admits_every_request() {
+        for payment in [Payment::Now, Payment::Later] {
+            let curve = SmoothCurve::new(100.0, 10.0 * SEC as f64, 3.0);
+            let bucket = SmoothBucket::new(curve, payment, 0, true, 0);
+            let young = 1 << 58;
+            assert_eq!(bucket.reserve(young, 1.0, 0), Ok(0), "{payment:?}");
+            assert!(bucket.reserve(young, 1.0, 0).is_err(), "{payment:?}");
+            let old = (1 << 59) + SEC;
+            for _ in 0..3 {
+                assert_eq!(bucket.reserve(old, 1.0, 0), Ok(0), "{payment:?}");
+            }
+        }
+    }
+
     /// `set_curve` deducts the spends the schedule counts before rescaling, so that the
     /// stored permits keep their share of `max` exactly as without counting.
     #[test]
