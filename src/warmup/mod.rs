@@ -57,14 +57,15 @@
 //!   second work: 1 rps with factor 3 first spaces requests 2 to 3 s apart, then warms up, where
 //!   Sentinel admits nothing. A factor of 1 is a plain rate limiter.
 //!
-//! The state is two 64-bit words. The schedule (when the next permit is due, in ns since the
+//! The state is three 64-bit words. The schedule (when the next permit is due, in ns since the
 //! limiter was built, up to 18 years; a refusal mark; and up to seven whole permits spent from
 //! the stored ones since they were last written) orders admissions by one compare-and-swap
 //! each. The stored permits are written after it, and only when an admission changes them
 //! other than by one more whole permit counted in the schedule: a busy run writes them once
-//! every eight admissions, a busy empty bucket and a full one after idling not at all. A
-//! refusal writes only to mark the unmet demand, at most once between two admissions. Any
-//! target with 64-bit atomics is lock-free.
+//! every eight admissions, a busy empty bucket and a full one after idling not at all. With
+//! them goes a run: the prices of the next seven counted permits in fixed point, so that a
+//! busy admission prices its permit in integers. A refusal writes only to mark the unmet
+//! demand, at most once between two admissions. Any target with 64-bit atomics is lock-free.
 //!
 //! # In a tower stack
 //!
@@ -77,7 +78,10 @@
 //! a load and a comparison. Otherwise it reads the curve (in place until the first
 //! [`set_rate`](WarmUp::set_rate), then a few words under a sequence lock) and the stored
 //! permits and prices the request: in integer steps in the two steady states (busy and empty;
-//! full after idling), in floating point otherwise. An admission performs one
+//! full after idling) and for a permit a busy run counts, in floating point otherwise. A
+//! counted permit's price along the warm-up slope is worked out in fixed point (`2^-37` ns at
+//! 10⁹ permits/s, `2^-7` ns at 1/s) and may differ from the floating-point one by 1 ns before
+//! the next write of the stored permits sets it exactly again. An admission performs one
 //! 64-bit compare-and-swap of the schedule and, if it writes the stored permits, one of them.
 //! Every decision also adds one to a lifetime total (a plain store on a stripe the thread
 //! owns). Nothing allocates. See the crate's README for benchmarks.
@@ -88,8 +92,12 @@
 //! successful `try_acquire` happens after every earlier successful one it saw. A rejection acts
 //! as an `Acquire` load of the schedule. The stored permits are written after the schedule, so
 //! a decision racing another admission may price its request with the level from before that
-//! admission (one permit's difference in the spacing); the admission that changes the level
-//! applies its change to the newest level by compare-and-swap, so no spend or refill is lost.
+//! admission (up to eight permits' difference in the spacing); the admission that changes the
+//! level applies its change to the newest level by compare-and-swap, so no spend or refill is
+//! lost. A run prices only for the stored permits' word and curve it was worked out from (a
+//! 16-bit hash of the word and the curve's generation); a decision that reads a run left
+//! stale by a race prices in floating point instead, or, if the hash collides (1 in 65 536),
+//! on that run's older level.
 //! The curve is read under a sequence lock, so a decision uses one whole curve, the one in
 //! force before or after a concurrent [`set_rate`](WarmUp::set_rate), never a mix.
 //! `tests/loom_smooth.rs` model-checks the decisions' interleavings, the level's updates and

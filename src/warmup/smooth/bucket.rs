@@ -1,7 +1,8 @@
-//! The lock-free bucket: the schedule and the stored permits in one 64-bit word each, the
-//! curve under a sequence lock.
+//! The lock-free bucket: the schedule, the stored permits and their run in one 64-bit word
+//! each, the curve under a sequence lock.
 
 use super::curve::SmoothCurve;
+use super::run::run;
 use super::shared::{CurveInForce, SharedCurve};
 use super::state::{
     Ask, NEVER, Payment, Read, Schedule, Step, busy_until, decide, decide_one, flush, later, level,
@@ -21,6 +22,8 @@ use crate::sync::{AtomicU64, Ordering};
 /// A decision that reads the word while another admission is between its two writes prices
 /// its request with the level from before that admission and the spends it deducted; the
 /// admission that then writes re-applies its change to the newest word, so no change is lost.
+/// After each write of the stored permits, the [run](super::run) worked out from them is
+/// stored: the prices of the spends the schedule will count, in integers.
 #[derive(Debug)]
 pub(crate) struct SmoothBucket {
     curve: SharedCurve,
@@ -33,6 +36,8 @@ pub(crate) struct SmoothBucket {
     /// Stored permits as a fraction of `max` (`0..=1`, `f64` bits): a new rate rescales them
     /// with `max`, as Guava's `setRate` does, without touching this word.
     fill: AtomicU64,
+    /// The [run](super::run) worked out from the stored permits' word, written after it.
+    run: AtomicU64,
 }
 
 impl SmoothBucket {
@@ -56,13 +61,16 @@ impl SmoothBucket {
             odd_curve: false,
         };
         let fill: f64 = if start_warm { 0.0 } else { 1.0 };
+        let curve = SharedCurve::new(curve, burst);
+        let run = run(&curve.load(), fill);
         SmoothBucket {
-            curve: SharedCurve::new(curve, burst),
+            curve,
             payment,
             burst,
             origin: now,
             schedule: AtomicU64::new(schedule.pack()),
             fill: AtomicU64::new(fill.to_bits()),
+            run: AtomicU64::new(run),
         }
     }
 
@@ -128,7 +136,8 @@ impl SmoothBucket {
         self.attempt_one(&force, word, now, max_wait)
     }
 
-    /// One attempt at a [`decide_one`] decision on `force`, else the general loop.
+    /// [`decide_one`] decisions on `force`, retried on the word that won a race, else the
+    /// general loop.
     #[inline(always)]
     fn attempt_one(
         &self,
@@ -137,23 +146,31 @@ impl SmoothBucket {
         now: u64,
         max_wait: u64,
     ) -> Result<(u64, bool), u64> {
-        let schedule = Schedule::unpack(word);
-        let fill = f64::from_bits(self.fill.load(Ordering::Acquire));
-        let read = Read { schedule, fill };
+        let read = self.read(word);
         let decision = decide_one(force, self.payment, read, now, max_wait);
         if let Some(Ok(step)) = decision {
-            return match self.admit(word, fill, &step, &force.curve) {
+            return match self.admit(word, read.fill, &step, &force.curve) {
                 Ok(admitted) => Ok(admitted),
                 // Lost a race: decide again on the word that won it.
                 Err(actual) => self.reserve_any(actual, now, 1.0, max_wait),
             };
         }
         if let Some(Err(short)) = decision
-            && schedule.denied
+            && read.schedule.denied
         {
             return Err(short);
         }
         self.reserve_any(word, now, 1.0, max_wait)
+    }
+
+    /// The schedule `word` and the stored permits' and run words now.
+    #[inline(always)]
+    fn read(&self, word: u64) -> Read {
+        Read {
+            schedule: Schedule::unpack(word),
+            fill: f64::from_bits(self.fill.load(Ordering::Acquire)),
+            run: self.run.load(Ordering::Acquire),
+        }
     }
 
     /// [`reserve_watched`](Self::reserve_watched) for any request on any curve, from the
@@ -170,12 +187,12 @@ impl SmoothBucket {
             // A curve replaced between this read and the compare-and-swap below only means
             // this decision used the rate in force when it started.
             let force = self.curve.load();
-            let fill = f64::from_bits(self.fill.load(Ordering::Acquire));
-            let schedule = Schedule::unpack(word);
+            let read = self.read(word);
+            let schedule = read.schedule;
             let decision = decide(
                 &force,
                 self.payment,
-                Read { schedule, fill },
+                read,
                 Ask {
                     now,
                     permits,
@@ -209,7 +226,7 @@ impl SmoothBucket {
                     }
                 }
             };
-            match self.admit(word, fill, &step, &force.curve) {
+            match self.admit(word, read.fill, &step, &force.curve) {
                 Ok(admitted) => return Ok(admitted),
                 Err(actual) => word = actual,
             }
@@ -241,7 +258,7 @@ impl SmoothBucket {
 
     /// Records an admission's change to the stored permits, which were `read` when it
     /// decided: nothing if the change leaves them as they were, else the change applied to
-    /// the newest level.
+    /// the newest level, and the run worked out from what it wrote.
     #[inline]
     fn store_level(&self, read: f64, step: &Step, curve: &SmoothCurve) {
         let (mut current, mut next) = (read.to_bits(), step.fill.to_bits());
@@ -252,13 +269,24 @@ impl SmoothBucket {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return,
+                Ok(_) => return self.store_run(f64::from_bits(next)),
                 Err(actual) => {
                     current = actual;
                     next = step.change.apply(curve, f64::from_bits(actual)).to_bits();
                 }
             }
         }
+    }
+
+    /// Stores the run worked out from the stored permits' word `fill` on the curve in force.
+    ///
+    /// Stored, not swapped: a writer delayed past a later one may leave a run that does not
+    /// match the word, which then prices nothing until the next write. Out of line, so that
+    /// the decisions that call it keep the curve they read in registers.
+    #[inline(never)]
+    fn store_run(&self, fill: f64) {
+        self.run
+            .store(run(&self.curve.load(), fill), Ordering::Release);
     }
 
     /// Permits stored at `now`, counting the idle time since the schedule was last free (an
@@ -298,10 +326,11 @@ impl SmoothBucket {
     pub(crate) fn set_curve(&self, curve: &SmoothCurve) {
         self.flush_pending();
         let replaced = self.curve.replace(curve);
+        self.store_run(self.fill());
         if self.payment == Payment::Later {
             return;
         }
-        let odd = !replaced.odd;
+        let odd = !replaced.odd();
         let mut word = self.schedule.load(Ordering::Acquire);
         loop {
             let schedule = Schedule::unpack(word);
@@ -335,15 +364,9 @@ impl SmoothBucket {
     fn flush_pending(&self) {
         let mut word = self.schedule.load(Ordering::Acquire);
         loop {
-            let fill = self.fill();
+            let read = self.read(word);
             let force = self.curve.load();
-            let Some(step) = flush(
-                &force.curve,
-                Read {
-                    schedule: Schedule::unpack(word),
-                    fill,
-                },
-            ) else {
+            let Some(step) = flush(&force.curve, read) else {
                 return;
             };
             match self.schedule.compare_exchange_weak(
@@ -352,7 +375,7 @@ impl SmoothBucket {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return self.store_level(fill, &step, &force.curve),
+                Ok(_) => return self.store_level(read.fill, &step, &force.curve),
                 Err(actual) => word = actual,
             }
         }
@@ -660,6 +683,44 @@ mod tests {
         assert_eq!(bucket.schedule().pending, 0);
         let share = |stored: f64, curve: &SmoothCurve| stored / curve.max();
         assert!((share(bucket.stored_at(0), &new) - share(before, &old)).abs() < 1e-12);
+    }
+
+    /// Whether the bucket's run prices the next spend for its stored permits' word and curve
+    /// now, if the schedule will count it (not the eighth, which writes the word).
+    fn run_prices(bucket: &SmoothBucket) -> bool {
+        let read = bucket.read(bucket.schedule.load(Ordering::Acquire));
+        if read.schedule.pending == super::super::state::MAX_PENDING {
+            return true;
+        }
+        let force = bucket.curve.load();
+        super::super::run::price(
+            read.run,
+            force.run_scale(),
+            read.fill.to_bits(),
+            force.generation(),
+            read.schedule.pending + 1,
+        )
+        .is_some()
+    }
+
+    /// A busy run prices from the run worked out at each write of the stored permits, and a
+    /// new curve gets its own run: every counted spend of a cold bucket is priced in integers,
+    /// before and after `set_curve` (which fails without storing a run for the new curve).
+    #[test]
+    fn every_write_and_every_new_curve_leaves_a_run_that_prices() {
+        let old = SmoothCurve::new(1000.0, 10.0 * SEC as f64, 3.0);
+        let new = SmoothCurve::new(500.0, 10.0 * SEC as f64, 3.0);
+        let bucket = SmoothBucket::new(old, Payment::Now, 0, false, SEC);
+        bucket.reserve(0, 1.0, SEC).unwrap();
+        for _ in 0..20 {
+            assert!(run_prices(&bucket));
+            bucket.reserve(0, 1.0, SEC).unwrap();
+        }
+        bucket.set_curve(&new);
+        for _ in 0..20 {
+            assert!(run_prices(&bucket));
+            bucket.reserve(0, 1.0, SEC).unwrap();
+        }
     }
 
     proptest::proptest! {

@@ -130,8 +130,8 @@ impl SmoothCurve {
 
     /// What one permit costs from `word − spent` permits stored, `spent` whole ones taken from
     /// `word` since it was read: the price [`Self::cost`] sets, above the threshold as the
-    /// price at `word` less `spent` steps of the slope, so that only the last subtraction
-    /// waits for `spent`.
+    /// price at `word` less `spent` steps of the slope, the floating-point form of what a
+    /// [run](super::run) prices.
     #[inline]
     pub(super) fn one_after(&self, word: f64, spent: u64) -> f64 {
         let stored = word - spent as f64;

@@ -1,5 +1,6 @@
 //! The engine of [`WarmUp`](super::WarmUp): Guava's `SmoothWarmingUp` model in nanoseconds,
-//! lock-free in two 64-bit words (the schedule, and the stored permits).
+//! lock-free in three 64-bit words (the schedule, the stored permits, and the run that prices
+//! the spends the schedule counts).
 //!
 //! Permits are spaced in time rather than counted per window. The limiter stores permits while
 //! it is underused, up to `max`; spending a stored permit at level `x` costs the interval
@@ -41,6 +42,7 @@
 mod bucket;
 mod curve;
 mod prices;
+mod run;
 mod shared;
 mod state;
 

@@ -4,10 +4,11 @@ use std::borrow::Cow;
 
 use super::curve::{CURVE_WORDS, SmoothCurve};
 use super::prices::{PRICE_WORDS, Prices};
+use super::run::RunScale;
 use crate::sync::SeqLock;
 
 const WORDS: usize = CURVE_WORDS + PRICE_WORDS + 1;
-const GENERATION: usize = WORDS - 1;
+const STAMP: usize = WORDS - 1;
 
 /// The curve, its [`Prices`] and how many times it was replaced, under the crate's sequence
 /// lock: every decision reads one whole curve; replacements are serialised by the lock. Until
@@ -27,8 +28,41 @@ pub(super) struct SharedCurve {
 pub(super) struct CurveInForce {
     pub(super) curve: SmoothCurve,
     pub(super) prices: Prices,
+    /// How many times the curve was replaced, below the curve's [run](super::run) shift in
+    /// the top six bits: one word, as the lock holds it.
+    stamp: u64,
+}
+
+const SHIFT_AT: u32 = 58;
+const GENERATION_MASK: u64 = (1 << SHIFT_AT) - 1;
+
+impl CurveInForce {
+    /// `curve` with its prices for `burst`, replaced `generation` times.
+    pub(super) fn new(curve: SmoothCurve, burst: u64, generation: u64) -> Self {
+        CurveInForce {
+            curve,
+            prices: Prices::new(&curve, burst),
+            stamp: generation & GENERATION_MASK | u64::from(RunScale::shift(&curve)) << SHIFT_AT,
+        }
+    }
+
+    /// How many times the curve was replaced (modulo 2^58).
+    #[inline]
+    pub(super) fn generation(&self) -> u64 {
+        self.stamp & GENERATION_MASK
+    }
+
     /// Whether the curve was replaced an odd number of times.
-    pub(super) odd: bool,
+    #[inline]
+    pub(super) fn odd(&self) -> bool {
+        self.stamp & 1 == 1
+    }
+
+    /// The fixed point of the curve's runs.
+    #[inline(always)]
+    pub(super) fn run_scale(&self) -> RunScale {
+        RunScale::at(&self.curve, (self.stamp >> SHIFT_AT) as u32)
+    }
 }
 
 impl SharedCurve {
@@ -43,7 +77,7 @@ impl SharedCurve {
 
     /// The curve in force: the one built with in place, or a copy of a replacement.
     ///
-    /// Copying the curve and its prices (13 words) to the stack left that many stores pending
+    /// Copying the curve and its prices to the stack left that many stores pending
     /// when the decision's compare-and-swap came, which waits for them: about 3 ns of a 22 ns
     /// admission in the steady states.
     #[inline]
@@ -72,7 +106,8 @@ impl SharedCurve {
             let mut replaced = None;
             let written = self.words.try_update(|old| {
                 replaced = Some(old);
-                Some(to_words(curve, self.burst, old[GENERATION].wrapping_add(1)))
+                let generation = from_words(old).generation().wrapping_add(1);
+                Some(to_words(curve, self.burst, generation))
             });
             if let (true, Some(old)) = (written, replaced) {
                 return from_words(old);
@@ -83,10 +118,10 @@ impl SharedCurve {
 }
 
 fn to_words(curve: &SmoothCurve, burst: u64, generation: u64) -> [u64; WORDS] {
-    let curve_words = curve.to_words();
-    let price_words = Prices::new(curve, burst).to_words();
+    let force = CurveInForce::new(*curve, burst, generation);
+    let (curve_words, price_words) = (curve.to_words(), force.prices.to_words());
     std::array::from_fn(|i| match i {
-        GENERATION => generation,
+        STAMP => force.stamp,
         i if i < CURVE_WORDS => curve_words[i],
         i => price_words[i - CURVE_WORDS],
     })
@@ -97,7 +132,7 @@ fn from_words(words: [u64; WORDS]) -> CurveInForce {
     CurveInForce {
         curve: SmoothCurve::from_words(std::array::from_fn(|i| words[i])),
         prices: Prices::from_words(std::array::from_fn(|i| words[CURVE_WORDS + i])),
-        odd: words[GENERATION] & 1 == 1,
+        stamp: words[STAMP],
     }
 }
 
@@ -106,7 +141,7 @@ mod tests {
     use super::*;
 
     fn words(force: &CurveInForce) -> ([u64; CURVE_WORDS], [u64; PRICE_WORDS], bool) {
-        (force.curve.to_words(), force.prices.to_words(), force.odd)
+        (force.curve.to_words(), force.prices.to_words(), force.odd())
     }
 
     /// The curve built with is read in place until a replacement, which is then read from the

@@ -1,6 +1,7 @@
 //! The smooth engine's state and its decision, free of atomics.
 
 use super::curve::SmoothCurve;
+use super::run;
 use super::shared::CurveInForce;
 
 /// How a request pays for its permits in a [`WarmUp`](crate::warmup::WarmUp).
@@ -143,11 +144,28 @@ pub(super) struct Step {
     pub(super) wait: u64,
 }
 
-/// What a decision read: the schedule and the stored permits' word.
+/// What a decision read: the schedule, the stored permits' word and the run worked out from
+/// it.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Read {
     pub(super) schedule: Schedule,
     pub(super) fill: f64,
+    /// The [run](super::run) word.
+    pub(super) run: u64,
+}
+
+impl Read {
+    /// What counted spend `k` costs by the run read, if it prices it for this word and curve.
+    #[inline(always)]
+    fn run_price(self, force: &CurveInForce, k: u64) -> Option<u64> {
+        run::price(
+            self.run,
+            force.run_scale(),
+            self.fill.to_bits(),
+            force.generation(),
+            k,
+        )
+    }
 }
 
 impl Step {
@@ -176,7 +194,7 @@ impl Step {
             at,
             pending,
             denied: false,
-            odd_curve: force.odd,
+            odd_curve: force.odd(),
         };
         Step {
             schedule: schedule.pack(),
@@ -190,8 +208,9 @@ impl Step {
 
 /// Whether `change`, decided on a schedule counting `pending` spends, is one more to count
 /// rather than a write of the stored permits' word: one whole permit without a refill, fewer
-/// than [`MAX_PENDING`] counted. The price of the next permit after it is then
-/// [`one_after`](SmoothCurve::one_after) the word's level.
+/// than [`MAX_PENDING`] counted. The price of the next permit after it is then the
+/// [run](super::run)'s, or [`one_after`](SmoothCurve::one_after) the word's level where the run
+/// prices nothing.
 #[inline(always)]
 fn counts(change: LevelChange, pending: u64) -> bool {
     change.idle == 0 && change.spend == 1.0 && pending < MAX_PENDING
@@ -276,7 +295,7 @@ pub(super) fn decide_one(
     now: u64,
     max_wait: u64,
 ) -> Option<Decision> {
-    let Read { schedule, fill } = read;
+    let Read { schedule, fill, .. } = read;
     if fresh(payment, schedule) {
         return None;
     }
@@ -296,30 +315,31 @@ pub(super) fn decide_one(
             return admitted(later(at, prices.stable), 0.0, 0.0, LevelChange::NONE, wait);
         }
         // Busy (paying now; at `at` itself the schedule restarts): no refill; a whole permit
-        // is spent from the level, counted in the schedule or, the eighth, written with the
-        // seven before it, and the next one priced as `cost` prices it: above the threshold
-        // along the slope, at or below it (from a whole permit left) at the full rate. (Within
-        // a permit above the threshold or below one permit, through the general path: the
-        // trapezoid is a call, whose saved registers every admission would pay for.)
+        // is spent from the level, counted in the schedule and priced by the run, or, the
+        // eighth, written with the seven before it and priced as `cost` prices it: above the
+        // threshold along the slope, at or below it (from a whole permit left) at the full
+        // rate. (A spend the run does not price, within a permit above the threshold or below
+        // one permit, through the general path: the trapezoid is a call, whose saved
+        // registers every admission would pay for.)
         if payment == Payment::Now && now < at {
             let left = level(curve, fill, schedule.pending) - 1.0;
-            let above = left - curve.threshold();
             let change = LevelChange {
                 pending: schedule.pending,
                 idle: 0,
                 spend: 1.0,
             };
-            let price = if above >= 1.0 {
-                whole(if counts(change, schedule.pending) {
-                    curve.one_above_less(fill * curve.max(), schedule.pending + 1)
-                } else {
-                    curve.one_above(left)
-                })
-            } else if above <= 0.0 && left >= 1.0 {
-                // `cost(left, 1.0)`: `(1 + 0) · stable`.
-                prices.stable
+            let price = if counts(change, schedule.pending) {
+                read.run_price(force, schedule.pending + 1)?
             } else {
-                return None;
+                let above = left - curve.threshold();
+                if above >= 1.0 {
+                    whole(curve.one_above(left))
+                } else if above <= 0.0 && left >= 1.0 {
+                    // `cost(left, 1.0)`: `(1 + 0) · stable`.
+                    prices.stable
+                } else {
+                    return None;
+                }
             };
             let at = later(at, price);
             let step = Step::new(force, read, at, left, || curve.fill(left), change, wait);
@@ -434,11 +454,13 @@ fn pay_now(force: &CurveInForce, read: Read, ask: Ask, burst: u64) -> Decision {
         spend,
     };
     let price = if counts(change, schedule.pending) {
-        curve.one_after(read.fill * curve.max(), schedule.pending + 1)
+        let k = schedule.pending + 1;
+        read.run_price(force, k)
+            .unwrap_or_else(|| whole(curve.one_after(read.fill * curve.max(), k)))
     } else {
-        curve.cost(left, 1.0).0
+        whole(curve.cost(left, 1.0).0)
     };
-    let at = later(next_free, whole(price));
+    let at = later(next_free, price);
     let fill = || curve.fill(left);
     Ok(Step::new(force, read, at, left, fill, change, wait))
 }
@@ -496,16 +518,20 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::warmup::smooth::prices::Prices;
 
     const SEC: f64 = 1e9;
 
     fn force(rate: f64, period: f64, factor: f64, burst: u64) -> CurveInForce {
         let curve = SmoothCurve::new(rate, period, factor);
-        CurveInForce {
-            curve,
-            prices: Prices::new(&curve, burst),
-            odd: false,
+        CurveInForce::new(curve, burst, 0)
+    }
+
+    /// What a decision reads with the run worked out from `fill`.
+    fn read(force: &CurveInForce, schedule: Schedule, fill: f64) -> Read {
+        Read {
+            schedule,
+            fill,
+            run: run::run(force, fill),
         }
     }
 
@@ -529,6 +555,7 @@ mod tests {
             at in 0u64..1_000_000_000_000,
             offset in prop_oneof![-2_000_000_000i64..2_000_000_000, Just(0)],
             max_wait in prop_oneof![Just(0u64), 0u64..3_000_000_000],
+            stale_run in prop_oneof![3 => Just(None), 1 => any::<u64>().prop_map(Some)],
         ) {
             let force = force(rate, period * SEC, factor, burst);
             let fill = match (full_minus_one, few) {
@@ -540,7 +567,11 @@ mod tests {
             // No more spends counted than the word's level holds.
             let pending = pending.min((fill * force.curve.max()) as u64);
             let schedule = Schedule { at, pending, denied, odd_curve: false };
-            let read = Read { schedule, fill };
+            // The run worked out from the word, or (as after a race) any other.
+            let read = Read {
+                run: stale_run.unwrap_or(run::run(&force, fill)),
+                ..read(&force, schedule, fill)
+            };
             let now = at.saturating_add_signed(offset);
             let ask = Ask { now, permits: 1.0, max_wait };
             let general = match payment {
@@ -574,10 +605,7 @@ mod tests {
             denied: false,
             odd_curve: false,
         };
-        let read = |fill| Read {
-            schedule: busy,
-            fill,
-        };
+        let read = |fill| read(&force, busy, fill);
         let empty = decide_one(&force, Payment::Now, read(0.0), 1_000, u64::MAX);
         let at = Schedule::unpack(empty.unwrap().unwrap().schedule).at;
         assert_eq!(at, 5_000 + 10_000_000);
@@ -593,15 +621,13 @@ mod tests {
     fn a_busy_run_counts_its_spends_and_writes_every_eighth() {
         let force = force(100.0, 10.0 * SEC, 3.0, 1_000_000_000);
         let max = force.curve.max();
-        let mut read = Read {
-            schedule: Schedule {
-                at: 5_000,
-                pending: 0,
-                denied: false,
-                odd_curve: false,
-            },
-            fill: 1.0,
+        let start = Schedule {
+            at: 5_000,
+            pending: 0,
+            denied: false,
+            odd_curve: false,
         };
+        let mut read = read(&force, start, 1.0);
         for n in 1..=20u64 {
             let step = decide_one(&force, Payment::Now, read, 1_000, u64::MAX)
                 .expect("a busy decision")
@@ -618,6 +644,12 @@ mod tests {
             read = Read {
                 schedule,
                 fill: step.fill,
+                // Written with the word.
+                run: if written {
+                    run::run(&force, step.fill)
+                } else {
+                    read.run
+                },
             };
         }
     }

@@ -1,0 +1,192 @@
+//! The run: the prices of the spends the schedule counts after a write of the stored permits'
+//! word, worked out in integers when the word is written, so that a busy admission prices its
+//! permit without floating point between reading the state and its compare-and-swap.
+//!
+//! A run word holds, for the stored permits' word it was worked out from (`W` permits):
+//!
+//! - the base price in fixed point, `2^-shift` ns units: along the slope `one_above(W)`, at or
+//!   below the threshold the full-rate price;
+//! - how many counted spends `k = 1, 2, …` it prices: those after which `W − k` permits are
+//!   still a whole permit above the threshold (along the slope), or all at or below it and at
+//!   least one permit (at the full rate);
+//! - a key: a hash of the stored permits' word and the curve's generation. A run whose key does
+//!   not match the word and curve a decision read prices nothing; the decision then prices as
+//!   [`SmoothCurve::one_after`] does.
+//!
+//! Spend `k` costs `(base − k · slope) >> shift` whole ns along the slope, where `one_after`
+//! gives `one_above(W) − k · slope` in floating point: the two differ by less than
+//! `(k + 1) · 2^-shift` ns before truncation, and `shift` is as large as the curve's coldest
+//! price allows (37 at 10⁹ permits/s, 7 at 1/s). At the full rate both give the same price.
+
+use super::curve::SmoothCurve;
+use super::shared::CurveInForce;
+use super::state::MAX_PENDING;
+
+const BASE_BITS: u32 = 40;
+const BASE_MASK: u64 = (1 << BASE_BITS) - 1;
+const STEPS_SHIFT: u32 = BASE_BITS;
+const FLAT: u64 = 1 << 43;
+const KEY_SHIFT: u32 = 44;
+const GENERATION_BITS: u32 = 4;
+/// The largest fixed-point shift: 2^-48 ns is finer than any price needs.
+const MAX_SHIFT: u32 = 48;
+/// A scale's shift when the curve's prices do not fit a run.
+const NO_RUNS: u32 = 63;
+
+/// A curve's fixed point for runs: the shift, and the slope in `2^-shift` ns per permit per
+/// permit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct RunScale {
+    shift: u32,
+    slope: u64,
+}
+
+impl RunScale {
+    /// The largest shift at which every price on `curve` fits the run's base with a bit to
+    /// spare, or no runs (a shift of 63) if its coldest price is 2^39 ns (9 minutes) or more, or
+    /// its slope does not fit 57 bits at that shift. Fits six bits.
+    pub(super) fn shift(curve: &SmoothCurve) -> u32 {
+        let cold = curve.interval(curve.max());
+        let limit = (1u64 << (BASE_BITS - 1)) as f64;
+        let fits = |shift| {
+            // Also false for NaN.
+            cold * pow2(shift) < limit && curve.slope() * pow2(shift) < (1u64 << 57) as f64
+        };
+        (0..=MAX_SHIFT)
+            .rev()
+            .find(|&shift| fits(shift))
+            .unwrap_or(NO_RUNS)
+    }
+
+    /// The scale on `curve` at `shift` (from [`Self::shift`]): a multiplication and a
+    /// conversion on the curve's constants, off the path from the state to the decision.
+    #[inline(always)]
+    pub(super) fn at(curve: &SmoothCurve, shift: u32) -> Self {
+        RunScale {
+            shift,
+            slope: (curve.slope() * pow2(shift)) as u64,
+        }
+    }
+}
+
+/// `2^exponent`, exactly, for an exponent up to [`MAX_SHIFT`].
+#[inline]
+fn pow2(exponent: u32) -> f64 {
+    f64::from_bits((1023 + u64::from(exponent)) << 52)
+}
+
+/// The key that ties a run to the stored permits' word `fill_bits` and the curve of
+/// `generation`: 16 bits of a hash of the word above 4 bits of the generation.
+#[inline(always)]
+fn key(fill_bits: u64, generation: u64) -> u64 {
+    let tag = fill_bits.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48;
+    tag << GENERATION_BITS | generation & ((1 << GENERATION_BITS) - 1)
+}
+
+/// The run worked out from the stored permits' word `fill` (a fill fraction) on the curve in
+/// `force`.
+pub(super) fn run(force: &CurveInForce, fill: f64) -> u64 {
+    let (curve, scale) = (&force.curve, force.run_scale());
+    let key = key(fill.to_bits(), force.generation()) << KEY_SHIFT;
+    if scale.shift == NO_RUNS {
+        return key;
+    }
+    let word = fill * curve.max();
+    let stored = |k: u64| word - k as f64;
+    // `one_after`'s cases, at `W − k` permits stored.
+    let sloped = |k| stored(k) - curve.threshold() >= 1.0;
+    let flat = |k| stored(k) - curve.threshold() <= 0.0 && stored(k) >= 1.0;
+    let count =
+        |priced: &dyn Fn(u64) -> bool| (1..=MAX_PENDING).take_while(|&k| priced(k)).count() as u64;
+    if sloped(1) {
+        let base = (curve.one_above(word) * pow2(scale.shift)) as u64;
+        let steps = count(&|k| sloped(k) && k * scale.slope <= base);
+        key | steps << STEPS_SHIFT | base
+    } else if flat(1) {
+        key | FLAT | count(&flat) << STEPS_SHIFT | force.prices.stable << scale.shift
+    } else {
+        key
+    }
+}
+
+/// What counted spend `k` (one to [`MAX_PENDING`]) costs, in whole ns, by `run` on a scale
+/// of `scale`: `None` if the run does not match the stored permits' word `fill_bits` and the
+/// curve of `generation`, or does not price spend `k`.
+#[inline(always)]
+pub(super) fn price(
+    run: u64,
+    scale: RunScale,
+    fill_bits: u64,
+    generation: u64,
+    k: u64,
+) -> Option<u64> {
+    if run >> KEY_SHIFT != key(fill_bits, generation) || (run >> STEPS_SHIFT) & MAX_PENDING < k {
+        return None;
+    }
+    let slope = if run & FLAT == 0 { scale.slope } else { 0 };
+    Some(((run & BASE_MASK) - k * slope) >> scale.shift)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::warmup::smooth::state::whole;
+
+    fn force(curve: SmoothCurve, generation: u64) -> CurveInForce {
+        CurveInForce::new(curve, 0, generation)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        /// A run prices each counted spend within a nanosecond of the floating-point price
+        /// `one_after` sets (the same at the full rate), for the spends it prices, and prices
+        /// every spend that stays a whole permit above the threshold.
+        #[test]
+        fn a_run_prices_counted_spends_as_one_after(
+            rate in prop_oneof![0.05f64..10.0, 10.0f64..1e6, Just(1e9)],
+            period in prop_oneof![0.1f64..100.0, Just(10.0)],
+            factor in prop_oneof![Just(1.0), Just(3.0), 1.0f64..20.0],
+            fill in prop_oneof![Just(1.0f64), 0.0f64..=1.0],
+            generation in 0u64..40,
+        ) {
+            let curve = SmoothCurve::new(rate, period * 1e9, factor);
+            let force = force(curve, generation);
+            let (scale, run) = (force.run_scale(), run(&force, fill));
+            let word = fill * curve.max();
+            for k in 1..=MAX_PENDING {
+                let float = whole(curve.one_after(word, k));
+                match price(run, scale, fill.to_bits(), generation, k) {
+                    Some(fixed) => prop_assert!(fixed.abs_diff(float) <= 1, "{} vs {}", fixed, float),
+                    None => prop_assert!(
+                        scale.shift == NO_RUNS || word - k as f64 - curve.threshold() < 1.0,
+                        "spend {} not priced", k
+                    ),
+                }
+            }
+        }
+    }
+
+    /// A run prices nothing for another stored permits' word or another curve.
+    #[test]
+    fn a_run_prices_only_the_word_and_curve_it_was_worked_out_from() {
+        let curve = SmoothCurve::new(100.0, 10e9, 3.0);
+        let force = force(curve, 3);
+        let (scale, run) = (force.run_scale(), run(&force, 0.75));
+        assert!(price(run, scale, 0.75f64.to_bits(), 3, 1).is_some());
+        assert_eq!(price(run, scale, 0.5f64.to_bits(), 3, 1), None);
+        assert_eq!(price(run, scale, 0.75f64.to_bits(), 4, 1), None);
+    }
+
+    /// At 1/s, a shift of 7 (the coldest price, 3 s, in 2^-7 ns); at 10⁹/s, 37; a curve
+    /// whose coldest price is an hour has no runs.
+    #[test]
+    fn the_scale_is_as_fine_as_the_coldest_price_allows() {
+        let shift = |rate| RunScale::shift(&SmoothCurve::new(rate, 10e9, 3.0));
+        assert_eq!(shift(1.0), 7);
+        assert_eq!(shift(1e9), 37);
+        assert_eq!(shift(1.0 / 1200.0), NO_RUNS);
+    }
+}
