@@ -93,20 +93,30 @@ pub(super) fn run(force: &CurveInForce, fill: f64) -> u64 {
     }
     let word = fill * curve.max();
     let stored = |k: u64| word - k as f64;
-    // `one_after`'s cases, at `W − k` permits stored.
+    // `one_after`'s cases, at `W − k` permits stored. Each holds for every spend up to the
+    // last it holds for (`W − k` falls with `k`), so a run is checked at its last spend
+    // first: the common case, seven spends well above or below the threshold, takes one check.
     let sloped = |k| stored(k) - curve.threshold() >= 1.0;
     let flat = |k| stored(k) - curve.threshold() <= 0.0 && stored(k) >= 1.0;
-    let count =
-        |priced: &dyn Fn(u64) -> bool| (1..=MAX_PENDING).take_while(|&k| priced(k)).count() as u64;
     if sloped(1) {
         let base = (curve.one_above(word) * pow2(scale.shift)) as u64;
-        let steps = count(&|k| sloped(k) && k * scale.slope <= base);
-        key | steps << STEPS_SHIFT | base
+        let priced = |k| sloped(k) && k * scale.slope <= base;
+        key | last_held(priced) << STEPS_SHIFT | base
     } else if flat(1) {
-        key | FLAT | count(&flat) << STEPS_SHIFT | force.prices.stable << scale.shift
+        key | FLAT | last_held(flat) << STEPS_SHIFT | force.prices.stable << scale.shift
     } else {
         key
     }
+}
+
+/// The last spend `k` of `1..=MAX_PENDING` up to which `holds` holds, given that it holds for
+/// every `k` up to the last it holds for.
+#[inline]
+fn last_held(holds: impl Fn(u64) -> bool) -> u64 {
+    if holds(MAX_PENDING) {
+        return MAX_PENDING;
+    }
+    (1..MAX_PENDING).take_while(|&k| holds(k)).count() as u64
 }
 
 /// What counted spend `k` (one to [`MAX_PENDING`]) costs, in whole ns, by `run` on a scale
