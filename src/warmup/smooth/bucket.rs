@@ -136,8 +136,7 @@ impl SmoothBucket {
         self.attempt_one(&force, word, now, max_wait)
     }
 
-    /// [`decide_one`] decisions on `force`, retried on the word that won a race, else the
-    /// general loop.
+    /// One attempt at a [`decide_one`] decision on `force`, else the general loop.
     #[inline(always)]
     fn attempt_one(
         &self,
