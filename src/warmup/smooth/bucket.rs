@@ -393,6 +393,8 @@ impl SmoothBucket {
 
 #[cfg(test)]
 mod tests {
+    use super::super::run::price;
+    use super::super::state::MAX_PENDING;
     use super::*;
 
     const MS: u64 = 1_000_000;
@@ -688,11 +690,11 @@ mod tests {
     /// now, if the schedule will count it (not the eighth, which writes the word).
     fn run_prices(bucket: &SmoothBucket) -> bool {
         let read = bucket.read(bucket.schedule.load(Ordering::Acquire));
-        if read.schedule.pending == super::super::state::MAX_PENDING {
+        if read.schedule.pending == MAX_PENDING {
             return true;
         }
         let force = bucket.curve.load();
-        super::super::run::price(
+        price(
             read.run,
             force.run_scale(),
             read.fill.to_bits(),
