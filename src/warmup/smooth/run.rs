@@ -25,6 +25,8 @@ use super::state::MAX_PENDING;
 const BASE_BITS: u32 = 40;
 const BASE_MASK: u64 = (1 << BASE_BITS) - 1;
 const STEPS_SHIFT: u32 = BASE_BITS;
+const STEPS_MASK: u64 = 7;
+const _: () = assert!(MAX_PENDING <= STEPS_MASK);
 const FLAT: u64 = 1 << 43;
 const KEY_SHIFT: u32 = 44;
 const GENERATION_BITS: u32 = 4;
@@ -130,7 +132,7 @@ pub(super) fn price(
     generation: u64,
     k: u64,
 ) -> Option<u64> {
-    if run >> KEY_SHIFT != key(fill_bits, generation) || (run >> STEPS_SHIFT) & MAX_PENDING < k {
+    if run >> KEY_SHIFT != key(fill_bits, generation) || (run >> STEPS_SHIFT) & STEPS_MASK < k {
         return None;
     }
     let slope = if run & FLAT == 0 { scale.slope } else { 0 };
