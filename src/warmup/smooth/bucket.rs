@@ -393,7 +393,6 @@ impl SmoothBucket {
 
 #[cfg(test)]
 mod tests {
-    use super::super::run::price;
     use super::super::state::MAX_PENDING;
     use super::*;
 
@@ -693,15 +692,8 @@ mod tests {
         if read.schedule.pending == MAX_PENDING {
             return true;
         }
-        let force = bucket.curve.load();
-        price(
-            read.run,
-            force.run_scale(),
-            read.fill.to_bits(),
-            force.generation(),
-            read.schedule.pending + 1,
-        )
-        .is_some()
+        read.run_price(&bucket.curve.load(), read.schedule.pending + 1)
+            .is_some()
     }
 
     /// A busy run prices from the run worked out at each write of the stored permits, and a

@@ -136,16 +136,10 @@ impl SmoothCurve {
     pub(super) fn one_after(&self, word: f64, spent: u64) -> f64 {
         let stored = word - spent as f64;
         if stored - self.threshold >= 1.0 {
-            self.one_above_less(word, spent)
+            self.one_above(word) - self.slope * spent as f64
         } else {
             self.cost(stored, 1.0).0
         }
-    }
-
-    /// [`Self::one_after`] when `word − spent − threshold ≥ 1`.
-    #[inline]
-    pub(super) fn one_above_less(&self, word: f64, spent: u64) -> f64 {
-        self.one_above(word) - self.slope * spent as f64
     }
 
     /// What one permit costs from `stored` permits, `stored − 1` at or above the threshold:

@@ -121,20 +121,17 @@ fn last_held(holds: impl Fn(u64) -> bool) -> u64 {
     (1..MAX_PENDING).take_while(|&k| holds(k)).count() as u64
 }
 
-/// What counted spend `k` (one to [`MAX_PENDING`]) costs, in whole ns, by `run` on a scale
-/// of `scale`: `None` if the run does not match the stored permits' word `fill_bits` and the
-/// curve of `generation`, or does not price spend `k`.
+/// What counted spend `k` (one to [`MAX_PENDING`]) costs, in whole ns, by `run` on the curve
+/// in `force`: `None` if the run does not match the stored permits' word `fill_bits` and that
+/// curve, or does not price spend `k`.
 #[inline(always)]
-pub(super) fn price(
-    run: u64,
-    scale: RunScale,
-    fill_bits: u64,
-    generation: u64,
-    k: u64,
-) -> Option<u64> {
-    if run >> KEY_SHIFT != key(fill_bits, generation) || (run >> STEPS_SHIFT) & STEPS_MASK < k {
+pub(super) fn price(run: u64, force: &CurveInForce, fill_bits: u64, k: u64) -> Option<u64> {
+    if run >> KEY_SHIFT != key(fill_bits, force.generation())
+        || (run >> STEPS_SHIFT) & STEPS_MASK < k
+    {
         return None;
     }
+    let scale = force.run_scale();
     let slope = if run & FLAT == 0 { scale.slope } else { 0 };
     Some(((run & BASE_MASK) - k * slope) >> scale.shift)
 }
@@ -170,7 +167,7 @@ mod tests {
             let word = fill * curve.max();
             for k in 1..=MAX_PENDING {
                 let float = whole(curve.one_after(word, k));
-                match price(run, scale, fill.to_bits(), generation, k) {
+                match price(run, &force, fill.to_bits(), k) {
                     Some(fixed) => prop_assert!(fixed.abs_diff(float) <= 1, "{} vs {}", fixed, float),
                     None => prop_assert!(
                         scale.shift == NO_RUNS || word - k as f64 - curve.threshold() < 1.0,
@@ -185,11 +182,10 @@ mod tests {
     #[test]
     fn a_run_prices_only_the_word_and_curve_it_was_worked_out_from() {
         let curve = SmoothCurve::new(100.0, 10e9, 3.0);
-        let force = force(curve, 3);
-        let (scale, run) = (force.run_scale(), run(&force, 0.75));
-        assert!(price(run, scale, 0.75f64.to_bits(), 3, 1).is_some());
-        assert_eq!(price(run, scale, 0.5f64.to_bits(), 3, 1), None);
-        assert_eq!(price(run, scale, 0.75f64.to_bits(), 4, 1), None);
+        let run = run(&force(curve, 3), 0.75);
+        assert!(price(run, &force(curve, 3), 0.75f64.to_bits(), 1).is_some());
+        assert_eq!(price(run, &force(curve, 3), 0.5f64.to_bits(), 1), None);
+        assert_eq!(price(run, &force(curve, 4), 0.75f64.to_bits(), 1), None);
     }
 
     /// At 1/s, a shift of 7 (the coldest price, 3 s, in 2^-7 ns); at 10⁹/s, 37; a curve

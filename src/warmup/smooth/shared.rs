@@ -77,9 +77,9 @@ impl SharedCurve {
 
     /// The curve in force: the one built with in place, or a copy of a replacement.
     ///
-    /// Copying the curve and its prices to the stack left that many stores pending
-    /// when the decision's compare-and-swap came, which waits for them: about 3 ns of a 22 ns
-    /// admission in the steady states.
+    /// Copying the curve and its prices to the stack left a store per word pending when the
+    /// decision's compare-and-swap came, which waits for them: about 3 ns of a 22 ns admission
+    /// in the steady states.
     #[inline]
     pub(super) fn load(&self) -> Cow<'_, CurveInForce> {
         match self.initial() {

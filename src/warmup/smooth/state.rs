@@ -157,14 +157,8 @@ pub(super) struct Read {
 impl Read {
     /// What counted spend `k` costs by the run read, if it prices it for this word and curve.
     #[inline(always)]
-    fn run_price(self, force: &CurveInForce, k: u64) -> Option<u64> {
-        run::price(
-            self.run,
-            force.run_scale(),
-            self.fill.to_bits(),
-            force.generation(),
-            k,
-        )
+    pub(super) fn run_price(self, force: &CurveInForce, k: u64) -> Option<u64> {
+        run::price(self.run, force, self.fill.to_bits(), k)
     }
 }
 
