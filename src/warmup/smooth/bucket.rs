@@ -787,3 +787,65 @@ mod tests {
         }
     }
 }
+
+#[cfg(all(test, admit_loom))]
+mod loom_tests {
+    use loom::sync::Arc;
+    use loom::thread;
+
+    use super::super::run::price;
+    use super::super::state::MAX_PENDING;
+    use super::*;
+
+    const SEC: u64 = 1_000_000_000;
+
+    /// Two writes of the stored permits racing (the eighth spend since the last write, and two
+    /// permits at once), with or without a new curve racing them: whatever order the words and
+    /// runs land in, the run left prices each counted spend exactly as the run worked out from
+    /// the final word on the final curve, or prices nothing (a writer's run stored after a
+    /// later writer's keeps the older word's key). Each race must leave a stale run in some
+    /// explored execution.
+    #[test]
+    fn loom_a_run_left_by_racing_writers_prices_its_word_or_nothing() {
+        for new_curve in [false, true] {
+            static STALE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+            STALE.store(false, std::sync::atomic::Ordering::Relaxed);
+            loom::model(move || {
+                let curve = SmoothCurve::new(1000.0, 10.0 * SEC as f64, 3.0);
+                let bucket = Arc::new(SmoothBucket::new(curve, Payment::Now, 0, false, SEC));
+                for _ in 0..MAX_PENDING {
+                    bucket.reserve(0, 1.0, SEC).unwrap();
+                }
+                let racer = {
+                    let bucket = Arc::clone(&bucket);
+                    thread::spawn(move || {
+                        bucket.reserve(0, 1.0, SEC).unwrap();
+                    })
+                };
+                if new_curve {
+                    bucket.set_curve(&SmoothCurve::new(500.0, 10.0 * SEC as f64, 3.0));
+                } else {
+                    bucket.reserve(0, 2.0, SEC).unwrap();
+                }
+                racer.join().unwrap();
+                let (force, fill) = (bucket.curve.load(), bucket.fill().to_bits());
+                let left = bucket.run.load(Ordering::Acquire);
+                let fresh = run(&force, f64::from_bits(fill));
+                if left != fresh {
+                    STALE.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                for k in 1..=MAX_PENDING {
+                    let priced = price(left, &force, fill, k);
+                    assert!(
+                        priced.is_none() || priced == price(fresh, &force, fill, k),
+                        "spend {k}: {priced:?} from a stale run"
+                    );
+                }
+            });
+            assert!(
+                STALE.load(std::sync::atomic::Ordering::Relaxed),
+                "new curve: {new_curve}: no stale run explored"
+            );
+        }
+    }
+}
