@@ -56,9 +56,12 @@ pub(super) const NEVER: u64 = TIME_MASK;
 /// The last time a schedule can name.
 const LATEST: u64 = TIME_MASK - 1;
 const PENDING_SHIFT: u32 = 59;
+/// The schedule's three bits for counted spends, below [`ODD_CURVE`].
+const PENDING_MASK: u64 = 7;
 /// The most one-permit spends a schedule counts before an admission deducts them from the
 /// stored permits' word.
 pub(super) const MAX_PENDING: u64 = 7;
+const _: () = assert!(MAX_PENDING <= PENDING_MASK && PENDING_MASK << PENDING_SHIFT < ODD_CURVE);
 const ODD_CURVE: u64 = 1 << 62;
 const DENIED: u64 = 1 << 63;
 
@@ -93,7 +96,7 @@ impl Schedule {
     pub(super) fn unpack(word: u64) -> Self {
         Schedule {
             at: word & TIME_MASK,
-            pending: (word >> PENDING_SHIFT) & MAX_PENDING,
+            pending: (word >> PENDING_SHIFT) & PENDING_MASK,
             denied: word & DENIED != 0,
             odd_curve: word & ODD_CURVE != 0,
         }
