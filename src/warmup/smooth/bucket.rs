@@ -790,6 +790,8 @@ mod tests {
 
 #[cfg(all(test, admit_loom))]
 mod loom_tests {
+    use std::sync::atomic::{AtomicBool, Ordering as StdOrdering};
+
     use loom::sync::Arc;
     use loom::thread;
 
@@ -799,17 +801,17 @@ mod loom_tests {
 
     const SEC: u64 = 1_000_000_000;
 
-    /// Two writes of the stored permits racing (the eighth spend since the last write, and two
-    /// permits at once), with or without a new curve racing them: whatever order the words and
-    /// runs land in, the run left prices each counted spend exactly as the run worked out from
-    /// the final word on the final curve, or prices nothing (a writer's run stored after a
-    /// later writer's keeps the older word's key). Each race must leave a stale run in some
-    /// explored execution.
+    /// The eighth spend since the stored permits were written (a write of them) racing either
+    /// a two-permit request (another write) or a new curve (a run stored for it): whatever
+    /// order the words and runs land in, the run left prices each counted spend exactly as the
+    /// run worked out from the final word on the final curve, or prices nothing (a run stored
+    /// after a later one keeps the older word's or curve's key). Each race must leave a stale
+    /// run in some explored execution.
     #[test]
     fn loom_a_run_left_by_racing_writers_prices_its_word_or_nothing() {
         for new_curve in [false, true] {
-            static STALE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-            STALE.store(false, std::sync::atomic::Ordering::Relaxed);
+            static STALE: AtomicBool = AtomicBool::new(false);
+            STALE.store(false, StdOrdering::Relaxed);
             loom::model(move || {
                 let curve = SmoothCurve::new(1000.0, 10.0 * SEC as f64, 3.0);
                 let bucket = Arc::new(SmoothBucket::new(curve, Payment::Now, 0, false, SEC));
@@ -832,7 +834,7 @@ mod loom_tests {
                 let left = bucket.run.load(Ordering::Acquire);
                 let fresh = run(&force, f64::from_bits(fill));
                 if left != fresh {
-                    STALE.store(true, std::sync::atomic::Ordering::Relaxed);
+                    STALE.store(true, StdOrdering::Relaxed);
                 }
                 for k in 1..=MAX_PENDING {
                     let priced = price(left, &force, fill, k);
@@ -843,7 +845,7 @@ mod loom_tests {
                 }
             });
             assert!(
-                STALE.load(std::sync::atomic::Ordering::Relaxed),
+                STALE.load(StdOrdering::Relaxed),
                 "new curve: {new_curve}: no stale run explored"
             );
         }
