@@ -1,29 +1,39 @@
 //! The lock-free bucket: the schedule, the stored permits and their run in one 64-bit word
 //! each, the curve under a sequence lock.
 
+use crossbeam_utils::CachePadded;
+
+use super::busy::BusyStep;
 use super::curve::SmoothCurve;
 use super::run::run;
 use super::shared::{CurveInForce, SharedCurve};
 use super::state::{
-    Ask, NEVER, Payment, Read, Schedule, Step, busy_until, decide, decide_one, flush, later, level,
-    refused, whole,
+    Ask, LevelChange, MAX_PENDING, NEVER, Payment, Read, Schedule, Step, busy_until, decide,
+    decide_one, flush, later, level, refused, whole,
 };
 use crate::sync::{AtomicU64, Ordering};
 
 /// The lock-free engine.
 ///
-/// Admissions are ordered by one 64-bit compare-and-swap of the schedule; a refusal writes
-/// only to mark demand, at most once between two admissions. The stored permits (a fill
-/// fraction, `f64` bits) are a second word, less the whole permits the schedule counts as
-/// spent since it was written (up to [`MAX_PENDING`](super::state::MAX_PENDING)). It is
-/// written after the schedule, and only when an admission changes the stored permits other
-/// than by one more counted permit: in a busy run every eighth admission writes it with the
-/// seven counted before; the two steady states (busy and empty, full after idling) never do.
-/// A decision that reads the word while another admission is between its two writes prices
-/// its request with the level from before that admission and the spends it deducted; the
-/// admission that then writes re-applies its change to the newest word, so no change is lost.
-/// After each write of the stored permits, the [run](super::run) worked out from them is
-/// stored: the prices of the spends the schedule will count, in integers.
+/// Admissions are ordered by one 64-bit compare-and-swap of the schedule, on a cache line of
+/// its own; a refusal writes only to mark demand, at most once between two admissions. The
+/// stored permits (a fill fraction, `f64` bits) are a second word, less the whole permits the
+/// schedule counts as spent since it was written (up to
+/// [`MAX_PENDING`](super::state::MAX_PENDING)). It is written after the schedule, and only when
+/// an admission changes the stored permits other than by one more counted permit: in a busy run
+/// every eighth admission writes it with the seven counted before; the two steady states (busy
+/// and empty, full after idling) never do. A decision that reads the word while another
+/// admission is between its two writes prices its request with the level from before that
+/// admission and the spends it deducted; the admission that then writes re-applies its change
+/// to the newest word, so no change is lost. With each write of the stored permits, the
+/// [run](super::run) worked out from them is stored: the prices of the spends the schedule will
+/// count and of the eighth, in integers.
+///
+/// A one-permit request works out its [`BusyStep`] from the stored permits and the run before
+/// it reads the schedule, so that a few integer steps separate that read from the
+/// compare-and-swap: under contention, a longer gap lets another core's admission land in
+/// between and fail it. Reading the stored permits again after the schedule keeps the step's
+/// word no older than a decision reading them after the schedule would see.
 #[derive(Debug)]
 pub(crate) struct SmoothBucket {
     curve: SharedCurve,
@@ -32,7 +42,7 @@ pub(crate) struct SmoothBucket {
     burst: u64,
     /// The clock's reading when the bucket was built: the schedule counts from it.
     origin: u64,
-    schedule: AtomicU64,
+    schedule: CachePadded<AtomicU64>,
     /// Stored permits as a fraction of `max` (`0..=1`, `f64` bits): a new rate rescales them
     /// with `max`, as Guava's `setRate` does, without touching this word.
     fill: AtomicU64,
@@ -68,7 +78,7 @@ impl SmoothBucket {
             payment,
             burst,
             origin: now,
-            schedule: AtomicU64::new(schedule.pack()),
+            schedule: CachePadded::new(AtomicU64::new(schedule.pack())),
             fill: AtomicU64::new(fill.to_bits()),
             run: AtomicU64::new(run),
         }
@@ -97,8 +107,7 @@ impl SmoothBucket {
     ) -> Result<(u64, bool), u64> {
         let now = now.saturating_sub(self.origin);
         if permits == 1.0 {
-            let word = self.schedule.load(Ordering::Acquire);
-            let schedule = Schedule::unpack(word);
+            let schedule = Schedule::unpack(self.schedule.load(Ordering::Acquire));
             // A refusal already marked needs neither the curve nor a write.
             if let (true, Some(short)) = (
                 schedule.denied,
@@ -106,7 +115,7 @@ impl SmoothBucket {
             ) {
                 return Err(short);
             }
-            return self.reserve_one(word, now, max_wait);
+            return self.reserve_one(now, max_wait);
         }
         self.reserve_any(
             self.schedule.load(Ordering::Acquire),
@@ -116,35 +125,67 @@ impl SmoothBucket {
         )
     }
 
-    /// [`reserve_watched`](Self::reserve_watched) for one permit, the schedule read as `word`:
-    /// the decisions [`decide_one`] makes, in one attempt and a small frame, on the curve built
-    /// with (read in place) or a replacement (copied out of the lock by
-    /// [`reserve_one_replaced`](Self::reserve_one_replaced)); a lost race, a refusal to mark
+    /// [`reserve_watched`](Self::reserve_watched) for one permit: a [`BusyStep`] where the
+    /// schedule takes one, else the decisions [`decide_one`] makes, in one attempt and a small
+    /// frame, on the curve built with (read in place) or a replacement (copied out of the lock
+    /// by [`reserve_one_replaced`](Self::reserve_one_replaced)); a lost race, a refusal to mark
     /// and any other decision through [`reserve_any`](Self::reserve_any).
     #[inline(never)]
-    fn reserve_one(&self, word: u64, now: u64, max_wait: u64) -> Result<(u64, bool), u64> {
+    fn reserve_one(&self, now: u64, max_wait: u64) -> Result<(u64, bool), u64> {
         match self.curve.initial() {
-            Some(force) => self.attempt_one(force, word, now, max_wait),
-            None => self.reserve_one_replaced(word, now, max_wait),
+            Some(force) => self.attempt_one(force, now, max_wait),
+            None => self.reserve_one_replaced(now, max_wait),
         }
     }
 
     /// [`reserve_one`](Self::reserve_one) on a replaced curve, out of its frame.
     #[inline(never)]
-    fn reserve_one_replaced(&self, word: u64, now: u64, max_wait: u64) -> Result<(u64, bool), u64> {
+    fn reserve_one_replaced(&self, now: u64, max_wait: u64) -> Result<(u64, bool), u64> {
         let force = self.curve.read();
-        self.attempt_one(&force, word, now, max_wait)
+        self.attempt_one(&force, now, max_wait)
     }
 
-    /// One attempt at a [`decide_one`] decision on `force`, else the general loop.
+    /// One attempt at a [`BusyStep`] or a [`decide_one`] decision on `force`, else the general
+    /// loop.
     #[inline(always)]
     fn attempt_one(
         &self,
         force: &CurveInForce,
-        word: u64,
         now: u64,
         max_wait: u64,
     ) -> Result<(u64, bool), u64> {
+        let busy_step = |fill| {
+            let run = self.run.load(Ordering::Acquire);
+            BusyStep::new(force, self.payment, fill, run, now, max_wait)
+        };
+        let mut busy = busy_step(self.fill.load(Ordering::Acquire));
+        let mut word = self.schedule.load(Ordering::Acquire);
+        // Retried on the word that won a race while it still takes the step.
+        loop {
+            // The stored permits' word, read after the schedule: a step worked out for an
+            // older one is worked out again.
+            let fill = self.fill.load(Ordering::Acquire);
+            if fill != busy.fill_bits() {
+                busy = busy_step(fill);
+            }
+            let Some(next) = busy.next(word) else {
+                break;
+            };
+            match self.schedule.compare_exchange_weak(
+                word,
+                next,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    if busy.writes(word) {
+                        self.store_eighth(busy.fill(), &force.curve);
+                    }
+                    return Ok((busy.wait(word), cfg!(feature = "tracing") && busy.warm()));
+                }
+                Err(actual) => word = actual,
+            }
+        }
         let read = self.read(word);
         let decision = decide_one(force, self.payment, read, now, max_wait);
         if let Some(Ok(step)) = decision {
@@ -249,43 +290,58 @@ impl SmoothBucket {
             Ordering::AcqRel,
             Ordering::Acquire,
         )?;
-        self.store_level(fill, step, curve);
+        self.store_level(fill, step.fill, step.change, curve);
         // Whether the admission left the bucket at its full rate, with `tracing` only.
         let warm = cfg!(feature = "tracing") && step.left <= curve.threshold();
         Ok((step.wait, warm))
     }
 
-    /// Records an admission's change to the stored permits, which were `read` when it
-    /// decided: nothing if the change leaves them as they were, else the change applied to
-    /// the newest level, and the run worked out from what it wrote.
+    /// Writes the eighth spend of a busy run, decided on the stored permits `read`, with the
+    /// seven the schedule counted before it.
+    #[inline(never)]
+    fn store_eighth(&self, read: f64, curve: &SmoothCurve) {
+        let change = LevelChange {
+            pending: MAX_PENDING,
+            idle: 0,
+            spend: 1.0,
+        };
+        self.store_level(read, change.apply(curve, read), change, curve);
+    }
+
+    /// Records an admission's `change` to the stored permits, which were `read` when it
+    /// decided and which it leaves as `fill`: nothing if that is the word read, else the change
+    /// applied to the newest level, and the run worked out from what it wrote.
+    ///
+    /// The run is worked out before the word is written, so that a decision seldom reads the
+    /// new word with the old run (which prices nothing).
     #[inline]
-    fn store_level(&self, read: f64, step: &Step, curve: &SmoothCurve) {
-        let (mut current, mut next) = (read.to_bits(), step.fill.to_bits());
+    fn store_level(&self, read: f64, fill: f64, change: LevelChange, curve: &SmoothCurve) {
+        let (mut current, mut next) = (read.to_bits(), fill.to_bits());
         while next != current {
+            let run = self.run_for(f64::from_bits(next));
             match self.fill.compare_exchange_weak(
                 current,
                 next,
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return self.store_run(f64::from_bits(next)),
+                Ok(_) => return self.run.store(run, Ordering::Release),
                 Err(actual) => {
                     current = actual;
-                    next = step.change.apply(curve, f64::from_bits(actual)).to_bits();
+                    next = change.apply(curve, f64::from_bits(actual)).to_bits();
                 }
             }
         }
     }
 
-    /// Stores the run worked out from the stored permits' word `fill` on the curve in force.
+    /// The run worked out from the stored permits' word `fill` on the curve in force.
     ///
     /// Stored, not swapped: a writer delayed past a later one may leave a run that does not
     /// match the word, which then prices nothing until the next write. Out of line, so that
     /// the decisions that call it keep the curve they read in registers.
     #[inline(never)]
-    fn store_run(&self, fill: f64) {
-        self.run
-            .store(run(&self.curve.load(), fill), Ordering::Release);
+    fn run_for(&self, fill: f64) -> u64 {
+        run(&self.curve.load(), fill)
     }
 
     /// Permits stored at `now`, counting the idle time since the schedule was last free (an
@@ -325,7 +381,7 @@ impl SmoothBucket {
     pub(crate) fn set_curve(&self, curve: &SmoothCurve) {
         self.flush_pending();
         let replaced = self.curve.replace(curve);
-        self.store_run(self.fill());
+        self.run.store(self.run_for(self.fill()), Ordering::Release);
         if self.payment == Payment::Later {
             return;
         }
@@ -374,7 +430,7 @@ impl SmoothBucket {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return self.store_level(read.fill, &step, &force.curve),
+                Ok(_) => return self.store_level(read.fill, step.fill, step.change, &force.curve),
                 Err(actual) => word = actual,
             }
         }

@@ -40,6 +40,7 @@
 //! idle spell after an overload still cools the limiter down.
 
 mod bucket;
+mod busy;
 mod curve;
 mod prices;
 mod run;

@@ -1,14 +1,15 @@
 //! The run: the prices of the spends the schedule counts after a write of the stored permits'
-//! word, worked out in integers when the word is written, so that a busy admission prices its
-//! permit without floating point between reading the state and its compare-and-swap.
+//! word, and of the spend that writes them, worked out in integers when the word is written, so
+//! that a busy admission prices its permit without floating point between reading the state
+//! and its compare-and-swap.
 //!
 //! A run word holds, for the stored permits' word it was worked out from (`W` permits):
 //!
 //! - the base price in fixed point, `2^-shift` ns units: along the slope `one_above(W)`, at or
 //!   below the threshold the full-rate price;
-//! - how many counted spends `k = 1, 2, …` it prices: those after which `W − k` permits are
-//!   still a whole permit above the threshold (along the slope), or all at or below it and at
-//!   least one permit (at the full rate);
+//! - how many spends `k = 1, 2, …` (up to [`MAX_STEPS`]) it prices: those after which `W − k`
+//!   permits are still a whole permit above the threshold (along the slope), or all at or below
+//!   it and at least one permit (at the full rate);
 //! - a key: a hash of the stored permits' word and the curve's generation. A run whose key does
 //!   not match the word and curve a decision read prices nothing; the decision then prices as
 //!   [`SmoothCurve::one_after`] does.
@@ -16,18 +17,22 @@
 //! Spend `k` costs `(base − k · slope) >> shift` whole ns along the slope, where `one_after`
 //! gives `one_above(W) − k · slope` in floating point: the two differ by less than
 //! `(k + 1) · 2^-shift` ns before truncation, and `shift` is as large as the curve's coldest
-//! price allows (37 at 10⁹ permits/s, 7 at 1/s). At the full rate both give the same price.
+//! price allows (36 at 10⁹ permits/s, 6 at 1/s). At the full rate both give the same price.
 
 use super::curve::SmoothCurve;
 use super::shared::CurveInForce;
 use super::state::MAX_PENDING;
 
-const BASE_BITS: u32 = 40;
+/// The spends a run prices: the [`MAX_PENDING`] a schedule counts and the one after them,
+/// which writes them to the stored permits' word.
+pub(super) const MAX_STEPS: u64 = MAX_PENDING + 1;
+/// A run's base is below `2^BASE_BITS`, so a price is too.
+pub(super) const BASE_BITS: u32 = 39;
 const BASE_MASK: u64 = (1 << BASE_BITS) - 1;
 const STEPS_SHIFT: u32 = BASE_BITS;
-const STEPS_MASK: u64 = 7;
-const _: () = assert!(MAX_PENDING <= STEPS_MASK);
+const STEPS_MASK: u64 = 15;
 const FLAT: u64 = 1 << 43;
+const _: () = assert!(MAX_STEPS <= STEPS_MASK && STEPS_MASK << STEPS_SHIFT < FLAT);
 const KEY_SHIFT: u32 = 44;
 const GENERATION_BITS: u32 = 4;
 /// The largest fixed-point shift: 2^-48 ns is finer than any price needs.
@@ -45,7 +50,7 @@ pub(super) struct RunScale {
 
 impl RunScale {
     /// The largest shift at which every price on `curve` fits the run's base with a bit to
-    /// spare, or no runs (a shift of 63) if its coldest price is 2^39 ns (9 minutes) or more, or
+    /// spare, or no runs (a shift of 63) if its coldest price is 2^38 ns (4.6 minutes) or more, or
     /// its slope does not fit 57 bits at that shift. Fits six bits.
     pub(super) fn shift(curve: &SmoothCurve) -> u32 {
         let cold = curve.interval(curve.max());
@@ -97,7 +102,7 @@ pub(super) fn run(force: &CurveInForce, fill: f64) -> u64 {
     let stored = |k: u64| word - k as f64;
     // `one_after`'s cases, at `W − k` permits stored. Each holds for every spend up to the
     // last it holds for (`W − k` falls with `k`), so a run is checked at its last spend
-    // first: the common case, seven spends well above or below the threshold, takes one check.
+    // first: the common case, every spend well above or below the threshold, takes one check.
     let sloped = |k| stored(k) - curve.threshold() >= 1.0;
     let flat = |k| stored(k) - curve.threshold() <= 0.0 && stored(k) >= 1.0;
     if sloped(1) {
@@ -111,29 +116,65 @@ pub(super) fn run(force: &CurveInForce, fill: f64) -> u64 {
     }
 }
 
-/// The last spend `k` of `1..=MAX_PENDING` up to which `holds` holds, given that it holds for
+/// The last spend `k` of `1..=MAX_STEPS` up to which `holds` holds, given that it holds for
 /// every `k` up to the last it holds for.
 #[inline]
 fn last_held(holds: impl Fn(u64) -> bool) -> u64 {
-    if holds(MAX_PENDING) {
-        return MAX_PENDING;
+    if holds(MAX_STEPS) {
+        return MAX_STEPS;
     }
-    (1..MAX_PENDING).take_while(|&k| holds(k)).count() as u64
+    (1..MAX_STEPS).take_while(|&k| holds(k)).count() as u64
 }
 
-/// What counted spend `k` (one to [`MAX_PENDING`]) costs, in whole ns, by `run` on the curve
+/// What a run prices, unpacked: counted spend `k` (one to `steps`) costs
+/// `(base − k · slope) >> shift` whole ns.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Priced {
+    pub(super) base: u64,
+    /// `0` at the full rate.
+    pub(super) slope: u64,
+    pub(super) shift: u32,
+    /// How many spends the run prices (up to [`MAX_STEPS`]); `k · slope ≤ base` for each.
+    pub(super) steps: u64,
+    /// Whether the run prices at the full rate (the spends leave the level at or below the
+    /// threshold) rather than along the slope.
+    pub(super) flat: bool,
+}
+
+impl Priced {
+    /// What counted spend `k` costs, for `k` up to [`steps`](Self::steps).
+    #[inline(always)]
+    pub(super) fn price(self, k: u64) -> u64 {
+        (self.base - k * self.slope) >> self.shift
+    }
+}
+
+/// What `run` prices on the curve in `force`: `None` if it does not match the stored permits'
+/// word `fill_bits` and that curve.
+#[inline(always)]
+pub(super) fn priced(run: u64, force: &CurveInForce, fill_bits: u64) -> Option<Priced> {
+    if run >> KEY_SHIFT != key(fill_bits, force.generation()) {
+        return None;
+    }
+    let scale = force.run_scale();
+    let flat = run & FLAT != 0;
+    Some(Priced {
+        base: run & BASE_MASK,
+        slope: if flat { 0 } else { scale.slope },
+        shift: scale.shift,
+        steps: (run >> STEPS_SHIFT) & STEPS_MASK,
+        flat,
+    })
+}
+
+/// What spend `k` (one to [`MAX_STEPS`]) costs, in whole ns, by `run` on the curve
 /// in `force`: `None` if the run does not match the stored permits' word `fill_bits` and that
 /// curve, or does not price spend `k`.
 #[inline(always)]
 pub(super) fn price(run: u64, force: &CurveInForce, fill_bits: u64, k: u64) -> Option<u64> {
-    if run >> KEY_SHIFT != key(fill_bits, force.generation())
-        || (run >> STEPS_SHIFT) & STEPS_MASK < k
-    {
-        return None;
-    }
-    let scale = force.run_scale();
-    let slope = if run & FLAT == 0 { scale.slope } else { 0 };
-    Some(((run & BASE_MASK) - k * slope) >> scale.shift)
+    priced(run, force, fill_bits)
+        .filter(|priced| k <= priced.steps)
+        .map(|priced| priced.price(k))
 }
 
 #[cfg(test)]
@@ -165,7 +206,7 @@ mod tests {
             let force = force(curve, generation);
             let (scale, run) = (force.run_scale(), run(&force, fill));
             let word = fill * curve.max();
-            for k in 1..=MAX_PENDING {
+            for k in 1..=MAX_STEPS {
                 let float = whole(curve.one_after(word, k));
                 match price(run, &force, fill.to_bits(), k) {
                     Some(fixed) => prop_assert!(fixed.abs_diff(float) <= 1, "{} vs {}", fixed, float),
@@ -188,13 +229,13 @@ mod tests {
         assert_eq!(price(run, &force(curve, 4), 0.75f64.to_bits(), 1), None);
     }
 
-    /// At 1/s, a shift of 7 (the coldest price, 3 s, in 2^-7 ns); at 10⁹/s, 37; a curve
+    /// At 1/s, a shift of 6 (the coldest price, 3 s, in 2^-6 ns); at 10⁹/s, 36; a curve
     /// whose coldest price is an hour has no runs.
     #[test]
     fn the_scale_is_as_fine_as_the_coldest_price_allows() {
         let shift = |rate| RunScale::shift(&SmoothCurve::new(rate, 10e9, 3.0));
-        assert_eq!(shift(1.0), 7);
-        assert_eq!(shift(1e9), 37);
+        assert_eq!(shift(1.0), 6);
+        assert_eq!(shift(1e9), 36);
         assert_eq!(shift(1.0 / 1200.0), NO_RUNS);
     }
 }

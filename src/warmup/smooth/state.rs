@@ -54,15 +54,15 @@ pub(super) const TIME_MASK: u64 = (1 << 59) - 1;
 /// once.
 pub(super) const NEVER: u64 = TIME_MASK;
 /// The last time a schedule can name.
-const LATEST: u64 = TIME_MASK - 1;
-const PENDING_SHIFT: u32 = 59;
+pub(super) const LATEST: u64 = TIME_MASK - 1;
+pub(super) const PENDING_SHIFT: u32 = 59;
 /// The schedule's three bits for counted spends, below [`ODD_CURVE`].
-const PENDING_MASK: u64 = 7;
+pub(super) const PENDING_MASK: u64 = 7;
 /// The most one-permit spends a schedule counts before an admission deducts them from the
 /// stored permits' word.
 pub(super) const MAX_PENDING: u64 = 7;
 const _: () = assert!(MAX_PENDING <= PENDING_MASK && PENDING_MASK << PENDING_SHIFT < ODD_CURVE);
-const ODD_CURVE: u64 = 1 << 62;
+pub(super) const ODD_CURVE: u64 = 1 << 62;
 const DENIED: u64 = 1 << 63;
 
 /// The schedule: the state that orders admissions, one 64-bit word.
@@ -207,7 +207,8 @@ impl Step {
 /// rather than a write of the stored permits' word: one whole permit without a refill, fewer
 /// than [`MAX_PENDING`] counted. The price of the next permit after it is then the
 /// [run](super::run)'s, or [`one_after`](SmoothCurve::one_after) the word's level where the run
-/// prices nothing.
+/// prices nothing. (The run also prices the whole permit after [`MAX_PENDING`] counted, which
+/// writes them.)
 #[inline(always)]
 fn counts(change: LevelChange, pending: u64) -> bool {
     change.idle == 0 && change.spend == 1.0 && pending < MAX_PENDING
@@ -312,12 +313,13 @@ pub(super) fn decide_one(
             return admitted(later(at, prices.stable), 0.0, 0.0, LevelChange::NONE, wait);
         }
         // Busy (paying now; at `at` itself the schedule restarts): no refill; a whole permit
-        // is spent from the level, counted in the schedule and priced by the run, or, the
-        // eighth, written with the seven before it and priced as `cost` prices it: above the
-        // threshold along the slope, at or below it (from a whole permit left) at the full
-        // rate. (A spend the run does not price, within a permit above the threshold or below
-        // one permit, through the general path: the trapezoid is a call, whose saved
-        // registers every admission would pay for.)
+        // is spent from the level, counted in the schedule or, the eighth, written with the
+        // seven before it, and priced by the run. Where the run does not price it, the eighth
+        // is priced as `cost` prices it: above the threshold along the slope, at or below it
+        // (from a whole permit left) at the full rate. (Any other spend the run does not
+        // price, within a permit above the threshold or below one permit, through the
+        // general path: the trapezoid is a call, whose saved registers every admission would
+        // pay for.)
         if payment == Payment::Now && now < at {
             let left = level(curve, fill, schedule.pending) - 1.0;
             let change = LevelChange {
@@ -325,17 +327,19 @@ pub(super) fn decide_one(
                 idle: 0,
                 spend: 1.0,
             };
-            let price = if counts(change, schedule.pending) {
-                read.run_price(force, schedule.pending + 1)?
-            } else {
-                let above = left - curve.threshold();
-                if above >= 1.0 {
-                    whole(curve.one_above(left))
-                } else if above <= 0.0 && left >= 1.0 {
-                    // `cost(left, 1.0)`: `(1 + 0) · stable`.
-                    prices.stable
-                } else {
-                    return None;
+            let price = match read.run_price(force, schedule.pending + 1) {
+                Some(price) => price,
+                None if counts(change, schedule.pending) => return None,
+                None => {
+                    let above = left - curve.threshold();
+                    if above >= 1.0 {
+                        whole(curve.one_above(left))
+                    } else if above <= 0.0 && left >= 1.0 {
+                        // `cost(left, 1.0)`: `(1 + 0) · stable`.
+                        prices.stable
+                    } else {
+                        return None;
+                    }
                 }
             };
             let at = later(at, price);
@@ -450,12 +454,17 @@ fn pay_now(force: &CurveInForce, read: Read, ask: Ask, burst: u64) -> Decision {
         idle,
         spend,
     };
-    let price = if counts(change, schedule.pending) {
-        let k = schedule.pending + 1;
-        read.run_price(force, k)
-            .unwrap_or_else(|| whole(curve.one_after(read.fill * curve.max(), k)))
-    } else {
-        whole(curve.cost(left, 1.0).0)
+    // A whole permit spent without a refill is the run's spend `pending + 1`.
+    let k = schedule.pending + 1;
+    let run_price = (change.idle == 0 && change.spend == 1.0)
+        .then(|| read.run_price(force, k))
+        .flatten();
+    let price = match run_price {
+        Some(price) => price,
+        None if counts(change, schedule.pending) => {
+            whole(curve.one_after(read.fill * curve.max(), k))
+        }
+        None => whole(curve.cost(left, 1.0).0),
     };
     let at = later(next_free, price);
     let fill = || curve.fill(left);
