@@ -1,10 +1,11 @@
-//! The atomics the crate's lock-free state is built from, the one sequence lock, and the
-//! counters striped by thread.
+//! The atomics the crate's lock-free state is built from, the one sequence lock, the counters
+//! striped by thread, and a cache line for one hot word.
 //!
 //! Normal builds use `std`. Built with `RUSTFLAGS="--cfg admit_loom"`, the same code runs on
 //! loom's model-checked atomics, so the loom tests explore every interleaving of the real
 //! implementation rather than of a copy.
 
+mod line;
 mod seqlock;
 mod striped;
 
@@ -22,6 +23,7 @@ pub(crate) use std::sync::Arc;
 #[cfg(not(admit_loom))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 
+pub(crate) use self::line::Line;
 pub(crate) use self::seqlock::SeqLock;
 pub(crate) use self::striped::Striped;
 

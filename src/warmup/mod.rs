@@ -78,11 +78,11 @@
 //! a load and a comparison. Otherwise it reads the curve (in place until the first
 //! [`set_rate`](WarmUp::set_rate), then a few words under a sequence lock) and the stored
 //! permits and prices the request: in integer steps in the two steady states (busy and empty;
-//! full after idling) and for a permit a busy run counts, in floating point otherwise. A
-//! counted permit's price along the warm-up slope is worked out in fixed point (`2^-37` ns at
-//! 10⁹ permits/s, `2^-7` ns at 1/s) and may differ from the floating-point one by 1 ns before
-//! the next write of the stored permits sets it exactly again. An admission performs one
-//! 64-bit compare-and-swap of the schedule and, if it writes the stored permits, one of them.
+//! full after idling) and for the permits of a busy run, in floating point otherwise. In a busy
+//! run, a permit's price along the warm-up slope is worked out in fixed point (`2^-36` ns at
+//! 10⁹ permits/s, `2^-6` ns at 1/s) and may differ from the floating-point one by 1 ns. An
+//! admission performs one 64-bit compare-and-swap of the schedule and, if it writes the stored
+//! permits (one in eight in a busy run), one of them.
 //! Every decision also adds one to a lifetime total (a plain store on a stripe the thread
 //! owns). Nothing allocates. See the crate's README for benchmarks.
 //!

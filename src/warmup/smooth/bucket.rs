@@ -9,7 +9,7 @@ use super::state::{
     Ask, LevelChange, MAX_PENDING, NEVER, Payment, Read, Schedule, Step, busy_until, decide,
     decide_one, flush, later, level, refused, whole,
 };
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Line, Ordering};
 
 /// The lock-free engine.
 ///
@@ -923,36 +923,5 @@ mod loom_tests {
                 "new curve: {new_curve}: no stale run explored"
             );
         }
-    }
-}
-
-/// A value alone on a 64-byte cache line: the second half of a 128-byte block (the unit some
-/// processors prefetch in pairs of lines) whose first half is left empty.
-///
-/// In the second half rather than the first: at a 128-byte boundary, as the decision counters'
-/// stripes are, a decision took 2 ns longer single-threaded (the `steady` benches), most likely
-/// because loads of the schedule then shared their low address bits with the stores to the
-/// calling thread's stripe.
-#[derive(Debug)]
-#[repr(C, align(128))]
-struct Line<T> {
-    _first_half: [u8; 64],
-    value: T,
-}
-
-impl<T> Line<T> {
-    fn new(value: T) -> Self {
-        Line {
-            _first_half: [0; 64],
-            value,
-        }
-    }
-}
-
-impl<T> std::ops::Deref for Line<T> {
-    type Target = T;
-
-    fn deref(&self) -> &T {
-        &self.value
     }
 }
