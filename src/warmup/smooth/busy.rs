@@ -7,8 +7,7 @@
 //! spends 50–75 instructions there; a [`BusyStep`] spends about 20, after loading the stored
 //! permits' word and the run, checking the run's key and unpacking its price before the load.
 
-use super::run::BASE_BITS;
-use super::run::priced;
+use super::run::{BASE_BITS, priced};
 use super::shared::CurveInForce;
 use super::state::{
     LATEST, MAX_PENDING, ODD_CURVE, PENDING_MASK, PENDING_SHIFT, Payment, TIME_MASK,

@@ -126,8 +126,8 @@ fn last_held(holds: impl Fn(u64) -> bool) -> u64 {
     (1..MAX_STEPS).take_while(|&k| holds(k)).count() as u64
 }
 
-/// What a run prices, unpacked: counted spend `k` (one to `steps`) costs
-/// `(base − k · slope) >> shift` whole ns.
+/// What a run prices, unpacked: spend `k` (one to `steps`) costs `(base − k · slope) >> shift`
+/// whole ns.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Priced {
     pub(super) base: u64,
@@ -142,7 +142,7 @@ pub(super) struct Priced {
 }
 
 impl Priced {
-    /// What counted spend `k` costs, for `k` up to [`steps`](Self::steps).
+    /// What spend `k` costs, for `k` up to [`steps`](Self::steps).
     #[inline(always)]
     pub(super) fn price(self, k: u64) -> u64 {
         (self.base - k * self.slope) >> self.shift
