@@ -63,7 +63,7 @@
 //! each. The stored permits are written after it, and only when an admission changes them
 //! other than by one more whole permit counted in the schedule: a busy run writes them once
 //! every eight admissions, a busy empty bucket and a full one after idling not at all. With
-//! them goes a run: the prices of the next seven counted permits in fixed point, so that a
+//! them goes a run: the prices of the busy run's next eight permits in fixed point, so that a
 //! busy admission prices its permit in integers. A refusal writes only to mark the unmet
 //! demand, at most once between two admissions. Any target with 64-bit atomics is lock-free.
 //!

@@ -6,8 +6,8 @@ use super::curve::SmoothCurve;
 use super::run::run;
 use super::shared::{CurveInForce, SharedCurve};
 use super::state::{
-    Ask, LevelChange, MAX_PENDING, NEVER, Payment, Read, Schedule, Step, busy_until, decide,
-    decide_one, flush, later, level, refused, whole,
+    Ask, LevelChange, NEVER, Payment, Read, Schedule, Step, busy_until, decide, decide_one, flush,
+    later, level, refused, whole,
 };
 use crate::sync::{AtomicU64, Line, Ordering};
 
@@ -184,8 +184,8 @@ impl SmoothBucket {
                 Ordering::Acquire,
             ) {
                 Ok(_) => {
-                    if busy.writes(word) {
-                        self.store_eighth(busy.fill(), &force.curve);
+                    if let Some(change) = busy.write(word) {
+                        self.store_change(busy.fill(), change, &force.curve);
                     }
                     return Ok((busy.wait(word), cfg!(feature = "tracing") && busy.warm()));
                 }
@@ -314,15 +314,10 @@ impl SmoothBucket {
         Ok((step.wait, warm))
     }
 
-    /// Writes the eighth spend of a busy run, decided on the stored permits `read`, with the
-    /// seven the schedule counted before it.
+    /// Records the `change` a [`BusyStep`] decided on the stored permits `read` makes, out of
+    /// the step's frame.
     #[inline(never)]
-    fn store_eighth(&self, read: f64, curve: &SmoothCurve) {
-        let change = LevelChange {
-            pending: MAX_PENDING,
-            idle: 0,
-            spend: 1.0,
-        };
+    fn store_change(&self, read: f64, change: LevelChange, curve: &SmoothCurve) {
         self.store_level(read, change.apply(curve, read), change, curve);
     }
 
@@ -331,7 +326,9 @@ impl SmoothBucket {
     /// applied to the newest level, and the run worked out from what it wrote.
     ///
     /// The run is worked out before the word is written, so that a decision seldom reads the
-    /// new word with the old run (which prices nothing).
+    /// new word with the old run (which prices nothing), and stored after it, not swapped: a
+    /// writer delayed past a later one may leave a run that does not match the word, which
+    /// then prices nothing until the next write.
     #[inline]
     fn store_level(&self, read: f64, fill: f64, change: LevelChange, curve: &SmoothCurve) {
         let (mut current, mut next) = (read.to_bits(), fill.to_bits());
@@ -352,11 +349,8 @@ impl SmoothBucket {
         }
     }
 
-    /// The run worked out from the stored permits' word `fill` on the curve in force.
-    ///
-    /// Stored, not swapped: a writer delayed past a later one may leave a run that does not
-    /// match the word, which then prices nothing until the next write. Out of line, so that
-    /// the decisions that call it keep the curve they read in registers.
+    /// The run worked out from the stored permits' word `fill` on the curve in force. Out of
+    /// line, so that the decisions that call it keep the curve they read in registers.
     #[inline(never)]
     fn run_for(&self, fill: f64) -> u64 {
         run(&self.curve.load(), fill)
@@ -467,7 +461,6 @@ impl SmoothBucket {
 
 #[cfg(test)]
 mod tests {
-    use super::super::state::MAX_PENDING;
     use super::*;
 
     const MS: u64 = 1_000_000;
@@ -759,19 +752,16 @@ mod tests {
         assert!((share(bucket.stored_at(0), &new) - share(before, &old)).abs() < 1e-12);
     }
 
-    /// Whether the bucket's run prices the next spend for its stored permits' word and curve
-    /// now, if the schedule will count it (not the eighth, which writes the word).
+    /// Whether the bucket's run prices the next spend (counted, or the eighth, which writes
+    /// the stored permits) for its stored permits' word and curve now.
     fn run_prices(bucket: &SmoothBucket) -> bool {
         let read = bucket.read(bucket.schedule.load(Ordering::Acquire));
-        if read.schedule.pending == MAX_PENDING {
-            return true;
-        }
         read.run_price(&bucket.curve.load(), read.schedule.pending + 1)
             .is_some()
     }
 
     /// A busy run prices from the run worked out at each write of the stored permits, and a
-    /// new curve gets its own run: every counted spend of a cold bucket is priced in integers,
+    /// new curve gets its own run: every spend of a cold bucket's busy run is priced in integers,
     /// before and after `set_curve` (which fails without storing a run for the new curve).
     #[test]
     fn every_write_and_every_new_curve_leaves_a_run_that_prices() {
@@ -869,7 +859,7 @@ mod loom_tests {
     use loom::sync::Arc;
     use loom::thread;
 
-    use super::super::run::price;
+    use super::super::run::{MAX_STEPS, price};
     use super::super::state::MAX_PENDING;
     use super::*;
 
@@ -910,7 +900,7 @@ mod loom_tests {
                 if left != fresh {
                     STALE.store(true, StdOrdering::Relaxed);
                 }
-                for k in 1..=MAX_PENDING {
+                for k in 1..=MAX_STEPS {
                     let priced = price(left, &force, fill, k);
                     assert!(
                         priced.is_none() || priced == price(fresh, &force, fill, k),

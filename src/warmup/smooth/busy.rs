@@ -10,7 +10,7 @@
 use super::run::{BASE_BITS, priced};
 use super::shared::CurveInForce;
 use super::state::{
-    LATEST, MAX_PENDING, ODD_CURVE, PENDING_MASK, PENDING_SHIFT, Payment, TIME_MASK,
+    LATEST, LevelChange, MAX_PENDING, ODD_CURVE, PENDING_MASK, PENDING_SHIFT, Payment, TIME_MASK,
 };
 
 /// Schedules at or after this time leave to the general decision: a price (below
@@ -111,11 +111,15 @@ impl BusyStep {
         Some(at + price + counted + self.odd)
     }
 
-    /// Whether the step taken on the schedule `word` is the eighth spend, which the bucket
-    /// writes to the stored permits' word with the seven counted before it.
+    /// The change to the stored permits' word the step taken on the schedule `word` makes:
+    /// the eighth spend writes it with the seven counted before; any other step leaves it.
     #[inline(always)]
-    pub(super) fn writes(&self, word: u64) -> bool {
-        (word >> PENDING_SHIFT) & PENDING_MASK == MAX_PENDING
+    pub(super) fn write(&self, word: u64) -> Option<LevelChange> {
+        ((word >> PENDING_SHIFT) & PENDING_MASK == MAX_PENDING).then_some(LevelChange {
+            pending: MAX_PENDING,
+            idle: 0,
+            spend: 1.0,
+        })
     }
 
     /// The stored permits' word the step was worked out for.
@@ -149,7 +153,7 @@ mod tests {
 
     use super::super::curve::SmoothCurve;
     use super::super::run::run;
-    use super::super::state::{LevelChange, Read, Schedule, decide_one};
+    use super::super::state::{NEVER, Read, Schedule, decide_one};
     use super::*;
 
     const SEC: f64 = 1e9;
@@ -162,15 +166,9 @@ mod tests {
     /// stored permits' word it leaves and whether it leaves the full rate.
     fn take(busy: &BusyStep, curve: &SmoothCurve, word: u64) -> Option<(u64, u64, f64, bool)> {
         let next = busy.next(word)?;
-        let fill = if busy.writes(word) {
-            let change = LevelChange {
-                pending: MAX_PENDING,
-                idle: 0,
-                spend: 1.0,
-            };
-            change.apply(curve, busy.fill())
-        } else {
-            busy.fill()
+        let fill = match busy.write(word) {
+            Some(change) => change.apply(curve, busy.fill()),
+            None => busy.fill(),
         };
         Some((next, busy.wait(word), fill, busy.warm()))
     }
@@ -195,7 +193,7 @@ mod tests {
             odd_curve in any::<bool>(),
             at in prop_oneof![
                 4 => 0u64..1_000_000_000_000,
-                1 => Just(NEVER_AT),
+                1 => Just(NEVER),
                 1 => BUSY_LATEST - 20..=BUSY_LATEST + 20,
                 1 => LATEST - 20..=LATEST,
             ],
@@ -224,9 +222,6 @@ mod tests {
         }
     }
 
-    /// A schedule's `at` before the first admission paying now.
-    const NEVER_AT: u64 = LATEST + 1;
-
     /// Each kind of step is taken: busy and empty, a counted spend, and the eighth, which
     /// writes; and none on a schedule that is free or too far ahead.
     #[test]
@@ -242,41 +237,52 @@ mod tests {
             }
             .pack()
         };
-        let step = |fill: f64, now| {
+        let step = |fill: f64, now, max_wait| {
             let run = run(&force, fill);
-            BusyStep::new(
-                &force,
-                Payment::Now,
-                fill.to_bits(),
-                run,
-                now,
-                1_000_000_000,
-            )
+            BusyStep::new(&force, Payment::Now, fill.to_bits(), run, now, max_wait)
         };
         // Busy and empty: the full-rate price, nothing counted, no write.
-        let empty = step(0.0, 5_000_000);
+        let empty = step(0.0, 5_000_000, 0);
         let next = Schedule::unpack(empty.next(schedule(0)).expect("empty"));
         assert_eq!((next.at, next.pending), (5_000_000 + 10_000_000, 0));
-        assert!(!empty.writes(schedule(0)));
+        assert_eq!(empty.write(schedule(0)), None);
         assert_eq!(empty.next(schedule(1)), None);
-        // Counted spends, then the eighth.
-        let counted = step(1.0, 1_000);
+        // Counted spends, then the eighth, which writes the seven before it.
+        let counted = step(1.0, 1_000, SEC as u64);
         for pending in 0..MAX_PENDING {
             let next = Schedule::unpack(counted.next(schedule(pending)).expect("counted"));
             assert_eq!(next.pending, pending + 1);
-            assert!(!counted.writes(schedule(pending)));
+            assert_eq!(counted.write(schedule(pending)), None);
         }
         let eighth = Schedule::unpack(counted.next(schedule(MAX_PENDING)).expect("eighth"));
         assert_eq!(eighth.pending, 0);
-        assert!(counted.writes(schedule(MAX_PENDING)));
+        let written = counted
+            .write(schedule(MAX_PENDING))
+            .expect("the eighth writes");
+        assert_eq!((written.pending, written.idle), (MAX_PENDING, 0));
         // Full, the eighth costs what the run prices for it: one permit from `max − 8`.
         let price = eighth.at - 5_000_000;
         let float = curve.one_after(curve.max(), MAX_PENDING + 1);
         assert!((price as f64 - float).abs() <= 1.0, "{price} vs {float}");
-        // Free (the schedule restarts), at its turn with permits stored, or beyond the wait.
+        // Free (the schedule restarts), at its turn with permits stored, beyond the wait, or
+        // with a run worked out for another word.
         assert_eq!(counted.next(schedule(0) - 5_000_000 + 500), None);
-        assert_eq!(step(1.0, 5_000_000).next(schedule(0)), None);
-        let far = BusyStep::new(&force, Payment::Now, 1.0f64.to_bits(), 0, 1_000, 0);
-        assert_eq!(far.next(schedule(0)), None);
+        assert_eq!(step(1.0, 5_000_000, SEC as u64).next(schedule(0)), None);
+        assert_eq!(step(1.0, 1_000, 5_000_000 - 1_001).next(schedule(0)), None);
+        assert!(
+            step(1.0, 1_000, 5_000_000 - 1_000)
+                .next(schedule(0))
+                .is_some()
+        );
+        let stale = run(&force, 0.5);
+        let mismatched = BusyStep::new(
+            &force,
+            Payment::Now,
+            1.0f64.to_bits(),
+            stale,
+            1_000,
+            SEC as u64,
+        );
+        assert_eq!(mismatched.next(schedule(0)), None);
     }
 }

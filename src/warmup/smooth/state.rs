@@ -158,7 +158,8 @@ pub(super) struct Read {
 }
 
 impl Read {
-    /// What counted spend `k` costs by the run read, if it prices it for this word and curve.
+    /// What spend `k` since the word was written costs by the run read, if it prices it for
+    /// this word and curve.
     #[inline(always)]
     pub(super) fn run_price(self, force: &CurveInForce, k: u64) -> Option<u64> {
         run::price(self.run, force, self.fill.to_bits(), k)
@@ -211,7 +212,14 @@ impl Step {
 /// writes them.)
 #[inline(always)]
 fn counts(change: LevelChange, pending: u64) -> bool {
-    change.idle == 0 && change.spend == 1.0 && pending < MAX_PENDING
+    spends_one(change) && pending < MAX_PENDING
+}
+
+/// Whether `change` spends one whole permit without a refill: a spend a [run](super::run)
+/// prices (the next one the schedule counts, or the one that writes them).
+#[inline(always)]
+fn spends_one(change: LevelChange) -> bool {
+    change.idle == 0 && change.spend == 1.0
 }
 
 /// A decision: the admission, or how long until the request could pass within the wait it
@@ -454,9 +462,8 @@ fn pay_now(force: &CurveInForce, read: Read, ask: Ask, burst: u64) -> Decision {
         idle,
         spend,
     };
-    // A whole permit spent without a refill is the run's spend `pending + 1`.
     let k = schedule.pending + 1;
-    let run_price = (change.idle == 0 && change.spend == 1.0)
+    let run_price = spends_one(change)
         .then(|| read.run_price(force, k))
         .flatten();
     let price = match run_price {
