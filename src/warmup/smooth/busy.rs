@@ -151,7 +151,7 @@ impl BusyStep {
 mod tests {
     use proptest::prelude::*;
 
-    use super::super::curve::SmoothCurve;
+    use super::super::curve::{SmoothCurve, any_curve};
     use super::super::run::run;
     use super::super::state::{NEVER, Read, Schedule, decide_one};
     use super::*;
@@ -181,9 +181,7 @@ mod tests {
         /// flag.
         #[test]
         fn a_busy_step_decides_as_decide_one(
-            rate in prop_oneof![0.05f64..10.0, 10.0f64..1e6, Just(1e9)],
-            period in prop_oneof![0.1f64..100.0, Just(10.0)],
-            factor in prop_oneof![Just(1.0), Just(3.0), 1.0f64..20.0],
+            curve in any_curve(),
             burst in prop_oneof![Just(0u64), 0u64..5_000_000_000],
             generation in 0u64..40,
             payment in prop_oneof![Just(Payment::Now), Just(Payment::Later)],
@@ -201,8 +199,7 @@ mod tests {
             max_wait in prop_oneof![Just(0u64), 0u64..3_000_000_000, Just(u64::MAX)],
             stale_run in prop_oneof![3 => Just(None), 1 => any::<u64>().prop_map(Some)],
         ) {
-            let force = force(rate, period * SEC, factor, burst, generation);
-            let curve = force.curve;
+            let force = CurveInForce::new(curve, burst, generation);
             let run = stale_run.unwrap_or_else(|| run(&force, fill));
             let schedule = Schedule { at, pending, denied, odd_curve };
             let word = schedule.pack();

@@ -207,6 +207,19 @@ pub(super) fn nanos_to_f64(nanos: u64) -> f64 {
     nanos.min(i64::MAX as u64) as i64 as f64
 }
 
+/// Curves across what the engine's property tests cover: rates from 0.05/s to 10⁹/s, warm-up
+/// periods from 0.1 s to 100 s, cold factors from 1 (a plain rate limiter) to 20.
+#[cfg(test)]
+pub(super) fn any_curve() -> impl proptest::strategy::Strategy<Value = SmoothCurve> {
+    use proptest::prelude::*;
+    (
+        prop_oneof![0.05f64..10.0, 10.0f64..1e6, Just(1e9)],
+        prop_oneof![0.1f64..100.0, Just(10.0)],
+        prop_oneof![Just(1.0), Just(3.0), 1.0f64..20.0],
+    )
+        .prop_map(|(rate, period, factor)| SmoothCurve::new(rate, period * NANOS_PER_SEC, factor))
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;

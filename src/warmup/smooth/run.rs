@@ -181,6 +181,7 @@ pub(super) fn price(run: u64, force: &CurveInForce, fill_bits: u64, k: u64) -> O
 mod tests {
     use proptest::prelude::*;
 
+    use super::super::curve::any_curve;
     use super::*;
     use crate::warmup::smooth::state::whole;
 
@@ -196,13 +197,10 @@ mod tests {
         /// every spend that stays a whole permit above the threshold.
         #[test]
         fn a_run_prices_counted_spends_as_one_after(
-            rate in prop_oneof![0.05f64..10.0, 10.0f64..1e6, Just(1e9)],
-            period in prop_oneof![0.1f64..100.0, Just(10.0)],
-            factor in prop_oneof![Just(1.0), Just(3.0), 1.0f64..20.0],
+            curve in any_curve(),
             fill in prop_oneof![Just(1.0f64), 0.0f64..=1.0],
             generation in 0u64..40,
         ) {
-            let curve = SmoothCurve::new(rate, period * 1e9, factor);
             let force = force(curve, generation);
             let (scale, run) = (force.run_scale(), run(&force, fill));
             let word = fill * curve.max();

@@ -530,6 +530,7 @@ pub(super) fn whole(nanos: f64) -> u64 {
 mod tests {
     use proptest::prelude::*;
 
+    use super::super::curve::any_curve;
     use super::*;
 
     const SEC: f64 = 1e9;
@@ -555,9 +556,7 @@ mod tests {
         /// schedule, level, change and wait, bit for bit, or the same refusal.
         #[test]
         fn the_steady_states_decide_as_the_general_path(
-            rate in prop_oneof![0.05f64..10.0, 10.0f64..1e6, Just(1e9)],
-            period in prop_oneof![0.1f64..100.0, Just(10.0)],
-            factor in prop_oneof![Just(1.0), Just(3.0), 1.0f64..20.0],
+            curve in any_curve(),
             burst in prop_oneof![Just(0u64), Just(1_000_000_000u64), 0u64..5_000_000_000],
             payment in prop_oneof![Just(Payment::Now), Just(Payment::Later)],
             fill in prop_oneof![Just(0.0f64), Just(1.0f64), 0.0f64..=1.0],
@@ -570,7 +569,7 @@ mod tests {
             max_wait in prop_oneof![Just(0u64), 0u64..3_000_000_000],
             stale_run in prop_oneof![3 => Just(None), 1 => any::<u64>().prop_map(Some)],
         ) {
-            let force = force(rate, period * SEC, factor, burst);
+            let force = CurveInForce::new(curve, burst, 0);
             let fill = match (full_minus_one, few) {
                 (true, _) => force.prices.fill_after_full,
                 // A few permits stored: the last ones before an empty bucket.
