@@ -32,14 +32,14 @@
 use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use admit::clock::{Clock, ManualClock, MonotonicClock};
 use admit::warmup::WarmUp;
 use admit::warmup::sentinel::SentinelWarmUp;
 use admit_benches::{coarse_clock, on_two_threads};
 use criterion::measurement::WallTime;
-use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Bencher, BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use governor::clock::{
     Clock as GovernorClock, FakeRelativeClock, MonotonicClock as GovernorMonotonic, QuantaClock,
     QuantaUpkeepClock,
@@ -210,39 +210,53 @@ fn steady_states(c: &mut Criterion) {
             ("admit Smooth/ManualClock", false),
             ("admit Smooth after set_rate/ManualClock", true),
         ] {
-            let clock = ManualClock::new();
-            let smooth = WarmUp::builder(f64::from(rate))
-                .warm_up_period(Duration::from_secs(1))
-                .start_warm(start_warm)
-                .clock(clock.clone())
-                .build()
-                .expect("valid configuration");
-            if replaced {
-                smooth.set_rate(f64::from(rate)).expect("valid rate");
-            }
-            let smooth_call = || {
-                clock.advance(step);
-                smooth.try_acquire().is_ok()
+            let smooth = || {
+                let clock = ManualClock::new();
+                let smooth = WarmUp::builder(f64::from(rate))
+                    .warm_up_period(Duration::from_secs(1))
+                    .start_warm(start_warm)
+                    .clock(clock.clone())
+                    .build()
+                    .expect("valid configuration");
+                if replaced {
+                    smooth.set_rate(f64::from(rate)).expect("valid rate");
+                }
+                move || {
+                    clock.advance(step);
+                    smooth.try_acquire().is_ok()
+                }
             };
-            assert!((0..1000).all(|_| smooth_call()), "{label}: Smooth refused");
-            group.bench_function(name, |b| b.iter(|| black_box(smooth_call())));
+            group.bench_function(name, |b| on_fresh_clocks(b, label, smooth));
         }
-        let fake = FakeRelativeClock::default();
-        let quota = Quota::per_second(NonZeroU32::new(rate).expect("non-zero rate"));
-        let governor = RateLimiter::direct_with_clock(quota, fake.clone());
-        let governor_call = || {
-            fake.advance(step);
-            governor.check().is_ok()
+        let governor = || {
+            let fake = FakeRelativeClock::default();
+            let quota = Quota::per_second(NonZeroU32::new(rate).expect("non-zero rate"));
+            let governor = RateLimiter::direct_with_clock(quota, fake.clone());
+            move || {
+                fake.advance(step);
+                governor.check().is_ok()
+            }
         };
-        assert!(
-            (0..1000).all(|_| governor_call()),
-            "{label}: governor refused"
-        );
         group.bench_function("governor/FakeRelativeClock", |b| {
-            b.iter(|| black_box(governor_call()))
+            on_fresh_clocks(b, label, governor)
         });
         group.finish();
     }
+}
+
+/// Times the calls `fresh` makes, with a fresh limiter and clock for each sample, once 1000
+/// calls settle it in its steady state: over the billions of calls of a run, a clock stepped
+/// 10 s per call would pass `WarmUp`'s 18-year schedule (after 58 million calls).
+fn on_fresh_clocks<F: FnMut() -> bool>(b: &mut Bencher<'_>, label: &str, fresh: impl Fn() -> F) {
+    b.iter_custom(|iters| {
+        let mut call = fresh();
+        assert!((0..1000).all(|_| call()), "{label}: refused");
+        let start = Instant::now();
+        for _ in 0..iters {
+            black_box(call());
+        }
+        start.elapsed()
+    });
 }
 
 fn benches(c: &mut Criterion) {
