@@ -99,6 +99,30 @@ fn a_rate_change_is_seen_whole_or_not_at_all() {
     );
 }
 
+/// A warm admission on its lane (busy and empty, due as it arrives) racing `set_rate`: it
+/// passes, and the next permit is due at the new rate whichever lands first (the admission's
+/// price set on the old curve is re-priced, or it decides on the new curve's lanes).
+#[test]
+fn a_lane_admission_racing_a_rate_change_leaves_the_new_price() {
+    loom::model(|| {
+        let (clock, limiter) = warm_ten_per_second();
+        limiter.try_acquire().unwrap();
+        clock.advance(Duration::from_millis(100));
+        let writer = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.set_rate(1000.0).unwrap())
+        };
+        let admitted = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.try_acquire().is_ok())
+        };
+        assert!(admitted.join().unwrap(), "the due permit was refused");
+        writer.join().unwrap();
+        let wait = limiter.reserve(1, Duration::MAX).unwrap();
+        assert_eq!(wait, Duration::from_millis(1));
+    });
+}
+
 /// A cold 1000 rps limiter (one permit every 3 ms when cold, 400 ns cheaper per permit
 /// spent) after `admissions` at time 0, inside its burst.
 fn cold_after(admissions: u32) -> Arc<WarmUp<ManualClock>> {

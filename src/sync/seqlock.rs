@@ -32,11 +32,18 @@ impl<const N: usize> SeqLock<N> {
     /// The words of one complete write, or `None` if a writer was active meanwhile.
     #[inline]
     pub(crate) fn try_read(&self) -> Option<[u64; N]> {
+        self.try_read_from(0)
+    }
+
+    /// `K` words from word `first` on (`first + K ≤ N`) of one complete write, or `None` if a
+    /// writer was active meanwhile.
+    #[inline]
+    pub(crate) fn try_read_from<const K: usize>(&self, first: usize) -> Option<[u64; K]> {
         let before = self.version.load(Ordering::Acquire);
         if before & 1 == 1 {
             return None;
         }
-        let words = std::array::from_fn(|i| self.words[i].load(Ordering::Relaxed));
+        let words = std::array::from_fn(|i| self.words[first + i].load(Ordering::Relaxed));
         fence(Ordering::Acquire);
         (self.version.load(Ordering::Relaxed) == before).then_some(words)
     }

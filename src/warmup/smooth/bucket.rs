@@ -27,12 +27,14 @@ use crate::sync::{AtomicU64, Line, Ordering};
 /// [run](super::run) worked out from them is stored: the prices of the spends the schedule will
 /// count and of the eighth, in integers.
 ///
-/// On the curve it was built with, a one-permit request works out its [`BusyStep`] from the
-/// stored permits and the run before it reads the schedule, so that a few integer steps
-/// separate that read from the compare-and-swap: under contention, a longer gap lets another
-/// core's admission land in between and fail it. Reading the stored permits again after the
-/// schedule keeps the step's word no older than a decision reading them after the schedule
-/// would see.
+/// A one-permit request in one of the two steady states takes its [lane](super::lanes): the
+/// schedule word and the stored permits' word, a few comparisons with constants worked out
+/// once per curve, and the compare-and-swap. Otherwise, on the curve it was built with, it
+/// works out its [`BusyStep`] from the stored permits and the run before it reads the
+/// schedule again, so that a few integer steps separate that read from the compare-and-swap:
+/// under contention, a longer gap lets another core's admission land in between and fail it.
+/// Reading the stored permits again after the schedule keeps the step's word no older than a
+/// decision reading them after the schedule would see.
 #[derive(Debug)]
 pub(crate) struct SmoothBucket {
     curve: SharedCurve,
@@ -71,7 +73,7 @@ impl SmoothBucket {
             odd_curve: false,
         };
         let fill: f64 = if start_warm { 0.0 } else { 1.0 };
-        let curve = SharedCurve::new(curve, burst);
+        let curve = SharedCurve::new(curve, burst, payment);
         let run = run(&curve.load(), fill);
         SmoothBucket {
             curve,
@@ -107,7 +109,19 @@ impl SmoothBucket {
     ) -> Result<(u64, bool), u64> {
         let now = now.saturating_sub(self.origin);
         if permits == 1.0 {
-            let schedule = Schedule::unpack(self.schedule.load(Ordering::Acquire));
+            let word = self.schedule.load(Ordering::Acquire);
+            // A lost race leaves to the decisions below, which read the schedule again.
+            if let Some(lanes) = self.curve.lanes()
+                && let Some(step) =
+                    lanes.step(word, self.fill.load(Ordering::Acquire), now, max_wait)
+                && self
+                    .schedule
+                    .compare_exchange_weak(word, step.next, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+            {
+                return Ok((step.wait, cfg!(feature = "tracing") && step.warm));
+            }
+            let schedule = Schedule::unpack(word);
             // A refusal already marked needs neither the curve nor a write.
             if let (true, Some(short)) = (
                 schedule.denied,

@@ -42,6 +42,7 @@
 mod bucket;
 mod busy;
 mod curve;
+mod lanes;
 mod prices;
 mod run;
 mod shared;

@@ -1,26 +1,34 @@
-//! The curve in force, replaceable at run time, with its prices and a generation count.
+//! The curve in force, replaceable at run time, with its prices, its steady states' lanes and
+//! a generation count.
 
 use std::borrow::Cow;
 
 use super::curve::{CURVE_WORDS, SmoothCurve};
+use super::lanes::{LANE_WORDS, SteadyLanes};
 use super::prices::{PRICE_WORDS, Prices};
 use super::run::RunScale;
+use super::state::Payment;
 use crate::sync::SeqLock;
 
-const WORDS: usize = CURVE_WORDS + PRICE_WORDS + 1;
-const STAMP: usize = WORDS - 1;
+const STAMP: usize = CURVE_WORDS + PRICE_WORDS;
+const LANES: usize = STAMP + 1;
+const WORDS: usize = LANES + LANE_WORDS;
 
-/// The curve, its [`Prices`] and how many times it was replaced, under the crate's sequence
-/// lock: every decision reads one whole curve; replacements are serialised by the lock. Until
-/// the first replacement a decision reads the curve the bucket was built with in place,
-/// without copying it out of the lock.
+/// The curve, its [`Prices`], how many times it was replaced and its [`SteadyLanes`], under
+/// the crate's sequence lock: every decision reads one whole curve, or the lanes alone;
+/// replacements are serialised by the lock. Until the first replacement a decision reads the
+/// curve the bucket was built with in place, without copying it out of the lock.
 #[derive(Debug)]
 pub(super) struct SharedCurve {
     /// The curve built with, exactly as the lock's first words decode.
     initial: CurveInForce,
+    /// Its lanes, as the lock's last words decode.
+    initial_lanes: SteadyLanes,
     words: SeqLock<WORDS>,
     /// The burst the prices were worked out for.
     burst: u64,
+    /// How requests pay, which the lanes were worked out for.
+    payment: Payment,
 }
 
 /// One read of a [`SharedCurve`].
@@ -66,12 +74,14 @@ impl CurveInForce {
 }
 
 impl SharedCurve {
-    pub(super) fn new(curve: SmoothCurve, burst: u64) -> Self {
-        let words = to_words(&curve, burst, 0);
+    pub(super) fn new(curve: SmoothCurve, burst: u64, payment: Payment) -> Self {
+        let words = to_words(&curve, burst, 0, payment);
         SharedCurve {
             initial: from_words(words),
+            initial_lanes: lanes_from_words(&words),
             words: SeqLock::new(words),
             burst,
+            payment,
         }
     }
 
@@ -100,6 +110,16 @@ impl SharedCurve {
         self.words.untouched().then_some(&self.initial)
     }
 
+    /// The lanes of the curve in force: in place until the first replacement, then read out
+    /// of the lock (`None` while a replacement is being written).
+    #[inline(always)]
+    pub(super) fn lanes(&self) -> Option<SteadyLanes> {
+        if self.words.untouched() {
+            return Some(self.initial_lanes);
+        }
+        self.words.try_read_from(LANES).map(SteadyLanes::from_words)
+    }
+
     /// Puts `curve` in force and returns the one it replaced.
     pub(super) fn replace(&self, curve: &SmoothCurve) -> CurveInForce {
         loop {
@@ -107,7 +127,7 @@ impl SharedCurve {
             let written = self.words.try_update(|old| {
                 replaced = Some(old);
                 let generation = from_words(old).generation().wrapping_add(1);
-                Some(to_words(curve, self.burst, generation))
+                Some(to_words(curve, self.burst, generation, self.payment))
             });
             if let (true, Some(old)) = (written, replaced) {
                 return from_words(old);
@@ -117,14 +137,20 @@ impl SharedCurve {
     }
 }
 
-fn to_words(curve: &SmoothCurve, burst: u64, generation: u64) -> [u64; WORDS] {
+fn to_words(curve: &SmoothCurve, burst: u64, generation: u64, payment: Payment) -> [u64; WORDS] {
     let force = CurveInForce::new(*curve, burst, generation);
     let (curve_words, price_words) = (curve.to_words(), force.prices.to_words());
+    let lane_words = SteadyLanes::new(&force, payment).to_words();
     std::array::from_fn(|i| match i {
-        STAMP => force.stamp,
         i if i < CURVE_WORDS => curve_words[i],
-        i => price_words[i - CURVE_WORDS],
+        i if i < STAMP => price_words[i - CURVE_WORDS],
+        STAMP => force.stamp,
+        i => lane_words[i - LANES],
     })
+}
+
+fn lanes_from_words(words: &[u64; WORDS]) -> SteadyLanes {
+    SteadyLanes::from_words(std::array::from_fn(|i| words[LANES + i]))
 }
 
 #[inline]
@@ -152,7 +178,7 @@ mod tests {
             SmoothCurve::new(100.0, 1e10, 3.0),
             SmoothCurve::new(50.0, 1e10, 3.0),
         );
-        let shared = SharedCurve::new(first, 1_000_000_000);
+        let shared = SharedCurve::new(first, 1_000_000_000, Payment::Now);
         let initial = shared.load();
         assert!(matches!(initial, Cow::Borrowed(f) if std::ptr::eq(f, &shared.initial)));
         assert_eq!(words(&initial), words(&from_words(shared.words.read())));
@@ -165,5 +191,21 @@ mod tests {
             true,
         );
         assert_eq!(words(&replaced), expected);
+    }
+
+    /// The lanes are the curve in force's, in place until a replacement, then from the lock,
+    /// also after a second replacement, whose words carry the first curve's tag again.
+    #[test]
+    fn the_lanes_are_the_curve_in_forces() {
+        let curves = [100.0, 50.0, 20.0].map(|rate| SmoothCurve::new(rate, 1e10, 3.0));
+        let shared = SharedCurve::new(curves[0], 0, Payment::Later);
+        for (generation, curve) in curves.iter().enumerate() {
+            if generation > 0 {
+                shared.replace(curve);
+            }
+            let force = CurveInForce::new(*curve, 0, generation as u64);
+            let expected = SteadyLanes::new(&force, Payment::Later).to_words();
+            assert_eq!(shared.lanes().map(SteadyLanes::to_words), Some(expected));
+        }
     }
 }

@@ -134,6 +134,12 @@ pub(super) fn level(curve: &SmoothCurve, fill: f64, pending: u64) -> f64 {
     fill * curve.max() - pending as f64
 }
 
+/// Whether `level` stored permits refill to `max` in `idle` ns.
+#[inline]
+pub(super) fn refills_to_max(curve: &SmoothCurve, level: f64, idle: u64) -> bool {
+    level + super::curve::nanos_to_f64(idle) * curve.refill_rate() >= curve.max()
+}
+
 /// An admission: the schedule after it, the stored permits' word after it (a fill fraction)
 /// and how it changed, the stored permits left, and how long the request waits.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -360,8 +366,7 @@ pub(super) fn decide_one(
     // spent from it.
     let level = level(curve, fill, schedule.pending);
     let idle = now - at;
-    let full = !schedule.denied
-        && level + super::curve::nanos_to_f64(idle) * curve.refill_rate() >= curve.max();
+    let full = !schedule.denied && refills_to_max(curve, level, idle);
     let change = LevelChange {
         pending: schedule.pending,
         idle,
