@@ -110,24 +110,14 @@ impl SmoothBucket {
         let now = now.saturating_sub(self.origin);
         if permits == 1.0 {
             let word = self.schedule.load(Ordering::Acquire);
-            // A lost race leaves to the decisions below, which read the schedule again.
-            if let Some(lanes) = self.curve.lanes()
-                && let Some(step) =
-                    lanes.step(word, self.fill.load(Ordering::Acquire), now, max_wait)
-                && self
-                    .schedule
-                    .compare_exchange_weak(word, step.next, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-            {
-                return Ok((step.wait, cfg!(feature = "tracing") && step.warm));
-            }
             let schedule = Schedule::unpack(word);
-            // A refusal already marked needs neither the curve nor a write.
-            if let (true, Some(short)) = (
-                schedule.denied,
-                refused(self.payment, schedule, now, max_wait),
-            ) {
-                return Err(short);
+            if schedule.denied {
+                // A refusal already marked needs neither the curve nor a write.
+                if let Some(short) = refused(self.payment, schedule, now, max_wait) {
+                    return Err(short);
+                }
+            } else if let Some(admitted) = self.take_lane(word, now, max_wait) {
+                return Ok(admitted);
             }
             return self.reserve_one(now, max_wait);
         }
@@ -137,6 +127,40 @@ impl SmoothBucket {
             permits,
             max_wait,
         )
+    }
+
+    /// The admission a [lane](super::lanes) of the curve in force makes on the schedule read
+    /// as `word`, if one takes it and wins the compare-and-swap (a lost race leaves to the
+    /// decisions that read the schedule again). The counted lane is out of line, so that the
+    /// steady lanes keep a small frame.
+    #[inline(always)]
+    fn take_lane(&self, word: u64, now: u64, max_wait: u64) -> Option<(u64, bool)> {
+        let lanes = self.curve.lanes()?;
+        let fill = self.fill.load(Ordering::Acquire);
+        let Some(step) = lanes.step(word, fill, now, max_wait) else {
+            return self.take_counted(word, fill, now, max_wait);
+        };
+        self.schedule
+            .compare_exchange_weak(word, step.next, Ordering::AcqRel, Ordering::Acquire)
+            .ok()?;
+        Some((step.wait, cfg!(feature = "tracing") && step.warm))
+    }
+
+    /// [`take_lane`](Self::take_lane)'s counted lane, with the stored permits' word `fill`.
+    /// It reads the lanes again rather than taking them as an argument, which would leave
+    /// them stored to the stack in the steady lanes' frame.
+    #[inline(never)]
+    fn take_counted(&self, word: u64, fill: u64, now: u64, max_wait: u64) -> Option<(u64, bool)> {
+        let lanes = self.curve.lanes()?;
+        let run = self.run.load(Ordering::Acquire);
+        let step = lanes.counted(word, fill, run, now, max_wait)?;
+        self.schedule
+            .compare_exchange_weak(word, step.next, Ordering::AcqRel, Ordering::Acquire)
+            .ok()?;
+        if step.writes {
+            self.store_eighth(fill);
+        }
+        Some((step.wait, cfg!(feature = "tracing") && step.warm))
     }
 
     /// [`reserve_watched`](Self::reserve_watched) for one permit: on the curve built with
@@ -326,6 +350,16 @@ impl SmoothBucket {
         // Whether the admission left the bucket at its full rate, with `tracing` only.
         let warm = cfg!(feature = "tracing") && step.left <= curve.threshold();
         Ok((step.wait, warm))
+    }
+
+    /// Records the eighth counted spend a lane admitted on the stored permits' word
+    /// `fill_bits`, on the curve in force.
+    #[inline(never)]
+    fn store_eighth(&self, fill_bits: u64) {
+        let force = self.curve.load();
+        let read = f64::from_bits(fill_bits);
+        let change = LevelChange::EIGHTH;
+        self.store_level(read, change.apply(&force.curve, read), change, &force.curve);
     }
 
     /// Records the `change` a [`BusyStep`] decided on the stored permits `read` makes, out of

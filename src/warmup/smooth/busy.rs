@@ -16,7 +16,7 @@ use super::state::{
 /// Schedules at or after this time leave to the general decision: a price (below
 /// `2^BASE_BITS` ns, as a run's base) added to an earlier one stays below [`LATEST`], so the
 /// step needs no saturation.
-const BUSY_LATEST: u64 = LATEST - (1 << BASE_BITS);
+pub(super) const BUSY_LATEST: u64 = LATEST - (1 << BASE_BITS);
 const PENDING_BITS: u64 = PENDING_MASK << PENDING_SHIFT;
 
 /// A one-permit request's admission if the schedule is busy, for the stored permits' word it
@@ -115,11 +115,7 @@ impl BusyStep {
     /// the eighth spend writes it with the seven counted before; any other step leaves it.
     #[inline(always)]
     pub(super) fn write(&self, word: u64) -> Option<LevelChange> {
-        ((word >> PENDING_SHIFT) & PENDING_MASK == MAX_PENDING).then_some(LevelChange {
-            pending: MAX_PENDING,
-            idle: 0,
-            spend: 1.0,
-        })
+        ((word >> PENDING_SHIFT) & PENDING_MASK == MAX_PENDING).then_some(LevelChange::EIGHTH)
     }
 
     /// The stored permits' word the step was worked out for.

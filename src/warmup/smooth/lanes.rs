@@ -8,15 +8,26 @@
 //!   the last such admission left it, no spend counted, and the schedule was free long enough
 //!   that the refill reaches `max`; the schedule restarts a fixed time after `now`.
 //!
+//! and, paying now, a third that is not a steady state but the common one under load:
+//!
+//! - **Counted** (cold under load): busy before its turn with permits stored, the spend the
+//!   schedule counts next, priced by the [run](super::run); the eighth writes the seven
+//!   counted before it to the stored permits' word.
+//!
 //! Each takes the admission [`decide_one`](super::state::decide_one) makes on the same words,
-//! bit for bit, and leaves the stored permits' word as it was, so the bucket only swaps the
-//! schedule.
+//! bit for bit. The steady lanes leave the stored permits' word as it was, so the bucket only
+//! swaps the schedule.
 
+use super::busy::BUSY_LATEST;
+use super::run::{RunScale, priced_at};
 use super::shared::CurveInForce;
-use super::state::{LATEST, ODD_CURVE, Payment, level, refills_to_max};
+use super::state::{
+    LATEST, MAX_PENDING, ODD_CURVE, PENDING_MASK, PENDING_SHIFT, Payment, TIME_MASK, level,
+    refills_to_max,
+};
 
 /// How many words [`SteadyLanes::to_words`] makes.
-pub(super) const LANE_WORDS: usize = 8;
+pub(super) const LANE_WORDS: usize = 12;
 
 /// A stored permits' word no bucket holds (a NaN): the full-after-idling lane of a curve
 /// that has none.
@@ -43,6 +54,12 @@ pub(super) struct SteadyLanes {
     /// The curve's tag, which the schedule words the lanes take carry and the ones they set
     /// keep.
     tag: u64,
+    /// Whether requests pay now, so that busy spends are counted.
+    counts: bool,
+    /// How many times the curve was replaced, which the run's key names.
+    generation: u64,
+    /// The curve's fixed point for runs.
+    scale: RunScale,
 }
 
 /// A lane's admission: the schedule word after it, and how long the request waits.
@@ -52,6 +69,9 @@ pub(super) struct LaneStep {
     pub(super) wait: u64,
     /// Whether it leaves the bucket at its full rate.
     pub(super) warm: bool,
+    /// Whether it is the eighth counted spend, which writes the seven counted before it and
+    /// itself to the stored permits' word.
+    pub(super) writes: bool,
 }
 
 impl SteadyLanes {
@@ -90,6 +110,9 @@ impl SteadyLanes {
             full_latest: full.map_or(0, |(_, advance)| LATEST - advance),
             full_warm: left <= curve.threshold(),
             tag: if force.odd() { ODD_CURVE } else { 0 },
+            counts: payment == Payment::Now,
+            generation: force.generation(),
+            scale: force.run_scale(),
         }
     }
 
@@ -104,6 +127,10 @@ impl SteadyLanes {
             self.full_latest,
             u64::from(self.full_warm),
             self.tag,
+            u64::from(self.counts),
+            self.generation,
+            self.scale.to_words()[0],
+            self.scale.to_words()[1],
         ]
     }
 
@@ -119,6 +146,9 @@ impl SteadyLanes {
             full_latest: words[5],
             full_warm: words[6] != 0,
             tag: words[7],
+            counts: words[8] != 0,
+            generation: words[9],
+            scale: RunScale::from_words([words[10], words[11]]),
         }
     }
 
@@ -143,6 +173,7 @@ impl SteadyLanes {
                 next: word + self.stable,
                 wait,
                 warm: true,
+                writes: false,
             });
         }
         if fill_bits == self.full_fill {
@@ -151,9 +182,43 @@ impl SteadyLanes {
                 next: (now + self.full_advance) | self.tag,
                 wait: 0,
                 warm: self.full_warm,
+                writes: false,
             });
         }
         None
+    }
+
+    /// The counted lane's admission, with the run read after the stored permits' word
+    /// `fill_bits`: paying now, with the schedule `word` busy before its turn, within the wait
+    /// and the counted spends the run prices.
+    #[inline(always)]
+    pub(super) fn counted(
+        &self,
+        word: u64,
+        fill_bits: u64,
+        run: u64,
+        now: u64,
+        max_wait: u64,
+    ) -> Option<LaneStep> {
+        let priced = priced_at(run, fill_bits, self.generation, self.scale)?;
+        // Counted spends above the time bits, with a refusal mark or another tag above them.
+        let counted = word ^ self.tag;
+        let pending = counted >> PENDING_SHIFT;
+        let at = counted & TIME_MASK;
+        let wait = at.checked_sub(now)?;
+        let admits = self.counts
+            && pending < priced.steps
+            && wait > 0
+            && wait <= max_wait
+            && at <= BUSY_LATEST;
+        admits.then(|| LaneStep {
+            next: (at + priced.price(pending + 1))
+                | ((pending + 1) & PENDING_MASK) << PENDING_SHIFT
+                | self.tag,
+            wait,
+            warm: priced.flat,
+            writes: pending == MAX_PENDING,
+        })
     }
 }
 
@@ -182,48 +247,58 @@ mod tests {
 
     use super::super::curve::{SmoothCurve, any_curve};
     use super::super::run::run;
-    use super::super::state::{
-        MAX_PENDING, NEVER, PENDING_SHIFT, Read, Schedule, TIME_MASK, decide_one,
-    };
+    use super::super::state::{LevelChange, NEVER, Read, Schedule, decide_one};
     use super::*;
 
     fn force(curve: SmoothCurve, burst: u64, generation: u64) -> CurveInForce {
         CurveInForce::new(curve, burst, generation)
     }
 
-    /// `decide_one`'s admission on the same words: the schedule word, the wait, whether it
-    /// leaves the stored permits' word as read, and the full-rate flag.
+    /// `decide_one`'s admission on the same words and run: the schedule word, the wait, the
+    /// full-rate flag and whether it writes the eighth spend (a lane's step), and the stored
+    /// permits' word it leaves.
     fn decided(
         force: &CurveInForce,
         payment: Payment,
-        word: u64,
-        fill: f64,
+        (word, fill, run): (u64, f64, u64),
         now: u64,
         max_wait: u64,
-    ) -> Option<(LaneStep, bool)> {
+    ) -> Option<(LaneStep, u64)> {
         let read = Read {
             schedule: Schedule::unpack(word),
             fill,
-            run: run(force, fill),
+            run,
         };
-        match decide_one(force, payment, read, now, max_wait)? {
-            Ok(step) => Some((
-                LaneStep {
-                    next: step.schedule,
-                    wait: step.wait,
-                    warm: step.left <= force.curve.threshold(),
-                },
-                step.fill.to_bits() == fill.to_bits(),
-            )),
-            Err(_) => None,
-        }
+        let step = decide_one(force, payment, read, now, max_wait)?.ok()?;
+        let lane = LaneStep {
+            next: step.schedule,
+            wait: step.wait,
+            warm: step.left <= force.curve.threshold(),
+            writes: step.change == LevelChange::EIGHTH,
+        };
+        Some((lane, step.fill.to_bits()))
+    }
+
+    /// The stored permits' word a lane's `step` leaves, from `fill`, as the bucket writes it.
+    fn left_by(step: LaneStep, curve: &SmoothCurve, fill: f64) -> u64 {
+        let eighth = LevelChange {
+            pending: MAX_PENDING,
+            idle: 0,
+            spend: 1.0,
+        };
+        let left = if step.writes {
+            eighth.apply(curve, fill)
+        } else {
+            fill
+        };
+        left.to_bits()
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4096))]
 
-        /// A lane's admission is `decide_one`'s on the same words, which leaves the stored
-        /// permits' word as read.
+        /// A lane's admission is `decide_one`'s on the same words and run: the steady lanes
+        /// leave the stored permits' word as read, the counted lane writes it on the eighth.
         #[test]
         fn a_lane_decides_as_decide_one(
             curve in any_curve(),
@@ -235,7 +310,7 @@ mod tests {
                 2 => Just(Some(0.0f64)),
                 1 => (0.0f64..=1.0).prop_map(Some),
             ],
-            pending in prop_oneof![3 => Just(0u64), 1 => 0u64..=MAX_PENDING],
+            pending in prop_oneof![1 => Just(0u64), 1 => 0u64..=MAX_PENDING],
             flags in prop_oneof![3 => Just(0u64), 1 => Just(ODD_CURVE), 1 => Just(1u64 << 63)],
             at in prop_oneof![
                 4 => 0u64..1_000_000_000_000,
@@ -251,6 +326,7 @@ mod tests {
             near_idle in -3i64..=3,
             within in 0.0f64..=1.0,
             max_wait in prop_oneof![Just(0u64), 0u64..3_000_000_000, Just(u64::MAX)],
+            stale_run in prop_oneof![3 => Just(None), 1 => any::<u64>().prop_map(Some)],
         ) {
             let force = force(curve, burst, generation);
             let lanes = SteadyLanes::from_words(SteadyLanes::new(&force, payment).to_words());
@@ -265,11 +341,48 @@ mod tests {
                 i64::MIN => at - (max_wait.min(at) as f64 * within) as u64,
                 gap => at.saturating_add_signed(gap),
             };
+            let run = stale_run.unwrap_or_else(|| run(&force, fill));
+            let decided = decided(&force, payment, (word, fill, run), now, max_wait);
             if let Some(step) = lanes.step(word, fill.to_bits(), now, max_wait) {
-                prop_assert_eq!(
-                    decided(&force, payment, word, fill, now, max_wait),
-                    Some((step, true))
-                );
+                prop_assert!(!step.writes);
+                prop_assert_eq!(decided, Some((step, fill.to_bits())));
+            }
+            if let Some(step) = lanes.counted(word, fill.to_bits(), run, now, max_wait) {
+                prop_assert_eq!(decided, Some((step, left_by(step, &curve, fill))));
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// Spends counted before the turn, where the counted lane applies most: its admission
+        /// is `decide_one`'s on the same words and run.
+        #[test]
+        fn the_counted_lane_decides_as_decide_one(
+            curve in any_curve(),
+            burst in prop_oneof![Just(0u64), 0u64..5_000_000_000],
+            generation in 0u64..4,
+            fill in prop_oneof![Just(1.0f64), 0.0f64..=1.0],
+            pending in 0u64..=MAX_PENDING,
+            odd_tag in any::<bool>(),
+            at in prop_oneof![
+                4 => 1u64..1_000_000_000_000,
+                1 => BUSY_LATEST - 20..=BUSY_LATEST + 20,
+            ],
+            before in prop_oneof![1u64..=3, 1u64..3_000_000_000],
+            max_wait in prop_oneof![0u64..3_000_000_000, Just(u64::MAX)],
+            stale_run in prop_oneof![9 => Just(None), 1 => any::<u64>().prop_map(Some)],
+        ) {
+            let force = force(curve, burst, generation);
+            let lanes = SteadyLanes::from_words(SteadyLanes::new(&force, Payment::Now).to_words());
+            let tag = if odd_tag { ODD_CURVE } else { 0 };
+            let word = at | pending << PENDING_SHIFT | tag;
+            let now = at.saturating_sub(before);
+            let run = stale_run.unwrap_or_else(|| run(&force, fill));
+            if let Some(step) = lanes.counted(word, fill.to_bits(), run, now, max_wait) {
+                let decided = decided(&force, Payment::Now, (word, fill, run), now, max_wait);
+                prop_assert_eq!(decided, Some((step, left_by(step, &curve, fill))));
             }
         }
     }
@@ -285,14 +398,13 @@ mod tests {
         let lanes = SteadyLanes::new(&force, Payment::Now);
         let empty = 0.0f64.to_bits();
         let busy = lanes.step(5 * sec, empty, 5 * sec, 0).unwrap();
-        assert_eq!(
-            busy,
-            LaneStep {
-                next: 5 * sec + 10_000_000,
-                wait: 0,
-                warm: true
-            }
-        );
+        let expected = LaneStep {
+            next: 5 * sec + 10_000_000,
+            wait: 0,
+            warm: true,
+            writes: false,
+        };
+        assert_eq!(busy, expected);
         assert_eq!(lanes.step(5 * sec, empty, 5 * sec - 1, 0), None);
         assert_eq!(lanes.step((5 * sec) | (1 << 63), empty, 5 * sec, 0), None);
         assert_eq!(lanes.step((5 * sec) | (1 << 59), empty, 5 * sec, 0), None);
@@ -310,6 +422,31 @@ mod tests {
         assert!(!cold.warm && cold.wait == 0 && cold.next > sec + idle);
         assert_eq!(lanes.step(sec, full, sec + idle - 1, 0), None);
         assert_eq!(lanes.step(sec, 0.5f64.to_bits(), sec + idle, 0), None);
+    }
+
+    /// Cold under load, paying now: spends are counted until the eighth, which writes; not
+    /// paying later, nor with a run for another stored permits' word, nor at the turn itself.
+    #[test]
+    fn spends_before_the_turn_take_the_counted_lane() {
+        let sec = 1_000_000_000;
+        let force = force(SmoothCurve::new(100.0, 10e9, 3.0), 0, 0);
+        let lanes = SteadyLanes::new(&force, Payment::Now);
+        let (full, run) = (1.0f64.to_bits(), run(&force, 1.0));
+        let at = 5 * sec;
+        for pending in 0..=MAX_PENDING {
+            let word = at | pending << PENDING_SHIFT;
+            let step = lanes.counted(word, full, run, at - 1, sec).unwrap();
+            let counted = (step.next >> PENDING_SHIFT) & PENDING_MASK;
+            assert_eq!(counted, (pending + 1) % (MAX_PENDING + 1));
+            assert_eq!(step.writes, pending == MAX_PENDING);
+            // Cold: about 30 ms a permit.
+            let price = (step.next & TIME_MASK) - at;
+            assert!(price.abs_diff(30_000_000) < 1_000_000, "{price} ns");
+        }
+        assert_eq!(lanes.counted(at, full, run, at, sec), None);
+        assert_eq!(lanes.counted(at, 0.5f64.to_bits(), run, at - 1, sec), None);
+        let later = SteadyLanes::new(&force, Payment::Later);
+        assert_eq!(later.counted(at, full, run, at - 1, sec), None);
     }
 
     /// The least idle time is the boundary of the refill condition.

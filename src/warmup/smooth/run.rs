@@ -76,6 +76,22 @@ impl RunScale {
     }
 }
 
+impl RunScale {
+    /// The scale as two words: the shift, then the slope.
+    pub(super) fn to_words(self) -> [u64; 2] {
+        [u64::from(self.shift), self.slope]
+    }
+
+    /// The scale from words in [`Self::to_words`]'s order.
+    #[inline(always)]
+    pub(super) fn from_words(words: [u64; 2]) -> Self {
+        RunScale {
+            shift: words[0] as u32,
+            slope: words[1],
+        }
+    }
+}
+
 /// `2^exponent`, exactly, for an exponent up to [`MAX_SHIFT`].
 #[inline]
 fn pow2(exponent: u32) -> f64 {
@@ -153,10 +169,20 @@ impl Priced {
 /// word `fill_bits` and that curve.
 #[inline(always)]
 pub(super) fn priced(run: u64, force: &CurveInForce, fill_bits: u64) -> Option<Priced> {
-    if run >> KEY_SHIFT != key(fill_bits, force.generation()) {
+    priced_at(run, fill_bits, force.generation(), force.run_scale())
+}
+
+/// [`priced`] on a curve replaced `generation` times, whose runs have `scale`.
+#[inline(always)]
+pub(super) fn priced_at(
+    run: u64,
+    fill_bits: u64,
+    generation: u64,
+    scale: RunScale,
+) -> Option<Priced> {
+    if run >> KEY_SHIFT != key(fill_bits, generation) {
         return None;
     }
-    let scale = force.run_scale();
     let flat = run & FLAT != 0;
     Some(Priced {
         base: run & BASE_MASK,

@@ -121,6 +121,14 @@ impl LevelChange {
         spend: 0.0,
     };
 
+    /// The eighth one-permit spend in a busy run: the [`MAX_PENDING`] counted before it
+    /// deducted, and itself.
+    pub(super) const EIGHTH: LevelChange = LevelChange {
+        pending: MAX_PENDING,
+        idle: 0,
+        spend: 1.0,
+    };
+
     /// The fill fraction after this change to `fill`.
     pub(super) fn apply(self, curve: &SmoothCurve, fill: f64) -> f64 {
         let level = level(curve, fill, self.pending);
