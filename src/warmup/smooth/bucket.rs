@@ -27,14 +27,15 @@ use crate::sync::{AtomicU64, Line, Ordering};
 /// [run](super::run) worked out from them is stored: the prices of the spends the schedule will
 /// count and of the eighth, in integers.
 ///
-/// A one-permit request in one of the two steady states takes its [lane](super::lanes): the
-/// schedule word and the stored permits' word, a few comparisons with constants worked out
-/// once per curve, and the compare-and-swap. Otherwise, on the curve it was built with, it
-/// works out its [`BusyStep`] from the stored permits and the run before it reads the
-/// schedule again, so that a few integer steps separate that read from the compare-and-swap:
-/// under contention, a longer gap lets another core's admission land in between and fail it.
-/// Reading the stored permits again after the schedule keeps the step's word no older than a
-/// decision reading them after the schedule would see.
+/// A one-permit request takes a [lane](super::lanes) where one applies (the two steady states;
+/// paying now, a spend the schedule counts): the schedule word, the stored permits' word (and
+/// the run), a few comparisons with constants worked out once per curve, and the
+/// compare-and-swap. Otherwise, on the curve it was built with, it works out its [`BusyStep`]
+/// from the stored permits and the run before it reads the schedule again, so that a few
+/// integer steps separate that read from the compare-and-swap: under contention, a longer gap
+/// lets another core's admission land in between and fail it. Reading the stored permits
+/// again after the schedule keeps the step's word no older than a decision reading them after
+/// the schedule would see.
 #[derive(Debug)]
 pub(crate) struct SmoothBucket {
     curve: SharedCurve,
@@ -137,7 +138,7 @@ impl SmoothBucket {
     fn take_lane(&self, word: u64, now: u64, max_wait: u64) -> Option<(u64, bool)> {
         let lanes = self.curve.lanes()?;
         let fill = self.fill.load(Ordering::Acquire);
-        let Some(step) = lanes.step(word, fill, now, max_wait) else {
+        let Some(step) = lanes.steady(word, fill, now, max_wait) else {
             return self.take_counted(word, fill, now, max_wait);
         };
         self.schedule

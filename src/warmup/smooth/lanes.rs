@@ -1,6 +1,7 @@
-//! The two steady states of a one-permit request, decided from the schedule word and the
-//! stored permits' word alone with constants worked out once per curve: a handful of integer
-//! steps where the general decisions take a call and a frame.
+//! The lanes: the commonest one-permit decisions, made from the schedule word and the stored
+//! permits' word (and the run) alone with constants worked out once per curve, a handful of
+//! integer steps where the general decisions take a call and a frame. Two are the steady
+//! states:
 //!
 //! - **Busy and empty** (warm under load): nothing stored, no spend counted, the schedule's
 //!   turn within the wait the request accepts; the full-rate price is added to the schedule.
@@ -8,7 +9,7 @@
 //!   the last such admission left it, no spend counted, and the schedule was free long enough
 //!   that the refill reaches `max`; the schedule restarts a fixed time after `now`.
 //!
-//! and, paying now, a third that is not a steady state but the common one under load:
+//! and, paying now, a third is the common one under load:
 //!
 //! - **Counted** (cold under load): busy before its turn with permits stored, the spend the
 //!   schedule counts next, priced by the [run](super::run); the eighth writes the seven
@@ -26,16 +27,16 @@ use super::state::{
     refills_to_max,
 };
 
-/// How many words [`SteadyLanes::to_words`] makes.
+/// How many words [`Lanes::to_words`] makes.
 pub(super) const LANE_WORDS: usize = 12;
 
 /// A stored permits' word no bucket holds (a NaN): the full-after-idling lane of a curve
 /// that has none.
 const NO_LANE: u64 = u64::MAX;
 
-/// The constants of the two lanes on one curve and payment.
+/// The constants of the lanes on one curve and payment.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct SteadyLanes {
+pub(super) struct Lanes {
     /// The full-rate price: busy and empty, the next schedule is `at + stable`.
     stable: u64,
     /// The last schedule time the busy-and-empty lane takes: later ones saturate.
@@ -62,7 +63,8 @@ pub(super) struct SteadyLanes {
     scale: RunScale,
 }
 
-/// A lane's admission: the schedule word after it, and how long the request waits.
+/// A lane's admission: the schedule word after it, how long the request waits, and what it
+/// leaves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct LaneStep {
     pub(super) next: u64,
@@ -74,7 +76,7 @@ pub(super) struct LaneStep {
     pub(super) writes: bool,
 }
 
-impl SteadyLanes {
+impl Lanes {
     /// The lanes on the curve in `force` for requests paying by `payment`.
     pub(super) fn new(force: &CurveInForce, payment: Payment) -> Self {
         let (curve, prices) = (&force.curve, &force.prices);
@@ -101,7 +103,7 @@ impl SteadyLanes {
             (true, Some(idle), Some(advance)) => Some((idle, advance)),
             _ => None,
         };
-        SteadyLanes {
+        Lanes {
             stable: prices.stable,
             busy_latest: LATEST.saturating_sub(prices.stable),
             full_fill: full.map_or(NO_LANE, |_| full_fill.to_bits()),
@@ -137,7 +139,7 @@ impl SteadyLanes {
     /// The lanes from words in [`Self::to_words`]'s order.
     #[inline(always)]
     pub(super) fn from_words(words: [u64; LANE_WORDS]) -> Self {
-        SteadyLanes {
+        Lanes {
             stable: words[0],
             busy_latest: words[1],
             full_fill: words[2],
@@ -154,9 +156,9 @@ impl SteadyLanes {
 
     /// The admission of a one-permit request at `now` (ns from the bucket's origin), willing
     /// to wait `max_wait` ns, if the schedule `word` and the stored permits' word `fill_bits`
-    /// are one of the steady states.
+    /// are one of the two steady states.
     #[inline(always)]
-    pub(super) fn step(
+    pub(super) fn steady(
         &self,
         word: u64,
         fill_bits: u64,
@@ -329,7 +331,7 @@ mod tests {
             stale_run in prop_oneof![3 => Just(None), 1 => any::<u64>().prop_map(Some)],
         ) {
             let force = force(curve, burst, generation);
-            let lanes = SteadyLanes::from_words(SteadyLanes::new(&force, payment).to_words());
+            let lanes = Lanes::from_words(Lanes::new(&force, payment).to_words());
             // The full-after-idling word unless another is drawn; besides any gap, one near the
             // least idle time that refills it, or a turn within the wait.
             let fill = fill.unwrap_or(force.prices.fill_after_full);
@@ -343,7 +345,7 @@ mod tests {
             };
             let run = stale_run.unwrap_or_else(|| run(&force, fill));
             let decided = decided(&force, payment, (word, fill, run), now, max_wait);
-            if let Some(step) = lanes.step(word, fill.to_bits(), now, max_wait) {
+            if let Some(step) = lanes.steady(word, fill.to_bits(), now, max_wait) {
                 prop_assert!(!step.writes);
                 prop_assert_eq!(decided, Some((step, fill.to_bits())));
             }
@@ -375,7 +377,7 @@ mod tests {
             stale_run in prop_oneof![9 => Just(None), 1 => any::<u64>().prop_map(Some)],
         ) {
             let force = force(curve, burst, generation);
-            let lanes = SteadyLanes::from_words(SteadyLanes::new(&force, Payment::Now).to_words());
+            let lanes = Lanes::from_words(Lanes::new(&force, Payment::Now).to_words());
             let tag = if odd_tag { ODD_CURVE } else { 0 };
             let word = at | pending << PENDING_SHIFT | tag;
             let now = at.saturating_sub(before);
@@ -395,9 +397,9 @@ mod tests {
         // 100/s, 10 s warm-up, factor 3: 10 ms per permit warm.
         let force_of = |generation| force(SmoothCurve::new(100.0, 10e9, 3.0), 0, generation);
         let force = force_of(0);
-        let lanes = SteadyLanes::new(&force, Payment::Now);
+        let lanes = Lanes::new(&force, Payment::Now);
         let empty = 0.0f64.to_bits();
-        let busy = lanes.step(5 * sec, empty, 5 * sec, 0).unwrap();
+        let busy = lanes.steady(5 * sec, empty, 5 * sec, 0).unwrap();
         let expected = LaneStep {
             next: 5 * sec + 10_000_000,
             wait: 0,
@@ -405,23 +407,25 @@ mod tests {
             writes: false,
         };
         assert_eq!(busy, expected);
-        assert_eq!(lanes.step(5 * sec, empty, 5 * sec - 1, 0), None);
-        assert_eq!(lanes.step((5 * sec) | (1 << 63), empty, 5 * sec, 0), None);
-        assert_eq!(lanes.step((5 * sec) | (1 << 59), empty, 5 * sec, 0), None);
-        assert_eq!(lanes.step((5 * sec) | ODD_CURVE, empty, 5 * sec, 0), None);
+        assert_eq!(lanes.steady(5 * sec, empty, 5 * sec - 1, 0), None);
+        assert_eq!(lanes.steady((5 * sec) | (1 << 63), empty, 5 * sec, 0), None);
+        assert_eq!(lanes.steady((5 * sec) | (1 << 59), empty, 5 * sec, 0), None);
+        assert_eq!(lanes.steady((5 * sec) | ODD_CURVE, empty, 5 * sec, 0), None);
         // Replaced once: the words carry the odd curve's tag, and keep it.
-        let odd = SteadyLanes::new(&force_of(1), Payment::Now);
-        let tagged = odd.step((5 * sec) | ODD_CURVE, empty, 5 * sec, 0).unwrap();
+        let odd = Lanes::new(&force_of(1), Payment::Now);
+        let tagged = odd
+            .steady((5 * sec) | ODD_CURVE, empty, 5 * sec, 0)
+            .unwrap();
         assert_eq!(tagged.next, (5 * sec + 10_000_000) | ODD_CURVE);
-        assert_eq!(odd.step(5 * sec, empty, 5 * sec, 0), None);
+        assert_eq!(odd.steady(5 * sec, empty, 5 * sec, 0), None);
         let full = force.prices.fill_after_full.to_bits();
         // Refilling the permit spent takes the cool-down: 10 s / 1000 permits.
         let idle = lanes.full_idle;
         assert!(idle.abs_diff(10_000_000) <= 1, "{idle} ns");
-        let cold = lanes.step(sec, full, sec + idle, 0).unwrap();
+        let cold = lanes.steady(sec, full, sec + idle, 0).unwrap();
         assert!(!cold.warm && cold.wait == 0 && cold.next > sec + idle);
-        assert_eq!(lanes.step(sec, full, sec + idle - 1, 0), None);
-        assert_eq!(lanes.step(sec, 0.5f64.to_bits(), sec + idle, 0), None);
+        assert_eq!(lanes.steady(sec, full, sec + idle - 1, 0), None);
+        assert_eq!(lanes.steady(sec, 0.5f64.to_bits(), sec + idle, 0), None);
     }
 
     /// Cold under load, paying now: spends are counted until the eighth, which writes; not
@@ -430,7 +434,7 @@ mod tests {
     fn spends_before_the_turn_take_the_counted_lane() {
         let sec = 1_000_000_000;
         let force = force(SmoothCurve::new(100.0, 10e9, 3.0), 0, 0);
-        let lanes = SteadyLanes::new(&force, Payment::Now);
+        let lanes = Lanes::new(&force, Payment::Now);
         let (full, run) = (1.0f64.to_bits(), run(&force, 1.0));
         let at = 5 * sec;
         for pending in 0..=MAX_PENDING {
@@ -445,7 +449,7 @@ mod tests {
         }
         assert_eq!(lanes.counted(at, full, run, at, sec), None);
         assert_eq!(lanes.counted(at, 0.5f64.to_bits(), run, at - 1, sec), None);
-        let later = SteadyLanes::new(&force, Payment::Later);
+        let later = Lanes::new(&force, Payment::Later);
         assert_eq!(later.counted(at, full, run, at - 1, sec), None);
     }
 

@@ -74,9 +74,7 @@ impl RunScale {
             slope: (curve.slope() * pow2(shift)) as u64,
         }
     }
-}
 
-impl RunScale {
     /// The scale as two words: the shift, then the slope.
     pub(super) fn to_words(self) -> [u64; 2] {
         [u64::from(self.shift), self.slope]

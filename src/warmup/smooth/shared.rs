@@ -1,10 +1,10 @@
-//! The curve in force, replaceable at run time, with its prices, its steady states' lanes and
-//! a generation count.
+//! The curve in force, replaceable at run time, with its prices, its lanes and a generation
+//! count.
 
 use std::borrow::Cow;
 
 use super::curve::{CURVE_WORDS, SmoothCurve};
-use super::lanes::{LANE_WORDS, SteadyLanes};
+use super::lanes::{LANE_WORDS, Lanes};
 use super::prices::{PRICE_WORDS, Prices};
 use super::run::RunScale;
 use super::state::Payment;
@@ -14,7 +14,7 @@ const STAMP: usize = CURVE_WORDS + PRICE_WORDS;
 const LANES: usize = STAMP + 1;
 const WORDS: usize = LANES + LANE_WORDS;
 
-/// The curve, its [`Prices`], how many times it was replaced and its [`SteadyLanes`], under
+/// The curve, its [`Prices`], how many times it was replaced and its [`Lanes`], under
 /// the crate's sequence lock: every decision reads one whole curve, or the lanes alone;
 /// replacements are serialised by the lock. Until the first replacement a decision reads the
 /// curve the bucket was built with in place, without copying it out of the lock.
@@ -23,7 +23,7 @@ pub(super) struct SharedCurve {
     /// The curve built with, exactly as the lock's first words decode.
     initial: CurveInForce,
     /// Its lanes, as the lock's last words decode.
-    initial_lanes: SteadyLanes,
+    initial_lanes: Lanes,
     words: SeqLock<WORDS>,
     /// The burst the prices were worked out for.
     burst: u64,
@@ -113,11 +113,11 @@ impl SharedCurve {
     /// The lanes of the curve in force: in place until the first replacement, then read out
     /// of the lock (`None` while a replacement is being written).
     #[inline(always)]
-    pub(super) fn lanes(&self) -> Option<SteadyLanes> {
+    pub(super) fn lanes(&self) -> Option<Lanes> {
         if self.words.untouched() {
             return Some(self.initial_lanes);
         }
-        self.words.try_read_from(LANES).map(SteadyLanes::from_words)
+        self.words.try_read_from(LANES).map(Lanes::from_words)
     }
 
     /// Puts `curve` in force and returns the one it replaced.
@@ -140,7 +140,7 @@ impl SharedCurve {
 fn to_words(curve: &SmoothCurve, burst: u64, generation: u64, payment: Payment) -> [u64; WORDS] {
     let force = CurveInForce::new(*curve, burst, generation);
     let (curve_words, price_words) = (curve.to_words(), force.prices.to_words());
-    let lane_words = SteadyLanes::new(&force, payment).to_words();
+    let lane_words = Lanes::new(&force, payment).to_words();
     std::array::from_fn(|i| match i {
         i if i < CURVE_WORDS => curve_words[i],
         i if i < STAMP => price_words[i - CURVE_WORDS],
@@ -149,8 +149,8 @@ fn to_words(curve: &SmoothCurve, burst: u64, generation: u64, payment: Payment) 
     })
 }
 
-fn lanes_from_words(words: &[u64; WORDS]) -> SteadyLanes {
-    SteadyLanes::from_words(std::array::from_fn(|i| words[LANES + i]))
+fn lanes_from_words(words: &[u64; WORDS]) -> Lanes {
+    Lanes::from_words(std::array::from_fn(|i| words[LANES + i]))
 }
 
 #[inline]
@@ -204,8 +204,8 @@ mod tests {
                 shared.replace(curve);
             }
             let force = CurveInForce::new(*curve, 0, generation as u64);
-            let expected = SteadyLanes::new(&force, Payment::Later).to_words();
-            assert_eq!(shared.lanes().map(SteadyLanes::to_words), Some(expected));
+            let expected = Lanes::new(&force, Payment::Later).to_words();
+            assert_eq!(shared.lanes().map(Lanes::to_words), Some(expected));
         }
     }
 }
