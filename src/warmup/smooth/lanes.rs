@@ -252,10 +252,6 @@ mod tests {
     use super::super::state::{LevelChange, NEVER, Read, Schedule, decide_one};
     use super::*;
 
-    fn force(curve: SmoothCurve, burst: u64, generation: u64) -> CurveInForce {
-        CurveInForce::new(curve, burst, generation)
-    }
-
     /// `decide_one`'s admission on the same words and run: the schedule word, the wait, the
     /// full-rate flag and whether it writes the eighth spend (a lane's step), and the stored
     /// permits' word it leaves.
@@ -283,13 +279,8 @@ mod tests {
 
     /// The stored permits' word a lane's `step` leaves, from `fill`, as the bucket writes it.
     fn left_by(step: LaneStep, curve: &SmoothCurve, fill: f64) -> u64 {
-        let eighth = LevelChange {
-            pending: MAX_PENDING,
-            idle: 0,
-            spend: 1.0,
-        };
         let left = if step.writes {
-            eighth.apply(curve, fill)
+            LevelChange::EIGHTH.apply(curve, fill)
         } else {
             fill
         };
@@ -330,7 +321,7 @@ mod tests {
             max_wait in prop_oneof![Just(0u64), 0u64..3_000_000_000, Just(u64::MAX)],
             stale_run in prop_oneof![3 => Just(None), 1 => any::<u64>().prop_map(Some)],
         ) {
-            let force = force(curve, burst, generation);
+            let force = CurveInForce::new(curve, burst, generation);
             let lanes = Lanes::from_words(Lanes::new(&force, payment).to_words());
             // The full-after-idling word unless another is drawn; besides any gap, one near the
             // least idle time that refills it, or a turn within the wait.
@@ -376,7 +367,7 @@ mod tests {
             max_wait in prop_oneof![0u64..3_000_000_000, Just(u64::MAX)],
             stale_run in prop_oneof![9 => Just(None), 1 => any::<u64>().prop_map(Some)],
         ) {
-            let force = force(curve, burst, generation);
+            let force = CurveInForce::new(curve, burst, generation);
             let lanes = Lanes::from_words(Lanes::new(&force, Payment::Now).to_words());
             let tag = if odd_tag { ODD_CURVE } else { 0 };
             let word = at | pending << PENDING_SHIFT | tag;
@@ -395,7 +386,8 @@ mod tests {
     fn each_steady_state_takes_its_lane() {
         let sec = 1_000_000_000;
         // 100/s, 10 s warm-up, factor 3: 10 ms per permit warm.
-        let force_of = |generation| force(SmoothCurve::new(100.0, 10e9, 3.0), 0, generation);
+        let force_of =
+            |generation| CurveInForce::new(SmoothCurve::new(100.0, 10e9, 3.0), 0, generation);
         let force = force_of(0);
         let lanes = Lanes::new(&force, Payment::Now);
         let empty = 0.0f64.to_bits();
@@ -433,7 +425,7 @@ mod tests {
     #[test]
     fn spends_before_the_turn_take_the_counted_lane() {
         let sec = 1_000_000_000;
-        let force = force(SmoothCurve::new(100.0, 10e9, 3.0), 0, 0);
+        let force = CurveInForce::new(SmoothCurve::new(100.0, 10e9, 3.0), 0, 0);
         let lanes = Lanes::new(&force, Payment::Now);
         let (full, run) = (1.0f64.to_bits(), run(&force, 1.0));
         let at = 5 * sec;
