@@ -176,7 +176,7 @@ fn racing_counted_admissions_lose_no_spend() {
 }
 
 /// Two cold admissions racing inside the burst, one of them writing the stored permits' word
-/// (the eighth spend since it was last written, or two permits at once): whichever order
+/// (the sixteenth spend since it was last written, or two permits at once): whichever order
 /// their writes land in, and even when one priced its request on the level from before the
 /// other's write, no spend is lost.
 #[test]
@@ -187,14 +187,14 @@ fn racing_admissions_around_a_level_write_lose_no_spend() {
     // occur.
     static DUE: Mutex<[BTreeSet<Duration>; 2]> = Mutex::new([BTreeSet::new(), BTreeSet::new()]);
     loom::model(|| {
-        // A write racing a counted spend.
-        let due = race_cold_admissions(7, 1);
+        // A write (the sixteenth spend) racing a counted spend.
+        let due = race_cold_admissions(15, 1);
         DUE.lock().unwrap()[0].insert(due);
     });
     loom::model(|| {
         // Two writes racing: the one that lands second re-applies its change, deducting the
         // spends the schedule counted, to the other's level.
-        let due = race_cold_admissions(7, 2);
+        let due = race_cold_admissions(15, 2);
         DUE.lock().unwrap()[1].insert(due);
     });
     for (race, (due, orders)) in DUE.lock().unwrap().iter().zip([1, 2]).enumerate() {

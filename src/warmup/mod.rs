@@ -58,12 +58,12 @@
 //!   Sentinel admits nothing. A factor of 1 is a plain rate limiter.
 //!
 //! The state is three 64-bit words. The schedule (when the next permit is due, in ns since the
-//! limiter was built, up to 18 years; a refusal mark; and up to seven whole permits spent from
-//! the stored ones since they were last written) orders admissions by one compare-and-swap
-//! each. The stored permits are written after it, and only when an admission changes them
+//! limiter was built, up to 9.1 years; a refusal mark; and up to fifteen whole permits spent
+//! from the stored ones since they were last written) orders admissions by one
+//! compare-and-swap each. The stored permits are written after it, and only when an admission changes them
 //! other than by one more whole permit counted in the schedule: a busy run writes them once
-//! every eight admissions, a busy empty bucket and a full one after idling not at all. With
-//! them goes a run: the prices of the busy run's next eight permits in fixed point, so that a
+//! every sixteen admissions, a busy empty bucket and a full one after idling not at all. With
+//! them goes a run: the prices of the busy run's next sixteen permits in fixed point, so that a
 //! busy admission prices its permit in integers. A refusal writes only to mark the unmet
 //! demand, at most once between two admissions. Any target with 64-bit atomics is lock-free.
 //!
@@ -79,10 +79,11 @@
 //! [`set_rate`](WarmUp::set_rate), then a few words under a sequence lock) and the stored
 //! permits and prices the request: in integer steps in the two steady states (busy and empty;
 //! full after idling) and for the permits of a busy run, in floating point otherwise. In a busy
-//! run, a permit's price along the warm-up slope is worked out in fixed point (`2^-36` ns at
-//! 10⁹ permits/s, `2^-6` ns at 1/s) and may differ from the floating-point one by 1 ns. An
-//! admission performs one 64-bit compare-and-swap of the schedule and, if it writes the stored
-//! permits (one in eight in a busy run), one of them.
+//! run, a permit's price along the warm-up slope is worked out in fixed point (`2^-35` ns at
+//! 10⁹ permits/s, `2^-5` ns at 1/s) and may differ from the floating-point one by 1 ns; on a
+//! curve whose coldest spacing is 4.3 s or more, in floating point. An admission performs one
+//! 64-bit compare-and-swap of the schedule and, if it writes the stored permits (one in
+//! sixteen in a busy run), one of them.
 //! Every decision also adds one to a lifetime total (a plain store on a stripe the thread
 //! owns). Nothing allocates. See the crate's README for benchmarks.
 //!
@@ -92,7 +93,7 @@
 //! successful `try_acquire` happens after every earlier successful one it saw. A rejection acts
 //! as an `Acquire` load of the schedule. The stored permits are written after the schedule, so
 //! a decision racing another admission may price its request with the level from before that
-//! admission (up to eight permits' difference in the spacing); the admission that changes the
+//! admission (up to sixteen permits' difference in the spacing); the admission that changes the
 //! level applies its change to the newest level by compare-and-swap, so no spend or refill is
 //! lost. A run prices only for the stored permits' word and curve it was worked out from (a
 //! 16-bit hash of the word and the curve's generation); a decision that reads a run left

@@ -19,13 +19,13 @@ use crate::sync::{AtomicU64, Line, Ordering};
 /// schedule counts as spent since it was written (up to
 /// [`MAX_PENDING`](super::state::MAX_PENDING)). It is written after the schedule, and only when
 /// an admission changes the stored permits other than by one more counted permit: in a busy run
-/// every eighth admission writes it with the seven counted before; the two steady states (busy
+/// every sixteenth admission writes it with the fifteen counted before; the two steady states (busy
 /// and empty, full after idling) never do. A decision that reads the word while another
 /// admission is between its two writes prices its request with the level from before that
 /// admission and the spends it deducted; the admission that then writes re-applies its change
 /// to the newest word, so no change is lost. With each write of the stored permits, the
 /// [run](super::run) worked out from them is stored: the prices of the spends the schedule will
-/// count and of the eighth, in integers.
+/// count and of the sixteenth, in integers.
 ///
 /// A one-permit request takes a [lane](super::lanes) where one applies (the two steady states;
 /// paying now, a spend the schedule counts): the schedule word, the stored permits' word (and
@@ -159,7 +159,7 @@ impl SmoothBucket {
             .compare_exchange_weak(word, step.next, Ordering::AcqRel, Ordering::Acquire)
             .ok()?;
         if step.writes {
-            self.store_eighth(fill);
+            self.store_writing_spend(fill);
         }
         Some((step.wait, cfg!(feature = "tracing") && step.warm))
     }
@@ -353,13 +353,13 @@ impl SmoothBucket {
         Ok((step.wait, warm))
     }
 
-    /// Records the eighth counted spend a lane admitted on the stored permits' word
+    /// Records the writing spend (the sixteenth) a lane admitted on the stored permits' word
     /// `fill_bits`, on the curve in force.
     #[inline(never)]
-    fn store_eighth(&self, fill_bits: u64) {
+    fn store_writing_spend(&self, fill_bits: u64) {
         let force = self.curve.load();
         let read = f64::from_bits(fill_bits);
-        let change = LevelChange::EIGHTH;
+        let change = LevelChange::WRITING_SPEND;
         self.store_level(read, change.apply(&force.curve, read), change, &force.curve);
     }
 
@@ -765,17 +765,17 @@ mod tests {
         }
     }
 
-    /// The schedule holds 18 years after the build: a bucket older than that admits every
+    /// The schedule holds 9.1 years after the build: a bucket older than that admits every
     /// request, as the README says.
     #[test]
     fn a_bucket_older_than_the_schedule_admits_every_request() {
         for payment in [Payment::Now, Payment::Later] {
             let curve = SmoothCurve::new(100.0, 10.0 * SEC as f64, 3.0);
             let bucket = SmoothBucket::new(curve, payment, 0, true, 0);
-            let young = 1 << 58;
+            let young = 1 << 57;
             assert_eq!(bucket.reserve(young, 1.0, 0), Ok(0), "{payment:?}");
             assert!(bucket.reserve(young, 1.0, 0).is_err(), "{payment:?}");
-            let old = (1 << 59) + SEC;
+            let old = (1 << 58) + SEC;
             for _ in 0..3 {
                 assert_eq!(bucket.reserve(old, 1.0, 0), Ok(0), "{payment:?}");
             }
@@ -801,7 +801,7 @@ mod tests {
         assert!((share(bucket.stored_at(0), &new) - share(before, &old)).abs() < 1e-12);
     }
 
-    /// Whether the bucket's run prices the next spend (counted, or the eighth, which writes
+    /// Whether the bucket's run prices the next spend (counted, or the sixteenth, which writes
     /// the stored permits) for its stored permits' word and curve now.
     fn run_prices(bucket: &SmoothBucket) -> bool {
         let read = bucket.read(bucket.schedule.load(Ordering::Acquire));
@@ -818,12 +818,12 @@ mod tests {
         let new = SmoothCurve::new(500.0, 10.0 * SEC as f64, 3.0);
         let bucket = SmoothBucket::new(old, Payment::Now, 0, false, SEC);
         bucket.reserve(0, 1.0, SEC).unwrap();
-        for _ in 0..20 {
+        for _ in 0..40 {
             assert!(run_prices(&bucket));
             bucket.reserve(0, 1.0, SEC).unwrap();
         }
         bucket.set_curve(&new);
-        for _ in 0..20 {
+        for _ in 0..40 {
             assert!(run_prices(&bucket));
             bucket.reserve(0, 1.0, SEC).unwrap();
         }
@@ -914,7 +914,7 @@ mod loom_tests {
 
     const SEC: u64 = 1_000_000_000;
 
-    /// The eighth spend since the stored permits were written (a write of them) racing either
+    /// The sixteenth spend since the stored permits were written (a write of them) racing either
     /// a two-permit request (another write) or a new curve (a run stored for it): whatever
     /// order the words and runs land in, the run left prices each counted spend exactly as the
     /// run worked out from the final word on the final curve, or prices nothing (a run stored

@@ -22,7 +22,7 @@ const PENDING_BITS: u64 = PENDING_MASK << PENDING_SHIFT;
 /// A one-permit request's admission if the schedule is busy, for the stored permits' word it
 /// read: with nothing stored (the busy and empty steady state, either payment), the full-rate
 /// price, no spend counted; paying now with permits stored, one more spend counted, or the
-/// eighth, which the bucket then writes to the stored permits' word with the seven before it,
+/// sixteenth, which the bucket then writes to the stored permits' word with the fifteen before it,
 /// priced by the run, while the run prices it. It decides exactly as `decide_one` on the same
 /// word, stored permits and run.
 #[derive(Clone, Copy, Debug)]
@@ -112,10 +112,11 @@ impl BusyStep {
     }
 
     /// The change to the stored permits' word the step taken on the schedule `word` makes:
-    /// the eighth spend writes it with the seven counted before; any other step leaves it.
+    /// the sixteenth spend writes it with the fifteen counted before; any other step leaves it.
     #[inline(always)]
     pub(super) fn write(&self, word: u64) -> Option<LevelChange> {
-        ((word >> PENDING_SHIFT) & PENDING_MASK == MAX_PENDING).then_some(LevelChange::EIGHTH)
+        ((word >> PENDING_SHIFT) & PENDING_MASK == MAX_PENDING)
+            .then_some(LevelChange::WRITING_SPEND)
     }
 
     /// The stored permits' word the step was worked out for.
@@ -215,7 +216,7 @@ mod tests {
         }
     }
 
-    /// Each kind of step is taken: busy and empty, a counted spend, and the eighth, which
+    /// Each kind of step is taken: busy and empty, a counted spend, and the sixteenth, which
     /// writes; and none on a schedule that is free or too far ahead.
     #[test]
     fn each_kind_of_busy_step_is_taken() {
@@ -240,21 +241,21 @@ mod tests {
         assert_eq!((next.at, next.pending), (5_000_000 + 10_000_000, 0));
         assert_eq!(empty.write(schedule(0)), None);
         assert_eq!(empty.next(schedule(1)), None);
-        // Counted spends, then the eighth, which writes the seven before it.
+        // Counted spends, then the sixteenth, which writes the fifteen before it.
         let counted = step(1.0, 1_000, SEC as u64);
         for pending in 0..MAX_PENDING {
             let next = Schedule::unpack(counted.next(schedule(pending)).expect("counted"));
             assert_eq!(next.pending, pending + 1);
             assert_eq!(counted.write(schedule(pending)), None);
         }
-        let eighth = Schedule::unpack(counted.next(schedule(MAX_PENDING)).expect("eighth"));
-        assert_eq!(eighth.pending, 0);
+        let writing = Schedule::unpack(counted.next(schedule(MAX_PENDING)).expect("writing"));
+        assert_eq!(writing.pending, 0);
         let written = counted
             .write(schedule(MAX_PENDING))
-            .expect("the eighth writes");
+            .expect("the sixteenth writes");
         assert_eq!((written.pending, written.idle), (MAX_PENDING, 0));
-        // Full, the eighth costs what the run prices for it: one permit from `max − 8`.
-        let price = eighth.at - 5_000_000;
+        // Full, the sixteenth costs what the run prices for it: one permit from `max − 16`.
+        let price = writing.at - 5_000_000;
         let float = curve.one_after(curve.max(), MAX_PENDING + 1);
         assert!((price as f64 - float).abs() <= 1.0, "{price} vs {float}");
         // Free (the schedule restarts), at its turn with permits stored, beyond the wait, or

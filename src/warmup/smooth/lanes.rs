@@ -12,7 +12,7 @@
 //! and, paying now, a third is the common one under load:
 //!
 //! - **Counted** (cold under load): busy before its turn with permits stored, the spend the
-//!   schedule counts next, priced by the [run](super::run); the eighth writes the seven
+//!   schedule counts next, priced by the [run](super::run); the sixteenth writes the fifteen
 //!   counted before it to the stored permits' word.
 //!
 //! Each takes the admission [`decide_one`](super::state::decide_one) makes on the same words,
@@ -71,8 +71,8 @@ pub(super) struct LaneStep {
     pub(super) wait: u64,
     /// Whether it leaves the bucket at its full rate.
     pub(super) warm: bool,
-    /// Whether it is the eighth counted spend, which writes the seven counted before it and
-    /// itself to the stored permits' word.
+    /// Whether it is the writing spend (the sixteenth), which writes the fifteen counted before
+    /// it and itself to the stored permits' word.
     pub(super) writes: bool,
 }
 
@@ -253,7 +253,7 @@ mod tests {
     use super::*;
 
     /// `decide_one`'s admission on the same words and run: the schedule word, the wait, the
-    /// full-rate flag and whether it writes the eighth spend (a lane's step), and the stored
+    /// full-rate flag and whether it is the writing spend (a lane's step), and the stored
     /// permits' word it leaves.
     fn decided(
         force: &CurveInForce,
@@ -272,7 +272,7 @@ mod tests {
             next: step.schedule,
             wait: step.wait,
             warm: step.left <= force.curve.threshold(),
-            writes: step.change == LevelChange::EIGHTH,
+            writes: step.change == LevelChange::WRITING_SPEND,
         };
         Some((lane, step.fill.to_bits()))
     }
@@ -280,7 +280,7 @@ mod tests {
     /// The stored permits' word a lane's `step` leaves, from `fill`, as the bucket writes it.
     fn left_by(step: LaneStep, curve: &SmoothCurve, fill: f64) -> u64 {
         let left = if step.writes {
-            LevelChange::EIGHTH.apply(curve, fill)
+            LevelChange::WRITING_SPEND.apply(curve, fill)
         } else {
             fill
         };
@@ -291,7 +291,7 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(4096))]
 
         /// A lane's admission is `decide_one`'s on the same words and run: the steady lanes
-        /// leave the stored permits' word as read, the counted lane writes it on the eighth.
+        /// leave the stored permits' word as read, the counted lane writes it on the sixteenth.
         #[test]
         fn a_lane_decides_as_decide_one(
             curve in any_curve(),
@@ -401,7 +401,10 @@ mod tests {
         assert_eq!(busy, expected);
         assert_eq!(lanes.steady(5 * sec, empty, 5 * sec - 1, 0), None);
         assert_eq!(lanes.steady((5 * sec) | (1 << 63), empty, 5 * sec, 0), None);
-        assert_eq!(lanes.steady((5 * sec) | (1 << 59), empty, 5 * sec, 0), None);
+        assert_eq!(
+            lanes.steady((5 * sec) | (1 << PENDING_SHIFT), empty, 5 * sec, 0),
+            None
+        );
         assert_eq!(lanes.steady((5 * sec) | ODD_CURVE, empty, 5 * sec, 0), None);
         // Replaced once: the words carry the odd curve's tag, and keep it.
         let odd = Lanes::new(&force_of(1), Payment::Now);
@@ -420,7 +423,7 @@ mod tests {
         assert_eq!(lanes.steady(sec, 0.5f64.to_bits(), sec + idle, 0), None);
     }
 
-    /// Cold under load, paying now: spends are counted until the eighth, which writes; not
+    /// Cold under load, paying now: spends are counted until the sixteenth, which writes; not
     /// paying later, nor with a run for another stored permits' word, nor at the turn itself.
     #[test]
     fn spends_before_the_turn_take_the_counted_lane() {

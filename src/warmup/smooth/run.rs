@@ -17,7 +17,8 @@
 //! Spend `k` costs `(base − k · slope) >> shift` whole ns along the slope, where `one_after`
 //! gives `one_above(W) − k · slope` in floating point: the two differ by less than
 //! `(k + 1) · 2^-shift` ns before truncation, and `shift` is as large as the curve's coldest
-//! price allows (36 at 10⁹ permits/s, 6 at 1/s). At the full rate both give the same price.
+//! price allows (35 at 10⁹ permits/s, 5 at 1/s) and at least [`MIN_SHIFT`], so that the
+//! difference stays below 1 ns. At the full rate both give the same price.
 
 use super::curve::SmoothCurve;
 use super::shared::CurveInForce;
@@ -27,16 +28,20 @@ use super::state::MAX_PENDING;
 /// which writes them to the stored permits' word.
 pub(super) const MAX_STEPS: u64 = MAX_PENDING + 1;
 /// A run's base is below `2^BASE_BITS`, so a price is too.
-pub(super) const BASE_BITS: u32 = 39;
+pub(super) const BASE_BITS: u32 = 38;
 const BASE_MASK: u64 = (1 << BASE_BITS) - 1;
 const STEPS_SHIFT: u32 = BASE_BITS;
-const STEPS_MASK: u64 = 15;
+const STEPS_MASK: u64 = 31;
 const FLAT: u64 = 1 << 43;
 const _: () = assert!(MAX_STEPS <= STEPS_MASK && STEPS_MASK << STEPS_SHIFT < FLAT);
 const KEY_SHIFT: u32 = 44;
 const GENERATION_BITS: u32 = 4;
 /// The largest fixed-point shift: 2^-48 ns is finer than any price needs.
 const MAX_SHIFT: u32 = 48;
+/// The smallest fixed-point shift: at `2^-5` ns, the [`MAX_STEPS`] spends of a run stay within
+/// 1 ns of their floating-point prices.
+const MIN_SHIFT: u32 = 5;
+const _: () = assert!(MAX_STEPS < 1 << MIN_SHIFT);
 /// A scale's shift when the curve's prices do not fit a run.
 const NO_RUNS: u32 = 63;
 
@@ -50,8 +55,8 @@ pub(super) struct RunScale {
 
 impl RunScale {
     /// The largest shift at which every price on `curve` fits the run's base with a bit to
-    /// spare, or no runs (a shift of 63) if its coldest price is 2^38 ns (4.6 minutes) or more, or
-    /// its slope does not fit 57 bits at that shift. Fits six bits.
+    /// spare, or no runs (a shift of 63) if that is below [`MIN_SHIFT`] (a coldest price of
+    /// 2^32 ns, 4.3 s, or more), or its slope does not fit 57 bits at that shift. Fits six bits.
     pub(super) fn shift(curve: &SmoothCurve) -> u32 {
         let cold = curve.interval(curve.max());
         let limit = (1u64 << (BASE_BITS - 1)) as f64;
@@ -59,7 +64,7 @@ impl RunScale {
             // Also false for NaN.
             cold * pow2(shift) < limit && curve.slope() * pow2(shift) < (1u64 << 57) as f64
         };
-        (0..=MAX_SHIFT)
+        (MIN_SHIFT..=MAX_SHIFT)
             .rev()
             .find(|&shift| fits(shift))
             .unwrap_or(NO_RUNS)
@@ -251,13 +256,14 @@ mod tests {
         assert_eq!(price(run, &force(curve, 4), 0.75f64.to_bits(), 1), None);
     }
 
-    /// At 1/s, a shift of 6 (the coldest price, 3 s, in 2^-6 ns); at 10⁹/s, 36; a curve
-    /// whose coldest price is an hour has no runs.
+    /// At 1/s, a shift of 5 (the coldest price, 3 s, in 2^-5 ns); at 10⁹/s, 35; curves whose
+    /// coldest price is 6 s or an hour have no runs.
     #[test]
     fn the_scale_is_as_fine_as_the_coldest_price_allows() {
         let shift = |rate| RunScale::shift(&SmoothCurve::new(rate, 10e9, 3.0));
-        assert_eq!(shift(1.0), 6);
-        assert_eq!(shift(1e9), 36);
+        assert_eq!(shift(1.0), 5);
+        assert_eq!(shift(1e9), 35);
+        assert_eq!(shift(0.5), NO_RUNS);
         assert_eq!(shift(1.0 / 1200.0), NO_RUNS);
     }
 }

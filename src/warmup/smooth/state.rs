@@ -47,20 +47,20 @@ pub enum Payment {
     Later,
 }
 
-/// The largest time the schedule holds, in ns after the bucket was built (18 years); later
+/// The largest time the schedule holds, in ns after the bucket was built (9.1 years); later
 /// times count as this.
-pub(super) const TIME_MASK: u64 = (1 << 59) - 1;
+pub(super) const TIME_MASK: u64 = (1 << 58) - 1;
 /// The schedule before the first admission in [`Payment::Now`]: the first request passes at
 /// once.
 pub(super) const NEVER: u64 = TIME_MASK;
 /// The last time a schedule can name.
 pub(super) const LATEST: u64 = TIME_MASK - 1;
-pub(super) const PENDING_SHIFT: u32 = 59;
-/// The schedule's three bits for counted spends, below [`ODD_CURVE`].
-pub(super) const PENDING_MASK: u64 = 7;
+pub(super) const PENDING_SHIFT: u32 = 58;
+/// The schedule's four bits for counted spends, below [`ODD_CURVE`].
+pub(super) const PENDING_MASK: u64 = 15;
 /// The most one-permit spends a schedule counts before an admission deducts them from the
 /// stored permits' word.
-pub(super) const MAX_PENDING: u64 = 7;
+pub(super) const MAX_PENDING: u64 = 15;
 const _: () = assert!(MAX_PENDING <= PENDING_MASK && PENDING_MASK << PENDING_SHIFT < ODD_CURVE);
 pub(super) const ODD_CURVE: u64 = 1 << 62;
 const DENIED: u64 = 1 << 63;
@@ -121,9 +121,9 @@ impl LevelChange {
         spend: 0.0,
     };
 
-    /// The eighth one-permit spend in a busy run: the [`MAX_PENDING`] counted before it
-    /// deducted, and itself.
-    pub(super) const EIGHTH: LevelChange = LevelChange {
+    /// The writing spend: the one-permit spend in a busy run after [`MAX_PENDING`] counted
+    /// (the sixteenth), which deducts them and itself.
+    pub(super) const WRITING_SPEND: LevelChange = LevelChange {
         pending: MAX_PENDING,
         idle: 0,
         spend: 1.0,
@@ -335,11 +335,11 @@ pub(super) fn decide_one(
             return admitted(later(at, prices.stable), 0.0, 0.0, LevelChange::NONE, wait);
         }
         // Busy (paying now; at `at` itself the schedule restarts): no refill; a whole permit
-        // is spent from the level, counted in the schedule or, the eighth, written with the
-        // seven before it, and priced by the run. Where the run does not price it, the eighth
-        // is priced as `cost` prices it: above the threshold along the slope, at or below it
-        // (from a whole permit left) at the full rate. (Any other spend the run does not
-        // price, within a permit above the threshold or below one permit, through the
+        // is spent from the level, counted in the schedule or, the sixteenth, written with the
+        // fifteen before it, and priced by the run. Where the run does not price it, the
+        // sixteenth is priced as `cost` prices it: above the threshold along the slope, at or
+        // below it (from a whole permit left) at the full rate. (Any other spend the run does
+        // not price, within a permit above the threshold or below one permit, through the
         // general path: the trapezoid is a call, whose saved registers every admission would
         // pay for.)
         if payment == Payment::Now && now < at {
@@ -641,9 +641,9 @@ mod tests {
     }
 
     /// A busy run counts whole-permit spends in the schedule and writes the stored permits'
-    /// word at every eighth, deducting the counted ones; the level stays exact.
+    /// word at every sixteenth, deducting the counted ones; the level stays exact.
     #[test]
-    fn a_busy_run_counts_its_spends_and_writes_every_eighth() {
+    fn a_busy_run_counts_its_spends_and_writes_every_sixteenth() {
         let force = force(100.0, 10.0 * SEC, 3.0, 1_000_000_000);
         let max = force.curve.max();
         let start = Schedule {
@@ -653,7 +653,7 @@ mod tests {
             odd_curve: false,
         };
         let mut read = read(&force, start, 1.0);
-        for n in 1..=20u64 {
+        for n in 1..=40u64 {
             let step = decide_one(&force, Payment::Now, read, 1_000, u64::MAX)
                 .expect("a busy decision")
                 .expect("admitted");
