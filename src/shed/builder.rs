@@ -48,13 +48,29 @@ pub struct ShedderBuilder<C> {
     buckets: u32,
     cpu_threshold: u32,
     cool_off: Duration,
-    clock: C,
+    clock: ClockSource<C>,
     /// `None`: a [`SystemCpu`], created by `build`.
     cpu: Option<Source>,
     signals: Vec<Box<dyn OverloadSignal>>,
     queue: Option<Arc<QueueGate>>,
     probe: Option<LagProbe>,
     name: Option<Cow<'static, str>>,
+}
+
+/// A builder's clock: one given, or the default, made by `build` so that a builder whose clock
+/// is replaced, or whose settings are refused, never starts it.
+enum ClockSource<C> {
+    Given(C),
+    Default(fn() -> C),
+}
+
+impl<C: fmt::Debug> fmt::Debug for ClockSource<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClockSource::Given(clock) => clock.fmt(f),
+            ClockSource::Default(_) => f.write_str("CoarseClock::shared()"),
+        }
+    }
 }
 
 impl ShedderBuilder<CoarseClock> {
@@ -64,7 +80,7 @@ impl ShedderBuilder<CoarseClock> {
             buckets: 50,
             cpu_threshold: 900,
             cool_off: Duration::from_secs(1),
-            clock: CoarseClock::shared(),
+            clock: ClockSource::Default(CoarseClock::shared),
             cpu: None,
             signals: Vec::new(),
             queue: None,
@@ -102,7 +118,8 @@ impl<C: Clock> ShedderBuilder<C> {
         self
     }
 
-    /// The clock to read (default: [`CoarseClock::shared`], the process's 1 ms clock).
+    /// The clock to read (default: [`CoarseClock::shared`], the process's 1 ms clock, taken by
+    /// [`build`](Self::build): a builder given another clock never starts it).
     ///
     /// The shedder reads its clock twice per request, which costs about 33 ns with a
     /// [`MonotonicClock`](crate::clock::MonotonicClock) and nothing worth measuring with the
@@ -118,7 +135,7 @@ impl<C: Clock> ShedderBuilder<C> {
             buckets: self.buckets,
             cpu_threshold: self.cpu_threshold,
             cool_off: self.cool_off,
-            clock,
+            clock: ClockSource::Given(clock),
             cpu: self.cpu,
             signals: self.signals,
             queue: self.queue,
@@ -243,6 +260,10 @@ impl<C: Clock> ShedderBuilder<C> {
             })?;
         let cpu = self.cpu.unwrap_or_else(|| Source::new(SystemCpu::new()));
         let cpu = CpuOverload::of(cpu, self.cpu_threshold)?;
+        let clock = match self.clock {
+            ClockSource::Given(clock) => clock,
+            ClockSource::Default(start) => start(),
+        };
         Ok(Shedder {
             flight: CachePadded::new(Flight {
                 admitted: AtomicU64::new(0),
@@ -268,9 +289,9 @@ impl<C: Clock> ShedderBuilder<C> {
                     .queue
                     .as_ref()
                     .map_or(0.0, |gate| gate.target().as_secs_f64() * 1e3),
-                origin_nanos: self.clock.now_nanos(),
+                origin_nanos: clock.now_nanos(),
             },
-            clock: self.clock,
+            clock,
             cpu,
             signals: self.signals.into_boxed_slice(),
             queue: self.queue,

@@ -162,8 +162,8 @@ impl Shedder<CoarseClock> {
     /// Starts configuring a shedder with go-zero's defaults: a 5 s window of 50 buckets, a
     /// 900 ‰ CPU threshold, a 1 s cool-off, the process's shared 1 ms clock
     /// ([`CoarseClock::shared`]) and the system CPU signal
-    /// ([`SystemCpu`](crate::signal::cpu::SystemCpu), created by
-    /// [`build`](ShedderBuilder::build) unless another signal is given), unnamed.
+    /// ([`SystemCpu`](crate::signal::cpu::SystemCpu)), unnamed. The clock and the signal are
+    /// taken by [`build`](ShedderBuilder::build), and only if no other is given.
     pub fn builder() -> ShedderBuilder<CoarseClock> {
         ShedderBuilder::new()
     }
