@@ -72,6 +72,14 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 
+// Every limiter's state is 64-bit words changed by compare-and-swap; without 64-bit atomics
+// the build would stop at an unresolved `AtomicU64` import instead of saying why.
+#[cfg(not(target_has_atomic = "64"))]
+compile_error!(
+    "admit needs 64-bit atomics (`target_has_atomic = \"64\"`), which this target lacks: \
+     see the README's Platforms section"
+);
+
 pub mod clock;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
