@@ -59,13 +59,13 @@
 //!
 //! The state is three 64-bit words. The schedule (when the next permit is due, in ns since the
 //! limiter was built, up to 9.1 years; a refusal mark; and up to fifteen whole permits spent
-//! from the stored ones since they were last written) orders admissions by one
-//! compare-and-swap each. The stored permits are written after it, and only when an admission changes them
-//! other than by one more whole permit counted in the schedule: a busy run writes them once
-//! every sixteen admissions, a busy empty bucket and a full one after idling not at all. With
-//! them goes a run: the prices of the busy run's next sixteen permits in fixed point, so that a
-//! busy admission prices its permit in integers. A refusal writes only to mark the unmet
-//! demand, at most once between two admissions. Any target with 64-bit atomics is lock-free.
+//! from the stored ones since they were last written) orders admissions by one compare-and-swap
+//! each. The stored permits are written after it, and only when an admission changes them other
+//! than by one more whole permit counted in the schedule: a busy run writes them once every
+//! sixteen admissions, a busy empty bucket and a full one after idling not at all. With them
+//! goes a run: the prices of the busy run's next sixteen permits in fixed point, so that a busy
+//! admission prices its permit in integers. A refusal writes only to mark the unmet demand, at
+//! most once between two admissions. Any target with 64-bit atomics is lock-free.
 //!
 //! # In a tower stack
 //!

@@ -19,8 +19,8 @@ use crate::sync::{AtomicU64, Line, Ordering};
 /// schedule counts as spent since it was written (up to
 /// [`MAX_PENDING`](super::state::MAX_PENDING)). It is written after the schedule, and only when
 /// an admission changes the stored permits other than by one more counted permit: in a busy run
-/// every sixteenth admission writes it with the fifteen counted before; the two steady states (busy
-/// and empty, full after idling) never do. A decision that reads the word while another
+/// every sixteenth admission writes it with the fifteen counted before; the two steady states
+/// (busy and empty, full after idling) never do. A decision that reads the word while another
 /// admission is between its two writes prices its request with the level from before that
 /// admission and the spends it deducted; the admission that then writes re-applies its change
 /// to the newest word, so no change is lost. With each write of the stored permits, the
@@ -914,12 +914,12 @@ mod loom_tests {
 
     const SEC: u64 = 1_000_000_000;
 
-    /// The sixteenth spend since the stored permits were written (a write of them) racing either
-    /// a two-permit request (another write) or a new curve (a run stored for it): whatever
-    /// order the words and runs land in, the run left prices each counted spend exactly as the
-    /// run worked out from the final word on the final curve, or prices nothing (a run stored
-    /// after a later one keeps the older word's or curve's key). Each race must leave a stale
-    /// run in some explored execution.
+    /// The sixteenth spend since the stored permits were written (a write of them) racing
+    /// either a two-permit request (another write) or a new curve (a run stored for it):
+    /// whatever order the words and runs land in, the run left prices each counted spend
+    /// exactly as the run worked out from the final word on the final curve, or prices nothing
+    /// (a run stored after a later one keeps the older word's or curve's key). Each race must
+    /// leave a stale run in some explored execution.
     #[test]
     fn loom_a_run_left_by_racing_writers_prices_its_word_or_nothing() {
         for new_curve in [false, true] {

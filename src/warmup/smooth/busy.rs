@@ -22,9 +22,9 @@ const PENDING_BITS: u64 = PENDING_MASK << PENDING_SHIFT;
 /// A one-permit request's admission if the schedule is busy, for the stored permits' word it
 /// read: with nothing stored (the busy and empty steady state, either payment), the full-rate
 /// price, no spend counted; paying now with permits stored, one more spend counted, or the
-/// sixteenth, which the bucket then writes to the stored permits' word with the fifteen before it,
-/// priced by the run, while the run prices it. It decides exactly as `decide_one` on the same
-/// word, stored permits and run.
+/// sixteenth, which the bucket then writes to the stored permits' word with the fifteen before
+/// it, priced by the run, while the run prices it. It decides exactly as `decide_one` on the
+/// same word, stored permits and run.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct BusyStep {
     /// The stored permits' word the step was worked out for.
