@@ -1,5 +1,6 @@
-//! The least a warm-up bucket's cold admission can cost next to governor's GCRA step, on one
-//! thread with a cached clock (the `mostly admit` row where `WarmUp` stays above governor).
+//! The least a warm-up bucket's cold admission can cost next to governor's GCRA step, with a
+//! cached clock, on one thread and on two sharing one limiter (the `mostly admit` rows where
+//! `WarmUp` stays above governor).
 //!
 //! ```text
 //! cargo bench -p admit-benches --bench floor
@@ -23,13 +24,15 @@
 
 use std::hint::black_box;
 use std::num::NonZeroU32;
+use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use admit::clock::{Clock, CoarseClock};
 use admit::warmup::WarmUp;
 use admit_benches::coarse_clock;
-use criterion::{Bencher, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{Bencher, BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use governor::clock::QuantaUpkeepClock;
 use governor::{Quota, RateLimiter};
 
@@ -115,9 +118,11 @@ impl Step {
             let count = (word >> COUNT_SHIFT) + 1;
             let (price, fill) = if self.extra == Extra::Priced {
                 let fill = self.stored.0.load(Ordering::Acquire);
-                let run = self.run.0.load(Ordering::Acquire);
+                let mut run = self.run.0.load(Ordering::Acquire);
                 if run >> KEY_SHIFT != key(fill) {
-                    return false;
+                    // Another thread is between its two writes: price in floating point, as
+                    // `WarmUp` does.
+                    run = run_for(f64::from_bits(fill));
                 }
                 // Spend `count` of the run: the slope in fixed point is 2^-SHIFT ns a permit.
                 let base = run & ((1 << KEY_SHIFT) - 1);
@@ -177,30 +182,52 @@ impl Step {
     }
 }
 
-/// Times `admit`, asserting that every call admitted: a refusal, or a stale run in the priced
-/// step, would time a cheaper path than the one named.
-fn admitting(b: &mut Bencher<'_>, admit: impl Fn() -> bool) {
+/// Calls `admit` `iters` times on each of `threads` threads at once and returns the wall time,
+/// asserting that every call admitted: a refusal would time a cheaper path than the one named.
+fn admitting(b: &mut Bencher<'_>, threads: u64, admit: &(dyn Fn() -> bool + Sync)) {
     b.iter_custom(|iters| {
-        let start = Instant::now();
-        let mut admitted = 0;
-        for _ in 0..iters {
-            admitted += u64::from(black_box(admit()));
-        }
-        let elapsed = start.elapsed();
-        assert_eq!(admitted, iters, "a call was refused");
+        let (start_line, admitted) = (Barrier::new(threads as usize + 1), AtomicU64::new(0));
+        let elapsed = std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    start_line.wait();
+                    let mut passed = 0;
+                    for _ in 0..iters {
+                        passed += u64::from(black_box(admit()));
+                    }
+                    admitted.fetch_add(passed, Ordering::Relaxed);
+                });
+            }
+            start_line.wait();
+            Instant::now()
+        })
+        .elapsed();
+        assert_eq!(admitted.into_inner(), iters * threads, "a call was refused");
         elapsed
     });
 }
 
 fn floor(c: &mut Criterion) {
-    let mut group = c.benchmark_group("floor/1 thread");
-    group.throughput(Throughput::Elements(1));
+    for threads in [1, 2] {
+        let name = if threads == 1 {
+            "1 thread"
+        } else {
+            "2 threads"
+        };
+        let mut group = c.benchmark_group(format!("floor/{name}"));
+        group.throughput(Throughput::Elements(1));
+        rows(&mut group, threads);
+        group.finish();
+    }
+}
 
+/// Governor, the steps, and `WarmUp`, each called from `threads` threads.
+fn rows(group: &mut BenchmarkGroup<'_, WallTime>, threads: u64) {
     let quota = Quota::per_second(NonZeroU32::new(RATE).expect("non-zero rate"));
     let upkeep = QuantaUpkeepClock::from_interval(Duration::from_millis(1)).expect("upkeep");
     let governor = RateLimiter::direct_with_clock(quota, upkeep);
     group.bench_function("governor/QuantaUpkeepClock", |b| {
-        admitting(b, || governor.check().is_ok());
+        admitting(b, threads, &|| governor.check().is_ok());
     });
 
     for (name, extra) in [
@@ -210,7 +237,7 @@ fn floor(c: &mut Criterion) {
     ] {
         let step = Step::new(coarse_clock(), extra);
         group.bench_function(format!("{name}/CoarseClock"), |b| {
-            admitting(b, || step.check());
+            admitting(b, threads, &|| step.check());
         });
     }
 
@@ -220,9 +247,8 @@ fn floor(c: &mut Criterion) {
         .build()
         .expect("valid configuration");
     group.bench_function("admit Smooth, cold/CoarseClock", |b| {
-        admitting(b, || warm_up.try_acquire().is_ok());
+        admitting(b, threads, &|| warm_up.try_acquire().is_ok());
     });
-    group.finish();
 }
 
 criterion_group!(benches, floor);
