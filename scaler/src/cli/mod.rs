@@ -111,7 +111,8 @@ struct PrometheusArgs {
     /// Each query's limit: connect, send and read. Also sent as the query's `timeout`.
     #[arg(long, env = "ADMIT_SCALER_QUERY_TIMEOUT", default_value = "5s", value_parser = duration::parse, value_name = "DURATION")]
     query_timeout: Duration,
-    /// A file whose content (trimmed) is sent as `Authorization: Bearer <token>` to Prometheus.
+    /// A file whose content (trimmed) is sent as `Authorization: Bearer <token>` to Prometheus,
+    /// read again before every query so that a rotated token is sent.
     #[arg(
         long,
         env = "ADMIT_SCALER_PROMETHEUS_BEARER_TOKEN_FILE",

@@ -220,7 +220,9 @@ pub(super) fn client_options(
                 )
                 .into());
             }
-            Some(token)
+            // Checked once here, so that a wrong path stops the scaler at start; read again
+            // before every query, so that a rotated token is sent.
+            Some(admit_scaler::prometheus::BearerToken::File(path.clone()))
         }
         None => None,
     };

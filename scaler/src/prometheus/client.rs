@@ -1,7 +1,9 @@
 //! The HTTP side: one form-encoded `POST /api/v1/query`, bounded in time and size.
 
+use std::borrow::Cow;
 use std::error::Error as StdError;
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,10 +34,51 @@ pub struct ClientOptions {
     pub timeout: Duration,
     /// Sent as `Authorization: Bearer <token>` when set; surrounding whitespace (a token file's
     /// trailing newline) is trimmed.
-    pub bearer_token: Option<String>,
+    pub bearer_token: Option<BearerToken>,
     /// Certificate authorities trusted for `https` besides Mozilla's roots: a cluster's own CA
     /// in front of an in-cluster Prometheus or Thanos.
     pub extra_roots: Vec<CertificateDer<'static>>,
+}
+
+/// Where the bearer token a [`PrometheusClient`] sends comes from.
+#[derive(Clone)]
+pub enum BearerToken {
+    /// This token.
+    Value(String),
+    /// The contents of this file, read before every query, so that a rotated token (a
+    /// projected service-account token, or a mounted Secret the kubelet updates) is sent as
+    /// soon as it is written. A file that cannot be read, or holds only whitespace, fails the
+    /// query with [`QueryErrorKind::Credentials`].
+    File(PathBuf),
+}
+
+impl fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Value(_) => f.write_str("Value(<redacted>)"),
+            Self::File(path) => f.debug_tuple("File").field(path).finish(),
+        }
+    }
+}
+
+impl BearerToken {
+    /// The token to send now, trimmed.
+    async fn read(&self) -> Result<Cow<'_, str>, QueryErrorKind> {
+        let path = match self {
+            Self::Value(token) => return Ok(Cow::Borrowed(token.trim())),
+            Self::File(path) => path,
+        };
+        let credentials = |problem: String| QueryErrorKind::Credentials {
+            message: format!("the bearer token file {}: {problem}", path.display()),
+        };
+        let text = tokio::fs::read_to_string(path)
+            .await
+            .map_err(|error| credentials(error.to_string()))?;
+        match text.trim() {
+            "" => Err(credentials("it is empty".to_owned())),
+            token => Ok(Cow::Owned(token.to_owned())),
+        }
+    }
 }
 
 impl Default for ClientOptions {
@@ -52,10 +95,7 @@ impl fmt::Debug for ClientOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientOptions")
             .field("timeout", &self.timeout)
-            .field(
-                "bearer_token",
-                &self.bearer_token.as_ref().map(|_| "<redacted>"),
-            )
+            .field("bearer_token", &self.bearer_token)
             .field("extra_roots", &self.extra_roots.len())
             .finish()
     }
@@ -135,7 +175,11 @@ impl PrometheusClient {
     ) -> Result<Answer, QueryError> {
         let timeout = self.options.timeout;
         let exchange = async {
-            let request = self.request(base, query, time)?;
+            let token = match &self.options.bearer_token {
+                Some(token) => Some(token.read().await?),
+                None => None,
+            };
+            let request = self.request(base, query, time, token.as_deref())?;
             let (status, body) = self.send(request).await?;
             parse_response(status, &body)
         };
@@ -156,6 +200,7 @@ impl PrometheusClient {
         base: &Uri,
         query: &str,
         time: Option<f64>,
+        token: Option<&str>,
     ) -> Result<Request<Full<Bytes>>, QueryErrorKind> {
         let mut form = form_urlencoded::Serializer::new(String::new());
         form.append_pair("query", query);
@@ -174,9 +219,12 @@ impl PrometheusClient {
             .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
             .header(ACCEPT, "application/json")
             .header(USER_AGENT, USER_AGENT_VALUE);
-        if let Some(token) = &self.options.bearer_token {
-            let mut value = HeaderValue::try_from(format!("Bearer {}", token.trim()))
-                .map_err(|_| unreachable("the bearer token is not a valid header value"))?;
+        if let Some(token) = token {
+            let mut value = HeaderValue::try_from(format!("Bearer {token}")).map_err(|_| {
+                QueryErrorKind::Credentials {
+                    message: "the bearer token is not a valid header value".to_owned(),
+                }
+            })?;
             value.set_sensitive(true);
             request = request.header(AUTHORIZATION, value);
         }

@@ -50,6 +50,12 @@ pub enum QueryErrorKind {
         /// The cause, with its chain of sources.
         message: String,
     },
+    /// The bearer token could not be had when the query was sent: its file could not be read
+    /// or is empty, or the token is not a valid header value. No request was sent.
+    Credentials {
+        /// What was wrong, with the file's path.
+        message: String,
+    },
     /// An answer came that is not a Prometheus query answer: a non-JSON body, an unexpected
     /// status, a malformed envelope, or a body over the size cap.
     BadResponse {
@@ -71,7 +77,9 @@ impl QueryErrorKind {
             | Self::WrongType { .. }
             | Self::NotFinite { .. } => tonic::Code::FailedPrecondition,
             Self::Timeout { .. } => tonic::Code::DeadlineExceeded,
-            Self::Unreachable { .. } | Self::BadResponse { .. } => tonic::Code::Unavailable,
+            Self::Unreachable { .. } | Self::Credentials { .. } | Self::BadResponse { .. } => {
+                tonic::Code::Unavailable
+            }
         }
     }
 
@@ -86,6 +94,7 @@ impl QueryErrorKind {
             Self::NotFinite { .. } => "not_finite",
             Self::Timeout { .. } => "timeout",
             Self::Unreachable { .. } => "unreachable",
+            Self::Credentials { .. } => "credentials",
             Self::BadResponse { .. } => "bad_response",
         }
     }
@@ -112,6 +121,7 @@ impl fmt::Display for QueryErrorKind {
             Self::NotFinite { raw } => write!(f, "the query returned {raw}, not a finite number"),
             Self::Timeout { message } => write!(f, "the query timed out: {message}"),
             Self::Unreachable { message } => write!(f, "Prometheus is unreachable: {message}"),
+            Self::Credentials { message } => write!(f, "no usable bearer token: {message}"),
             Self::BadResponse { status, message } => {
                 write!(
                     f,

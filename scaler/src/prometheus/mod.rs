@@ -28,6 +28,6 @@ mod client;
 mod error;
 mod response;
 
-pub use client::{ClientOptions, MAX_BODY_BYTES, PrometheusClient, tls_config};
+pub use client::{BearerToken, ClientOptions, MAX_BODY_BYTES, PrometheusClient, tls_config};
 pub use error::{QueryError, QueryErrorKind};
 pub use response::{Answer, Sample, parse_response};

@@ -14,7 +14,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-use super::{ClientOptions, MAX_BODY_BYTES, PrometheusClient};
+use super::{BearerToken, ClientOptions, MAX_BODY_BYTES, PrometheusClient};
 use crate::prometheus::{QueryErrorKind, Sample};
 
 const SCALAR: &str =
@@ -105,7 +105,7 @@ async fn record(request: Request<Incoming>) -> Seen {
 fn client(timeout: Duration, bearer_token: Option<&str>) -> PrometheusClient {
     PrometheusClient::new(ClientOptions {
         timeout,
-        bearer_token: bearer_token.map(str::to_owned),
+        bearer_token: bearer_token.map(|token| BearerToken::Value(token.to_owned())),
         ..ClientOptions::default()
     })
 }
@@ -260,6 +260,67 @@ async fn sends_the_bearer_token_when_set() {
         !format!("{with:?}").contains("s3cr3t"),
         "Debug hides the token"
     );
+}
+
+/// A token file of this test's own, written with `token`.
+fn token_file(name: &str, token: &str) -> std::path::PathBuf {
+    let path =
+        std::env::temp_dir().join(format!("admit-scaler-token-{name}-{}", std::process::id()));
+    std::fs::write(&path, token).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn rereads_the_bearer_token_file_before_every_query() {
+    let mut fake = Fake::start(200, SCALAR).await;
+    let path = token_file("rotated", "first.token\n");
+    let prometheus = PrometheusClient::new(ClientOptions {
+        bearer_token: Some(BearerToken::File(path.clone())),
+        ..ClientOptions::default()
+    });
+    bounded(prometheus.query(&fake.uri(""), "up", None))
+        .await
+        .unwrap();
+    assert_eq!(
+        fake.take().authorization.as_deref(),
+        Some("Bearer first.token")
+    );
+    // Rotated, as the kubelet renews a projected service-account token.
+    std::fs::write(&path, "second.token").unwrap();
+    bounded(prometheus.query(&fake.uri(""), "up", None))
+        .await
+        .unwrap();
+    assert_eq!(
+        fake.take().authorization.as_deref(),
+        Some("Bearer second.token")
+    );
+    assert!(format!("{prometheus:?}").contains("File"));
+    std::fs::remove_file(path).unwrap();
+}
+
+#[tokio::test]
+async fn an_unusable_token_file_fails_the_query_before_sending_it() {
+    let mut fake = Fake::start(200, SCALAR).await;
+    let empty = token_file("empty", " \n");
+    let missing = empty.with_extension("missing");
+    for (path, problem) in [(&empty, "it is empty"), (&missing, "No such file")] {
+        let prometheus = PrometheusClient::new(ClientOptions {
+            bearer_token: Some(BearerToken::File(path.clone())),
+            ..ClientOptions::default()
+        });
+        let error = bounded(prometheus.query(&fake.uri(""), "up", None))
+            .await
+            .unwrap_err();
+        let QueryErrorKind::Credentials { message } = &error.kind else {
+            panic!("not a credentials error: {error:?}");
+        };
+        assert!(message.contains(&path.display().to_string()), "{message}");
+        assert!(message.contains(problem), "{message}");
+        assert_eq!(error.code(), tonic::Code::Unavailable);
+        assert_eq!(error.kind.as_str(), "credentials");
+    }
+    assert!(fake.seen.try_recv().is_err(), "a request was sent");
+    std::fs::remove_file(empty).unwrap();
 }
 
 #[tokio::test]
