@@ -244,22 +244,32 @@ async fn a_time_that_is_not_finite_is_refused_before_sending() {
 async fn sends_the_bearer_token_when_set() {
     let mut fake = Fake::start(200, SCALAR).await;
     let with = client(Duration::from_secs(5), Some("s3cr3t.token\n"));
-    bounded(with.query(&fake.uri(""), "up", None))
-        .await
-        .unwrap();
     assert_eq!(
-        fake.take().authorization.as_deref(),
+        authorization(&with, &mut fake).await.as_deref(),
         Some("Bearer s3cr3t.token")
     );
     let without = client(Duration::from_secs(5), None);
-    bounded(without.query(&fake.uri(""), "up", None))
-        .await
-        .unwrap();
-    assert_eq!(fake.take().authorization, None);
+    assert_eq!(authorization(&without, &mut fake).await, None);
     assert!(
         !format!("{with:?}").contains("s3cr3t"),
         "Debug hides the token"
     );
+}
+
+/// The `Authorization` header of one query `prometheus` sends to `fake`.
+async fn authorization(prometheus: &PrometheusClient, fake: &mut Fake) -> Option<String> {
+    bounded(prometheus.query(&fake.uri(""), "up", None))
+        .await
+        .unwrap();
+    fake.take().authorization
+}
+
+/// A client reading its bearer token from `path`.
+fn file_client(path: &std::path::Path) -> PrometheusClient {
+    PrometheusClient::new(ClientOptions {
+        bearer_token: Some(BearerToken::File(path.to_owned())),
+        ..ClientOptions::default()
+    })
 }
 
 /// A token file of this test's own, written with `token`.
@@ -274,24 +284,15 @@ fn token_file(name: &str, token: &str) -> std::path::PathBuf {
 async fn rereads_the_bearer_token_file_before_every_query() {
     let mut fake = Fake::start(200, SCALAR).await;
     let path = token_file("rotated", "first.token\n");
-    let prometheus = PrometheusClient::new(ClientOptions {
-        bearer_token: Some(BearerToken::File(path.clone())),
-        ..ClientOptions::default()
-    });
-    bounded(prometheus.query(&fake.uri(""), "up", None))
-        .await
-        .unwrap();
+    let prometheus = file_client(&path);
     assert_eq!(
-        fake.take().authorization.as_deref(),
+        authorization(&prometheus, &mut fake).await.as_deref(),
         Some("Bearer first.token")
     );
     // Rotated, as the kubelet renews a projected service-account token.
     std::fs::write(&path, "second.token").unwrap();
-    bounded(prometheus.query(&fake.uri(""), "up", None))
-        .await
-        .unwrap();
     assert_eq!(
-        fake.take().authorization.as_deref(),
+        authorization(&prometheus, &mut fake).await.as_deref(),
         Some("Bearer second.token")
     );
     assert!(format!("{prometheus:?}").contains("File"));
@@ -304,11 +305,7 @@ async fn an_unusable_token_file_fails_the_query_before_sending_it() {
     let empty = token_file("empty", " \n");
     let missing = empty.with_extension("missing");
     for (path, problem) in [(&empty, "it is empty"), (&missing, "No such file")] {
-        let prometheus = PrometheusClient::new(ClientOptions {
-            bearer_token: Some(BearerToken::File(path.clone())),
-            ..ClientOptions::default()
-        });
-        let error = bounded(prometheus.query(&fake.uri(""), "up", None))
+        let error = bounded(file_client(path).query(&fake.uri(""), "up", None))
             .await
             .unwrap_err();
         let QueryErrorKind::Credentials { message } = &error.kind else {
