@@ -3,6 +3,7 @@
 
 use super::busy::BusyStep;
 use super::curve::SmoothCurve;
+use super::lanes::{LaneStep, Lanes};
 use super::run::run;
 use super::shared::{CurveInForce, SharedCurve};
 use super::state::{
@@ -132,35 +133,63 @@ impl SmoothBucket {
 
     /// The admission a [lane](super::lanes) of the curve in force makes on the schedule read
     /// as `word`, if one takes it and wins the compare-and-swap (a lost race leaves to the
-    /// decisions that read the schedule again). The counted lane is out of line, so that the
-    /// steady lanes keep a small frame.
+    /// decisions that read the schedule again).
+    ///
+    /// On the curve built with, the lanes are read in place, field by field as a lane needs
+    /// them, and the counted lane is inline too. On a replacement they are copied out of the
+    /// lock, and the counted lane is out of line, so that the steady lanes keep a small frame.
     #[inline(always)]
     fn take_lane(&self, word: u64, now: u64, max_wait: u64) -> Option<(u64, bool)> {
-        let lanes = self.curve.lanes()?;
-        let fill = self.fill.load(Ordering::Acquire);
-        let Some(step) = lanes.steady(word, fill, now, max_wait) else {
-            return self.take_counted(word, fill, now, max_wait);
+        let Some(lanes) = self.curve.initial_lanes() else {
+            let lanes = self.curve.lanes()?;
+            let fill = self.fill.load(Ordering::Acquire);
+            return match lanes.steady(word, fill, now, max_wait) {
+                Some(step) => self.swap_lane(word, step),
+                None => self.take_counted(word, fill, now, max_wait),
+            };
         };
-        self.schedule
-            .compare_exchange_weak(word, step.next, Ordering::AcqRel, Ordering::Acquire)
-            .ok()?;
-        Some((step.wait, cfg!(feature = "tracing") && step.warm))
+        let fill = self.fill.load(Ordering::Acquire);
+        match lanes.steady(word, fill, now, max_wait) {
+            Some(step) => self.swap_lane(word, step),
+            None => self.count_spend(lanes, word, fill, now, max_wait),
+        }
     }
 
-    /// [`take_lane`](Self::take_lane)'s counted lane, with the stored permits' word `fill`.
-    /// It reads the lanes again rather than taking them as an argument, which would leave
-    /// them stored to the stack in the steady lanes' frame.
+    /// [`take_lane`](Self::take_lane)'s counted lane on a replaced curve, with the stored
+    /// permits' word `fill`. It reads the lanes again rather than taking them as an argument,
+    /// which would leave them stored to the stack in the steady lanes' frame.
     #[inline(never)]
     fn take_counted(&self, word: u64, fill: u64, now: u64, max_wait: u64) -> Option<(u64, bool)> {
-        let lanes = self.curve.lanes()?;
+        self.count_spend(&self.curve.lanes()?, word, fill, now, max_wait)
+    }
+
+    /// The counted lane's admission on `lanes`, with the stored permits' word `fill`, and the
+    /// write of the stored permits if it is the writing spend.
+    #[inline(always)]
+    fn count_spend(
+        &self,
+        lanes: &Lanes,
+        word: u64,
+        fill: u64,
+        now: u64,
+        max_wait: u64,
+    ) -> Option<(u64, bool)> {
         let run = self.run.load(Ordering::Acquire);
         let step = lanes.counted(word, fill, run, now, max_wait)?;
-        self.schedule
-            .compare_exchange_weak(word, step.next, Ordering::AcqRel, Ordering::Acquire)
-            .ok()?;
+        let admitted = self.swap_lane(word, step)?;
         if step.writes {
             self.store_writing_spend(fill);
         }
+        Some(admitted)
+    }
+
+    /// Swaps the schedule from `word` to a lane's `step`: the wait and the full-rate flag, or
+    /// `None` if another decision changed the schedule first.
+    #[inline(always)]
+    fn swap_lane(&self, word: u64, step: LaneStep) -> Option<(u64, bool)> {
+        self.schedule
+            .compare_exchange_weak(word, step.next, Ordering::AcqRel, Ordering::Acquire)
+            .ok()?;
         Some((step.wait, cfg!(feature = "tracing") && step.warm))
     }
 
@@ -780,6 +809,23 @@ mod tests {
                 assert_eq!(bucket.reserve(old, 1.0, 0), Ok(0), "{payment:?}");
             }
         }
+    }
+
+    /// After two new curves (the schedule's tag back to the first curve's parity) the lanes
+    /// are the curve in force's, not the first's: a busy, empty bucket spaces its admissions
+    /// by the third curve's full rate.
+    #[test]
+    fn the_lanes_after_two_new_curves_are_the_last_ones() {
+        let curve = |rate| SmoothCurve::new(rate, 10.0 * SEC as f64, 3.0);
+        let bucket = SmoothBucket::new(curve(1000.0), Payment::Now, 0, true, SEC);
+        bucket.set_curve(&curve(500.0));
+        bucket.set_curve(&curve(100.0));
+        let mut at = Vec::new();
+        for _ in 0..3 {
+            bucket.reserve(0, 1.0, SEC).unwrap();
+            at.push(bucket.schedule().at);
+        }
+        assert_eq!([at[1] - at[0], at[2] - at[1]], [10_000_000; 2], "{at:?}");
     }
 
     /// `set_curve` deducts the spends the schedule counts before rescaling, so that the

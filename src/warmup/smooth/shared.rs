@@ -120,6 +120,12 @@ impl SharedCurve {
         self.words.try_read_from(LANES).map(Lanes::from_words)
     }
 
+    /// The lanes of the curve built with, in place, while it is still in force.
+    #[inline(always)]
+    pub(super) fn initial_lanes(&self) -> Option<&Lanes> {
+        self.words.untouched().then_some(&self.initial_lanes)
+    }
+
     /// Puts `curve` in force and returns the one it replaced.
     pub(super) fn replace(&self, curve: &SmoothCurve) -> CurveInForce {
         loop {
