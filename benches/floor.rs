@@ -16,7 +16,7 @@
 //!
 //! - **a GCRA step**: one word, one compare-and-swap per admission;
 //! - **+ a second word once in 16**: every sixteenth admission also swaps a word on a cache
-//!   line of its own, as `WarmUp`'s writing spend does;
+//!   line of its own (beside the run's), as `WarmUp`'s writing spend does;
 //! - **+ priced spends**: each admission also loads the stored permits' word and the run,
 //!   checks the run's key against the word, and prices its spend with a multiplication and a
 //!   shift; the sixteenth writes the stored permits and a run worked out in floating point.
@@ -61,14 +61,21 @@ enum Extra {
 #[repr(align(128))]
 struct Padded(AtomicU64);
 
+/// The stored permits' word and its run, alone on their cache lines.
+#[repr(C, align(128))]
+struct Stored {
+    /// The stored permits as a fraction of `MAX` (`f64` bits), or the second word.
+    fill: AtomicU64,
+    /// The run worked out from `fill`.
+    run: AtomicU64,
+}
+
 /// A GCRA step on admit's cached clock, with [`Extra`] work.
 struct Step {
     /// The theoretical arrival time in ns, and the spends counted since the last write.
     word: Padded,
-    /// The stored permits as a fraction of `MAX` (`f64` bits), or the second word.
-    stored: Padded,
-    /// The run worked out from `stored`.
-    run: Padded,
+    /// The stored permits and their run, on one cache line as `WarmUp` keeps them.
+    stored: Stored,
     clock: CoarseClock,
     /// How far ahead of its turn a request may pass, in ns.
     tolerance: u64,
@@ -98,8 +105,10 @@ impl Step {
     fn new(clock: CoarseClock, extra: Extra) -> Self {
         Step {
             word: Padded(AtomicU64::new(0)),
-            stored: Padded(AtomicU64::new(1.0f64.to_bits())),
-            run: Padded(AtomicU64::new(run_for(1.0))),
+            stored: Stored {
+                fill: AtomicU64::new(1.0f64.to_bits()),
+                run: AtomicU64::new(run_for(1.0)),
+            },
             clock,
             tolerance: 1_000_000_000,
             extra,
@@ -117,8 +126,8 @@ impl Step {
             }
             let count = (word >> COUNT_SHIFT) + 1;
             let (price, fill) = if self.extra == Extra::Priced {
-                let fill = self.stored.0.load(Ordering::Acquire);
-                let mut run = self.run.0.load(Ordering::Acquire);
+                let fill = self.stored.fill.load(Ordering::Acquire);
+                let mut run = self.stored.run.load(Ordering::Acquire);
                 if run >> KEY_SHIFT != key(fill) {
                     // Another thread is between its two writes: price in floating point, as
                     // `WarmUp` does.
@@ -157,7 +166,7 @@ impl Step {
     #[inline(never)]
     fn write(&self, read: u64) {
         if self.extra == Extra::Write {
-            self.stored.0.fetch_sub(16, Ordering::AcqRel);
+            self.stored.fill.fetch_sub(16, Ordering::AcqRel);
             return;
         }
         let mut current = read;
@@ -169,13 +178,13 @@ impl Step {
             } else {
                 stored / MAX
             };
-            match self.stored.0.compare_exchange_weak(
+            match self.stored.fill.compare_exchange_weak(
                 current,
                 next.to_bits(),
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return self.run.0.store(run_for(next), Ordering::Release),
+                Ok(_) => return self.stored.run.store(run_for(next), Ordering::Release),
                 Err(actual) => current = actual,
             }
         }

@@ -132,8 +132,8 @@ impl SmoothBucket {
     }
 
     /// The admission a [lane](super::lanes) of the curve in force makes on the schedule read
-    /// as `word`, if one takes it and wins the compare-and-swap (a lost race leaves to the
-    /// decisions that read the schedule again).
+    /// as `word`, if one takes it and wins the compare-and-swap (a lost race in a steady lane
+    /// leaves to the decisions that read the schedule again; the counted lane tries again).
     ///
     /// On the curve built with, the lanes are read in place, field by field as a lane needs
     /// them, and the counted lane is inline too. On a replacement they are copied out of the
@@ -164,7 +164,8 @@ impl SmoothBucket {
     }
 
     /// The counted lane's admission on `lanes`, with the stored permits' word `fill`, and the
-    /// write of the stored permits if it is the writing spend.
+    /// write of the stored permits if it is the writing spend. A lost race is tried again on
+    /// the schedule that won it, with the stored permits read again, while the lane takes it.
     #[inline(always)]
     fn count_spend(
         &self,
@@ -174,13 +175,28 @@ impl SmoothBucket {
         now: u64,
         max_wait: u64,
     ) -> Option<(u64, bool)> {
-        let run = self.run.load(Ordering::Acquire);
-        let step = lanes.counted(word, fill, run, now, max_wait)?;
-        let admitted = self.swap_lane(word, step)?;
-        if step.writes {
-            self.store_writing_spend(fill);
+        let (mut word, mut fill) = (word, fill);
+        loop {
+            let run = self.run.load(Ordering::Acquire);
+            let step = lanes.counted(word, fill, run, now, max_wait)?;
+            match self.schedule.compare_exchange_weak(
+                word,
+                step.next,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    if step.writes {
+                        self.store_writing_spend(fill);
+                    }
+                    return Some((step.wait, cfg!(feature = "tracing") && step.warm));
+                }
+                Err(actual) => {
+                    word = actual;
+                    fill = self.fill.load(Ordering::Acquire);
+                }
+            }
         }
-        Some(admitted)
     }
 
     /// Swaps the schedule from `word` to a lane's `step`: the wait and the full-rate flag, or
