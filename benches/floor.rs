@@ -15,8 +15,9 @@
 //! group builds that up from a bare step, each on the same clock:
 //!
 //! - **a GCRA step**: one word, one compare-and-swap per admission;
-//! - **+ a second word once in 16**: every sixteenth admission also swaps a word on a cache
-//!   line of its own (beside the run's), as `WarmUp`'s writing spend does;
+//! - **+ a second word once in 16**: every sixteenth admission also writes a word, by one
+//!   locked read-modify-write, on a cache line of its own (beside the run's), as `WarmUp`'s
+//!   writing spend does;
 //! - **+ priced spends**: each admission also loads the stored permits' word and the run,
 //!   checks the run's key against the word, and prices its spend with a multiplication and a
 //!   shift; the sixteenth writes the stored permits and a run worked out in floating point.
@@ -24,13 +25,12 @@
 
 use std::hint::black_box;
 use std::num::NonZeroU32;
-use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use admit::clock::{Clock, CoarseClock};
 use admit::warmup::WarmUp;
-use admit_benches::coarse_clock;
+use admit_benches::{coarse_clock, on_threads};
 use criterion::measurement::WallTime;
 use criterion::{Bencher, BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use governor::clock::QuantaUpkeepClock;
@@ -50,7 +50,7 @@ const KEY_SHIFT: u32 = 48;
 #[derive(Clone, Copy, PartialEq)]
 enum Extra {
     Nothing,
-    /// Every sixteenth admission swaps a second word.
+    /// Every sixteenth admission writes a second word by one locked read-modify-write.
     Write,
     /// Every admission prices its spend from the stored permits' word and its run, and the
     /// sixteenth writes both.
@@ -195,22 +195,14 @@ impl Step {
 /// asserting that every call admitted: a refusal would time a cheaper path than the one named.
 fn admitting(b: &mut Bencher<'_>, threads: u64, admit: &(dyn Fn() -> bool + Sync)) {
     b.iter_custom(|iters| {
-        let (start_line, admitted) = (Barrier::new(threads as usize + 1), AtomicU64::new(0));
-        let elapsed = std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(|| {
-                    start_line.wait();
-                    let mut passed = 0;
-                    for _ in 0..iters {
-                        passed += u64::from(black_box(admit()));
-                    }
-                    admitted.fetch_add(passed, Ordering::Relaxed);
-                });
+        let admitted = AtomicU64::new(0);
+        let elapsed = on_threads(threads as usize, &|| {
+            let mut passed = 0;
+            for _ in 0..iters {
+                passed += u64::from(black_box(admit()));
             }
-            start_line.wait();
-            Instant::now()
-        })
-        .elapsed();
+            admitted.fetch_add(passed, Ordering::Relaxed);
+        });
         assert_eq!(admitted.into_inner(), iters * threads, "a call was refused");
         elapsed
     });

@@ -14,14 +14,22 @@ use admit::signal::cpu::ManualCpu;
 /// Runs `call` `iters` times on each of two threads at once and returns the wall time: with
 /// criterion's `iter_custom`, the time per call per thread under contention.
 pub fn on_two_threads(iters: u64, call: &(dyn Fn() -> bool + Sync)) -> Duration {
-    let start_line = Barrier::new(3);
+    on_threads(2, &|| {
+        for _ in 0..iters {
+            black_box(call());
+        }
+    })
+}
+
+/// Runs `work` on `threads` threads released together and returns the wall time from their
+/// release until the last one finishes.
+pub fn on_threads(threads: usize, work: &(dyn Fn() + Sync)) -> Duration {
+    let start_line = Barrier::new(threads + 1);
     std::thread::scope(|scope| {
-        for _ in 0..2 {
+        for _ in 0..threads {
             scope.spawn(|| {
                 start_line.wait();
-                for _ in 0..iters {
-                    black_box(call());
-                }
+                work();
             });
         }
         start_line.wait();
