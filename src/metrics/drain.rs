@@ -10,7 +10,7 @@ use crate::drain::{Drain, Phase};
 
 /// Publishes a [`Drain`]'s [snapshot](Drain::snapshot) through the `metrics` facade: requests
 /// in flight, open connections, active sessions, and whether the replica is leaving (see
-/// [`names`](super::names) for each series).
+/// [`names`] for each series).
 ///
 /// The series carry no label (one drain per process; Prometheus' target labels tell the pods
 /// apart), so a [`Reporter`](super::Reporter) takes one drain. The handles are registered with

@@ -11,7 +11,7 @@ use crate::erlang::{Staffed, Target};
 
 /// Publishes the last answer of a capacity plan through the `metrics` facade: the servers the
 /// target needs, the replicas recommended, and what the queue is predicted to do with those
-/// servers (service level, mean wait, occupancy). See [`names`](super::names) for each series.
+/// servers (service level, mean wait, occupancy). See [`names`] for each series.
 ///
 /// A plan is computed by the service when it chooses to, so it is pushed with
 /// [`record`](Self::record) rather than read by a [`Reporter`](super::Reporter). Each series is

@@ -15,7 +15,7 @@ use crate::signal::queue::WaitSource;
 
 /// Publishes a [`Shedder`]'s [snapshot](Shedder::snapshot) through the `metrics` facade: its
 /// request totals by outcome, service time, requests in flight, CPU load, whether it is
-/// shedding, and its learned limit (see [`names`](super::names) for each series).
+/// shedding, and its learned limit (see [`names`] for each series).
 ///
 /// The handles are registered with the recorder installed when this is built, labelled
 /// `limiter="<the shedder's name>"`; [`report`](Self::report) reads a snapshot and sets them,

@@ -69,7 +69,7 @@ mod sealed {
 
 /// Publishes a warm-up bucket ([`WarmUp`] or [`SentinelWarmUp`]) through the `metrics` facade:
 /// its decisions by outcome, the rate in force and the full rate (permits per second), the
-/// stored permits and the warm-up progress (see [`names`](super::names) for each series).
+/// stored permits and the warm-up progress (see [`names`] for each series).
 ///
 /// The handles are registered with the recorder installed when this is built, labelled
 /// `limiter="<the bucket's name>"`; [`report`](Self::report) reads the bucket's totals and

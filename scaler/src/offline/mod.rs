@@ -1,5 +1,5 @@
 //! What `admit-scaler plan` and `replay` compute, for operators: one evaluation with the table
-//! around its answer ([`plan`]), and the recommendations over a past time range ([`replay`]),
+//! around its answer ([`plan()`]), and the recommendations over a past time range ([`replay()`]),
 //! both against Prometheus' data at given times.
 
 mod plan;

@@ -167,7 +167,7 @@ pub(super) struct Step {
 pub(super) struct Read {
     pub(super) schedule: Schedule,
     pub(super) fill: f64,
-    /// The [run](super::run) word.
+    /// The [run] word.
     pub(super) run: u64,
 }
 
@@ -221,7 +221,7 @@ impl Step {
 /// Whether `change`, decided on a schedule counting `pending` spends, is one more to count
 /// rather than a write of the stored permits' word: one whole permit without a refill, fewer
 /// than [`MAX_PENDING`] counted. The price of the next permit after it is then the
-/// [run](super::run)'s, or [`one_after`](SmoothCurve::one_after) the word's level where the run
+/// [run]'s, or [`one_after`](SmoothCurve::one_after) the word's level where the run
 /// prices nothing. (The run also prices the whole permit after [`MAX_PENDING`] counted, which
 /// writes them.)
 #[inline(always)]
@@ -229,7 +229,7 @@ fn counts(change: LevelChange, pending: u64) -> bool {
     spends_one(change) && pending < MAX_PENDING
 }
 
-/// Whether `change` spends one whole permit without a refill: a spend a [run](super::run)
+/// Whether `change` spends one whole permit without a refill: a spend a [run]
 /// prices (the next one the schedule counts, or the one that writes them).
 #[inline(always)]
 fn spends_one(change: LevelChange) -> bool {
