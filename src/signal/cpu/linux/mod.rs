@@ -7,8 +7,8 @@
 //! ```
 //!
 //! A [`CpuUsageSource`] supplies both inputs. [`CpuUsageSource::sample`] returns the cumulative CPU
-//! time of what is measured ([`Sample::used_nanos`](super::sample::Sample::used_nanos)) and how many CPUs it may use right now
-//! ([`Sample::limit_cpus`](super::sample::Sample::limit_cpus)); the sampler supplies Δwall from a monotonic clock.
+//! time of what is measured ([`Sample::used_nanos`]) and how many CPUs it may use right now
+//! ([`Sample::limit_cpus`]); the sampler supplies Δwall from a monotonic clock.
 //!
 //! # What is measured
 //!
@@ -75,7 +75,7 @@
 //!
 //! # The limit
 //!
-//! [`Sample::limit_cpus`](super::sample::Sample::limit_cpus) is the minimum of
+//! [`Sample::limit_cpus`] is the minimum of
 //!
 //! - the tightest CFS bandwidth quota on the path from the cgroup up to the hierarchy root, as
 //!   `quota / period` CPUs (a parent's quota caps all its children). v2: `cpu.max`, `"max 100000"`
@@ -112,6 +112,9 @@
 //!
 //! If the cgroup is removed while the source is open, its files start failing with `ENODEV` and
 //! [`CpuUsageSource::sample`] returns `None`.
+//!
+//! [`Sample::used_nanos`]: super::sample::Sample::used_nanos
+//! [`Sample::limit_cpus`]: super::sample::Sample::limit_cpus
 
 mod cgroupfs;
 mod discover;
