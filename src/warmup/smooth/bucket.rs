@@ -189,7 +189,7 @@ impl SmoothBucket {
                     if step.writes {
                         self.store_writing_spend(fill);
                     }
-                    return Some((step.wait, cfg!(feature = "tracing") && step.warm));
+                    return Some(step.admitted());
                 }
                 Err(actual) => {
                     word = actual;
@@ -206,7 +206,7 @@ impl SmoothBucket {
         self.schedule
             .compare_exchange_weak(word, step.next, Ordering::AcqRel, Ordering::Acquire)
             .ok()?;
-        Some((step.wait, cfg!(feature = "tracing") && step.warm))
+        Some(step.admitted())
     }
 
     /// [`reserve_watched`](Self::reserve_watched) for one permit: on the curve built with

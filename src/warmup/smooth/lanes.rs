@@ -76,6 +76,15 @@ pub(super) struct LaneStep {
     pub(super) writes: bool,
 }
 
+impl LaneStep {
+    /// What an admission by this step returns: the wait, and whether it left the bucket at its
+    /// full rate (always `false` without the `tracing` feature).
+    #[inline(always)]
+    pub(super) fn admitted(self) -> (u64, bool) {
+        (self.wait, cfg!(feature = "tracing") && self.warm)
+    }
+}
+
 impl Lanes {
     /// The lanes on the curve in `force` for requests paying by `payment`.
     pub(super) fn new(force: &CurveInForce, payment: Payment) -> Self {

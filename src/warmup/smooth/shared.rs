@@ -110,13 +110,10 @@ impl SharedCurve {
         self.words.untouched().then_some(&self.initial)
     }
 
-    /// The lanes of the curve in force: in place until the first replacement, then read out
-    /// of the lock (`None` while a replacement is being written).
+    /// The lanes of the curve in force, copied out of the lock (`None` while a replacement is
+    /// being written); [`initial_lanes`](Self::initial_lanes) reads the first curve's in place.
     #[inline(always)]
     pub(super) fn lanes(&self) -> Option<Lanes> {
-        if self.words.untouched() {
-            return Some(self.initial_lanes);
-        }
         self.words.try_read_from(LANES).map(Lanes::from_words)
     }
 
