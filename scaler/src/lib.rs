@@ -10,6 +10,7 @@
 mod calendar;
 pub mod chart;
 pub mod decision;
+pub mod excerpt;
 pub mod manifest;
 mod measure;
 pub mod metadata;
