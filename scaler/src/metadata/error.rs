@@ -6,13 +6,20 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq)]
 pub struct MetadataError {
     pub(super) problems: Vec<Problem>,
+    /// Unknown keys beyond those listed in `problems`.
+    pub(super) unlisted_unknown: usize,
 }
 
 impl MetadataError {
-    /// Every problem found, in a fixed order: unknown keys, then each known key's, then
-    /// conflicts. Never empty.
+    /// Every problem found, in a fixed order: unknown keys (at most eight), then each known
+    /// key's, then conflicts. Never empty.
     pub fn problems(&self) -> &[Problem] {
         &self.problems
+    }
+
+    /// How many more unknown keys there were than [`problems`](Self::problems) lists.
+    pub fn unlisted_unknown_keys(&self) -> usize {
+        self.unlisted_unknown
     }
 }
 
@@ -24,6 +31,9 @@ impl fmt::Display for MetadataError {
                 f.write_str("\n")?;
             }
             write!(f, "{problem}")?;
+        }
+        if self.unlisted_unknown > 0 {
+            write!(f, "\nand {} more unknown keys", self.unlisted_unknown)?;
         }
         Ok(())
     }
@@ -45,7 +55,7 @@ pub enum Problem {
     },
     /// A key the scaler does not know.
     Unknown {
-        /// The key as given.
+        /// The key as given, as an [excerpt](crate::excerpt::excerpt).
         key: String,
         /// The known key it matches ignoring ASCII case, if any.
         suggestion: Option<&'static str>,
@@ -59,7 +69,8 @@ pub enum Problem {
     Invalid {
         /// The key.
         key: &'static str,
-        /// The value as given.
+        /// The value as given, as an [excerpt](crate::excerpt::excerpt): at most 160
+        /// characters, control characters escaped.
         value: String,
         /// What the value should have been.
         expected: &'static str,
@@ -104,7 +115,7 @@ impl fmt::Display for Problem {
                 key,
                 value,
                 expected,
-            } => write!(f, "`{key}`: invalid value {value:?}, expected {expected}"),
+            } => write!(f, "`{key}`: invalid value \"{value}\", expected {expected}"),
             Problem::Conflict { keys, message } => {
                 write!(f, "`{}` and `{}` conflict: {message}", keys.0, keys.1)
             }

@@ -7,8 +7,8 @@
 //! | key | required | value | default |
 //! |---|---|---|---|
 //! | `prometheusURL` | yes | absolute `http`/`https` URL, no query, no fragment | — |
-//! | `arrivalRateQuery` | yes | non-empty PromQL, kept verbatim | — |
-//! | `serviceTimeQuery` | yes | non-empty PromQL, kept verbatim | — |
+//! | `arrivalRateQuery` | yes | non-empty PromQL of at most 8192 bytes, kept verbatim | — |
+//! | `serviceTimeQuery` | yes | non-empty PromQL of at most 8192 bytes, kept verbatim | — |
 //! | `waitThresholdSeconds` | yes | finite ≥ 0 | — |
 //! | `targetSL` | yes | finite, in `[0, 1)` | — |
 //! | `concurrencyPerReplica` | no | integer ≥ 1 | 1 |
@@ -24,7 +24,8 @@
 //! Every key may also be spelled `<key>FromEnv` (KEDA's value resolved from the workload's
 //! environment), but not both at once. KEDA's own `scalerAddress`, `enableTLS` and `unsafeSsl`
 //! are ignored; any other key is an error. Integers are plain decimal digits; numbers with
-//! surrounding whitespace are refused, not trimmed.
+//! surrounding whitespace are refused, not trimmed. Errors quote values and unknown keys as
+//! excerpts ([`crate::excerpt`]), and list at most eight unknown keys.
 //!
 //! # Example
 //!
@@ -56,6 +57,8 @@ use std::time::Duration;
 use admit::erlang::PlannerConfig;
 use http::Uri;
 
+use crate::excerpt::excerpt;
+
 mod error;
 
 pub use self::error::{MetadataError, Problem};
@@ -68,6 +71,12 @@ const REPLICAS_LIMIT: u64 = i32::MAX as u64;
 
 /// The longest `metricName`.
 const METRIC_NAME_MAX_LEN: usize = 48;
+
+/// The longest PromQL query, in bytes.
+const QUERY_MAX_LEN: usize = 8192;
+
+/// Unknown keys listed one by one in an error; more are counted.
+const MAX_LISTED_UNKNOWN: usize = 8;
 
 /// A metadata key and its `FromEnv` spelling.
 #[derive(Clone, Copy, Debug)]
@@ -132,7 +141,7 @@ const URL_SCHEME: &str = "an http or https URL";
 const URL_NO_QUERY: &str = "a URL without a query string";
 const URL_NO_FRAGMENT: &str = "a URL without a fragment (`#`)";
 const URL_NO_CREDENTIALS: &str = "a URL without credentials (use --prometheus-bearer-token-file)";
-const QUERY: &str = "non-empty PromQL text";
+const QUERY: &str = "non-empty PromQL text of at most 8192 bytes";
 const SECONDS: &str = "a finite number of seconds ≥ 0";
 const HOLD_SECONDS: &str = "a finite number of seconds ≥ 0 and below 1.8e19";
 const PATIENCE: &str = "a finite number of seconds > 0 (at least 1e-9) and below 1.8e19";
@@ -192,6 +201,8 @@ impl ScalerConfig {
         let mut parser = Parser {
             metadata,
             problems: Vec::new(),
+            unknown: 0,
+            unlisted_unknown: 0,
         };
         parser.unknown_keys();
 
@@ -268,6 +279,7 @@ impl ScalerConfig {
         else {
             return Err(MetadataError {
                 problems: parser.problems,
+                unlisted_unknown: parser.unlisted_unknown,
             });
         };
         Ok(ScalerConfig {
@@ -359,6 +371,9 @@ enum Lookup<'a> {
 struct Parser<'a> {
     metadata: &'a BTreeMap<String, String>,
     problems: Vec<Problem>,
+    /// Unknown keys listed in `problems`, and those beyond [`MAX_LISTED_UNKNOWN`].
+    unknown: usize,
+    unlisted_unknown: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -373,8 +388,13 @@ impl<'a> Parser<'a> {
             if names().any(|name| name == given) {
                 continue;
             }
+            if self.unknown == MAX_LISTED_UNKNOWN {
+                self.unlisted_unknown += 1;
+                continue;
+            }
+            self.unknown += 1;
             self.problems.push(Problem::Unknown {
-                key: given.clone(),
+                key: excerpt(given),
                 suggestion: names().find(|name| name.eq_ignore_ascii_case(given)),
             });
         }
@@ -405,7 +425,7 @@ impl<'a> Parser<'a> {
             Err(expected) => {
                 self.problems.push(Problem::Invalid {
                     key,
-                    value: value.to_owned(),
+                    value: excerpt(value),
                     expected,
                 });
                 None
@@ -544,9 +564,9 @@ fn url(raw: &str) -> Result<Uri, &'static str> {
     Ok(uri)
 }
 
-/// PromQL text that is not blank, kept verbatim.
+/// PromQL text that is not blank, at most [`QUERY_MAX_LEN`] bytes, kept verbatim.
 fn query(raw: &str) -> Result<String, &'static str> {
-    if raw.trim().is_empty() {
+    if raw.trim().is_empty() || raw.len() > QUERY_MAX_LEN {
         return Err(QUERY);
     }
     Ok(raw.to_owned())

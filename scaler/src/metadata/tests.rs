@@ -159,12 +159,13 @@ fn edge_values_accepted() {
 #[test]
 fn invalid_values() {
     let name49 = "a".repeat(49);
+    let too_long_query = format!("sum({})", "x".repeat(QUERY_MAX_LEN));
     #[rustfmt::skip]
     let cases: &[(&str, &[&str])] = &[
         ("prometheusURL", &["", " http://p", "http://p ", "/api", "prom:9090", "prom",
             "http://", "ftp://p/", "unix:///sock", "http://p/?", "http://p?x=1",
             "http://p/#", "http://p/a#b", "http://p /"]),
-        ("arrivalRateQuery", &["", " ", "\n\t"]),
+        ("arrivalRateQuery", &["", " ", "\n\t", &too_long_query]),
         ("serviceTimeQuery", &["", "  "]),
         ("waitThresholdSeconds", &["", " 1", "1 ", "-1", "-1e-300", "NaN", "nan", "inf",
             "-inf", "Infinity", "1e400", "1s", "0x10", "1,5"]),
@@ -198,7 +199,8 @@ fn invalid_values() {
             else {
                 panic!("{key}={value:?} gave {found:?}");
             };
-            assert_eq!((*k, v.as_str()), (*key, *value));
+            // Values are quoted as excerpts: control characters escaped.
+            assert_eq!((*k, v.as_str()), (*key, excerpt(value).as_str()));
             assert_eq!(found[0].key(), *key);
             if value.trim() != *value && !key.ends_with("Query") {
                 assert_eq!(*expected, NO_WHITESPACE, "{key}={value:?}");
@@ -209,7 +211,7 @@ fn invalid_values() {
             }
             let shown = found[0].to_string();
             assert!(
-                shown.contains(key) && shown.contains(&format!("{value:?}")),
+                shown.contains(key) && shown.contains(&format!("\"{}\"", excerpt(value))),
                 "{shown}"
             );
             assert!(shown.contains(expected), "{shown}");
@@ -494,5 +496,96 @@ fn planner_config() {
             ReplicaPlanner::new(config.planner_config(), 1).is_ok(),
             "{config:?}"
         );
+    }
+}
+
+#[test]
+fn a_query_of_the_longest_length_is_accepted() {
+    let query = format!("sum({})", "x".repeat(QUERY_MAX_LEN - 5));
+    assert_eq!(query.len(), QUERY_MAX_LEN);
+    assert_eq!(
+        parse(&with(&[("arrivalRateQuery", &query)])).arrival_rate_query,
+        query
+    );
+}
+
+#[test]
+fn many_unknown_keys_are_counted_not_listed() {
+    let mut metadata = with(&[]);
+    for i in 0..200_000 {
+        metadata.insert(format!("unknown{i}"), "1".to_owned());
+    }
+    // A key of three megabytes is quoted as an excerpt.
+    metadata.insert("k".repeat(3 << 20), "1".to_owned());
+    let error = ScalerConfig::from_metadata(&metadata).unwrap_err();
+    assert_eq!(error.problems().len(), MAX_LISTED_UNKNOWN);
+    assert_eq!(error.unlisted_unknown_keys(), 200_001 - MAX_LISTED_UNKNOWN);
+    let shown = error.to_string();
+    assert!(shown.len() < 4096, "{} bytes", shown.len());
+    assert!(shown.ends_with(&format!(
+        "and {} more unknown keys",
+        200_001 - MAX_LISTED_UNKNOWN
+    )));
+}
+
+mod arbitrary {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A key: one the scaler knows (either spelling), KEDA's, or anything.
+    fn key() -> impl Strategy<Value = String> {
+        let known: Vec<String> = KEYS
+            .iter()
+            .flat_map(|key| [key.name, key.env])
+            .chain(KEDA_KEYS)
+            .map(str::to_owned)
+            .collect();
+        prop_oneof![
+            3 => proptest::sample::select(known),
+            1 => any::<String>(),
+        ]
+    }
+
+    /// A value: a plausible one, or anything.
+    fn value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            proptest::sample::select(
+                FULL.iter()
+                    .map(|(_, value)| (*value).to_owned())
+                    .collect::<Vec<_>>()
+            ),
+            "[0-9.e+-]{0,12}",
+            any::<String>(),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn any_map_is_parsed_or_refused_with_a_bounded_message(
+            entries in proptest::collection::btree_map(key(), value(), 0..40),
+        ) {
+            match ScalerConfig::from_metadata(&entries) {
+                Ok(config) => {
+                    prop_assert!(config.min_replicas <= config.max_replicas);
+                    prop_assert!((0.0..1.0).contains(&config.target_sl));
+                    prop_assert!(config.arrival_rate_query.len() <= QUERY_MAX_LEN);
+                }
+                Err(error) => {
+                    prop_assert!(!error.problems().is_empty());
+                    // Each problem is bounded whatever the map held.
+                    for problem in error.problems() {
+                        prop_assert!(problem.to_string().len() < 2048, "{problem}");
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn any_single_value_of_a_known_key(
+            key in proptest::sample::select(KEYS.iter().map(|key| key.name).collect::<Vec<_>>()),
+            value in any::<String>(),
+        ) {
+            let _ = ScalerConfig::from_metadata(&with(&[(key, &value)]));
+        }
     }
 }
