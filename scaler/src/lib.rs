@@ -19,3 +19,4 @@ pub mod prometheus;
 pub mod proto;
 pub mod service;
 pub mod telemetry;
+pub mod transport;

@@ -78,27 +78,33 @@ struct ServeArgs {
         value_name = "PATH"
     )]
     tls_client_ca: Option<PathBuf>,
+    /// How often the TLS files are read again: a changed, valid set (cert-manager or a
+    /// Secret volume rotating them) is used for new connections without a restart.
+    #[arg(long, env = "ADMIT_SCALER_TLS_RELOAD_INTERVAL", default_value = "30s", value_parser = duration::between("1s", "1h"), value_name = "DURATION")]
+    tls_reload_interval: Duration,
     /// A trigger's decision is reused for this long, so KEDA's repeated calls (three per poll,
     /// plus the HPA's) query Prometheus once. Also StreamIsActive's evaluation period.
-    #[arg(long, env = "ADMIT_SCALER_DECISION_INTERVAL", default_value = "10s", value_parser = duration::parse, value_name = "DURATION")]
+    #[arg(long, env = "ADMIT_SCALER_DECISION_INTERVAL", default_value = "10s", value_parser = duration::between("100ms", "1h"), value_name = "DURATION")]
     decision_interval: Duration,
     /// A trigger not called for this long is forgotten (its planner and its metrics).
-    #[arg(long, env = "ADMIT_SCALER_STATE_TTL", default_value = "10m", value_parser = duration::parse, value_name = "DURATION")]
+    #[arg(long, env = "ADMIT_SCALER_STATE_TTL", default_value = "10m", value_parser = duration::between("1s", "7d"), value_name = "DURATION")]
     state_ttl: Duration,
+    /// The most triggers tracked at once (a trigger under each configuration KEDA sends):
+    /// a new one beyond it gets RESOURCE_EXHAUSTED until an unused one is forgotten.
+    #[arg(long, env = "ADMIT_SCALER_MAX_TRIGGERS", default_value_t = admit_scaler::service::DEFAULT_MAX_TRIGGERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    max_triggers: usize,
+    /// The most decisions (two queries and the model) running at once; more wait their turn.
+    #[arg(long, env = "ADMIT_SCALER_MAX_CONCURRENT_DECISIONS", default_value_t = admit_scaler::service::DEFAULT_MAX_CONCURRENT_DECISIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
+    max_concurrent_decisions: usize,
+    /// The longest an RPC may take (a decision waiting for its turn and its queries); past it
+    /// the RPC fails with CANCELLED and its decision goes on for the next caller. At least
+    /// twice --query-timeout.
+    #[arg(long, env = "ADMIT_SCALER_REQUEST_TIMEOUT", default_value = "30s", value_parser = duration::between("1s", "10m"), value_name = "DURATION")]
+    request_timeout: Duration,
     #[command(flatten)]
     prometheus: PrometheusArgs,
-    /// Triggers may only query Prometheus under these base URLs (scheme, host, port and path
-    /// prefix); others get PERMISSION_DENIED. Repeat the flag, or separate with commas in the
-    /// variable. Unset: any URL.
-    #[arg(
-        long,
-        env = "ADMIT_SCALER_ALLOW_PROMETHEUS",
-        value_delimiter = ',',
-        value_name = "URL"
-    )]
-    allow_prometheus: Vec<Uri>,
     /// How long a stop (SIGTERM, SIGINT) waits for RPCs in flight before closing.
-    #[arg(long, env = "ADMIT_SCALER_SHUTDOWN_GRACE", default_value = "10s", value_parser = duration::parse, value_name = "DURATION")]
+    #[arg(long, env = "ADMIT_SCALER_SHUTDOWN_GRACE", default_value = "10s", value_parser = duration::between("0s", "10m"), value_name = "DURATION")]
     shutdown_grace: Duration,
     /// Log filter (tracing's EnvFilter syntax), e.g. `info` or `admit_scaler=debug`.
     #[arg(long, env = "ADMIT_SCALER_LOG", default_value = "info")]
@@ -109,10 +115,21 @@ struct ServeArgs {
 #[derive(Debug, Args)]
 struct PrometheusArgs {
     /// Each query's limit: connect, send and read. Also sent as the query's `timeout`.
-    #[arg(long, env = "ADMIT_SCALER_QUERY_TIMEOUT", default_value = "5s", value_parser = duration::parse, value_name = "DURATION")]
+    #[arg(long, env = "ADMIT_SCALER_QUERY_TIMEOUT", default_value = "5s", value_parser = duration::between("1ms", "5m"), value_name = "DURATION")]
     query_timeout: Duration,
+    /// Prometheus may only be queried under these base URLs (scheme, host, port and path
+    /// prefix); a trigger's other URL gets PERMISSION_DENIED. Repeat the flag, or separate with
+    /// commas in the variable. Unset: any URL, which a bearer token does not allow.
+    #[arg(
+        long,
+        env = "ADMIT_SCALER_ALLOW_PROMETHEUS",
+        value_delimiter = ',',
+        value_name = "URL"
+    )]
+    allow_prometheus: Vec<Uri>,
     /// A file whose content (trimmed) is sent as `Authorization: Bearer <token>` to Prometheus,
-    /// read again before every query so that a rotated token is sent.
+    /// read again before every query so that a rotated token is sent. Needs
+    /// --allow-prometheus.
     #[arg(
         long,
         env = "ADMIT_SCALER_PROMETHEUS_BEARER_TOKEN_FILE",
@@ -178,7 +195,7 @@ struct PlanArgs {
     #[arg(long, value_name = "TIME")]
     time: Option<String>,
     /// Rows of the table on each side of the answer.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(0..=1000))]
     rows: u64,
 }
 
@@ -193,7 +210,7 @@ struct ReplayArgs {
     #[arg(long, value_name = "TIME")]
     end: String,
     /// Time between evaluations.
-    #[arg(long, default_value = "1m", value_parser = duration::parse, value_name = "DURATION")]
+    #[arg(long, default_value = "1m", value_parser = duration::between("1s", "7d"), value_name = "DURATION")]
     step: Duration,
     /// Also write an SVG chart of the recommendations to this file.
     #[arg(long, value_name = "PATH")]

@@ -46,6 +46,14 @@ pub(super) fn prepare(
         .prometheus_url
         .clone()
         .unwrap_or_else(|| config.prometheus_url.clone());
+    // The same rule as `serve`: a URL outside the allow-list is never queried.
+    let allow = serve::allow_list(&args.prometheus)?;
+    if !allow.permits(&base) {
+        return Err(format!(
+            "Prometheus URL \"{}\" is outside --allow-prometheus ({allow})",
+            admit_scaler::excerpt::excerpt(&base.to_string())
+        ));
+    }
     let options = serve::client_options(&args.prometheus).map_err(|error| error.to_string())?;
     Ok((config, base, PrometheusClient::new(options)))
 }

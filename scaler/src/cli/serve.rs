@@ -11,6 +11,8 @@ use std::time::Duration;
 use admit_scaler::proto::external_scaler_server::ExternalScalerServer;
 use admit_scaler::service::{AllowList, ScalerService, ServiceOptions};
 use admit_scaler::telemetry;
+use admit_scaler::transport::http::{self, HttpLimits};
+use admit_scaler::transport::tls::{self, ReloadingTls, TlsAcceptLimits, TlsFiles};
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -19,14 +21,34 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use metrics_util::MetricKindMask;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 use tracing_subscriber::EnvFilter;
 
 use super::{PrometheusArgs, ServeArgs};
 
 /// How often triggers past their TTL are forgotten and the scaler-wide gauges refreshed.
 const SWEEP_PERIOD: Duration = Duration::from_secs(15);
+
+/// HTTP/2 pings on an idle gRPC connection, and how long an answer may take: a KEDA that
+/// vanished without closing releases its connection and its `StreamIsActive` streams.
+const HTTP2_KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
+const HTTP2_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+/// TCP keepalive on both ports: the first probe after this long without traffic.
+const TCP_KEEPALIVE: Duration = Duration::from_secs(60);
+/// The largest HTTP/2 header list a gRPC request may carry.
+const MAX_HEADER_LIST_BYTES: u32 = 16 << 10;
+/// Streams (RPCs, open `StreamIsActive` streams included) one gRPC connection may have open,
+/// beyond one per trigger: KEDA sends every ScaledObject's calls over one connection.
+const STREAMS_BEYOND_TRIGGERS: usize = 256;
+/// TLS handshakes: each must finish within this, and at most so many run at once.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+const MAX_TLS_HANDSHAKES: usize = 64;
+/// The HTTP side (metrics and probes): the deadline for a request head, and connections.
+const HTTP_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+const MAX_HTTP_CONNECTIONS: usize = 64;
+/// How long blocking work (a decision's model) may hold the process after the servers stop.
+const BLOCKING_GRACE: Duration = Duration::from_millis(100);
 
 type BoxError = Box<dyn Error + Send + Sync>;
 
@@ -60,7 +82,10 @@ pub(super) fn main(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve(args, allow)) {
+    let served = runtime.block_on(serve(args, allow));
+    // Dropping the runtime would wait for every blocking task, a decision's model among them.
+    runtime.shutdown_timeout(BLOCKING_GRACE);
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!("{error}");
@@ -69,17 +94,12 @@ pub(super) fn main(args: ServeArgs) -> ExitCode {
     }
 }
 
-/// The settings that cannot work, refused before anything starts.
+/// The settings that cannot work, refused before anything starts. (Each flag's own range is
+/// checked as it is parsed.)
 fn check(args: &ServeArgs) -> Result<AllowList, String> {
-    if args.decision_interval.is_zero() {
-        return Err("--decision-interval must be longer than 0".to_owned());
-    }
-    if args.prometheus.query_timeout.is_zero() {
-        return Err("--query-timeout must be longer than 0".to_owned());
-    }
     // A trigger must outlive the time between KEDA's calls, and the scaler-wide gauges the
     // sweeps that refresh them.
-    let least = args.decision_interval.max(SWEEP_PERIOD) * 2;
+    let least = args.decision_interval.max(SWEEP_PERIOD).saturating_mul(2);
     if args.state_ttl < least {
         return Err(format!(
             "--state-ttl {:?} is too short: at least twice the decision interval and {:?} \
@@ -87,16 +107,42 @@ fn check(args: &ServeArgs) -> Result<AllowList, String> {
             args.state_ttl, SWEEP_PERIOD
         ));
     }
-    AllowList::new(args.allow_prometheus.iter().cloned())
-        .map_err(|error| format!("--allow-prometheus: {error}"))
+    // The two queries of a decision run side by side, each within --query-timeout.
+    let least = args.prometheus.query_timeout.saturating_mul(2);
+    if args.request_timeout < least {
+        return Err(format!(
+            "--request-timeout {:?} is too short: at least twice --query-timeout ({least:?})",
+            args.request_timeout
+        ));
+    }
+    allow_list(&args.prometheus)
+}
+
+/// The allow-list, which a bearer token requires: without one, a trigger could send the token
+/// to any URL it names.
+pub(super) fn allow_list(args: &PrometheusArgs) -> Result<AllowList, String> {
+    let allow = AllowList::new(args.allow_prometheus.iter().cloned())
+        .map_err(|error| format!("--allow-prometheus: {error}"))?;
+    if args.prometheus_bearer_token_file.is_some() && allow.is_empty() {
+        return Err(
+            "--prometheus-bearer-token-file needs --allow-prometheus: without it, any trigger \
+             could send the token to a URL of its choosing"
+                .to_owned(),
+        );
+    }
+    Ok(allow)
 }
 
 async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
     let metrics = install_recorder(args.state_ttl)?;
-    let tls = tls_config(&args)?;
+    let tls = tls_files(&args)
+        .map(|files| ReloadingTls::load(files).map(Arc::new))
+        .transpose()?;
     let service = ScalerService::new(ServiceOptions {
         decision_interval: args.decision_interval,
         state_ttl: args.state_ttl,
+        max_triggers: args.max_triggers,
+        max_concurrent_decisions: args.max_concurrent_decisions,
         client: client_options(&args.prometheus)?,
         allow,
     });
@@ -117,20 +163,47 @@ async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
     let ready = Arc::new(AtomicBool::new(true));
     let (stop, stopped) = watch::channel(false);
 
-    let mut grpc = Server::builder();
-    if let Some(tls) = tls {
-        grpc = grpc.tls_config(tls)?;
-    }
-    let grpc = grpc
-        .add_service(health_service)
-        .add_service(service.clone().into_server())
-        .serve_with_incoming_shutdown(TcpIncoming::from(grpc_listener), signalled(stopped.clone()));
-    let http = axum::serve(
+    let streams = u32::try_from(args.max_triggers.saturating_add(STREAMS_BEYOND_TRIGGERS))
+        .unwrap_or(u32::MAX);
+    let router = Server::builder()
+        .timeout(args.request_timeout)
+        .max_concurrent_streams(streams)
+        .http2_keepalive_interval(Some(HTTP2_KEEPALIVE_INTERVAL))
+        .http2_keepalive_timeout(Some(HTTP2_KEEPALIVE_TIMEOUT))
+        .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
+        .add_service(health_service.max_decoding_message_size(4 << 10))
+        .add_service(service.clone().into_server());
+    let grpc = match &tls {
+        Some(tls) => {
+            let limits = TlsAcceptLimits {
+                handshake_timeout: TLS_HANDSHAKE_TIMEOUT,
+                max_handshakes: MAX_TLS_HANDSHAKES,
+                tcp_keepalive: TCP_KEEPALIVE,
+            };
+            let incoming = tls::accept(grpc_listener, Arc::clone(tls), limits);
+            tokio::spawn(router.serve_with_incoming_shutdown(incoming, signalled(stopped.clone())))
+        }
+        None => {
+            let incoming = TcpIncoming::from(grpc_listener)
+                .with_nodelay(Some(true))
+                .with_keepalive(Some(TCP_KEEPALIVE));
+            tokio::spawn(router.serve_with_incoming_shutdown(incoming, signalled(stopped.clone())))
+        }
+    };
+    let http_limits = HttpLimits {
+        header_read_timeout: HTTP_HEADER_READ_TIMEOUT,
+        max_connections: MAX_HTTP_CONNECTIONS,
+        tcp_keepalive: TCP_KEEPALIVE,
+    };
+    let http = tokio::spawn(http::serve(
         http_listener,
         http_router(metrics.clone(), Arc::clone(&ready)),
-    )
-    .with_graceful_shutdown(signalled(stopped.clone()));
+        http_limits,
+        signalled(stopped.clone()),
+    ));
     let sweeper = tokio::spawn(sweep(service.clone(), metrics, stopped.clone()));
+    let reloader =
+        tls.map(|tls| tokio::spawn(reload_tls(tls, args.tls_reload_interval, stopped.clone())));
 
     tracing::info!(
         grpc = %grpc_addr,
@@ -139,8 +212,6 @@ async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
         "admit-scaler {} serving",
         env!("CARGO_PKG_VERSION")
     );
-    let grpc = tokio::spawn(grpc);
-    let http = tokio::spawn(async move { http.await });
 
     let signal = wait_for_signal().await?;
     tracing::info!(
@@ -148,7 +219,8 @@ async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
         args.shutdown_grace
     );
     ready.store(false, Ordering::SeqCst);
-    // Open StreamIsActive streams would hold the graceful shutdown.
+    // Open StreamIsActive streams, and RPCs waiting for a decision, would hold the graceful
+    // shutdown: they end with UNAVAILABLE.
     service.shut_down();
     health
         .set_not_serving::<ExternalScalerServer<ScalerService>>()
@@ -164,10 +236,13 @@ async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
     })
     .await;
     sweeper.abort();
+    if let Some(reloader) = reloader {
+        reloader.abort();
+    }
     match drained {
         Ok((grpc, http)) => {
             grpc??;
-            http??;
+            http?;
             tracing::info!("stopped");
             Ok(())
         }
@@ -190,19 +265,43 @@ fn install_recorder(state_ttl: Duration) -> Result<PrometheusHandle, BoxError> {
     Ok(builder.install_recorder()?)
 }
 
-fn tls_config(args: &ServeArgs) -> Result<Option<ServerTlsConfig>, BoxError> {
+fn tls_files(args: &ServeArgs) -> Option<TlsFiles> {
     let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else {
-        return Ok(None);
+        return None;
     };
-    let read = |flag: &str, path: &std::path::Path| {
-        fs::read(path).map_err(|error| format!("{flag} {}: {error}", path.display()))
-    };
-    let identity = Identity::from_pem(read("--tls-cert", cert)?, read("--tls-key", key)?);
-    let mut config = ServerTlsConfig::new().identity(identity);
-    if let Some(ca) = &args.tls_client_ca {
-        config = config.client_ca_root(Certificate::from_pem(read("--tls-client-ca", ca)?));
+    Some(TlsFiles {
+        cert: cert.clone(),
+        key: key.clone(),
+        client_ca: args.tls_client_ca.clone(),
+    })
+}
+
+/// Reads the TLS files again every `period` until stopped: a changed, valid set is used for
+/// new connections; an invalid one is logged and the last good one kept.
+async fn reload_tls(tls: Arc<ReloadingTls>, period: Duration, mut stopped: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(period);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stopped.changed() => return,
+        }
+        let reloaded = {
+            let tls = Arc::clone(&tls);
+            tokio::task::spawn_blocking(move || tls.reload()).await
+        };
+        match reloaded {
+            Ok(Ok(true)) => {
+                tracing::info!(target: "admit_scaler", "TLS files changed: new connections use them")
+            }
+            Ok(Ok(false)) => {}
+            Ok(Err(error)) => tracing::warn!(
+                target: "admit_scaler",
+                "TLS files not reloaded, the last good ones stay in force: {error}"
+            ),
+            Err(error) => tracing::warn!(target: "admit_scaler", "TLS reload: {error}"),
+        }
     }
-    Ok(Some(config))
 }
 
 pub(super) fn client_options(

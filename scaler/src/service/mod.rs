@@ -20,6 +20,7 @@
 //! ```
 
 mod allow;
+mod names;
 mod registry;
 #[cfg(test)]
 mod tests;
@@ -35,6 +36,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use crate::decision::DecisionError;
+use crate::excerpt::excerpt;
 use crate::metadata::{DEFAULT_METRIC_NAME, ScalerConfig};
 use crate::prometheus::{ClientOptions, PrometheusClient};
 use crate::proto::external_scaler_server::{ExternalScaler, ExternalScalerServer};
@@ -46,7 +48,16 @@ use crate::telemetry;
 
 pub use self::allow::{AllowList, AllowListError};
 pub use self::registry::TriggerKey;
-use self::registry::{Lifetimes, Registry};
+use self::registry::{Limits, Outcome, Refused, Registry};
+
+/// The largest request message: a metadata map of every key at its longest fits many times.
+pub const MAX_REQUEST_BYTES: usize = 64 << 10;
+
+/// [`ServiceOptions::max_triggers`]' default.
+pub const DEFAULT_MAX_TRIGGERS: usize = 2000;
+
+/// [`ServiceOptions::max_concurrent_decisions`]' default.
+pub const DEFAULT_MAX_CONCURRENT_DECISIONS: usize = 8;
 
 /// How a [`ScalerService`] decides and queries.
 #[derive(Clone, Debug)]
@@ -56,6 +67,13 @@ pub struct ServiceOptions {
     pub decision_interval: Duration,
     /// A trigger unused for longer is forgotten, planner and all. Default 10 min.
     pub state_ttl: Duration,
+    /// The most triggers (a ScaledObject's trigger under one configuration) tracked at once:
+    /// a new one beyond it gets `RESOURCE_EXHAUSTED` until an old one is forgotten. Default
+    /// [`DEFAULT_MAX_TRIGGERS`].
+    pub max_triggers: usize,
+    /// The most decisions (queries and model) running at once across all triggers; more wait
+    /// for a turn. Default [`DEFAULT_MAX_CONCURRENT_DECISIONS`].
+    pub max_concurrent_decisions: usize,
     /// The Prometheus client's timeout and credentials.
     pub client: ClientOptions,
     /// The Prometheus URLs triggers may use; empty allows all.
@@ -67,6 +85,8 @@ impl Default for ServiceOptions {
         ServiceOptions {
             decision_interval: Duration::from_secs(10),
             state_ttl: Duration::from_secs(600),
+            max_triggers: DEFAULT_MAX_TRIGGERS,
+            max_concurrent_decisions: DEFAULT_MAX_CONCURRENT_DECISIONS,
             client: ClientOptions::default(),
             allow: AllowList::default(),
         }
@@ -77,12 +97,14 @@ impl Default for ServiceOptions {
 ///
 /// | failure | code |
 /// |---|---|
-/// | empty `name` or `namespace`, bad/missing/unknown metadata, unknown `metricName`, PromQL syntax (HTTP 400) | `INVALID_ARGUMENT` |
+/// | a `name` or `namespace` that is not a Kubernetes name, bad/missing/unknown metadata, unknown `metricName`, PromQL syntax (HTTP 400) | `INVALID_ARGUMENT` |
 /// | `prometheusURL` outside `--allow-prometheus` | `PERMISSION_DENIED` |
 /// | HTTP 422, empty result, several series, a non-number, NaN/±Inf, λ < 0, service time ≤ 0 | `FAILED_PRECONDITION` |
 /// | Prometheus unreachable, a non-JSON answer, other 5xx | `UNAVAILABLE` |
 /// | Prometheus' timeout (503) or ours | `DEADLINE_EXCEEDED` |
 /// | the queueing model's limits (load above 10¹² erlangs) | `OUT_OF_RANGE` |
+/// | a new trigger while [`max_triggers`](ServiceOptions::max_triggers) are tracked | `RESOURCE_EXHAUSTED` |
+/// | a decision that panicked (a bug) | `INTERNAL` |
 #[derive(Clone, Debug)]
 pub struct ScalerService {
     shared: Arc<Shared>,
@@ -110,10 +132,15 @@ impl ScalerService {
         ScalerService {
             shared: Arc::new(Shared {
                 shutting_down: watch::Sender::new(false),
-                registry: Registry::new(Lifetimes {
-                    decision_interval: options.decision_interval,
-                    state_ttl: options.state_ttl,
-                }),
+                registry: Registry::new(
+                    Limits {
+                        decision_interval: options.decision_interval,
+                        state_ttl: options.state_ttl,
+                        max_triggers: options.max_triggers,
+                        max_concurrent_decisions: options.max_concurrent_decisions,
+                    },
+                    publish,
+                ),
                 client: PrometheusClient::new(options.client),
                 allow: options.allow,
                 decision_interval: options.decision_interval,
@@ -122,8 +149,10 @@ impl ScalerService {
     }
 
     /// The tonic service to add to a server.
+    /// The tonic service to add to a server: requests larger than [`MAX_REQUEST_BYTES`] are
+    /// refused with `RESOURCE_EXHAUSTED` before they are decoded.
     pub fn into_server(self) -> ExternalScalerServer<Self> {
-        ExternalScalerServer::new(self)
+        ExternalScalerServer::new(self).max_decoding_message_size(MAX_REQUEST_BYTES)
     }
 
     /// Forgets triggers unused for the state TTL, refreshes the scaler-wide gauges, and returns
@@ -134,9 +163,10 @@ impl ScalerService {
         tracked
     }
 
-    /// Ends every open `StreamIsActive` stream with `UNAVAILABLE` (KEDA reconnects, to
-    /// another replica if there is one), and any opened later at once: call it when the server
-    /// stops, or its graceful shutdown waits for the streams.
+    /// Ends every open `StreamIsActive` stream, and every RPC waiting for a decision, with
+    /// `UNAVAILABLE` (KEDA retries, against another replica if there is one), and any made
+    /// later at once: call it when the server stops, or its graceful shutdown waits for them.
+    /// Decisions in flight go on, unseen.
     pub fn shut_down(&self) {
         self.shared.shutting_down.send_replace(true);
     }
@@ -154,12 +184,19 @@ impl ScalerService {
             telemetry::refused(kind);
             status
         };
-        if object.name.is_empty() || object.namespace.is_empty() {
+        if let Err(problem) = names::namespace(&object.namespace)
+            .map_err(|expected| ("namespace", &object.namespace, expected))
+            .and_then(|()| {
+                names::object_name(&object.name)
+                    .map_err(|expected| ("name", &object.name, expected))
+            })
+        {
+            let (field, value, expected) = problem;
             return Err(refuse(
                 "metadata",
                 Status::invalid_argument(format!(
-                    "scaledObjectRef needs a name and a namespace, got name {:?}, namespace {:?}",
-                    object.name, object.namespace
+                    "scaledObjectRef: {field} \"{}\" is not {expected}",
+                    excerpt(value)
                 )),
             ));
         }
@@ -168,7 +205,7 @@ impl ScalerService {
                 .scaler_metadata
                 .get("metricName")
                 .map_or(DEFAULT_METRIC_NAME, String::as_str);
-            describe(&object.namespace, &object.name, metric)
+            describe(&object.namespace, &object.name, &excerpt(metric))
         };
         let config = ScalerConfig::from_metadata(&object.scaler_metadata).map_err(|error| {
             refuse(
@@ -180,9 +217,9 @@ impl ScalerService {
             return Err(refuse(
                 "permission",
                 Status::permission_denied(format!(
-                    "{}: prometheusURL {:?} is outside the allowed URLs ({})",
+                    "{}: prometheusURL \"{}\" is outside the allowed URLs ({})",
                     described(),
-                    config.prometheus_url.to_string(),
+                    excerpt(&config.prometheus_url.to_string()),
                     self.shared.allow
                 )),
             ));
@@ -196,41 +233,56 @@ impl ScalerService {
         Ok(Trigger { key, config })
     }
 
-    /// The trigger's decision: memoised, or made now from fresh queries.
+    /// The trigger's decision: memoised, running, or made now from fresh queries.
     async fn decide(&self, trigger: &Trigger) -> Result<crate::decision::Decision, Status> {
         let shared = &self.shared;
-        let answer = shared
-            .registry
-            .decide(trigger.key.clone(), &trigger.config, || {
-                crate::measure::measure(
-                    &shared.client,
-                    &trigger.config.prometheus_url,
-                    &trigger.config,
-                    None,
-                )
-            })
-            .await;
-        if answer.fresh {
-            // A fresh decision may be a new trigger's first.
-            telemetry::scaler(shared.registry.len());
-            match &answer.outcome {
-                Ok(decision) => telemetry::decision(&trigger.key, &trigger.config, decision),
-                Err(error) => {
-                    telemetry::error(&trigger.key, error.kind());
-                    tracing::warn!(
-                        target: "admit_scaler",
-                        namespace = %trigger.key.namespace,
-                        scaled_object = %trigger.key.name,
-                        metric = %trigger.key.metric,
-                        code = telemetry::code_name(error.code()),
-                        "no decision: {error}"
-                    );
-                }
+        let (client, config) = (shared.client.clone(), trigger.config.clone());
+        let mut shutting_down = shared.shutting_down.subscribe();
+        let answer = tokio::select! {
+            biased;
+            () = stopped(&mut shutting_down) => return Err(stopping()),
+            answer = shared
+                .registry
+                .decide(trigger.key.clone(), &trigger.config, move || async move {
+                    crate::measure::measure(&client, &config.prometheus_url, &config, None).await
+                }) => answer,
+        };
+        // The answer may be a new trigger's first.
+        telemetry::scaler(shared.registry.len());
+        match answer {
+            Ok(outcome) => outcome.map_err(|error| decision_status(&trigger.key, &error)),
+            Err(Refused::Full { max_triggers }) => {
+                telemetry::refused("exhausted");
+                Err(Status::resource_exhausted(format!(
+                    "{}: the scaler tracks {max_triggers} triggers, its limit \
+                     (--max-triggers); a trigger unused for --state-ttl is forgotten",
+                    describe_key(&trigger.key)
+                )))
             }
+            Err(Refused::Lost) => Err(Status::internal(format!(
+                "{}: the decision failed (a bug: see the scaler's log)",
+                describe_key(&trigger.key)
+            ))),
         }
-        answer
-            .outcome
-            .map_err(|error| decision_status(&trigger.key, &error))
+    }
+}
+
+/// Publishes a decision once, whoever asked for it: the trigger's metrics, and a log line for a
+/// failure.
+fn publish(key: &TriggerKey, config: &ScalerConfig, outcome: &Outcome) {
+    match outcome {
+        Ok(decision) => telemetry::decision(key, config, decision),
+        Err(error) => {
+            telemetry::error(key, error.kind());
+            tracing::warn!(
+                target: "admit_scaler",
+                namespace = %key.namespace,
+                scaled_object = %key.name,
+                metric = %key.metric,
+                code = telemetry::code_name(error.code()),
+                "no decision: {error}"
+            );
+        }
     }
 }
 
@@ -328,9 +380,9 @@ impl ExternalScaler for ScalerService {
             if request.metric_name != trigger.config.metric_name {
                 telemetry::refused("metadata");
                 return Err(Status::invalid_argument(format!(
-                    "{}: GetMetrics asked for metric {:?}, but the trigger's metricName is {:?}",
+                    "{}: GetMetrics asked for metric \"{}\", but the trigger's metricName is {:?}",
                     describe_key(&trigger.key),
-                    request.metric_name,
+                    excerpt(&request.metric_name),
                     trigger.config.metric_name
                 )));
             }
@@ -356,15 +408,10 @@ impl ScalerService {
         sender: mpsc::Sender<Result<IsActiveResponse, Status>>,
     ) {
         let mut shutting_down = self.shared.shutting_down.subscribe();
-        let stopping = || Status::unavailable("the scaler is shutting down");
         let mut last = None;
         loop {
-            // `biased`: a stopping service ends the stream, even with a memoised decision ready.
-            let decided = tokio::select! {
-                biased;
-                () = stopped(&mut shutting_down) => Err(stopping()),
-                decided = self.decide(&trigger) => decided,
-            };
+            // A stopping service ends the stream (`decide` answers UNAVAILABLE).
+            let decided = self.decide(&trigger).await;
             let message = match decided {
                 Ok(decision) if last == Some(decision.active) => None,
                 Ok(decision) => {
@@ -394,6 +441,11 @@ impl ScalerService {
             }
         }
     }
+}
+
+/// What an RPC gets while the scaler stops.
+fn stopping() -> Status {
+    Status::unavailable("the scaler is shutting down")
 }
 
 /// Resolves once the service is shutting down (or the flag is gone).

@@ -1,20 +1,39 @@
-//! The registry's memo, resets and eviction, on tokio's paused clock.
+//! The registry's memo, single flight, limits, resets and eviction, on tokio's paused clock.
 
 use std::cell::Cell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use super::registry::{Lifetimes, Registry, TriggerKey};
+use tokio::sync::Notify;
+
+use super::registry::{Limits, Outcome, Refused, Registry, TriggerKey};
 use crate::decision::Measured;
 use crate::metadata::ScalerConfig;
 
 const INTERVAL: Duration = Duration::from_secs(10);
 const TTL: Duration = Duration::from_secs(600);
 
-fn registry() -> Registry {
-    Registry::new(Lifetimes {
+thread_local! {
+    /// Decisions published on this thread (the tests' runtimes have one thread).
+    static PUBLISHED: Cell<u32> = const { Cell::new(0) };
+}
+
+fn count(_: &TriggerKey, _: &ScalerConfig, _: &Outcome) {
+    PUBLISHED.set(PUBLISHED.get() + 1);
+}
+
+fn limits() -> Limits {
+    Limits {
         decision_interval: INTERVAL,
         state_ttl: TTL,
-    })
+        max_triggers: 100,
+        max_concurrent_decisions: 8,
+    }
+}
+
+fn registry() -> Registry {
+    Registry::new(limits(), count)
 }
 
 fn config(extra: &[(&str, &str)]) -> ScalerConfig {
@@ -47,67 +66,89 @@ fn load(arrival_rate: f64) -> Measured {
     }
 }
 
-/// Decides for `key` with λ = `arrival_rate`, counting the queries in `queried`.
+/// Counts the measurements made.
+#[derive(Clone, Default)]
+struct Queried(Arc<AtomicU32>);
+
+impl Queried {
+    fn get(&self) -> u32 {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// A measurement of λ = `arrival_rate`, counted.
+    fn load(
+        &self,
+        arrival_rate: f64,
+    ) -> impl FnOnce() -> std::future::Ready<Measured> + Send + 'static {
+        let counter = Arc::clone(&self.0);
+        move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            std::future::ready(load(arrival_rate))
+        }
+    }
+}
+
+/// Decides for `key` with λ = `arrival_rate`: the replicas.
 async fn decide(
     registry: &Registry,
     key: TriggerKey,
     config: &ScalerConfig,
     arrival_rate: f64,
-    queried: &Cell<u32>,
-) -> (u64, bool) {
-    let answer = registry
-        .decide(key, config, || async {
-            queried.set(queried.get() + 1);
-            load(arrival_rate)
-        })
-        .await;
-    (answer.outcome.expect("a decision").replicas, answer.fresh)
+    queried: &Queried,
+) -> u64 {
+    registry
+        .decide(key, config, queried.load(arrival_rate))
+        .await
+        .expect("a trigger's state")
+        .expect("a decision")
+        .replicas
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_decision_is_reused_within_the_interval() {
     let registry = registry();
     let config = config(&[]);
-    let queried = Cell::new(0);
+    let queried = Queried::default();
     assert_eq!(
         decide(&registry, key("a"), &config, 120.0, &queried).await,
-        (37, true)
+        37
     );
     tokio::time::advance(INTERVAL - Duration::from_millis(1)).await;
     // A changed load is not seen while the memo holds.
     assert_eq!(
         decide(&registry, key("a"), &config, 400.0, &queried).await,
-        (37, false)
+        37
     );
     assert_eq!(queried.get(), 1);
     tokio::time::advance(Duration::from_millis(1)).await;
-    let (replicas, fresh) = decide(&registry, key("a"), &config, 400.0, &queried).await;
-    assert!(fresh);
+    let replicas = decide(&registry, key("a"), &config, 400.0, &queried).await;
     assert!(replicas > 37, "{replicas}");
     assert_eq!(queried.get(), 2);
+    assert_eq!(PUBLISHED.get(), 2, "each decision is published once");
 }
 
 #[tokio::test(start_paused = true)]
 async fn failures_are_reused_too() {
     let registry = registry();
     let config = config(&[]);
-    let mut calls = 0;
+    let calls = Arc::new(AtomicU32::new(0));
     for _ in 0..3 {
-        let answer = registry
-            .decide(key("a"), &config, || {
-                calls += 1;
-                async {
-                    Measured {
-                        arrival_rate: Ok(-1.0),
-                        service_time: Ok(0.25),
-                    }
-                }
+        let calls = Arc::clone(&calls);
+        let outcome = registry
+            .decide(key("a"), &config, move || {
+                calls.fetch_add(1, Ordering::SeqCst);
+                std::future::ready(Measured {
+                    arrival_rate: Ok(-1.0),
+                    service_time: Ok(0.25),
+                })
             })
-            .await;
-        assert!(answer.outcome.is_err());
+            .await
+            .unwrap();
+        assert!(outcome.is_err());
     }
     assert_eq!(
-        calls, 1,
+        calls.load(Ordering::SeqCst),
+        1,
         "IsActive after a failed GetMetrics must not query again"
     );
 }
@@ -116,57 +157,75 @@ async fn failures_are_reused_too() {
 async fn keys_do_not_share_state() {
     let registry = registry();
     let config = config(&[]);
-    let queried = Cell::new(0);
+    let queried = Queried::default();
     assert_eq!(
-        decide(&registry, key("a"), &config, 120.0, &queried)
-            .await
-            .0,
+        decide(&registry, key("a"), &config, 120.0, &queried).await,
         37
     );
     assert_eq!(
         decide(&registry, key("b"), &config, 400.0, &queried).await,
-        (111, true)
+        111
     );
     let mut other_metric = key("a");
     other_metric.metric = "second".to_owned();
-    assert!(
-        decide(&registry, other_metric, &config, 400.0, &queried)
-            .await
-            .1
-    );
+    decide(&registry, other_metric, &config, 400.0, &queried).await;
     assert_eq!(queried.get(), 3);
     assert_eq!(registry.len(), 3);
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_changed_configuration_starts_afresh() {
+async fn each_configuration_keeps_its_own_hold_and_memo() {
     let registry = registry();
     let held = config(&[("scaleDownHoldSeconds", "600")]);
-    let queried = Cell::new(0);
+    let queried = Queried::default();
     assert_eq!(
-        decide(&registry, key("a"), &held, 400.0, &queried).await.0,
+        decide(&registry, key("a"), &held, 400.0, &queried).await,
         111
     );
     tokio::time::advance(INTERVAL).await;
     // The hold keeps 111 under the same configuration...
     assert_eq!(
-        decide(&registry, key("a"), &held, 120.0, &queried).await.0,
+        decide(&registry, key("a"), &held, 120.0, &queried).await,
         111
     );
-    // ...and a changed one (a new planner) answers at once, even within the interval.
+    // ...a changed one (a new planner) answers at once, even within the interval...
     let changed = config(&[("scaleDownHoldSeconds", "601")]);
     assert_eq!(
         decide(&registry, key("a"), &changed, 120.0, &queried).await,
-        (37, true)
+        37
     );
-    assert_eq!(registry.len(), 1);
+    assert_eq!(queried.get(), 3);
+    // ...and calls that alternate between the two (KEDA's operator and its metrics server
+    // during an edit) neither reset the first one's hold nor re-query within the interval.
+    for _ in 0..3 {
+        assert_eq!(
+            decide(&registry, key("a"), &held, 120.0, &queried).await,
+            111
+        );
+        assert_eq!(
+            decide(&registry, key("a"), &changed, 120.0, &queried).await,
+            37
+        );
+    }
+    assert_eq!(queried.get(), 3);
+    tokio::time::advance(INTERVAL).await;
+    assert_eq!(
+        decide(&registry, key("a"), &held, 120.0, &queried).await,
+        111
+    );
+    assert_eq!(
+        decide(&registry, key("a"), &changed, 120.0, &queried).await,
+        37
+    );
+    assert_eq!(queried.get(), 5);
+    assert_eq!(registry.len(), 2);
 }
 
 #[tokio::test(start_paused = true)]
 async fn unused_triggers_are_forgotten_after_the_ttl() {
     let registry = registry();
     let config = config(&[]);
-    let queried = Cell::new(0);
+    let queried = Queried::default();
     decide(&registry, key("a"), &config, 120.0, &queried).await;
     tokio::time::advance(TTL / 2).await;
     decide(&registry, key("b"), &config, 120.0, &queried).await;
@@ -180,34 +239,148 @@ async fn unused_triggers_are_forgotten_after_the_ttl() {
     decide(&registry, key("b"), &config, 120.0, &queried).await;
     tokio::time::advance(TTL).await;
     assert_eq!(registry.sweep(), 1);
-    // A forgotten trigger comes back with a new planner.
+    // A forgotten trigger comes back with a new planner, and queries again.
     assert_eq!(
         decide(&registry, key("a"), &config, 120.0, &queried).await,
-        (37, true)
+        37
     );
+    assert_eq!(queried.get(), 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn new_triggers_beyond_the_limit_are_refused_until_one_expires() {
+    let registry = Registry::new(
+        Limits {
+            max_triggers: 2,
+            ..limits()
+        },
+        count,
+    );
+    let config = config(&[]);
+    let queried = Queried::default();
+    decide(&registry, key("a"), &config, 120.0, &queried).await;
+    tokio::time::advance(TTL / 2).await;
+    decide(&registry, key("b"), &config, 120.0, &queried).await;
+    let refused = registry
+        .decide(key("c"), &config, queried.load(120.0))
+        .await
+        .unwrap_err();
+    assert_eq!(refused, Refused::Full { max_triggers: 2 });
+    assert_eq!(queried.get(), 2, "a refused trigger queries nothing");
+    // Known triggers are still served.
+    tokio::time::advance(INTERVAL).await;
+    decide(&registry, key("b"), &config, 120.0, &queried).await;
+    // Once "a" is past its TTL, "c" takes its place without waiting for a sweep.
+    tokio::time::advance(TTL / 2).await;
+    decide(&registry, key("c"), &config, 120.0, &queried).await;
+    assert_eq!(registry.len(), 2);
+}
+
+/// A measurement that waits for `release` before it answers, counted.
+fn held(
+    queried: &Queried,
+    release: &Arc<Notify>,
+    arrival_rate: f64,
+) -> impl FnOnce() -> std::pin::Pin<Box<dyn Future<Output = Measured> + Send>> + Send + 'static {
+    let (counter, release) = (Arc::clone(&queried.0), Arc::clone(release));
+    move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            release.notified().await;
+            load(arrival_rate)
+        })
+    }
 }
 
 #[tokio::test(start_paused = true)]
 async fn concurrent_calls_for_one_trigger_query_once() {
     let registry = registry();
     let config = config(&[]);
-    let queried = Cell::new(0);
-    let slow = |arrival_rate| {
-        let registry = &registry;
-        let config = &config;
-        let queried = &queried;
-        async move {
-            registry
-                .decide(key("a"), config, || async move {
-                    queried.set(queried.get() + 1);
-                    tokio::time::sleep(Duration::from_secs(2)).await;
-                    load(arrival_rate)
-                })
-                .await
-        }
+    let queried = Queried::default();
+    let release = Arc::new(Notify::new());
+    let first = registry.decide(key("a"), &config, held(&queried, &release, 120.0));
+    let second = registry.decide(key("a"), &config, held(&queried, &release, 400.0));
+    let releasing = async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        release.notify_one();
     };
-    let (first, second) = tokio::join!(slow(120.0), slow(400.0));
+    let (first, second, ()) = tokio::join!(first, second, releasing);
     assert_eq!(queried.get(), 1);
-    assert!(first.fresh && !second.fresh);
-    assert_eq!(first.outcome, second.outcome);
+    assert_eq!(first, second);
+    assert_eq!(first.unwrap().unwrap().replicas, 37);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_caller_that_gives_up_leaves_its_decision_to_the_next() {
+    let registry = registry();
+    let config = config(&[]);
+    let queried = Queried::default();
+    let release = Arc::new(Notify::new());
+    // The first caller gives up after 1 s (a cancelled RPC); its decision goes on.
+    let gave_up = tokio::time::timeout(
+        Duration::from_secs(1),
+        registry.decide(key("a"), &config, held(&queried, &release, 120.0)),
+    )
+    .await;
+    assert!(gave_up.is_err());
+    // The next caller waits for that decision rather than starting another.
+    let next = registry.decide(key("a"), &config, held(&queried, &release, 400.0));
+    let releasing = async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        release.notify_one();
+    };
+    let (next, ()) = tokio::join!(next, releasing);
+    assert_eq!(queried.get(), 1);
+    assert_eq!(next.unwrap().unwrap().replicas, 37);
+    assert_eq!(PUBLISHED.get(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_decision_finishes_and_is_memoised_with_no_caller_left() {
+    let registry = registry();
+    let config = config(&[]);
+    let queried = Queried::default();
+    let release = Arc::new(Notify::new());
+    let gave_up = tokio::time::timeout(
+        Duration::from_secs(1),
+        registry.decide(key("a"), &config, held(&queried, &release, 120.0)),
+    )
+    .await;
+    assert!(gave_up.is_err());
+    release.notify_one();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(PUBLISHED.get(), 1, "the abandoned decision completed");
+    // Within the interval of that decision: its memo, no new query.
+    assert_eq!(
+        decide(&registry, key("a"), &config, 400.0, &queried).await,
+        37
+    );
+    assert_eq!(queried.get(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn decisions_across_triggers_take_turns_beyond_the_limit() {
+    let registry = Registry::new(
+        Limits {
+            max_concurrent_decisions: 1,
+            ..limits()
+        },
+        count,
+    );
+    let config = config(&[]);
+    let queried = Queried::default();
+    let release = Arc::new(Notify::new());
+    let first = registry.decide(key("a"), &config, held(&queried, &release, 120.0));
+    let second = registry.decide(key("b"), &config, held(&queried, &release, 120.0));
+    let checking = async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        // Only the first decision has started its queries.
+        assert_eq!(queried.get(), 1);
+        release.notify_one();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(queried.get(), 2);
+        release.notify_one();
+    };
+    let (first, second, ()) = tokio::join!(first, second, checking);
+    assert!(first.unwrap().is_ok() && second.unwrap().is_ok());
 }

@@ -1,0 +1,21 @@
+//! The scaler's network edges and their limits: gRPC over TLS with certificates that rotate
+//! ([`tls`]), and the HTTP side for metrics and probes ([`http`]).
+
+pub mod http;
+pub mod tls;
+
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+
+/// Turns on TCP keepalive, probing after `idle` without traffic: a peer that vanished without
+/// closing (a node gone, a dropped NAT entry) is noticed and its connection released.
+fn tcp_keepalive(stream: &TcpStream, idle: Duration) {
+    let keepalive = socket2::TcpKeepalive::new().with_time(idle).with_interval(
+        idle.min(Duration::from_secs(10))
+            .max(Duration::from_secs(1)),
+    );
+    if let Err(error) = socket2::SockRef::from(stream).set_tcp_keepalive(&keepalive) {
+        tracing::debug!(target: "admit_scaler", "TCP keepalive: {error}");
+    }
+}
