@@ -388,5 +388,77 @@ fn check_validates_a_manifest_without_io() {
 
     let (code, _, stderr) = run(&["check", "-f", "/nonexistent.yaml"]);
     assert_eq!(code, Some(2), "{stderr}");
+
+    // The same ScaledObject in two files: one key, named twice.
+    let (code, stdout, _) = run(&["check", "-f", path, "-f", path, "--env", "TARGET_SL=0.95"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains("shop/checkout metric \"admit-erlang\" is named by 2 triggers"),
+        "{stdout}"
+    );
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn every_number_on_the_command_line_has_a_range() {
+    for args in [
+        &["serve", "--decision-interval", "584942417355d"][..],
+        &["serve", "--decision-interval", "99999999999999999999h"],
+        // Within what a `Duration` holds, but twice it is not (the old check panicked).
+        &["serve", "--decision-interval", "5000000000000000h"],
+        &["serve", "--state-ttl", "1000000d"],
+        &["serve", "--shutdown-grace", "1h"],
+        &["serve", "--query-timeout", "10m"],
+        &["serve", "--max-triggers", "0"],
+        &["serve", "--max-triggers", "18446744073709551616"],
+        &["serve", "--max-concurrent-decisions", "100000"],
+        &["serve", "--request-timeout", "0s"],
+        &["serve", "--tls-reload-interval", "0s"],
+        &["plan", "--metadata", "a=b", "--rows", "1000000000"],
+        &[
+            "replay",
+            "--metadata",
+            "a=b",
+            "--start",
+            "0",
+            "--end",
+            "1",
+            "--step",
+            "0s",
+        ],
+    ] {
+        let (code, _, stderr) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    // Settings that only fail together.
+    let (code, _, stderr) = run(&[
+        "serve",
+        "--query-timeout",
+        "20s",
+        "--request-timeout",
+        "30s",
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--request-timeout"), "{stderr}");
+    let (code, _, stderr) = run(&["serve", "--prometheus-bearer-token-file", "/etc/hostname"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("needs --allow-prometheus"), "{stderr}");
+    let (code, _, stderr) = run(&[
+        "plan",
+        "--metadata",
+        "prometheusURL=http://evil.example:9090",
+        "--metadata",
+        "arrivalRateQuery=x",
+        "--metadata",
+        "serviceTimeQuery=y",
+        "--metadata",
+        "waitThresholdSeconds=0",
+        "--metadata",
+        "targetSL=0.9",
+        "--allow-prometheus",
+        "http://prometheus.monitoring:9090",
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("outside --allow-prometheus"), "{stderr}");
 }

@@ -1,8 +1,9 @@
 //! `admit-scaler check`: every external trigger's metadata, validated as the scaler would.
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use admit_scaler::metadata::ScalerConfig;
+use admit_scaler::metadata::{DEFAULT_METRIC_NAME, ScalerConfig};
 
 use super::{CheckArgs, input};
 
@@ -52,9 +53,42 @@ pub(super) fn main(args: CheckArgs) -> ExitCode {
             }
         }
     }
+    valid &= no_shared_keys(&triggers);
     if valid {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// Reports triggers that share a namespace, ScaledObject name and metric name: the same object
+/// applied twice (the last one wins), or two triggers of one object that KEDA refuses. `true`
+/// if there are none.
+fn no_shared_keys(triggers: &[input::Source]) -> bool {
+    let mut by_key: BTreeMap<(&str, &str, &str), Vec<&str>> = BTreeMap::new();
+    for trigger in triggers.iter().filter(|trigger| trigger.from_manifest) {
+        let metric = ["metricName", "metricNameFromEnv"]
+            .iter()
+            .find_map(|key| trigger.metadata.get(*key))
+            .map_or(DEFAULT_METRIC_NAME, String::as_str);
+        let namespace = trigger.namespace.as_deref().unwrap_or("<namespace>");
+        by_key
+            .entry((namespace, &trigger.name, metric))
+            .or_default()
+            .push(&trigger.label);
+    }
+    let mut unique = true;
+    for ((namespace, name, metric), labels) in by_key {
+        if labels.len() > 1 {
+            unique = false;
+            println!(
+                "{namespace}/{name} metric {metric:?} is named by {} triggers: {}; \
+                 the last one applied replaces the others, and KEDA refuses one ScaledObject \
+                 with two metrics of one name",
+                labels.len(),
+                labels.join(", ")
+            );
+        }
+    }
+    unique
 }

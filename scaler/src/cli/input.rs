@@ -21,6 +21,8 @@ pub(super) fn key_value(raw: &str) -> Result<(String, String), String> {
 pub(super) struct Source {
     /// `kind namespace/name trigger N (type)`, or `--metadata`.
     pub(super) label: String,
+    /// The ScaledObject's namespace, if the manifest gives one.
+    pub(super) namespace: Option<String>,
     pub(super) name: String,
     pub(super) index: usize,
     pub(super) metadata: BTreeMap<String, String>,
@@ -30,31 +32,36 @@ pub(super) struct Source {
     pub(super) from_manifest: bool,
 }
 
-/// Every trigger the flags name.
+/// Every trigger the flags name, file by file.
 pub(super) fn triggers(args: &TriggerArgs) -> Result<Vec<Source>, String> {
-    let Some(path) = &args.file else {
+    if args.file.is_empty() {
         return Ok(vec![Source {
             label: "--metadata".to_owned(),
+            namespace: None,
             name: String::new(),
             index: 0,
             metadata: args.metadata.iter().cloned().collect(),
             unresolved: Vec::new(),
             from_manifest: false,
         }]);
-    };
-    let text = if path.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|error| format!("stdin: {error}"))?;
-        text
-    } else {
-        fs::read_to_string(path).map_err(|error| format!("{}: {error}", path.display()))?
-    };
+    }
     let env: BTreeMap<String, String> = args.env.iter().cloned().collect();
-    let found =
-        manifest::triggers(&text, &env).map_err(|error| format!("{}: {error}", path.display()))?;
-    Ok(found.into_iter().map(source).collect())
+    let mut sources = Vec::new();
+    for path in &args.file {
+        let text = if path.as_os_str() == "-" {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|error| format!("stdin: {error}"))?;
+            text
+        } else {
+            fs::read_to_string(path).map_err(|error| format!("{}: {error}", path.display()))?
+        };
+        let found = manifest::triggers(&text, &env)
+            .map_err(|error| format!("{}: {error}", path.display()))?;
+        sources.extend(found.into_iter().map(source));
+    }
+    Ok(sources)
 }
 
 fn source(trigger: Trigger) -> Source {
@@ -70,6 +77,7 @@ fn source(trigger: Trigger) -> Source {
             "{} {namespace}/{} trigger {} ({})",
             trigger.kind, trigger.name, trigger.index, trigger.trigger_type
         ),
+        namespace: trigger.namespace.clone(),
         name: trigger.name,
         index: trigger.index,
         metadata: trigger.metadata,

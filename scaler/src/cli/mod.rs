@@ -32,8 +32,9 @@ enum Command {
     Serve(ServeArgs),
     /// Validate the external triggers of ScaledObject manifests, without I/O.
     ///
-    /// Exits 0 if every trigger is valid, 1 if any is not (each problem names its key and raw
-    /// value), 2 on a usage or manifest error.
+    /// Exits 0 if every trigger is valid and no two share a namespace, name and metric, 1 if
+    /// any is invalid (each problem names its key and raw value) or shares its key, 2 on a
+    /// usage or manifest error.
     Check(CheckArgs),
     /// One evaluation against Prometheus: the inputs, the table around the answer, and the
     /// predicted service level.
@@ -146,7 +147,7 @@ struct PrometheusArgs {
 #[derive(Debug, Args)]
 struct TriggerArgs {
     /// A file of Kubernetes manifests (`-` for stdin): every external trigger of its
-    /// ScaledObjects and ScaledJobs.
+    /// ScaledObjects and ScaledJobs. Repeat the flag to read several files.
     #[arg(
         short = 'f',
         long,
@@ -154,7 +155,7 @@ struct TriggerArgs {
         required_unless_present = "metadata",
         conflicts_with = "metadata"
     )]
-    file: Option<PathBuf>,
+    file: Vec<PathBuf>,
     /// The trigger's metadata, one `KEY=VALUE` per flag, as KEDA sends it.
     #[arg(long, value_name = "KEY=VALUE", value_parser = input::key_value)]
     metadata: Vec<(String, String)>,

@@ -60,6 +60,13 @@ pub enum ManifestError {
         /// Where the value is.
         column: usize,
     },
+    /// The stream asks for more than a reader does, counting each time an alias repeats a
+    /// part ([`MAX_TRIGGERS`](super::MAX_TRIGGERS),
+    /// [`MAX_METADATA_BYTES`](super::MAX_METADATA_BYTES)).
+    TooLarge {
+        /// Which limit, e.g. `more than 10000 triggers`.
+        limit: String,
+    },
     /// No `ScaledObject` or `ScaledJob` has an `external` or `external-push` trigger.
     NoExternalTrigger {
         /// How many `ScaledObject`s and `ScaledJob`s the stream has.
@@ -131,6 +138,10 @@ impl fmt::Display for ManifestError {
                 }
                 Ok(())
             }
+            ManifestError::TooLarge { limit } => write!(
+                f,
+                "the stream lists {limit}, counting each time an alias repeats them"
+            ),
             ManifestError::NoExternalTrigger { scaled: 0 } => {
                 f.write_str("no ScaledObject or ScaledJob found")
             }

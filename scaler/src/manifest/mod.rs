@@ -13,7 +13,9 @@
 //!   from the `env` map given, and the key is dropped when the variable is unset or empty, as
 //!   KEDA does.
 //! - Anchors, aliases and merge keys (`<<: *defaults`) work; duplicate keys, non-scalar keys and
-//!   nesting deeper than 256 levels are errors.
+//!   nesting deeper than 256 levels are errors, and so is a stream that lists more than
+//!   [`MAX_TRIGGERS`] triggers or [`MAX_METADATA_BYTES`] of their metadata, counting each time an
+//!   alias repeats them.
 //!
 //! # Example
 //!
@@ -72,6 +74,14 @@ const MAX_DEPTH: usize = 256;
 /// The most entries merge keys (`<<`) may copy in one stream.
 const MAX_MERGED: usize = 1 << 20;
 
+/// The most triggers one stream may list, counting each time an alias repeats one: aliases
+/// of aliased lists multiply, and a few kilobytes of YAML could otherwise ask for billions.
+pub const MAX_TRIGGERS: usize = 10_000;
+
+/// The most bytes of trigger metadata (keys and values) one stream may produce, counting
+/// each time an alias repeats them.
+pub const MAX_METADATA_BYTES: usize = 16 << 20;
+
 /// The handle `!!` stands for.
 const CORE_TAG: &str = "tag:yaml.org,2002:";
 
@@ -116,6 +126,8 @@ pub fn triggers(yaml: &str, env: &BTreeMap<String, String>) -> Result<Vec<Trigge
         document: 0,
         triggers: Vec::new(),
         scaled: 0,
+        triggers_seen: 0,
+        metadata_bytes: 0,
     };
     loop {
         let (event, mark) = parser.next_token().map_err(ManifestError::scan)?;

@@ -6,7 +6,8 @@ use std::rc::Rc;
 use super::error::ManifestError;
 use super::scalar::Kind;
 use super::tree::{Entry, Node, Value};
-use super::{FROM_ENV, Trigger};
+use super::{FROM_ENV, MAX_METADATA_BYTES, MAX_TRIGGERS, Trigger};
+use crate::excerpt::excerpt;
 
 /// A trigger's metadata as KEDA sends it, and its `FromEnv` keys with their variables.
 pub(super) type Resolved = (BTreeMap<String, String>, Vec<(String, String)>);
@@ -33,6 +34,9 @@ pub(super) struct Reader<'e> {
     pub(super) triggers: Vec<Trigger>,
     /// ScaledObjects and ScaledJobs seen.
     pub(super) scaled: usize,
+    /// Triggers looked at, and metadata bytes copied, against the stream's budget.
+    pub(super) triggers_seen: usize,
+    pub(super) metadata_bytes: usize,
 }
 
 impl Reader<'_> {
@@ -112,6 +116,12 @@ impl Reader<'_> {
             &path,
         )?;
         for (index, trigger) in list.iter().enumerate() {
+            self.triggers_seen += 1;
+            if self.triggers_seen > MAX_TRIGGERS {
+                return Err(ManifestError::TooLarge {
+                    limit: format!("more than {MAX_TRIGGERS} triggers"),
+                });
+            }
             let path = format!("{path}[{index}]");
             self.mapping(trigger, &path)?;
             let trigger_type =
@@ -135,7 +145,7 @@ impl Reader<'_> {
 
     /// The trigger's `metadata` as KEDA sends it, and its `FromEnv` references.
     pub(super) fn trigger_metadata(
-        &self,
+        &mut self,
         trigger: &Node,
         prefix: &str,
     ) -> Result<Resolved, ManifestError> {
@@ -145,6 +155,15 @@ impl Reader<'_> {
         let mut from_env = Vec::new();
         for (key, value) in self.mapping(node, &path)? {
             let value = self.string(value, &join(&path, key))?;
+            self.metadata_bytes += key.len() + value.len();
+            if self.metadata_bytes > MAX_METADATA_BYTES {
+                return Err(ManifestError::TooLarge {
+                    limit: format!(
+                        "more than {} MiB of trigger metadata",
+                        MAX_METADATA_BYTES >> 20
+                    ),
+                });
+            }
             if key.ends_with(FROM_ENV) {
                 from_env.push((key.to_string(), value.to_owned()));
                 if let Some(resolved) = self.env.get(value).filter(|v| !v.is_empty()) {
@@ -205,11 +224,11 @@ impl Reader<'_> {
             } => Ok(text),
             Value::Scalar { text, tagged, .. } => {
                 let hint = if *tagged {
-                    Some(format!("drop the tag and quote it: {text:?}"))
+                    Some(format!("drop the tag and quote it: \"{}\"", excerpt(text)))
                 } else if text.is_empty() {
                     None
                 } else {
-                    Some(format!("quote it: {text:?}"))
+                    Some(format!("quote it: \"{}\"", excerpt(text)))
                 };
                 Err(self.wrong(node, path, "a string", hint))
             }

@@ -982,3 +982,80 @@ fn mutated_manifests_never_panic() {
         let _ = triggers(&text, &env(&[("X", "1")]));
     }
 }
+
+/// A stream whose aliases multiply: `lists` ScaledObjects, each an alias of one whose
+/// `triggers` lists `per_list` aliases of one external trigger.
+fn multiplied(lists: usize, per_list: usize) -> String {
+    let aliases = |alias: &str, count: usize| vec![alias; count].join(", ");
+    format!(
+        "kind: List\nt: &t {{type: external, metadata: {{scalerAddress: a, targetSL: \"0.9\"}}}}\n\
+         so: &so {{kind: ScaledObject, metadata: {{name: x}}, spec: {{triggers: [{}]}}}}\n\
+         items: [{}]\n",
+        aliases("*t", per_list),
+        aliases("*so", lists)
+    )
+}
+
+#[test]
+fn aliases_that_multiply_triggers_hit_the_budget() {
+    // 400 × 400 = 160 000 triggers from 3 KB of YAML.
+    let yaml = multiplied(400, 400);
+    assert!(yaml.len() < 4096, "{}", yaml.len());
+    let error = triggers(&yaml, &env(&[])).unwrap_err();
+    assert_eq!(
+        error,
+        ManifestError::TooLarge {
+            limit: format!("more than {MAX_TRIGGERS} triggers")
+        }
+    );
+    // The same shape within the budget is read, every repetition a trigger.
+    let found = triggers(&multiplied(50, 100), &env(&[])).unwrap();
+    assert_eq!(found.len(), 5000);
+}
+
+#[test]
+fn aliases_that_multiply_metadata_hit_the_budget() {
+    // A trigger whose metadata holds a 64 KiB value, repeated 300 times: 19 MiB.
+    let yaml = format!(
+        "kind: ScaledObject\nmetadata: {{name: x}}\nv: &v \"{}\"\n\
+         t: &t {{type: external, metadata: {{arrivalRateQuery: *v}}}}\n\
+         spec: {{triggers: [{}]}}\n",
+        "x".repeat(64 << 10),
+        vec!["*t"; 300].join(", ")
+    );
+    let error = triggers(&yaml, &env(&[])).unwrap_err();
+    assert!(
+        matches!(&error, ManifestError::TooLarge { limit } if limit.contains("MiB")),
+        "{error}"
+    );
+}
+
+mod arbitrary {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn any_bytes_are_read_or_refused(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let text = String::from_utf8_lossy(&bytes);
+            if let Err(error) = triggers(&text, &env(&[])) {
+                prop_assert!(error.to_string().len() < 4096);
+            }
+        }
+
+        #[test]
+        fn any_yaml_shaped_text_is_read_or_refused(
+            pieces in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "kind: ScaledObject\n", "kind: List\n", "items:\n", "- ", "  ", "metadata:",
+                    " {name: a}", "spec:", " triggers:", " [", "]", "{", "}", ", ", "&a ", "*a",
+                    "<<: *a", "type: external", "type: cpu", "metadata: {targetSL: \"0.9\"}",
+                    "\n", "---\n", "\"", "'", "|\n", "!!str ", "? ", "x", "1e3",
+                ]),
+                0..60,
+            ),
+        ) {
+            let _ = triggers(&pieces.concat(), &env(&[("X", "1")]));
+        }
+    }
+}
