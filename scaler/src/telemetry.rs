@@ -20,7 +20,8 @@
 //! | `admit_scaler_errors_total{kind}` | failed decisions, by [`DecisionError::kind`](crate::decision::DecisionError::kind) |
 //!
 //! Scaler-wide: `admit_scaler_refused_total{kind}` (requests refused before a decision:
-//! `metadata`, `permission`; without the object's labels, which the caller chooses),
+//! `metadata`, `permission`, `exhausted` for a new trigger beyond `--max-triggers`; without the
+//! object's labels, which the caller chooses), `admit_scaler_open_streams` (`StreamIsActive`),
 //! `admit_scaler_prometheus_query_duration_seconds{query}` (histogram;
 //! `query` is `arrival_rate` or `service_time`), `admit_scaler_rpc_total{method,code}`,
 //! `admit_scaler_rpc_duration_seconds{method}` (histogram), `admit_scaler_tracked_objects`
@@ -105,8 +106,9 @@ pub(crate) fn rpc(method: &'static str, code: tonic::Code, took: Duration) {
 }
 
 /// The scaler-wide gauges: call periodically, so that an exporter's idle timeout keeps them.
-pub(crate) fn scaler(tracked_objects: usize) {
+pub(crate) fn scaler(tracked_objects: usize, open_streams: usize) {
     gauge!("admit_scaler_tracked_objects").set(tracked_objects as f64);
+    gauge!("admit_scaler_open_streams").set(open_streams as f64);
     gauge!("admit_scaler_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
 }
 

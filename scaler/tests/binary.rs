@@ -239,6 +239,48 @@ async fn serve_over_tls() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_the_process_while_a_decision_waits() {
+    let served = Served::start(&[
+        "--query-timeout",
+        "5m",
+        "--request-timeout",
+        "10m",
+        "--shutdown-grace",
+        "5s",
+    ]);
+    let prometheus = FakePrometheus::start().await;
+    prometheus.set(
+        "lambda",
+        Reply::value("120").after(Duration::from_secs(3600)),
+    );
+    prometheus.set("s", Reply::value("0.25"));
+    let mut keda = bounded(
+        "connect",
+        ExternalScalerClient::connect(format!("http://{}", served.grpc)),
+    )
+    .await
+    .unwrap();
+    let trigger = object("checkout", metadata(&prometheus.url(), &[]));
+    let waiting = tokio::spawn(async move { keda.get_metrics(metrics_request(trigger)).await });
+    admit_testkit::wait::eventually(
+        "the query is asked",
+        || prometheus.asked("lambda") == 1,
+        || "not asked".to_owned(),
+    )
+    .await;
+    let (status, log) = tokio::task::spawn_blocking(move || served.terminate())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}: {log:?}");
+    let answer = bounded("the answer", waiting).await.unwrap();
+    assert_eq!(
+        answer.unwrap_err().code(),
+        tonic::Code::Unavailable,
+        "the RPC ends as the scaler stops"
+    );
+}
+
 /// Runs the binary to completion: exit code, stdout, stderr.
 fn run(args: &[&str]) -> (Option<i32>, String, String) {
     let output = Command::new(BINARY).args(args).output().unwrap();

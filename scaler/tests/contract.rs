@@ -171,19 +171,16 @@ async fn every_failure_has_its_code() {
     let cases: Vec<(&str, Reply, Reply, Code)> = vec![
         (
             "bad-promql",
-            Reply {
-                status: 400,
-                body: error("bad_data", "1:5: parse error: unexpected right parenthesis"),
-            },
+            Reply::new(
+                400,
+                error("bad_data", "1:5: parse error: unexpected right parenthesis"),
+            ),
             Reply::value("0.25"),
             Code::InvalidArgument,
         ),
         (
             "execution",
-            Reply {
-                status: 422,
-                body: error("execution", "many-to-many matching not allowed"),
-            },
+            Reply::new(422, error("execution", "many-to-many matching not allowed")),
             Reply::value("0.25"),
             Code::FailedPrecondition,
         ),
@@ -240,19 +237,16 @@ async fn every_failure_has_its_code() {
         ),
         (
             "prometheus-timeout",
-            Reply {
-                status: 503,
-                body: error("timeout", "query timed out in expression evaluation"),
-            },
+            Reply::new(
+                503,
+                error("timeout", "query timed out in expression evaluation"),
+            ),
             Reply::value("0.25"),
             Code::DeadlineExceeded,
         ),
         (
             "proxy-error",
-            Reply {
-                status: 502,
-                body: "<html>Bad Gateway</html>".to_owned(),
-            },
+            Reply::new(502, "<html>Bad Gateway</html>".to_owned()),
             Reply::value("0.25"),
             Code::Unavailable,
         ),

@@ -11,6 +11,7 @@ use std::time::Duration;
 use admit_scaler::proto::external_scaler_server::ExternalScalerServer;
 use admit_scaler::service::{AllowList, ScalerService, ServiceOptions};
 use admit_scaler::telemetry;
+use admit_scaler::transport::grpc::GrpcLimits;
 use admit_scaler::transport::http::{self, HttpLimits};
 use admit_scaler::transport::tls::{self, ReloadingTls, TlsAcceptLimits, TlsFiles};
 use axum::Router;
@@ -21,8 +22,6 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use metrics_util::MetricKindMask;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tonic::transport::Server;
-use tonic::transport::server::TcpIncoming;
 use tracing_subscriber::EnvFilter;
 
 use super::{PrometheusArgs, ServeArgs};
@@ -30,23 +29,6 @@ use super::{PrometheusArgs, ServeArgs};
 /// How often triggers past their TTL are forgotten and the scaler-wide gauges refreshed.
 const SWEEP_PERIOD: Duration = Duration::from_secs(15);
 
-/// HTTP/2 pings on an idle gRPC connection, and how long an answer may take: a KEDA that
-/// vanished without closing releases its connection and its `StreamIsActive` streams.
-const HTTP2_KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
-const HTTP2_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
-/// TCP keepalive on both ports: the first probe after this long without traffic.
-const TCP_KEEPALIVE: Duration = Duration::from_secs(60);
-/// The largest HTTP/2 header list a gRPC request may carry.
-const MAX_HEADER_LIST_BYTES: u32 = 16 << 10;
-/// Streams (RPCs, open `StreamIsActive` streams included) one gRPC connection may have open,
-/// beyond one per trigger: KEDA sends every ScaledObject's calls over one connection.
-const STREAMS_BEYOND_TRIGGERS: usize = 256;
-/// TLS handshakes: each must finish within this, and at most so many run at once.
-const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-const MAX_TLS_HANDSHAKES: usize = 64;
-/// The HTTP side (metrics and probes): the deadline for a request head, and connections.
-const HTTP_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-const MAX_HTTP_CONNECTIONS: usize = 64;
 /// How long blocking work (a decision's model) may hold the process after the servers stop.
 const BLOCKING_GRACE: Duration = Duration::from_millis(100);
 
@@ -163,42 +145,29 @@ async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
     let ready = Arc::new(AtomicBool::new(true));
     let (stop, stopped) = watch::channel(false);
 
-    let streams = u32::try_from(args.max_triggers.saturating_add(STREAMS_BEYOND_TRIGGERS))
-        .unwrap_or(u32::MAX);
-    let router = Server::builder()
-        .timeout(args.request_timeout)
-        .max_concurrent_streams(streams)
-        .http2_keepalive_interval(Some(HTTP2_KEEPALIVE_INTERVAL))
-        .http2_keepalive_timeout(Some(HTTP2_KEEPALIVE_TIMEOUT))
-        .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
+    let limits = GrpcLimits::new(args.max_triggers, args.request_timeout);
+    let router = limits
+        .server()
         .add_service(health_service.max_decoding_message_size(4 << 10))
         .add_service(service.clone().into_server());
     let grpc = match &tls {
         Some(tls) => {
-            let limits = TlsAcceptLimits {
-                handshake_timeout: TLS_HANDSHAKE_TIMEOUT,
-                max_handshakes: MAX_TLS_HANDSHAKES,
-                tcp_keepalive: TCP_KEEPALIVE,
+            let accept = TlsAcceptLimits {
+                tcp_keepalive: limits.tcp_keepalive,
+                ..TlsAcceptLimits::default()
             };
-            let incoming = tls::accept(grpc_listener, Arc::clone(tls), limits);
+            let incoming = tls::accept(grpc_listener, Arc::clone(tls), accept);
             tokio::spawn(router.serve_with_incoming_shutdown(incoming, signalled(stopped.clone())))
         }
-        None => {
-            let incoming = TcpIncoming::from(grpc_listener)
-                .with_nodelay(Some(true))
-                .with_keepalive(Some(TCP_KEEPALIVE));
-            tokio::spawn(router.serve_with_incoming_shutdown(incoming, signalled(stopped.clone())))
-        }
-    };
-    let http_limits = HttpLimits {
-        header_read_timeout: HTTP_HEADER_READ_TIMEOUT,
-        max_connections: MAX_HTTP_CONNECTIONS,
-        tcp_keepalive: TCP_KEEPALIVE,
+        None => tokio::spawn(router.serve_with_incoming_shutdown(
+            limits.incoming(grpc_listener),
+            signalled(stopped.clone()),
+        )),
     };
     let http = tokio::spawn(http::serve(
         http_listener,
         http_router(metrics.clone(), Arc::clone(&ready)),
-        http_limits,
+        HttpLimits::default(),
         signalled(stopped.clone()),
     ));
     let sweeper = tokio::spawn(sweep(service.clone(), metrics, stopped.clone()));

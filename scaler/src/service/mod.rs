@@ -27,6 +27,7 @@ mod tests;
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
@@ -115,6 +116,8 @@ struct Shared {
     /// Set by [`ScalerService::shut_down`]: open `StreamIsActive` streams end.
     shutting_down: watch::Sender<bool>,
     registry: Registry,
+    /// `StreamIsActive` streams open now.
+    open_streams: AtomicUsize,
     client: PrometheusClient,
     allow: AllowList,
     decision_interval: Duration,
@@ -141,6 +144,7 @@ impl ScalerService {
                     },
                     publish,
                 ),
+                open_streams: AtomicUsize::new(0),
                 client: PrometheusClient::new(options.client),
                 allow: options.allow,
                 decision_interval: options.decision_interval,
@@ -159,8 +163,14 @@ impl ScalerService {
     /// how many triggers remain. The binary calls it periodically; RPCs sweep too.
     pub fn sweep(&self) -> usize {
         let tracked = self.shared.registry.sweep();
-        telemetry::scaler(tracked);
+        telemetry::scaler(tracked, self.open_streams());
         tracked
+    }
+
+    /// How many `StreamIsActive` streams are open: each ends when its client goes away (or,
+    /// for a client that vanished without closing, when keepalive finds its connection dead).
+    pub fn open_streams(&self) -> usize {
+        self.shared.open_streams.load(Ordering::Relaxed)
     }
 
     /// Ends every open `StreamIsActive` stream, and every RPC waiting for a decision, with
@@ -248,7 +258,7 @@ impl ScalerService {
                 }) => answer,
         };
         // The answer may be a new trigger's first.
-        telemetry::scaler(shared.registry.len());
+        telemetry::scaler(shared.registry.len(), self.open_streams());
         match answer {
             Ok(outcome) => outcome.map_err(|error| decision_status(&trigger.key, &error)),
             Err(Refused::Full { max_triggers }) => {
@@ -407,6 +417,7 @@ impl ScalerService {
         trigger: Trigger,
         sender: mpsc::Sender<Result<IsActiveResponse, Status>>,
     ) {
+        let _open = OpenStream::new(&self.shared.open_streams);
         let mut shutting_down = self.shared.shutting_down.subscribe();
         let mut last = None;
         loop {
@@ -440,6 +451,22 @@ impl ScalerService {
                 }
             }
         }
+    }
+}
+
+/// Counts a `StreamIsActive` stream as open while it lives.
+struct OpenStream<'a>(&'a AtomicUsize);
+
+impl<'a> OpenStream<'a> {
+    fn new(open: &'a AtomicUsize) -> Self {
+        open.fetch_add(1, Ordering::Relaxed);
+        OpenStream(open)
+    }
+}
+
+impl Drop for OpenStream<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -27,6 +27,17 @@ pub struct HttpLimits {
     pub tcp_keepalive: Duration,
 }
 
+impl Default for HttpLimits {
+    /// 10 s for a request head, 64 connections, TCP keepalive after 60 s.
+    fn default() -> Self {
+        HttpLimits {
+            header_read_timeout: Duration::from_secs(10),
+            max_connections: 64,
+            tcp_keepalive: Duration::from_secs(60),
+        }
+    }
+}
+
 /// The smallest read buffer hyper accepts: request heads are at most this long.
 const MAX_HEAD_BYTES: usize = 8192;
 

@@ -1,6 +1,8 @@
-//! The scaler's network edges and their limits: gRPC over TLS with certificates that rotate
-//! ([`tls`]), and the HTTP side for metrics and probes ([`http`]).
+//! The scaler's network edges and their limits: the gRPC server ([`grpc`]), gRPC over TLS
+//! with certificates that rotate ([`tls`]), and the HTTP side for metrics and probes
+//! ([`http`]).
 
+pub mod grpc;
 pub mod http;
 pub mod tls;
 

@@ -211,6 +211,17 @@ pub struct TlsAcceptLimits {
     pub tcp_keepalive: Duration,
 }
 
+impl Default for TlsAcceptLimits {
+    /// 10 s for a handshake, 64 at once, TCP keepalive after 60 s.
+    fn default() -> Self {
+        TlsAcceptLimits {
+            handshake_timeout: Duration::from_secs(10),
+            max_handshakes: 64,
+            tcp_keepalive: Duration::from_secs(60),
+        }
+    }
+}
+
 /// The TLS connections of `listener`, handshaken with `tls`'s configuration of the moment:
 /// the stream a tonic server serves with `serve_with_incoming`. Failed or slow handshakes are
 /// logged at debug level and dropped. Accepting stops when the stream is dropped.

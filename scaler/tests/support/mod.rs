@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use admit_scaler::proto::external_scaler_client::ExternalScalerClient;
 use admit_scaler::proto::{GetMetricsRequest, ScaledObjectRef};
@@ -23,23 +24,34 @@ pub fn vector(value: &str) -> String {
     )
 }
 
-/// An answer: HTTP status and body.
+/// An answer: HTTP status and body, sent after `delay`.
 #[derive(Clone, Debug)]
 pub struct Reply {
     pub status: u16,
     pub body: String,
+    pub delay: Duration,
 }
 
 impl Reply {
-    pub fn ok(body: impl Into<String>) -> Self {
+    pub fn new(status: u16, body: impl Into<String>) -> Self {
         Reply {
-            status: 200,
+            status,
             body: body.into(),
+            delay: Duration::ZERO,
         }
+    }
+
+    pub fn ok(body: impl Into<String>) -> Self {
+        Reply::new(200, body)
     }
 
     pub fn value(value: &str) -> Self {
         Reply::ok(vector(value))
+    }
+
+    /// The same reply, sent `delay` after the question.
+    pub fn after(self, delay: Duration) -> Self {
+        Reply { delay, ..self }
     }
 }
 
@@ -88,12 +100,14 @@ async fn answer(State(answers): State<Arc<Mutex<Answers>>>, body: String) -> (St
         .find(|(key, _)| key == "query")
         .map(|(_, value)| value.into_owned())
         .unwrap_or_default();
-    let mut answers = answers.lock().unwrap();
-    *answers.asked.entry(query.clone()).or_default() += 1;
-    let reply = answers.replies.get(&query).cloned().unwrap_or(Reply {
-        status: 200,
-        body: r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#.to_owned(),
-    });
+    let reply = {
+        let mut answers = answers.lock().unwrap();
+        *answers.asked.entry(query.clone()).or_default() += 1;
+        answers.replies.get(&query).cloned().unwrap_or(Reply::ok(
+            r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#,
+        ))
+    };
+    tokio::time::sleep(reply.delay).await;
     (StatusCode::from_u16(reply.status).unwrap(), reply.body)
 }
 
