@@ -194,7 +194,8 @@ async fn grpc_refusals_are_unavailable() {
 async fn a_streamed_body_holds_its_request_until_its_last_frame() {
     let drain = Drain::default();
     let (frames, receiver) = tokio::sync::mpsc::unbounded_channel();
-    let receiver = std::sync::Mutex::new(Some(receiver));
+    // In an `Arc`: the layer's service needs a `Clone` inner service.
+    let receiver = Arc::new(std::sync::Mutex::new(Some(receiver)));
     let service = DrainLayer::new(drain.clone()).layer(service_fn(move |_: Request<()>| {
         let frames = receiver.lock().unwrap().take().unwrap();
         async move {

@@ -25,7 +25,10 @@ use crate::respond::BoxErrorResponder;
 /// this.)
 ///
 /// Each request is decided in `call`; `poll_ready` only forwards the inner service's
-/// readiness, so idle connections hold nothing. An admitted request holds the limiter's permit
+/// readiness, so idle connections hold nothing. A refused request leaves nothing reserved in
+/// the inner service either: the service replaces it with a fresh clone, dropping what its
+/// `poll_ready` reserved (a `ConcurrencyLimit`'s permit, a `Buffer`'s slot), so the inner
+/// service must be `Clone`. An admitted request holds the limiter's permit
 /// in the response future until the inner service answers; the [classifier](Self::classify)
 /// then records a pass or a failure (limiters that learn nothing from outcomes, such as the
 /// warm-up buckets, ignore it). Dropping the future first (a disconnected client, a timeout

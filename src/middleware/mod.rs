@@ -9,7 +9,7 @@
 //! | piece | role |
 //! |---|---|
 //! | [`AdmitLayer`] | holds the [`Shared`](crate::Shared) limiter, the classifier and the responder |
-//! | [`AdmitService`] | decides in `call`, forwards `poll_ready` without reserving anything |
+//! | [`AdmitService`] | decides in `call`; holds no reservation while idle or after a refusal |
 //! | [`ResponseFuture`] | holds the permit; finishes it with the outcome, or as cancelled when dropped |
 //! | [`Limiter`], [`Finish`] | what a limiter implements to be applied per request |
 
@@ -26,3 +26,6 @@ pub use self::layer::AdmitLayer;
 pub use self::limiter::{Finish, IntoShared, Limiter};
 pub use self::queue_time::{NoQueueTime, QueueTime};
 pub use self::service::AdmitService;
+// The drain layer's refusals release the inner service's reservation the same way.
+#[cfg(all(feature = "http", feature = "tokio"))]
+pub(crate) use self::service::release_readiness;

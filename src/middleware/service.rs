@@ -72,9 +72,11 @@ impl<Svc, L: Limiter, K, R, Q> AdmitService<Svc, L, K, R, Q> {
     }
 }
 
+/// `Svc: Clone` because a refusal swaps in a fresh clone of the inner service, dropping what
+/// its `poll_ready` reserved.
 impl<Svc, Req, L, K, R, Q> Service<Req> for AdmitService<Svc, L, K, R, Q>
 where
-    Svc: Service<Req>,
+    Svc: Service<Req> + Clone,
     L: Limiter,
     Q: QueueTime<Req>,
     K: Classify<Svc::Response, Svc::Error> + Clone,
@@ -84,22 +86,35 @@ where
     type Error = R::Error;
     type Future = ResponseFuture<Svc::Future, L, K, R>;
 
-    /// The inner service's readiness. Reserves nothing: the limiter decides in `call`.
+    /// The inner service's readiness. Reserves nothing itself: the limiter decides in `call`.
     #[inline]
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(R::inner_error)
     }
 
-    /// Asks the limiter; calls the inner service only if the request is admitted.
+    /// Asks the limiter; calls the inner service only if the request is admitted, and
+    /// otherwise replaces it with a fresh clone, releasing what its `poll_ready` reserved.
     #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
         match L::admit_after(&self.limiter, self.queue_time.waited(&request)) {
             Ok(permit) => {
                 ResponseFuture::admitted(self.inner.call(request), permit, self.classifier.clone())
             }
-            Err(refusal) => ResponseFuture::refused(refusal, self.responder.clone()),
+            Err(refusal) => {
+                release_readiness(&mut self.inner);
+                ResponseFuture::refused(refusal, self.responder.clone())
+            }
         }
     }
+}
+
+/// Replaces `inner`, made ready but not called, with a fresh clone, and drops it with whatever
+/// its `poll_ready` reserved (a `ConcurrencyLimit`'s permit, a `Buffer`'s slot). The clone must
+/// be made ready again before it is called, as tower's contract requires after every `call`.
+#[inline]
+pub(crate) fn release_readiness<S: Clone>(inner: &mut S) {
+    let fresh = inner.clone();
+    drop(std::mem::replace(inner, fresh));
 }
 
 impl<Svc: Clone, L: 'static, K: Clone, R: Clone, Q: Clone> Clone for AdmitService<Svc, L, K, R, Q> {

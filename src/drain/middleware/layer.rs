@@ -10,6 +10,10 @@ use crate::respond::HttpResponder;
 /// HTTP/1 connections after their response once the drain is announced, and refuses new
 /// requests once it is draining, without calling the inner service.
 ///
+/// A refused request leaves nothing reserved in the inner service: the service replaces it
+/// with a fresh clone, dropping what its `poll_ready` reserved (a `ConcurrencyLimit`'s permit,
+/// a `Buffer`'s slot), so the inner service must be `Clone`.
+///
 /// Refusals go to a [`Respond`](crate::respond::Respond)er: by default [`HttpResponder`]
 /// (`503` with `Retry-After` and `admit-refusal: draining`), to which the layer adds
 /// `Connection: close` on HTTP/1; [`grpc`](Self::grpc) answers `UNAVAILABLE`. Refusals carry

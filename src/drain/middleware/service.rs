@@ -7,6 +7,7 @@ use tower_service::Service;
 
 use super::{DrainBody, DrainFuture, Draining};
 use crate::drain::Drain;
+use crate::middleware::release_readiness;
 use crate::respond::Respond;
 
 /// The service of a [`DrainLayer`](super::DrainLayer).
@@ -32,9 +33,11 @@ impl<S, R> DrainService<S, R> {
     }
 }
 
+/// `S: Clone` because a refusal swaps in a fresh clone of the inner service, dropping what its
+/// `poll_ready` reserved.
 impl<S, R, ReqBody, ResBody> Service<Request<ReqBody>> for DrainService<S, R>
 where
-    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
     R: Respond<Draining, Response<DrainBody<ResBody>>, S::Error> + Clone,
 {
     type Response = Response<DrainBody<ResBody>>;
@@ -49,11 +52,14 @@ where
         let http1 = request.version() <= Version::HTTP_11;
         match self.drain.admit() {
             Ok(guard) => DrainFuture::admitted(self.inner.call(request), guard, http1),
-            Err(_) => DrainFuture::refused(
-                Draining::new(self.drain.retry_after()),
-                self.responder.clone(),
-                http1,
-            ),
+            Err(_) => {
+                release_readiness(&mut self.inner);
+                DrainFuture::refused(
+                    Draining::new(self.drain.retry_after()),
+                    self.responder.clone(),
+                    http1,
+                )
+            }
         }
     }
 }

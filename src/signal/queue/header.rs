@@ -42,8 +42,10 @@
 //!   keep-alive connection's idle time, inflate it.
 //! - **Spoofing.** The edge proxy must overwrite a client's value (Contour appends to it,
 //!   Kamal-proxy keeps it): [`Pick::Last`] reads the nearest hop. A forged fresh or future stamp
-//!   still counts as a short wait; to hold the gate cold a client must send a large share of
-//!   an interval's requests.
+//!   still counts as a short wait for its own request; to hold the gate cold a client must send
+//!   a large share of an interval's requests. Fewer than four forged stamps per window cannot
+//!   pull the skew floor below the genuine stamps' minimum; many can lengthen other requests'
+//!   waits by up to `max_future` plus the floor's cap (see [`floor`](super::floor)).
 //! - **Not numeric.** Envoy's bare `%START_TIME%` and JavaScript's `toISOString()` are ISO-8601
 //!   dates: [`HeaderError::Invalid`].
 //!
@@ -163,7 +165,9 @@ impl HeaderConfig {
 
     /// How far ahead of the service's clock a stamp may be (default 1 s, inclusive); further is
     /// [`HeaderError::FromFuture`]. Small negative queue times are clock skew, which
-    /// [`SkewFloor`](super::floor::SkewFloor) absorbs. Longer than 2⁶³ ns counts as 2⁶³ − 1 ns.
+    /// [`SkewFloor`](super::floor::SkewFloor) absorbs. Set it to the clocks' worst skew: a
+    /// client forging many stamps can raise other requests' waits by up to this much plus the
+    /// floor's cap. Longer than 2⁶³ ns counts as 2⁶³ − 1 ns.
     pub const fn with_max_future(mut self, max_future: Duration) -> Self {
         self.max_future = max_future;
         self

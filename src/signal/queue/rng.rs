@@ -1,10 +1,11 @@
-//! A per-thread random draw in parts per million: SplitMix64, seeded once per thread.
+//! Per-thread random draws: SplitMix64, seeded once per thread.
 //!
-//! The drop decision needs one fair coin per request, not cryptographic randomness, and must not
-//! contend: each thread keeps its own 64-bit state in a `thread_local!` `Cell` (no destructor,
-//! so nothing is registered or allocated). A thread seeds its state at its first draw from a
-//! process-wide counter, so no two threads of a process share a sequence, and from the address
-//! of its state, which differs between processes (ASLR), so replicas do not drop in step.
+//! The probe's drop decision needs one fair coin per request, and the skew floor one lane per
+//! request, not cryptographic randomness, and neither may contend: each thread keeps its own
+//! 64-bit state in a `thread_local!` `Cell` (no destructor, so nothing is registered or
+//! allocated). A thread seeds its state at its first draw from a process-wide counter, so no
+//! two threads of a process share a sequence, and from the address of its state, which differs
+//! between processes (ASLR), so replicas do not drop in step.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,10 +33,17 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Maps 64 random bits onto `0..PPM` by multiply-and-shift (bias below 10⁻¹³).
+/// Maps 64 random bits onto `0..n` by multiply-and-shift (bias below `n` / 2⁶⁴).
+#[inline]
+fn below(bits: u64, n: u32) -> u32 {
+    // `bits · n < 2⁶⁴ · n`, so the high half is below `n`.
+    ((u128::from(bits) * u128::from(n)) >> 64) as u32
+}
+
+/// Maps 64 random bits onto `0..PPM` (bias below 10⁻¹³).
 #[inline]
 fn to_ppm(bits: u64) -> u32 {
-    ((u128::from(bits) * u128::from(PPM)) >> 64) as u32
+    below(bits, PPM as u32)
 }
 
 /// A fresh, non-zero state for this thread.
@@ -75,6 +83,19 @@ pub(super) fn draw_shared_ppm(state: &crate::sync::AtomicU64) -> u32 {
 /// ```
 #[inline]
 pub fn draw_ppm() -> u32 {
+    to_ppm(next_bits())
+}
+
+/// A uniform draw in `0..n` (`n > 0`) from this thread's generator: the lane
+/// [`SkewFloor`](super::floor::SkewFloor) records a request in.
+#[inline]
+pub(super) fn draw_below(n: u32) -> u32 {
+    below(next_bits(), n)
+}
+
+/// The next 64 bits of this thread's generator.
+#[inline]
+fn next_bits() -> u64 {
     STATE.with(|state| {
         let mut current = state.get();
         if current == UNSEEDED {
@@ -83,18 +104,23 @@ pub fn draw_ppm() -> u32 {
         // A state that wraps to zero (after 2⁶⁴ draws) is simply reseeded.
         let next = current.wrapping_add(GOLDEN);
         state.set(next);
-        to_ppm(mix(next))
+        mix(next)
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{PPM, to_ppm};
+    use super::{PPM, below, to_ppm};
 
     #[test]
     fn the_mapping_covers_the_range_and_no_more() {
         assert_eq!(to_ppm(0), 0);
         assert_eq!(u64::from(to_ppm(u64::MAX)), PPM - 1);
         assert_eq!(to_ppm(1 << 63), 500_000);
+        // Four lanes: the top two bits.
+        for (bits, lane) in [(0, 0), ((1 << 62) - 1, 0), (1 << 62, 1), (3 << 62, 3)] {
+            assert_eq!(below(bits, 4), lane);
+        }
+        assert_eq!(below(u64::MAX, 4), 3);
     }
 }
