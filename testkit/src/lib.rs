@@ -8,7 +8,8 @@
 //!   [`poll`], which drives a tower service without a runtime for those counts;
 //! - [`prometheus`]: a real Prometheus server that scrapes test servers or serves backfilled
 //!   samples, and its query API;
-//! - [`keda`]: KEDA trigger metadata for the scaler's tests and benchmarks.
+//! - [`keda`]: KEDA trigger metadata for the scaler's tests and benchmarks;
+//! - [`cgroup`]: a memory cgroup with a Deployment's limit, for a child process.
 //!
 //! Launchers for outside processes the tests talk to belong here too, each in a module of its own
 //! (`prometheus`).
@@ -17,6 +18,7 @@
 //! hand the tests a second copy of admit's types.
 
 pub mod axum;
+pub mod cgroup;
 pub mod counting_alloc;
 pub mod keda;
 pub mod poll;
