@@ -15,6 +15,9 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use http::Uri;
 
+/// The largest `--max-concurrent-decisions`.
+const MAX_CONCURRENT_DECISIONS: usize = 256;
+
 /// A KEDA external scaler that turns a wait-time service level into replicas with Erlang C.
 ///
 /// It reads the arrival rate and the mean service time of a service from Prometheus, finds the
@@ -95,7 +98,7 @@ struct ServeArgs {
     #[arg(long, env = "ADMIT_SCALER_MAX_TRIGGERS", default_value_t = admit_scaler::service::DEFAULT_MAX_TRIGGERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
     max_triggers: usize,
     /// The most decisions (two queries and the model) running at once; more wait their turn.
-    #[arg(long, env = "ADMIT_SCALER_MAX_CONCURRENT_DECISIONS", default_value_t = admit_scaler::service::DEFAULT_MAX_CONCURRENT_DECISIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
+    #[arg(long, env = "ADMIT_SCALER_MAX_CONCURRENT_DECISIONS", default_value_t = admit_scaler::service::DEFAULT_MAX_CONCURRENT_DECISIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_CONCURRENT_DECISIONS as u64))]
     max_concurrent_decisions: usize,
     /// The longest an RPC may take (a decision waiting for its turn and its queries); past it
     /// the RPC fails with CANCELLED and its decision goes on for the next caller. At least

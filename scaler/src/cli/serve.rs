@@ -29,6 +29,11 @@ use super::{PrometheusArgs, ServeArgs};
 /// How often triggers past their TTL are forgotten and the scaler-wide gauges refreshed.
 const SWEEP_PERIOD: Duration = Duration::from_secs(15);
 
+/// The runtime's blocking threads: decisions' models take at most `--max-concurrent-decisions`
+/// (at most half of them, by the flag's range), so DNS lookups and bearer-token reads, which run
+/// there too, always find a thread.
+const BLOCKING_THREADS: usize = 2 * super::MAX_CONCURRENT_DECISIONS;
+
 /// How long blocking work (a decision's model) may hold the process after the servers stop.
 const BLOCKING_GRACE: Duration = Duration::from_millis(100);
 
@@ -56,6 +61,7 @@ pub(super) fn main(args: ServeArgs) -> ExitCode {
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(BLOCKING_THREADS)
         .build()
     {
         Ok(runtime) => runtime,
