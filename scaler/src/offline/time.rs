@@ -3,6 +3,10 @@
 use std::fmt;
 
 use crate::calendar::{civil_from_days, days_from_civil, days_in_month};
+use crate::excerpt::excerpt;
+
+/// 9999-12-31T23:59:59Z: the last second RFC 3339 can write.
+const LAST_SECOND: f64 = 253_402_300_799.0;
 
 /// A time that is neither Unix seconds nor RFC 3339.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -14,9 +18,9 @@ impl fmt::Display for TimeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{:?} is not a time: write Unix seconds (1700000000) or RFC 3339 \
-             (2023-11-14T22:13:20Z, 2023-11-14T23:13:20+01:00)",
-            self.raw
+            "\"{}\" is not a time from 1970 to 9999: write Unix seconds (1700000000) or \
+             RFC 3339 (2023-11-14T22:13:20Z, 2023-11-14T23:13:20+01:00)",
+            excerpt(&self.raw)
         )
     }
 }
@@ -38,19 +42,20 @@ impl std::error::Error for TimeError {}
 ///
 /// # Errors
 ///
-/// [`TimeError`] for anything else, including impossible dates and times before 1970.
+/// [`TimeError`] for anything else, including impossible dates and times before 1970 or
+/// after 9999.
 pub fn parse_time(raw: &str) -> Result<f64, TimeError> {
     let error = || TimeError {
         raw: raw.to_owned(),
     };
-    if !raw.is_empty() && raw.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-        return raw
-            .parse::<f64>()
-            .ok()
-            .filter(|seconds| seconds.is_finite())
-            .ok_or_else(error);
-    }
-    rfc3339(raw).ok_or_else(error)
+    let seconds = if !raw.is_empty() && raw.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        raw.parse::<f64>().ok()
+    } else {
+        rfc3339(raw)
+    };
+    seconds
+        .filter(|seconds| (0.0..=LAST_SECOND).contains(seconds))
+        .ok_or_else(error)
 }
 
 fn rfc3339(raw: &str) -> Option<f64> {
@@ -177,8 +182,39 @@ mod tests {
             "1969-12-31T23:59:59Z",
             "2023-11-14T22:13:20Zjunk",
             "２023-11-14T22:13:20Z",
+            "253402300800",
+            "99999999999999999999999",
         ] {
             assert!(parse_time(raw).is_err(), "{raw:?}");
+        }
+        assert_eq!(parse_time("9999-12-31T23:59:59Z"), Ok(LAST_SECOND));
+        assert_eq!(format_time(LAST_SECOND), "9999-12-31T23:59:59Z");
+    }
+
+    mod arbitrary {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn any_text_is_a_time_or_refused(raw in "\\PC{0,40}") {
+                if let Ok(seconds) = parse_time(&raw) {
+                    prop_assert!((0.0..=LAST_SECOND).contains(&seconds));
+                } else {
+                    prop_assert!(parse_time(&raw).unwrap_err().to_string().len() < 1024);
+                }
+            }
+
+            #[test]
+            fn dates_round_trip(seconds in 0u64..=LAST_SECOND as u64) {
+                let text = format_time(seconds as f64);
+                prop_assert_eq!(parse_time(&text), Ok(seconds as f64));
+            }
+
+            #[test]
+            fn date_shaped_text(raw in "[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{0,12})?(Z|[+-][0-9]{2}:[0-9]{2})") {
+                let _ = parse_time(&raw);
+            }
         }
     }
 }
