@@ -30,4 +30,4 @@ mod response;
 
 pub use client::{BearerToken, ClientOptions, MAX_BODY_BYTES, PrometheusClient, tls_config};
 pub use error::{QueryError, QueryErrorKind};
-pub use response::{Answer, Sample, parse_response};
+pub use response::{Answer, MAX_NOTES, Sample, parse_response};
