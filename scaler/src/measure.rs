@@ -58,7 +58,11 @@ async fn one(
     }
     if answer.omitted_notes > 0 {
         let omitted = answer.omitted_notes;
-        tracing::warn!(target: "admit_scaler", query, "Prometheus: {omitted} more warnings or infos, not logged");
+        tracing::warn!(
+            target: "admit_scaler",
+            query,
+            "Prometheus: {omitted} more warnings or infos, not logged"
+        );
     }
     Ok(answer.sample.value)
 }

@@ -234,6 +234,7 @@ pub(super) fn client_options(
         timeout: args.query_timeout,
         bearer_token,
         extra_roots,
+        ..Default::default()
     })
 }
 

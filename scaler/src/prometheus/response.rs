@@ -106,10 +106,10 @@ struct Notes {
 /// Reads an answer of `POST /api/v1/query`: the HTTP `status` and the whole `body`.
 ///
 /// `Ok` for an instant vector with exactly one plain sample, or a scalar, with a finite value.
-/// Holds no more than it returns however many series the body lists (the body's own size is
-/// the caller's to bound).
-/// Every text from the body in a failure or a note is an [`excerpt`]; the sample's labels are
-/// kept whole.
+/// Holds no more than it returns however many series the body lists; the body's own size is
+/// the caller's to bound ([`max_body_bytes`](super::ClientOptions::max_body_bytes)). Every
+/// text from the body in a failure or a note is an [`excerpt`]; the sample's labels are kept
+/// whole.
 pub fn parse_response(status: u16, body: &[u8]) -> Result<Answer, QueryErrorKind> {
     if body.trim_ascii_start().first() != Some(&b'{') {
         return Err(bad(status, format!("not a JSON object: {}", quote(body))));
@@ -1162,13 +1162,20 @@ mod tests {
 
     proptest! {
         #[test]
-        fn any_bytes_read_safely(bytes in prop::collection::vec(any::<u8>(), 0..4096), status in any::<u16>()) {
+        fn any_bytes_read_safely(
+            bytes in prop::collection::vec(any::<u8>(), 0..4096),
+            status in any::<u16>(),
+        ) {
             check(&parse_response(status, &bytes))?;
         }
 
         #[test]
-        fn any_bytes_after_a_success_start_read_safely(tail in prop::collection::vec(any::<u8>(), 0..512)) {
-            let mut body = br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":"#.to_vec();
+        fn any_bytes_after_a_success_start_read_safely(
+            tail in prop::collection::vec(any::<u8>(), 0..512),
+        ) {
+            let mut body =
+                br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":"#
+                    .to_vec();
             body.extend(tail);
             check(&parse_response(200, &body))?;
         }
@@ -1181,7 +1188,9 @@ mod tests {
                 (Some(value), Ok(answer)) => {
                     prop_assert_eq!(answer.sample.value.to_bits(), value.to_bits());
                     let labels: Vec<(String, String)> = match doc.series.as_slice() {
-                        [(labels, _)] if doc.result_type == "vector" => labels.clone().into_iter().collect(),
+                        [(labels, _)] if doc.result_type == "vector" => {
+                            labels.clone().into_iter().collect()
+                        }
                         _ => Vec::new(),
                     };
                     prop_assert_eq!(&answer.sample.labels, &labels);
@@ -1197,7 +1206,12 @@ mod tests {
                 && doc.result_type == "vector"
                 && doc.series.len() > 1;
             if many {
-                let listed: Vec<String> = doc.series.iter().take(LISTED_SERIES).map(|(labels, _)| excerpt(&render(labels))).collect();
+                let listed: Vec<String> = doc
+                    .series
+                    .iter()
+                    .take(LISTED_SERIES)
+                    .map(|(labels, _)| excerpt(&render(labels)))
+                    .collect();
                 prop_assert_eq!(
                     result,
                     Err(QueryErrorKind::MultipleSeries { count: doc.series.len(), labels: listed })
