@@ -4,6 +4,7 @@ use http::Uri;
 use tokio::time::Instant;
 
 use crate::decision::Measured;
+use crate::excerpt::excerpt;
 use crate::metadata::ScalerConfig;
 use crate::prometheus::{PrometheusClient, QueryError};
 use crate::telemetry;
@@ -49,8 +50,19 @@ async fn one(
     let answer = client.query(base, query, time).await;
     telemetry::query(label, start.elapsed());
     let answer = answer?;
-    for warning in answer.warnings.iter().chain(&answer.infos) {
-        tracing::warn!(target: "admit_scaler", query, "Prometheus: {warning}");
+    // At most `MAX_NOTES` warnings and as many infos, each already an excerpt (`Answer`).
+    let notes = answer.warnings.iter().chain(&answer.infos);
+    let query = excerpt(query);
+    for note in notes {
+        tracing::warn!(target: "admit_scaler", query, "Prometheus: {note}");
+    }
+    if answer.omitted_notes > 0 {
+        let omitted = answer.omitted_notes;
+        tracing::warn!(
+            target: "admit_scaler",
+            query,
+            "Prometheus: {omitted} more warnings or infos, not logged"
+        );
     }
     Ok(answer.sample.value)
 }

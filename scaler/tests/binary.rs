@@ -183,6 +183,37 @@ async fn sigterm_stops_the_process_while_a_decision_waits() {
     );
 }
 
+/// The flags `deploy/scaler.yaml` gives `serve`, but for the listen addresses.
+fn deployment_args() -> Vec<String> {
+    let manifest = include_str!("../../deploy/scaler.yaml");
+    let args = manifest
+        .split("args:\n")
+        .nth(1)
+        .expect("the Deployment's args");
+    args.lines()
+        .map_while(|line| {
+            let line = line.trim();
+            (line.starts_with('-') || line.starts_with('#')).then_some(line)
+        })
+        .filter_map(|line| line.strip_prefix("- "))
+        .filter(|arg| !arg.contains("-listen="))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deployment_s_flags_are_the_binary_s() {
+    let args = deployment_args();
+    assert!(args.len() >= 8, "{args:?}");
+    assert!(
+        args.iter().any(|arg| arg.starts_with("--max-triggers=")),
+        "{args:?}"
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (status, log) = Served::start(&args).terminate();
+    assert!(status.success(), "{args:?}: {status:?}: {log:?}");
+}
+
 /// Runs the binary to completion: exit code, stdout, stderr.
 fn run(args: &[&str]) -> (Option<i32>, String, String) {
     let output = Command::new(BINARY).args(args).output().unwrap();

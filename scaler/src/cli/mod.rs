@@ -8,10 +8,12 @@ mod replay;
 mod serve;
 
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand};
 use http::Uri;
 
@@ -133,7 +135,7 @@ struct PrometheusArgs {
     allow_prometheus: Vec<Uri>,
     /// A file whose content (trimmed) is sent as `Authorization: Bearer <token>` to Prometheus,
     /// read again before every query so that a rotated token is sent. Needs
-    /// --allow-prometheus.
+    /// --allow-prometheus, and is sent only to https:// URLs unless --prometheus-token-over-http.
     #[arg(
         long,
         env = "ADMIT_SCALER_PROMETHEUS_BEARER_TOKEN_FILE",
@@ -144,6 +146,18 @@ struct PrometheusArgs {
     /// (a cluster's own CA).
     #[arg(long, env = "ADMIT_SCALER_PROMETHEUS_CA_FILE", value_name = "PATH")]
     prometheus_ca_file: Option<PathBuf>,
+    /// Send the bearer token to an http:// (plain text) Prometheus too: anyone on the path
+    /// can read it. Off: such a query fails unsent.
+    #[arg(long, env = "ADMIT_SCALER_PROMETHEUS_TOKEN_OVER_HTTP")]
+    prometheus_token_over_http: bool,
+    /// The largest answer read from Prometheus, in bytes: a bigger one fails the query and is
+    /// read no further.
+    #[arg(long, env = "ADMIT_SCALER_PROMETHEUS_MAX_BODY", default_value_t = admit_scaler::prometheus::DEFAULT_MAX_BODY_BYTES, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=(64 << 20)), value_name = "BYTES")]
+    prometheus_max_body: usize,
+    /// The most queries in flight to Prometheus at once (two per decision); more wait for a
+    /// slot within --query-timeout.
+    #[arg(long, env = "ADMIT_SCALER_PROMETHEUS_MAX_IN_FLIGHT", default_value_t = admit_scaler::prometheus::DEFAULT_MAX_IN_FLIGHT, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024).try_map(NonZeroUsize::try_from))]
+    prometheus_max_in_flight: NonZeroUsize,
 }
 
 /// Where a trigger's metadata comes from.

@@ -284,19 +284,13 @@ pub(super) fn client_options(
 ) -> Result<admit_scaler::prometheus::ClientOptions, BoxError> {
     let bearer_token = match &args.prometheus_bearer_token_file {
         Some(path) => {
-            let token = fs::read_to_string(path).map_err(|error| {
-                format!("--prometheus-bearer-token-file {}: {error}", path.display())
-            })?;
-            if token.trim().is_empty() {
-                return Err(format!(
-                    "--prometheus-bearer-token-file {}: the file is empty",
-                    path.display()
-                )
-                .into());
-            }
+            let token = admit_scaler::prometheus::BearerToken::File(path.clone());
             // Checked once here, so that a wrong path stops the scaler at start; read again
             // before every query, so that a rotated token is sent.
-            Some(admit_scaler::prometheus::BearerToken::File(path.clone()))
+            token
+                .check()
+                .map_err(|error| format!("--prometheus-bearer-token-file: {error}"))?;
+            Some(token)
         }
         None => None,
     };
@@ -308,6 +302,9 @@ pub(super) fn client_options(
         timeout: args.query_timeout,
         bearer_token,
         extra_roots,
+        max_body_bytes: args.prometheus_max_body,
+        max_in_flight: args.prometheus_max_in_flight,
+        allow_token_over_http: args.prometheus_token_over_http,
     })
 }
 

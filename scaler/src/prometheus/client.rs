@@ -1,16 +1,19 @@
-//! The HTTP side: one form-encoded `POST /api/v1/query`, bounded in time and size.
+//! The HTTP side: one form-encoded `POST /api/v1/query`, bounded in time, size and number in
+//! flight.
 
 use std::borrow::Cow;
 use std::error::Error as StdError;
 use std::fmt;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
+use http::uri::Scheme;
 use http::{HeaderValue, Method, Request, Uri};
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Incoming};
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
@@ -18,26 +21,55 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use rustls::pki_types::CertificateDer;
 use rustls::{ClientConfig, RootCertStore};
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
 
 use super::error::{QueryError, QueryErrorKind};
 use super::response::{Answer, parse_response};
+use crate::excerpt::{excerpt, excerpt_bytes};
 
-/// The most of an answer's body that is read: past it, the answer is a `BadResponse`.
-pub const MAX_BODY_BYTES: usize = 16 << 20;
+/// [`ClientOptions::max_body_bytes`]' default: 256 KiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 256 << 10;
+/// [`ClientOptions::max_in_flight`]' default: 16.
+pub const DEFAULT_MAX_IN_FLIGHT: NonZeroUsize = NonZeroUsize::new(16).unwrap();
+/// The largest bearer token file read: past it, the query fails with
+/// [`QueryErrorKind::Credentials`].
+pub const MAX_TOKEN_FILE_BYTES: u64 = 64 << 10;
 const USER_AGENT_VALUE: &str = concat!("admit-scaler/", env!("CARGO_PKG_VERSION"));
 
 /// How a [`PrometheusClient`] queries.
 #[derive(Clone)]
 pub struct ClientOptions {
-    /// Bounds each whole exchange (connect, send, read the body) and is sent to Prometheus as
-    /// the query's `timeout`. Default: 5 s.
+    /// Bounds each query from its start: the wait for a slot
+    /// ([`max_in_flight`](Self::max_in_flight)), then the exchange (connect, send, read the
+    /// body). Sent to Prometheus as the query's `timeout`. Past it, the query fails with
+    /// [`QueryErrorKind::Timeout`]. Default: 5 s.
     pub timeout: Duration,
     /// Sent as `Authorization: Bearer <token>` when set; surrounding whitespace (a token file's
-    /// trailing newline) is trimmed.
+    /// trailing newline) is trimmed. Sent only over `https` unless
+    /// [`allow_token_over_http`](Self::allow_token_over_http).
     pub bearer_token: Option<BearerToken>,
     /// Certificate authorities trusted for `https` besides Mozilla's roots: a cluster's own CA
     /// in front of an in-cluster Prometheus or Thanos.
     pub extra_roots: Vec<CertificateDer<'static>>,
+    /// The largest answer body read, in bytes. A body that declares a larger `Content-Length`
+    /// is not read; one that grows past the cap is read no further. Either fails the query
+    /// with [`QueryErrorKind::BadResponse`], naming the cap. Default:
+    /// [`DEFAULT_MAX_BODY_BYTES`] (256 KiB): a one-sample answer takes well under 1 KiB, and
+    /// an answer of many series still reads in full, as
+    /// [`MultipleSeries`](QueryErrorKind::MultipleSeries), up to about 1 400 series with
+    /// a pod's usual labels (about 185 bytes each).
+    pub max_body_bytes: usize,
+    /// The most queries this client (and its clones) has in flight at once. A query waits for
+    /// a free slot within its [`timeout`](Self::timeout), and holds it until its answer is read;
+    /// one that gets no slot in time fails with [`QueryErrorKind::Timeout`], unsent. So at
+    /// most `max_in_flight` × [`max_body_bytes`](Self::max_body_bytes) of answers are held at
+    /// once. Default: [`DEFAULT_MAX_IN_FLIGHT`] (16).
+    pub max_in_flight: NonZeroUsize,
+    /// Whether the bearer token may go over plain `http`. Off (the default), a query with a
+    /// bearer token to a URL that is not `https://` fails with
+    /// [`QueryErrorKind::Credentials`], unsent.
+    pub allow_token_over_http: bool,
 }
 
 /// Where the bearer token a [`PrometheusClient`] sends comes from.
@@ -47,8 +79,9 @@ pub enum BearerToken {
     Value(String),
     /// The contents of this file, read before every query, so that a rotated token (a
     /// projected service-account token, or a mounted Secret the kubelet updates) is sent as
-    /// soon as it is written. A file that cannot be read, or holds only whitespace, fails the
-    /// query with [`QueryErrorKind::Credentials`].
+    /// soon as it is written. A file that cannot be read, holds only whitespace, is not UTF-8
+    /// or is larger than [`MAX_TOKEN_FILE_BYTES`] (read no further) fails the query with
+    /// [`QueryErrorKind::Credentials`].
     File(PathBuf),
 }
 
@@ -64,20 +97,56 @@ impl fmt::Debug for BearerToken {
 impl BearerToken {
     /// The token to send now, trimmed.
     async fn read(&self) -> Result<Cow<'_, str>, QueryErrorKind> {
-        let path = match self {
-            Self::Value(token) => return Ok(Cow::Borrowed(token.trim())),
-            Self::File(path) => path,
-        };
-        let credentials = |problem: String| QueryErrorKind::Credentials {
-            message: format!("the bearer token file {}: {problem}", path.display()),
-        };
-        let text = tokio::fs::read_to_string(path)
-            .await
-            .map_err(|error| credentials(error.to_string()))?;
-        match text.trim() {
-            "" => Err(credentials("it is empty".to_owned())),
-            token => Ok(Cow::Owned(token.to_owned())),
+        match self {
+            Self::Value(token) => Ok(Cow::Borrowed(token.trim())),
+            Self::File(path) => {
+                let path = path.clone();
+                tokio::task::spawn_blocking(move || read_token_file(&path))
+                    .await
+                    .map_err(|error| QueryErrorKind::Credentials {
+                        message: format!("reading the bearer token file: {error}"),
+                    })?
+                    .map(Cow::Owned)
+            }
         }
+    }
+
+    /// Whether the token can be had now: what a query would send, or why it would fail, as
+    /// [`QueryErrorKind::Credentials`]. For a check at start.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be read, holds only whitespace, is not UTF-8 or is larger than
+    /// [`MAX_TOKEN_FILE_BYTES`].
+    pub fn check(&self) -> Result<(), QueryErrorKind> {
+        match self {
+            Self::Value(_) => Ok(()),
+            Self::File(path) => read_token_file(path).map(drop),
+        }
+    }
+}
+
+/// The trimmed token in `path`, read up to [`MAX_TOKEN_FILE_BYTES`].
+fn read_token_file(path: &std::path::Path) -> Result<String, QueryErrorKind> {
+    use std::io::Read;
+    let credentials = |problem: String| QueryErrorKind::Credentials {
+        message: format!("the bearer token file {}: {problem}", path.display()),
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .map_err(|error| credentials(error.to_string()))?
+        .take(MAX_TOKEN_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|error| credentials(error.to_string()))?;
+    if bytes.len() as u64 > MAX_TOKEN_FILE_BYTES {
+        return Err(credentials(format!(
+            "it is larger than {MAX_TOKEN_FILE_BYTES} bytes"
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| credentials("it is not UTF-8".into()))?;
+    match text.trim() {
+        "" => Err(credentials("it is empty".to_owned())),
+        token => Ok(token.to_owned()),
     }
 }
 
@@ -87,6 +156,9 @@ impl Default for ClientOptions {
             timeout: Duration::from_secs(5),
             bearer_token: None,
             extra_roots: Vec::new(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            allow_token_over_http: false,
         }
     }
 }
@@ -97,6 +169,9 @@ impl fmt::Debug for ClientOptions {
             .field("timeout", &self.timeout)
             .field("bearer_token", &self.bearer_token)
             .field("extra_roots", &self.extra_roots.len())
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("allow_token_over_http", &self.allow_token_over_http)
             .finish()
     }
 }
@@ -131,11 +206,13 @@ enum Transport {
 }
 
 /// An instant-query client for Prometheus' HTTP API, over http or https (rustls, Mozilla's
-/// roots). Clones share one connection pool.
+/// roots). Clones share one connection pool and one set of
+/// [`max_in_flight`](ClientOptions::max_in_flight) slots.
 #[derive(Clone, Debug)]
 pub struct PrometheusClient {
     transport: Transport,
     options: ClientOptions,
+    slots: Arc<Semaphore>,
 }
 
 impl PrometheusClient {
@@ -159,40 +236,98 @@ impl PrometheusClient {
                 Transport::Plain(builder.build(http), format!("TLS setup failed: {error}"))
             }
         };
-        Self { transport, options }
+        // Semaphore::new refuses more than MAX_PERMITS (usize::MAX >> 3): far past any use.
+        let slots = options.max_in_flight.get().min(Semaphore::MAX_PERMITS);
+        Self {
+            transport,
+            slots: Arc::new(Semaphore::new(slots)),
+            options,
+        }
     }
 
     /// One instant query against `base`; `time` = evaluation time in Unix seconds (None: now).
     ///
-    /// `base` is Prometheus' URL, path prefix included (`http://prom:9090/prometheus`). The whole
-    /// exchange (connect, send, read body) is bounded by the timeout, which is also sent as
-    /// `timeout=`.
+    /// `base` is Prometheus' URL, path prefix included (`http://prom:9090/prometheus`). The
+    /// timeout bounds the wait for a slot and the whole exchange (connect, send, read body)
+    /// together, and is also sent as `timeout=`.
     pub async fn query(
         &self,
         base: &Uri,
         query: &str,
         time: Option<f64>,
     ) -> Result<Answer, QueryError> {
+        self.slot_and_exchange(base, query, time)
+            .await
+            .map_err(|kind| QueryError {
+                query: query.to_owned(),
+                kind,
+            })
+    }
+
+    async fn slot_and_exchange(
+        &self,
+        base: &Uri,
+        query: &str,
+        time: Option<f64>,
+    ) -> Result<Answer, QueryErrorKind> {
         let timeout = self.options.timeout;
-        let exchange = async {
-            let token = match &self.options.bearer_token {
-                Some(token) => Some(token.read().await?),
-                None => None,
-            };
-            let request = self.request(base, query, time, token.as_deref())?;
-            let (status, body) = self.send(request).await?;
-            parse_response(status, &body)
+        self.check_token_scheme(base)?;
+        let start = Instant::now();
+        // Held until the answer is read: bounds the bodies held at once, not only the sockets.
+        let _slot = match tokio::time::timeout(timeout, self.slots.acquire()).await {
+            Ok(Ok(slot)) => slot,
+            // The semaphore is never closed.
+            Ok(Err(closed)) => return Err(unreachable(&closed.to_string())),
+            Err(_) => {
+                return Err(QueryErrorKind::Timeout {
+                    message: format!(
+                        "waited {timeout:?} for a query slot: {} queries were in flight \
+                         (--prometheus-max-in-flight)",
+                        self.options.max_in_flight
+                    ),
+                });
+            }
         };
-        let outcome = match tokio::time::timeout(timeout, exchange).await {
+        let left = timeout.saturating_sub(start.elapsed());
+        match tokio::time::timeout(left, self.exchange(base, query, time)).await {
             Ok(outcome) => outcome,
             Err(_) => Err(QueryErrorKind::Timeout {
                 message: format!("no answer within {timeout:?}"),
             }),
-        };
-        outcome.map_err(|kind| QueryError {
-            query: query.to_owned(),
-            kind,
+        }
+    }
+
+    /// A bearer token goes over `https` only, unless allowed.
+    fn check_token_scheme(&self, base: &Uri) -> Result<(), QueryErrorKind> {
+        if self.options.bearer_token.is_none()
+            || self.options.allow_token_over_http
+            || base.scheme() == Some(&Scheme::HTTPS)
+        {
+            return Ok(());
+        }
+        Err(QueryErrorKind::Credentials {
+            message: format!(
+                "the bearer token would go unencrypted to {}: use an https:// URL, or allow \
+                 it with --prometheus-token-over-http",
+                excerpt(&base.to_string())
+            ),
         })
+    }
+
+    /// Token, request, answer, and its reading.
+    async fn exchange(
+        &self,
+        base: &Uri,
+        query: &str,
+        time: Option<f64>,
+    ) -> Result<Answer, QueryErrorKind> {
+        let token = match &self.options.bearer_token {
+            Some(token) => Some(token.read().await?),
+            None => None,
+        };
+        let request = self.request(base, query, time, token.as_deref())?;
+        let (status, body) = self.send(request).await?;
+        parse_response(status, &body)
     }
 
     fn request(
@@ -233,7 +368,8 @@ impl PrometheusClient {
             .map_err(|error| unreachable(&format!("cannot build the request: {error}")))
     }
 
-    /// Sends `request`; the answer's status and its body, read up to [`MAX_BODY_BYTES`].
+    /// Sends `request`; the answer's status and its body, read up to
+    /// [`max_body_bytes`](ClientOptions::max_body_bytes).
     async fn send(&self, request: Request<Full<Bytes>>) -> Result<(u16, Bytes), QueryErrorKind> {
         let sent = match &self.transport {
             Transport::Tls(pool) => pool.request(request).await,
@@ -244,28 +380,42 @@ impl PrometheusClient {
         };
         let response = sent.map_err(|error| unreachable(&chain(&error)))?;
         let status = response.status().as_u16();
-        read_body(status, response.into_body())
+        read_body(status, response.into_body(), self.options.max_body_bytes)
             .await
             .map(|body| (status, body))
     }
 }
 
-async fn read_body(status: u16, body: Incoming) -> Result<Bytes, QueryErrorKind> {
-    let too_big = || QueryErrorKind::BadResponse {
-        status,
-        message: format!("the body exceeds {} MiB", MAX_BODY_BYTES >> 20),
+/// The whole body, or a `BadResponse` as soon as it is known to exceed `cap` bytes: from its
+/// `Content-Length` before reading, or from the frame that would take it past the cap. Not
+/// `http_body_util::Limited`, which drops what it read: the error quotes the body's start.
+async fn read_body(status: u16, mut body: Incoming, cap: usize) -> Result<Bytes, QueryErrorKind> {
+    let too_big = |start: &[u8]| {
+        let mut message =
+            format!("the body exceeds the cap of {cap} bytes (--prometheus-max-body)");
+        if !start.is_empty() {
+            message.push_str(", starting ");
+            message.push_str(&excerpt_bytes(start));
+        }
+        QueryErrorKind::BadResponse { status, message }
     };
-    if body.size_hint().lower() > MAX_BODY_BYTES as u64 {
-        return Err(too_big());
+    let declared = body.size_hint().lower();
+    if declared > cap as u64 {
+        return Err(too_big(b""));
     }
-    match Limited::new(body, MAX_BODY_BYTES).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(error) if error.is::<LengthLimitError>() => Err(too_big()),
-        Err(error) => Err(unreachable(&format!(
-            "reading the body: {}",
-            chain(error.as_ref())
-        ))),
+    // `declared` ≤ `cap`: a server's word reserves no more than the cap.
+    let mut bytes = BytesMut::with_capacity(declared as usize);
+    while let Some(frame) = body.frame().await {
+        let frame =
+            frame.map_err(|error| unreachable(&format!("reading the body: {}", chain(&error))))?;
+        if let Ok(data) = frame.into_data() {
+            if data.len() > cap - bytes.len() {
+                return Err(too_big(&bytes));
+            }
+            bytes.extend_from_slice(&data);
+        }
     }
+    Ok(bytes.freeze())
 }
 
 /// `<base>/api/v1/query`, keeping the base's path prefix and query string.
@@ -274,13 +424,23 @@ fn query_uri(base: &Uri) -> Result<Uri, QueryErrorKind> {
         Some("http" | "https") => {}
         Some(other) => {
             return Err(unreachable(&format!(
-                "unsupported scheme {other:?} in {base}"
+                "unsupported scheme \"{}\" in {}",
+                excerpt(other),
+                excerpt(&base.to_string())
             )));
         }
-        None => return Err(unreachable(&format!("no http:// or https:// in {base}"))),
+        None => {
+            return Err(unreachable(&format!(
+                "no http:// or https:// in {}",
+                excerpt(&base.to_string())
+            )));
+        }
     }
     let Some(authority) = base.authority() else {
-        return Err(unreachable(&format!("no host in {base}")));
+        return Err(unreachable(&format!(
+            "no host in {}",
+            excerpt(&base.to_string())
+        )));
     };
     let prefix = base.path().trim_end_matches('/');
     let path = match base.query() {
@@ -292,7 +452,12 @@ fn query_uri(base: &Uri) -> Result<Uri, QueryErrorKind> {
         .authority(authority.as_str())
         .path_and_query(path)
         .build()
-        .map_err(|error| unreachable(&format!("cannot build the query URL from {base}: {error}")))
+        .map_err(|error| {
+            unreachable(&format!(
+                "cannot build the query URL from {}: {error}",
+                excerpt(&base.to_string())
+            ))
+        })
 }
 
 /// A Prometheus duration in whole milliseconds, rounded up, at least `1ms`.
@@ -313,7 +478,8 @@ fn unreachable(message: &str) -> QueryErrorKind {
     }
 }
 
-/// An error and its sources, `outer: inner: …`: hyper's own text alone says little.
+/// An error and its sources, `outer: inner: …` (hyper's own text alone says little), as an
+/// excerpt: the sources may quote a host name or a server's certificate.
 fn chain(error: &(dyn StdError + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
@@ -325,7 +491,7 @@ fn chain(error: &(dyn StdError + 'static)) -> String {
         }
         source = cause.source();
     }
-    text
+    excerpt(&text)
 }
 
 #[cfg(test)]

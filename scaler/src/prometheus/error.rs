@@ -1,6 +1,13 @@
 //! The typed failures of one instant query, and the gRPC code each one maps to.
+//!
+//! Every text a failure carries that the scaler did not write (Prometheus' `error`,
+//! `errorType` and `resultType`, label sets, values, the start of a body, the URL, the cause a
+//! connection failed with) is an [`excerpt`]: at most
+//! [`EXCERPT_CHARS`](crate::excerpt::EXCERPT_CHARS) characters, control characters escaped.
 
 use std::fmt;
+
+use crate::excerpt::excerpt;
 
 /// What went wrong with one query.
 ///
@@ -8,7 +15,8 @@ use std::fmt;
 /// for metrics.
 #[derive(Debug, Clone, PartialEq)]
 pub enum QueryErrorKind {
-    /// Prometheus rejected the query or its parameters (HTTP 400, `bad_data`).
+    /// Prometheus rejected the query or its parameters (HTTP 400, `bad_data`), or the
+    /// evaluation time is not finite (nothing sent).
     BadQuery {
         /// Prometheus' `error` text.
         message: String,
@@ -24,7 +32,7 @@ pub enum QueryErrorKind {
     MultipleSeries {
         /// How many series came back.
         count: usize,
-        /// The label sets of the first few series, each rendered `{a="b", c="d"}`.
+        /// The label sets of the first three series, each rendered `{a="b", c="d"}`.
         labels: Vec<String>,
     },
     /// The result is neither an instant vector of plain samples nor a scalar: a `matrix`, a
@@ -39,9 +47,11 @@ pub enum QueryErrorKind {
         raw: String,
     },
     /// Prometheus gave up (HTTP 503, `timeout` or `canceled`), or the client's own deadline
-    /// elapsed.
+    /// elapsed: while the query waited for one of the client's slots for queries in flight
+    /// ([`max_in_flight`](super::ClientOptions::max_in_flight); nothing sent), or during the
+    /// exchange.
     Timeout {
-        /// Prometheus' `error` text, or which deadline elapsed.
+        /// Prometheus' `error` text, or which deadline elapsed and while waiting for what.
         message: String,
     },
     /// No answer could be had: the URL is unusable, the connection or TLS handshake failed, or
@@ -50,14 +60,18 @@ pub enum QueryErrorKind {
         /// The cause, with its chain of sources.
         message: String,
     },
-    /// The bearer token could not be had when the query was sent: its file could not be read
-    /// or is empty, or the token is not a valid header value. No request was sent.
+    /// The bearer token could not be sent: its file could not be read, is empty, is larger
+    /// than [`MAX_TOKEN_FILE_BYTES`](super::MAX_TOKEN_FILE_BYTES) or not UTF-8; the token is
+    /// not a valid header value; or the URL is not `https://` and
+    /// [`allow_token_over_http`](super::ClientOptions::allow_token_over_http) is off. No
+    /// request was sent.
     Credentials {
-        /// What was wrong, with the file's path.
+        /// What was wrong, with the file's path or the URL.
         message: String,
     },
     /// An answer came that is not a Prometheus query answer: a non-JSON body, an unexpected
-    /// status, a malformed envelope, or a body over the size cap.
+    /// status, a malformed envelope, or a body over
+    /// [`max_body_bytes`](super::ClientOptions::max_body_bytes) (read no further).
     BadResponse {
         /// The HTTP status of the answer.
         status: u16,
@@ -149,9 +163,10 @@ impl QueryError {
 }
 
 impl fmt::Display for QueryError {
+    /// `query "<excerpt of the query>": <kind>`: a query may span lines or carry `#` comments,
+    /// which the excerpt escapes.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Debug-quoted: a query may span lines or carry `#` comments.
-        write!(f, "query {:?}: {}", self.query, self.kind)
+        write!(f, "query \"{}\": {}", excerpt(&self.query), self.kind)
     }
 }
 

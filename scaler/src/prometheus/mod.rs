@@ -5,6 +5,28 @@
 //! or a scalar, with a finite value, is an [`Answer`]; anything else is a [`QueryErrorKind`]
 //! whose [`code`](QueryErrorKind::code) is the gRPC code KEDA sees.
 //!
+//! A hostile or broken Prometheus (or a proxy in front of it) costs a bounded amount:
+//!
+//! - [`timeout`](ClientOptions::timeout) bounds the wait for a slot and the exchange together:
+//!   past it, [`Timeout`](QueryErrorKind::Timeout).
+//! - [`max_in_flight`](ClientOptions::max_in_flight) queries at once per client and its
+//!   clones: a query waits for a slot within its timeout, then fails with
+//!   [`Timeout`](QueryErrorKind::Timeout), unsent.
+//! - [`max_body_bytes`](ClientOptions::max_body_bytes) of body, checked against
+//!   `Content-Length` and while reading: past it, [`BadResponse`](QueryErrorKind::BadResponse)
+//!   naming the cap, read no further.
+//! - [`MAX_TOKEN_FILE_BYTES`] of bearer token file: past it,
+//!   [`Credentials`](QueryErrorKind::Credentials), unsent.
+//! - A bearer token goes only to `https://` URLs unless
+//!   [`allow_token_over_http`](ClientOptions::allow_token_over_http): otherwise
+//!   [`Credentials`](QueryErrorKind::Credentials), unsent.
+//!
+//! Reading an answer holds only what it returns, however many series the body lists: the
+//! sample, the label sets of the first three series, the first [`MAX_NOTES`] warnings and
+//! infos. Every text from outside (Prometheus' messages and notes, label sets, values, body
+//! quotes, the URL, the query in [`QueryError`]'s `Display`) reaches a message as an
+//! [`excerpt`](crate::excerpt::excerpt).
+//!
 //! ```
 //! use admit_scaler::prometheus::{QueryErrorKind, parse_response};
 //!
@@ -28,6 +50,9 @@ mod client;
 mod error;
 mod response;
 
-pub use client::{BearerToken, ClientOptions, MAX_BODY_BYTES, PrometheusClient, tls_config};
+pub use client::{
+    BearerToken, ClientOptions, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT,
+    MAX_TOKEN_FILE_BYTES, PrometheusClient, tls_config,
+};
 pub use error::{QueryError, QueryErrorKind};
-pub use response::{Answer, Sample, parse_response};
+pub use response::{Answer, MAX_NOTES, Sample, parse_response};

@@ -2,19 +2,28 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::num::NonZeroUsize;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use admit_testkit::wait::eventually;
 use bytes::Bytes;
 use http::{Request, Response, Uri};
 use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
+use hyper::body::{Body, Frame, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
-use super::{BearerToken, ClientOptions, MAX_BODY_BYTES, PrometheusClient};
+use super::{
+    BearerToken, ClientOptions, DEFAULT_MAX_BODY_BYTES, MAX_TOKEN_FILE_BYTES, PrometheusClient,
+};
+use crate::excerpt::EXCERPT_CHARS;
 use crate::prometheus::{QueryErrorKind, Sample};
 
 const SCALAR: &str =
@@ -37,32 +46,47 @@ struct Fake {
     seen: mpsc::UnboundedReceiver<Seen>,
 }
 
+/// Serves every request to 127.0.0.1 with `respond`, recording what it saw; the base URL and
+/// the records.
+async fn serve<B, F, R>(respond: F) -> Fake
+where
+    F: Fn() -> R + Clone + Send + 'static,
+    R: Future<Output = Response<B>> + Send,
+    B: Body<Data = Bytes, Error = Infallible> + Send + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, seen) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (tx, respond) = (tx.clone(), respond.clone());
+            let service = service_fn(move |request: Request<Incoming>| {
+                let (tx, respond) = (tx.clone(), respond.clone());
+                async move {
+                    let _ = tx.send(record(request).await);
+                    Ok::<_, Infallible>(respond().await)
+                }
+            });
+            tokio::spawn(http1::Builder::new().serve_connection(TokioIo::new(stream), service));
+        }
+    });
+    Fake { base, seen }
+}
+
 impl Fake {
     async fn start(status: u16, body: impl Into<Bytes>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let (tx, seen) = mpsc::unbounded_channel();
         let body: Bytes = body.into();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let (tx, body) = (tx.clone(), body.clone());
-                let service = service_fn(move |request: Request<Incoming>| {
-                    let (tx, body) = (tx.clone(), body.clone());
-                    async move {
-                        let _ = tx.send(record(request).await);
-                        Ok::<_, Infallible>(
-                            Response::builder()
-                                .status(status)
-                                .header("content-type", "application/json")
-                                .body(Full::new(body))
-                                .unwrap(),
-                        )
-                    }
-                });
-                tokio::spawn(http1::Builder::new().serve_connection(TokioIo::new(stream), service));
+        serve(move || {
+            let body = body.clone();
+            async move {
+                Response::builder()
+                    .status(status)
+                    .header("content-type", "application/json")
+                    .body(Full::new(body))
+                    .unwrap()
             }
-        });
-        Self { base, seen }
+        })
+        .await
     }
 
     fn uri(&self, suffix: &str) -> Uri {
@@ -102,10 +126,12 @@ async fn record(request: Request<Incoming>) -> Seen {
     }
 }
 
+/// A client; with a token, allowed over http, which the fake Prometheus speaks.
 fn client(timeout: Duration, bearer_token: Option<&str>) -> PrometheusClient {
     PrometheusClient::new(ClientOptions {
         timeout,
         bearer_token: bearer_token.map(|token| BearerToken::Value(token.to_owned())),
+        allow_token_over_http: true,
         ..ClientOptions::default()
     })
 }
@@ -264,10 +290,11 @@ async fn authorization(prometheus: &PrometheusClient, fake: &mut Fake) -> Option
     fake.take().authorization
 }
 
-/// A client reading its bearer token from `path`.
+/// A client reading its bearer token from `path`, allowed over http.
 fn file_client(path: &std::path::Path) -> PrometheusClient {
     PrometheusClient::new(ClientOptions {
         bearer_token: Some(BearerToken::File(path.to_owned())),
+        allow_token_over_http: true,
         ..ClientOptions::default()
     })
 }
@@ -304,7 +331,16 @@ async fn an_unusable_token_file_fails_the_query_before_sending_it() {
     let mut fake = Fake::start(200, SCALAR).await;
     let empty = token_file("empty", " \n");
     let missing = empty.with_extension("missing");
-    for (path, problem) in [(&empty, "it is empty"), (&missing, "No such file")] {
+    let oversize = token_file("oversize", &"t".repeat(MAX_TOKEN_FILE_BYTES as usize + 1));
+    let not_utf8 = token_file("not-utf8", "");
+    std::fs::write(&not_utf8, b"tok\xffen").unwrap();
+    let cases = [
+        (&empty, "it is empty"),
+        (&missing, "No such file"),
+        (&oversize, "it is larger than 65536 bytes"),
+        (&not_utf8, "it is not UTF-8"),
+    ];
+    for (path, problem) in cases {
         let error = bounded(file_client(path).query(&fake.uri(""), "up", None))
             .await
             .unwrap_err();
@@ -317,7 +353,64 @@ async fn an_unusable_token_file_fails_the_query_before_sending_it() {
         assert_eq!(error.kind.as_str(), "credentials");
     }
     assert!(fake.seen.try_recv().is_err(), "a request was sent");
-    std::fs::remove_file(empty).unwrap();
+    for path in [empty, oversize, not_utf8] {
+        std::fs::remove_file(path).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_token_file_at_the_size_cap_is_sent() {
+    let mut fake = Fake::start(200, SCALAR).await;
+    let token = "t".repeat(MAX_TOKEN_FILE_BYTES as usize);
+    let path = token_file("at-cap", &token);
+    assert_eq!(
+        authorization(&file_client(&path), &mut fake).await,
+        Some(format!("Bearer {token}"))
+    );
+    std::fs::remove_file(path).unwrap();
+}
+
+#[tokio::test]
+async fn the_bearer_token_goes_over_plain_http_only_when_allowed() {
+    let mut fake = Fake::start(200, SCALAR).await;
+    let path = token_file("over-http", "file.token");
+    let tokens = [
+        BearerToken::Value("s3cr3t.token".into()),
+        BearerToken::File(path.clone()),
+    ];
+    for token in tokens {
+        let refusing = PrometheusClient::new(ClientOptions {
+            bearer_token: Some(token),
+            ..ClientOptions::default()
+        });
+        let error = query_error(&refusing, &fake.uri("")).await;
+        let QueryErrorKind::Credentials { message } = &error.kind else {
+            panic!("not a credentials error: {error:?}");
+        };
+        assert!(message.contains(&fake.base), "{message}");
+        assert!(message.contains("https://"), "{message}");
+        assert!(
+            message.contains("--prometheus-token-over-http"),
+            "{message}"
+        );
+        assert_eq!(error.code(), tonic::Code::Unavailable);
+        assert!(fake.seen.try_recv().is_err(), "a request was sent");
+        // Over https it is sent: here the handshake with the plain server fails first.
+        let https: Uri = fake
+            .base
+            .replacen("http://", "https://", 1)
+            .parse()
+            .unwrap();
+        assert_kind!(query_error(&refusing, &https).await, Unreachable);
+        assert!(fake.seen.try_recv().is_err(), "no HTTP request got through");
+    }
+    // Without a token there is nothing to refuse.
+    let no_token = PrometheusClient::new(ClientOptions::default());
+    bounded(no_token.query(&fake.uri(""), "up", None))
+        .await
+        .unwrap();
+    assert_eq!(fake.take().authorization, None);
+    std::fs::remove_file(path).unwrap();
 }
 
 #[tokio::test]
@@ -373,20 +466,165 @@ async fn a_server_that_never_answers_times_out() {
     );
 }
 
+/// A client whose answers may be at most `cap` bytes.
+fn capped_client(cap: usize) -> PrometheusClient {
+    PrometheusClient::new(ClientOptions {
+        max_body_bytes: cap,
+        ..ClientOptions::default()
+    })
+}
+
 #[tokio::test]
-async fn an_oversize_body_is_a_bad_response() {
-    let fake = Fake::start(200, vec![b' '; MAX_BODY_BYTES + 1]).await;
-    let prometheus = client(Duration::from_secs(10), None);
-    let error = bounded(prometheus.query(&fake.uri(""), "up", None))
-        .await
-        .unwrap_err();
+async fn a_body_declared_over_the_cap_is_a_bad_response() {
+    let fake = Fake::start(200, SCALAR).await;
+    let at_cap = capped_client(SCALAR.len());
+    let answer = bounded(at_cap.query(&fake.uri(""), "up", None)).await;
+    assert_eq!(answer.unwrap().sample.value, 7.0);
+    let under = capped_client(SCALAR.len() - 1);
+    let error = query_error(&under, &fake.uri("")).await;
+    let cap = SCALAR.len() - 1;
     assert_eq!(
         error.kind,
         QueryErrorKind::BadResponse {
             status: 200,
-            message: "the body exceeds 16 MiB".into()
+            message: format!("the body exceeds the cap of {cap} bytes (--prometheus-max-body)"),
         }
     );
+    assert_eq!(error.code(), tonic::Code::Unavailable);
+}
+
+/// A body of `left` bytes, sent in 64 KiB frames without a `Content-Length`, beginning with
+/// the start of a vector answer; counts what it produced and flags when it is dropped (the
+/// connection is gone).
+struct Stream {
+    left: usize,
+    produced: Arc<AtomicUsize>,
+    dropped: Arc<AtomicBool>,
+}
+
+const START: &[u8] = br#"{"status":"success","data":{"resultType":"vector","result":["#;
+static PADDING: [u8; 64 << 10] = [b' '; 64 << 10];
+
+impl Body for Stream {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let frame = match self.produced.load(Ordering::SeqCst) {
+            _ if self.left == 0 => return Poll::Ready(None),
+            0 => Bytes::from_static(START),
+            _ => Bytes::from_static(&PADDING[..PADDING.len().min(self.left)]),
+        };
+        self.left -= frame.len().min(self.left);
+        self.produced.fetch_add(frame.len(), Ordering::SeqCst);
+        Poll::Ready(Some(Ok(Frame::data(frame))))
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        self.dropped.store(true, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn a_streamed_body_is_cut_off_at_the_cap() {
+    const STREAMED: usize = 100 << 20;
+    let (produced, dropped) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (p, d) = (produced.clone(), dropped.clone());
+    let fake = serve(move || {
+        let body = Stream {
+            left: STREAMED,
+            produced: p.clone(),
+            dropped: d.clone(),
+        };
+        async move { Response::new(body) }
+    })
+    .await;
+    let prometheus = PrometheusClient::new(ClientOptions::default());
+    let error = query_error(&prometheus, &fake.uri("")).await;
+    let QueryErrorKind::BadResponse { status, message } = &error.kind else {
+        panic!("not a bad response: {error:?}");
+    };
+    assert_eq!(*status, 200);
+    let cap = DEFAULT_MAX_BODY_BYTES;
+    let start = format!(
+        "the body exceeds the cap of {cap} bytes (--prometheus-max-body), starting {}",
+        std::str::from_utf8(START).unwrap()
+    );
+    assert!(message.starts_with(&start), "{message}");
+    assert!(message.len() < start.len() + EXCERPT_CHARS * 2, "{message}");
+    // The client drops the connection: the server stops, far short of the whole body (what
+    // it produced past the cap sits in the sockets' buffers).
+    eventually(
+        "the server's body is dropped",
+        || dropped.load(Ordering::SeqCst),
+        || format!("{} bytes produced", produced.load(Ordering::SeqCst)),
+    )
+    .await;
+    let sent = produced.load(Ordering::SeqCst);
+    assert!(sent < STREAMED / 4, "{sent} bytes produced");
+}
+
+/// A fake Prometheus that answers `SCALAR` once `release` is sent `true`; `arrived` counts
+/// the requests it received.
+async fn holding() -> (Fake, watch::Sender<bool>) {
+    let (release, held) = watch::channel(false);
+    let fake = serve(move || {
+        let mut held = held.clone();
+        async move {
+            held.wait_for(|released| *released).await.unwrap();
+            Response::new(Full::new(Bytes::from_static(SCALAR.as_bytes())))
+        }
+    })
+    .await;
+    (fake, release)
+}
+
+#[tokio::test]
+async fn queries_beyond_max_in_flight_wait_for_a_slot_within_the_timeout() {
+    let (mut fake, release) = holding().await;
+    let long = PrometheusClient::new(ClientOptions {
+        timeout: Duration::from_secs(20),
+        max_in_flight: NonZeroUsize::new(2).unwrap(),
+        ..ClientOptions::default()
+    });
+    // A clone shares the slots; only its own timeout is short.
+    let mut short = long.clone();
+    short.options.timeout = Duration::from_millis(200);
+    let base = fake.uri("");
+    let held: Vec<_> = (0..2)
+        .map(|_| {
+            let (prometheus, base) = (long.clone(), base.clone());
+            tokio::spawn(async move { prometheus.query(&base, "up", None).await })
+        })
+        .collect();
+    for _ in 0..2 {
+        bounded(fake.seen.recv()).await.expect("a held request");
+    }
+    let error = query_error(&short, &base).await;
+    let QueryErrorKind::Timeout { message } = &error.kind else {
+        panic!("not a timeout: {error:?}");
+    };
+    assert_eq!(
+        message,
+        "waited 200ms for a query slot: 2 queries were in flight (--prometheus-max-in-flight)"
+    );
+    assert!(fake.seen.try_recv().is_err(), "the third query was sent");
+    release.send(true).unwrap();
+    for query in held {
+        assert_eq!(bounded(query).await.unwrap().unwrap().sample.value, 7.0);
+    }
+    // The slots are free again.
+    let answer = bounded(short.query(&base, "up", None)).await.unwrap();
+    assert_eq!(answer.sample.value, 7.0);
+    fake.take();
 }
 
 #[tokio::test]
@@ -406,14 +644,37 @@ async fn https_is_spoken_and_a_plain_server_fails_the_handshake() {
 #[tokio::test]
 async fn unusable_urls_are_unreachable() {
     let prometheus = client(Duration::from_secs(5), None);
-    for base in ["ftp://prom:9090", "/prometheus", "prom:9090"] {
+    let long = format!("ftp://prom:9090/{}", "p".repeat(4000));
+    for base in ["ftp://prom:9090", "/prometheus", "prom:9090", &long] {
         let base: Uri = base.parse().unwrap();
         let error = query_error(&prometheus, &base).await;
-        assert!(
-            matches!(error.kind, QueryErrorKind::Unreachable { .. }),
-            "{base}: {error:?}"
-        );
+        let QueryErrorKind::Unreachable { message } = &error.kind else {
+            panic!("{base}: {error:?}");
+        };
+        // The URL comes from a trigger's metadata: quoted as an excerpt.
+        assert!(message.len() < 2 * EXCERPT_CHARS, "{message}");
     }
+}
+
+#[tokio::test]
+async fn a_long_query_is_quoted_as_an_excerpt() {
+    let fake = Fake::start(
+        400,
+        r#"{"status":"error","errorType":"bad_data","error":"no"}"#,
+    )
+    .await;
+    let query = format!("sum(x)\n{}", "#".repeat(5000));
+    let prometheus = client(Duration::from_secs(5), None);
+    let error = bounded(prometheus.query(&fake.uri(""), &query, None))
+        .await
+        .unwrap_err();
+    assert_eq!(error.query, query, "kept whole");
+    let shown = error.to_string();
+    assert!(shown.starts_with(r#"query "sum(x)\n###"#), "{shown}");
+    assert!(
+        shown.ends_with(r#"more bytes)": Prometheus rejected the query: no"#),
+        "{shown}"
+    );
 }
 
 #[test]
