@@ -9,6 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use admit_scaler::proto::external_scaler_client::ExternalScalerClient;
 use admit_scaler::proto::external_scaler_server::ExternalScalerServer;
 use admit_scaler::service::{ScalerService, ServiceOptions};
@@ -153,6 +155,50 @@ async fn triggers_beyond_the_cap_are_resource_exhausted() {
     );
     assert_eq!(scaler.service.tracked_objects(), 3);
     assert_eq!(prometheus.asked("lambda"), 3);
+}
+
+#[tokio::test]
+async fn streams_beyond_the_cap_are_resource_exhausted() {
+    let prometheus = FakePrometheus::start().await;
+    thirty_erlangs(&prometheus);
+    let mut scaler = Scaler::start(ServiceOptions {
+        max_triggers: 2,
+        ..ServiceOptions::default()
+    })
+    .await;
+    let trigger = object("checkout", metadata(&prometheus.url(), &[]));
+    let mut first = scaler
+        .client
+        .stream_is_active(trigger.clone())
+        .await
+        .unwrap()
+        .into_inner();
+    let _second = scaler
+        .client
+        .stream_is_active(trigger.clone())
+        .await
+        .unwrap();
+    let status = scaler
+        .client
+        .stream_is_active(trigger.clone())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        status.code(),
+        Code::ResourceExhausted,
+        "{}",
+        status.message()
+    );
+    assert!(first.message().await.unwrap().unwrap().result);
+    // A stream that ends frees its place.
+    drop(first);
+    eventually(
+        "the stream is released",
+        || scaler.service.open_streams() == 1,
+        || format!("{} streams open", scaler.service.open_streams()),
+    )
+    .await;
+    scaler.client.stream_is_active(trigger).await.unwrap();
 }
 
 #[tokio::test]
@@ -336,13 +382,20 @@ async fn a_slow_http_client_is_dropped_and_connections_are_capped() {
     let mut answer = String::new();
     let answered = async {
         patient.read_to_string(&mut answer).await.unwrap();
+        Instant::now()
     };
-    // ...until the slow one is dropped at its deadline: its read ends first.
+    // ...until the slow one is dropped at its deadline.
     let mut rest = Vec::new();
-    let closed = async { slow.read_to_end(&mut rest).await };
-    let ((), closed) = bounded("both", async { tokio::join!(answered, closed) }).await;
-    assert!(closed.is_ok());
+    let closed = async {
+        slow.read_to_end(&mut rest).await.unwrap();
+        Instant::now()
+    };
+    let (answered, closed) = bounded("both", async { tokio::join!(answered, closed) }).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        closed <= answered,
+        "the second client was served before the first left"
+    );
 }
 
 /// A temporary directory for one test's files.

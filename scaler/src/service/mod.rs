@@ -104,7 +104,7 @@ impl Default for ServiceOptions {
 /// | Prometheus unreachable, a non-JSON answer, other 5xx | `UNAVAILABLE` |
 /// | Prometheus' timeout (503) or ours | `DEADLINE_EXCEEDED` |
 /// | the queueing model's limits (load above 10¹² erlangs) | `OUT_OF_RANGE` |
-/// | a new trigger while [`max_triggers`](ServiceOptions::max_triggers) are tracked | `RESOURCE_EXHAUSTED` |
+/// | a new trigger while [`max_triggers`](ServiceOptions::max_triggers) are tracked, or a `StreamIsActive` stream while as many are open | `RESOURCE_EXHAUSTED` |
 /// | a decision that panicked (a bug) | `INTERNAL` |
 #[derive(Clone, Debug)]
 pub struct ScalerService {
@@ -116,8 +116,9 @@ struct Shared {
     /// Set by [`ScalerService::shut_down`]: open `StreamIsActive` streams end.
     shutting_down: watch::Sender<bool>,
     registry: Registry,
-    /// `StreamIsActive` streams open now.
+    /// `StreamIsActive` streams open now, and the most that may be (one per trigger tracked).
     open_streams: AtomicUsize,
+    max_streams: usize,
     client: PrometheusClient,
     allow: AllowList,
     decision_interval: Duration,
@@ -145,6 +146,7 @@ impl ScalerService {
                     publish,
                 ),
                 open_streams: AtomicUsize::new(0),
+                max_streams: options.max_triggers,
                 client: PrometheusClient::new(options.client),
                 allow: options.allow,
                 decision_interval: options.decision_interval,
@@ -352,8 +354,18 @@ impl ExternalScaler for ScalerService {
     ) -> Result<Response<Self::StreamIsActiveStream>, Status> {
         counted("StreamIsActive", async {
             let trigger = self.trigger(request.get_ref())?;
+            let shared = Arc::clone(&self.shared);
+            let Some(open) = OpenStream::new(shared) else {
+                telemetry::refused("exhausted");
+                return Err(Status::resource_exhausted(format!(
+                    "{}: {} StreamIsActive streams are open, one per trigger the scaler may \
+                     track (--max-triggers)",
+                    describe_key(&trigger.key),
+                    self.shared.max_streams
+                )));
+            };
             let (sender, receiver) = mpsc::channel(1);
-            tokio::spawn(self.clone().push_activity(trigger, sender));
+            tokio::spawn(self.clone().push_activity(trigger, sender, open));
             let stream: ActivityStream = Box::pin(ReceiverStream::new(receiver));
             Ok(Response::new(stream))
         })
@@ -416,8 +428,8 @@ impl ScalerService {
         self,
         trigger: Trigger,
         sender: mpsc::Sender<Result<IsActiveResponse, Status>>,
+        _open: OpenStream,
     ) {
-        let _open = OpenStream::new(&self.shared.open_streams);
         let mut shutting_down = self.shared.shutting_down.subscribe();
         let mut last = None;
         loop {
@@ -455,18 +467,25 @@ impl ScalerService {
 }
 
 /// Counts a `StreamIsActive` stream as open while it lives.
-struct OpenStream<'a>(&'a AtomicUsize);
+struct OpenStream(Arc<Shared>);
 
-impl<'a> OpenStream<'a> {
-    fn new(open: &'a AtomicUsize) -> Self {
-        open.fetch_add(1, Ordering::Relaxed);
-        OpenStream(open)
+impl OpenStream {
+    /// A stream counted as open, unless `max_streams` are.
+    fn new(shared: Arc<Shared>) -> Option<Self> {
+        let max = shared.max_streams;
+        shared
+            .open_streams
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |open| {
+                (open < max).then_some(open + 1)
+            })
+            .ok()?;
+        Some(OpenStream(shared))
     }
 }
 
-impl Drop for OpenStream<'_> {
+impl Drop for OpenStream {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.0.open_streams.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
