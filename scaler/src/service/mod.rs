@@ -154,15 +154,15 @@ impl ScalerService {
         }
     }
 
-    /// The tonic service to add to a server.
     /// The tonic service to add to a server: requests larger than [`MAX_REQUEST_BYTES`] are
-    /// refused with `RESOURCE_EXHAUSTED` before they are decoded.
+    /// refused with `OUT_OF_RANGE` before they are decoded.
     pub fn into_server(self) -> ExternalScalerServer<Self> {
         ExternalScalerServer::new(self).max_decoding_message_size(MAX_REQUEST_BYTES)
     }
 
     /// Forgets triggers unused for the state TTL, refreshes the scaler-wide gauges, and returns
-    /// how many triggers remain. The binary calls it periodically; RPCs sweep too.
+    /// how many triggers remain. The binary calls it periodically; a new trigger also makes
+    /// room by forgetting the expired ones.
     pub fn sweep(&self) -> usize {
         let tracked = self.shared.registry.sweep();
         telemetry::scaler(tracked, self.open_streams());
