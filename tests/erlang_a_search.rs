@@ -54,7 +54,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
     #[test]
-    fn the_search_finds_what_the_walk_finds(
+    fn erlang_a_search_finds_what_the_walk_finds(
         queue in small_queue(),
         within in prop_oneof![Just(0.0), 0.0f64..2.0],
         at_least in prop_oneof![0.0f64..0.5, 0.5f64..0.999],
@@ -68,7 +68,7 @@ proptest! {
     }
 
     #[test]
-    fn the_search_finds_what_the_walk_finds_for_abandonment(
+    fn erlang_a_search_finds_what_the_walk_finds_for_abandonment(
         queue in small_queue(),
         at_most in 0.001f64..0.5,
     ) {
