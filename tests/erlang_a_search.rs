@@ -78,6 +78,19 @@ proptest! {
     }
 }
 
+/// An empty system needs one server, and a target of 0 is met by one, however deep the
+/// overload there.
+#[test]
+fn erlang_a_trivial_targets_need_one_server() {
+    let empty = ErlangA::new(0.0, 1.0, 0.5).unwrap();
+    assert_eq!(empty.min_servers(served_within(0.0, 0.99)), Ok(1));
+    let target = ImpatientTarget::AbandonAtMost { at_most: 0.01 };
+    assert_eq!(empty.min_servers(target), Ok(1));
+    let deep = ErlangA::new(1e6, 1.0, 1e-6).unwrap();
+    let (found, work) = counted(&deep, served_within(0.1, 0.0));
+    assert_eq!((found, work), (Ok(1), Work::default()));
+}
+
 /// `servers` is the fewest that serve `at_least` within `within`.
 fn assert_fewest(queue: &ErlangA, servers: u64, within: f64, at_least: f64) {
     let level = queue.service_level(servers, within).unwrap();
