@@ -1,6 +1,8 @@
 //! What one `admit-scaler` evaluation costs beyond its two Prometheus queries: parsing the
 //! trigger's metadata (every RPC does), reading a query's answer, and a decision (Erlang C or
-//! A for the target and for the stricter one, and the planner).
+//! A for the target and for the stricter one, the planner, and the service level at its
+//! replicas). `scaler/bounded` has the decisions at the edges of the work budget: the largest
+//! load, the most expensive Erlang A decision accepted, and refusals.
 //!
 //! ```text
 //! cargo bench -p admit-benches --bench scaler
@@ -13,7 +15,8 @@ use std::time::Duration;
 use admit_scaler::decision::{Evaluator, Measured};
 use admit_scaler::metadata::ScalerConfig;
 use admit_scaler::prometheus::parse_response;
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
 
 /// A trigger as the reference deployment writes it: T = 50 ms, p = 0.95, 16 per replica.
 fn metadata(extra: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -81,5 +84,88 @@ fn decide(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, parse, decide);
+/// One decision after another at `arrival_rate` (s = 0.1 s), 10 s apart, with `extra` keys.
+fn decisions(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    extra: &[(&str, &str)],
+    arrival_rate: f64,
+) {
+    let config = ScalerConfig::from_metadata(&metadata(extra)).unwrap();
+    let mut evaluator = Evaluator::new(config);
+    let mut now = Duration::ZERO;
+    let mut decide = move || {
+        now += Duration::from_secs(10);
+        let measured = Measured {
+            arrival_rate: Ok(black_box(arrival_rate)),
+            service_time: Ok(black_box(0.1)),
+        };
+        evaluator.decide(now, measured)
+    };
+    // Each row either decides or is refused, always the same way.
+    let first = decide();
+    group.bench_function(name, |b| {
+        b.iter(|| {
+            let decision = decide();
+            assert_eq!(decision.is_ok(), first.is_ok(), "{name}: {decision:?}");
+            black_box(decision)
+        })
+    });
+}
+
+fn bounded(c: &mut Criterion) {
+    let mut group = c.benchmark_group("scaler/bounded");
+    group.sample_size(10);
+    // Kubernetes' most replicas, every one held, 16 servers each: 3.4·10^10 servers.
+    let held = [("minReplicas", "2147483647"), ("maxReplicas", "2147483647")];
+    // The largest load the scaler takes, 10^10 erlangs: two searches of about 11√a Erlang B
+    // steps, and the service level at the held servers, about 48√a.
+    decisions(
+        &mut group,
+        "Erlang C, 1e10 erlangs, replicas held",
+        &held,
+        1e11,
+    );
+    // The issue's queue: 10^4 erlangs, patience 100 s, 80 % within 50 ms, or waiting at all.
+    for (name, within) in [
+        ("Erlang A, issue (patience 100 s, p 0.8, T 50 ms)", "0.05"),
+        ("Erlang A, issue (patience 100 s, p 0.8, T 0)", "0"),
+    ] {
+        let extra = [
+            ("patienceSeconds", "100"),
+            ("targetSL", "0.8"),
+            ("waitThresholdSeconds", within),
+        ];
+        decisions(&mut group, name, &extra, 1e5);
+    }
+    // The most work among the accepted decisions of a scan of loads, patience, T and p: 10^9
+    // erlangs, patience 17.8 ms (a sixth of a service), 99 % not waiting: 1.5·10^7 series
+    // terms and 10^6 Erlang B steps over both searches, and the held servers' service level.
+    let worst = [
+        ("patienceSeconds", "0.01778"),
+        ("targetSL", "0.99"),
+        ("waitThresholdSeconds", "0"),
+        ("minReplicas", "2147483647"),
+        ("maxReplicas", "2147483647"),
+    ];
+    decisions(
+        &mut group,
+        "Erlang A, worst accepted (1e9 erlangs)",
+        &worst,
+        1e10,
+    );
+    // Refused: patience 10^15 s at 10^5 erlangs (each count near the load needs ~10^9
+    // terms), and a load beyond the scaler's.
+    let patient = [("patienceSeconds", "1e15")];
+    decisions(
+        &mut group,
+        "Erlang A, refused (patience 1e15 s, 1e5 erlangs)",
+        &patient,
+        1e6,
+    );
+    decisions(&mut group, "Erlang C, refused (2e10 erlangs)", &[], 2e11);
+    group.finish();
+}
+
+criterion_group!(benches, parse, decide, bounded);
 criterion_main!(benches);

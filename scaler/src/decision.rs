@@ -6,13 +6,19 @@
 //!    is inactive, and the service-time query may then be empty or NaN (an idle `sum/count`
 //!    ratio is 0/0); its other failures are still errors.
 //! 2. The service time `s` must be positive. The queue is M/M/c with μ = 1/s (Erlang C), or
-//!    Erlang A with abandonment rate 1/patience when the user gave a patience.
+//!    Erlang A with abandonment rate 1/patience when the user gave a patience. An offered load
+//!    λ·s above [`MAX_OFFERED_LOAD`] is out of range.
 //! 3. The servers the target needs (`up`) and those a target stricter by the tolerance needs
 //!    (`down`) go through admit's [`ReplicaPlanner`]: immediate scale-up with its step limits,
 //!    scale-down held and stepped. Idle, both are 0, so the planner falls to `minReplicas` once
 //!    its hold allows.
 //! 4. A planner is made at the first decision, starting at that decision's replicas (the
 //!    current count is unknown), so a restarted scaler never scales down at once.
+//!
+//! A decision's work is bounded whatever the metadata: its Erlang B walks by
+//! [`MAX_OFFERED_LOAD`], Erlang A's series by admit's budgets (at most
+//! [`ErlangA::SEARCH_TERMS`] terms for each search, [`ErlangA::QUERY_TERMS`] for the service
+//! level at the replicas), beyond which it fails with [`DecisionError::Erlang`].
 
 use std::time::Duration;
 
@@ -69,8 +75,9 @@ pub enum DecisionError {
         /// What the value must be.
         expected: &'static str,
     },
-    /// The queueing model cannot answer (an offered load beyond 10¹² erlangs, or no server
-    /// count within its search range).
+    /// The queueing model cannot answer: an offered load beyond [`MAX_OFFERED_LOAD`], no server
+    /// count within its search range, or Erlang A work beyond its budget (see
+    /// [`ErlangA`]).
     Erlang(ErlangError),
 }
 
@@ -125,6 +132,14 @@ impl From<ErlangError> for DecisionError {
     }
 }
 
+/// The largest offered load a decision staffs, in erlangs; beyond it the decision fails with
+/// [`ErlangError::OutOfRange`] for `offered_load`. Its Erlang B walks cost `O(√a)` steps each:
+/// about `10√a` warm-up and the distance to the answer for each of the two searches, and for
+/// the service level at the replicas up to `50√a` (B vanishes about `38√a` above the load).
+/// Ten billion erlangs keeps them, about `72√a`, within a decision's time budget, where admit's
+/// limit, 10¹², would take several times it.
+pub const MAX_OFFERED_LOAD: f64 = 1e10;
+
 /// The queue the measurements describe.
 enum Queue {
     C(MMc),
@@ -132,21 +147,30 @@ enum Queue {
 }
 
 impl Queue {
-    /// M/M/c with μ = 1/s, or Erlang A with θ = 1/patience when the user gave a patience.
+    /// M/M/c with μ = 1/s, or Erlang A with θ = 1/patience when the user gave a patience; an
+    /// offered load above [`MAX_OFFERED_LOAD`] is out of range.
     fn new(
         config: &ScalerConfig,
         arrival_rate: f64,
         service_time: f64,
     ) -> Result<Self, ErlangError> {
         let service_rate = 1.0 / service_time;
-        Ok(match config.patience {
+        let queue = match config.patience {
             None => Queue::C(MMc::new(arrival_rate, service_rate)?),
             Some(patience) => Queue::A(ErlangA::new(
                 arrival_rate,
                 service_rate,
                 1.0 / patience.as_secs_f64(),
             )?),
-        })
+        };
+        let load = queue.offered_load();
+        if load > MAX_OFFERED_LOAD {
+            return Err(ErlangError::OutOfRange {
+                field: "offered_load",
+                value: load,
+            });
+        }
+        Ok(queue)
     }
 
     fn service_level_or_unstable(&self, servers: u64, within: f64) -> Result<f64, ErlangError> {
@@ -223,7 +247,8 @@ pub struct Row {
 impl Decision {
     /// The queue at server counts around the answer: whole replicas from `span` below the
     /// required servers to `span` above (at least one server), at `config`'s per-replica
-    /// concurrency. Empty while idle.
+    /// concurrency. Empty while idle. Each row's four queries are bounded as a decision's
+    /// service level is.
     ///
     /// # Errors
     ///

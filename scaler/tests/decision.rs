@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use admit::erlang::{MMc, ReplicaPlanner, Target};
-use admit_scaler::decision::{Decision, DecisionError, Evaluator, Measured};
+use admit::erlang::{ErlangA, ErlangError, ImpatientTarget, MMc, ReplicaPlanner, Target, Work};
+use admit_scaler::decision::{Decision, DecisionError, Evaluator, MAX_OFFERED_LOAD, Measured};
 use admit_scaler::metadata::ScalerConfig;
 use admit_scaler::prometheus::{QueryError, QueryErrorKind};
 
@@ -278,10 +278,37 @@ fn values_outside_the_model_are_failed_preconditions() {
         assert!(matches!(&error, DecisionError::Domain { query, .. } if query == SERVICE));
         assert_eq!(error.kind(), "out_of_domain");
     }
-    // A load beyond 10^12 erlangs is beyond the model.
-    let error = decide(config(), measured(1e13, 1.0)).unwrap_err();
-    assert!(matches!(error, DecisionError::Erlang(_)), "{error:?}");
-    assert_eq!(error.code(), tonic::Code::OutOfRange);
+    // A load beyond 10^12 erlangs is beyond the model, and one beyond 10^10 beyond the
+    // scaler's time budget.
+    for lambda in [1e13, 1.000_000_1e10] {
+        let error = decide(config(), measured(lambda, 1.0)).unwrap_err();
+        assert_eq!(
+            error,
+            DecisionError::Erlang(ErlangError::OutOfRange {
+                field: "offered_load",
+                value: lambda
+            })
+        );
+        assert_eq!(error.code(), tonic::Code::OutOfRange);
+    }
+}
+
+/// The largest load a decision takes, 10^10 erlangs, with every replica held (`minReplicas` at
+/// Kubernetes' limit, 16 servers each): the service level at 3.4·10^10 servers walks Erlang B
+/// until it vanishes, about 38√a above the load. It used to creep on through subnormal values
+/// to twice the load (100 s at 10^9 erlangs).
+#[test]
+fn the_largest_load_with_every_replica_held_is_decided() {
+    let held = [
+        ("concurrencyPerReplica", "16"),
+        ("minReplicas", "2147483647"),
+        ("maxReplicas", "2147483647"),
+    ];
+    let d = decide(config(0.05, 0.95, &held), measured(1e11, 0.1)).unwrap();
+    assert_eq!(d.offered_load, MAX_OFFERED_LOAD);
+    assert_eq!(d.required_servers, 10_000_000_006);
+    assert_eq!((d.replicas, d.capped), (2_147_483_647, false));
+    assert_eq!(d.predicted_service_level, 1.0);
 }
 
 #[test]
@@ -350,6 +377,95 @@ fn patience_uses_erlang_a_which_needs_no_more_than_erlang_c() {
     // An overload Erlang C cannot staff at all is finite with abandonment, but a server
     // count below the load never meets 80 % served within 0.2 s.
     assert!(a.required_servers > 90, "{a:?}");
+}
+
+/// The work of the two searches a decision makes (the target and the stricter one) for an
+/// Erlang A queue, as `(up, down, work)`.
+fn erlang_a_searches(
+    lambda: f64,
+    s: f64,
+    patience: f64,
+    t: f64,
+    p: f64,
+) -> (Result<u64, ErlangError>, Result<u64, ErlangError>, Work) {
+    let queue = ErlangA::new(lambda, 1.0 / s, 1.0 / patience).unwrap();
+    let stricter = 1.0 - (1.0 - p) / 1.1; // the default slTolerance
+    let mut work = Work::default();
+    let mut search = |at_least| {
+        let target = ImpatientTarget::ServedWithin {
+            within: t,
+            at_least,
+        };
+        queue.min_servers_counting(target, &mut work)
+    };
+    let (up, down) = (search(p), search(stricter));
+    (up, down, work)
+}
+
+/// The queue: λ = 10^5/s, s = 0.1 s, patience 100 s, 80 %. The old walk started at
+/// 8000 servers, 2·10^6 growing terms deep, and answered OUT_OF_RANGE.
+#[test]
+fn a_patient_queue_whose_first_candidate_is_deep_in_overload_is_staffed() {
+    for (t, up, down) in [(0.05, 9999, 9999), (0.0, 10107, 10112)] {
+        let config = config(t, 0.8, &[("patienceSeconds", "100")]);
+        let d = decide(config, measured(1e5, 0.1)).unwrap();
+        let row = format!("T = {t}: {d:?}");
+        assert_eq!(
+            (d.required_servers, d.required_servers_strict),
+            (up, down),
+            "{row}"
+        );
+        assert_eq!((d.replicas, d.capped), (up, false), "{row}");
+        assert!(d.predicted_service_level >= 0.8, "{row}");
+        // The same searches, counted: a few dozen evaluations, well within the budget.
+        let (counted_up, counted_down, work) = erlang_a_searches(1e5, 0.1, 100.0, t, 0.8);
+        assert_eq!((counted_up, counted_down), (Ok(up), Ok(down)), "{row}");
+        assert!(work.evaluations <= 28, "{work:?}");
+        assert!(work.series_terms < 700_000, "{work:?}");
+        assert!(work.erlang_b_steps < 7_000, "{work:?}");
+    }
+}
+
+/// The patience values, 10^15 and 10^17 s, are accepted: with them nobody abandons, so
+/// a decision is Erlang C's where the series near the load is not needed, and OUT_OF_RANGE
+/// (a typed error, within the work budget) where it would be: about 9√(λ·patience) terms.
+/// At 30 erlangs and 99 % the old walk started at the load itself, x = y, and summed about
+/// 5·10^9 terms a search at 10^15 s (50 s), ten times that at 10^17 s.
+#[test]
+fn a_huge_patience_is_decided_within_the_work_budget() {
+    for patience in ["1e15", "1e17"] {
+        let seconds: f64 = patience.parse().unwrap();
+        for (lambda, p) in [(300.0, 0.95), (300.0, 0.99), (1e4, 0.95)] {
+            let a = decide(
+                config(0.05, p, &[("patienceSeconds", patience)]),
+                measured(lambda, 0.1),
+            )
+            .unwrap();
+            let c = decide(config(0.05, p, &[]), measured(lambda, 0.1)).unwrap();
+            let row = format!("{patience}, λ {lambda}, p {p}: {a:?}");
+            assert_eq!(a.required_servers, c.required_servers, "{row}");
+            assert_eq!(
+                a.required_servers_strict, c.required_servers_strict,
+                "{row}"
+            );
+            assert_eq!(a.replicas, c.replicas, "{row}");
+            let (_, _, work) = erlang_a_searches(lambda, 0.1, seconds, 0.05, p);
+            assert!(work.evaluations <= 12, "{row}: {work:?}");
+            assert!(work.series_terms < 600_000, "{row}: {work:?}");
+        }
+        let config = || config(0.05, 0.95, &[("patienceSeconds", patience)]);
+        let error = decide(config(), measured(1e6, 0.1)).unwrap_err();
+        let too_patient = ErlangError::OutOfRange {
+            field: "abandon_rate",
+            value: 1.0 / seconds,
+        };
+        assert_eq!(error, DecisionError::Erlang(too_patient), "{patience}");
+        assert_eq!(error.code(), tonic::Code::OutOfRange);
+        let (up, _, work) = erlang_a_searches(1e6, 0.1, seconds, 0.05, 0.95);
+        assert_eq!(up, Err(too_patient));
+        assert!(work.series_terms <= 2 * ErlangA::SEARCH_TERMS, "{work:?}");
+        assert!(work.erlang_b_steps <= 2 * ErlangA::SEARCH_STEPS, "{work:?}");
+    }
 }
 
 /// The reference's planner traces, through the scaler's own settings: hold 120 s, a scale-up

@@ -47,14 +47,25 @@ impl Rates {
     /// Erlang B, `B(c, a)`: the blocking probability of `c` servers offered `a` erlangs with
     /// no queue. Defined for every `a ≥ 0`, overload included.
     pub(crate) fn erlang_b(&self, servers: u64) -> f64 {
-        let (start, mut b) = warm_start(self.load(), servers as f64);
+        let (start, b) = warm_start(self.load(), servers as f64);
+        self.erlang_b_from(start, b, servers)
+    }
+
+    /// `B(servers)` stepped up from `b = B(start)`, `start ≤ servers`: `servers − start` steps
+    /// at most.
+    ///
+    /// The walk stops, with 0, once B is subnormal: that happens only above the load (from
+    /// about `a + 38√a`), where B falls at every step, and a subnormal B would only lose its
+    /// digits (and time: subnormal arithmetic is slow) while it crept down to 0, which takes
+    /// until `2a` servers.
+    pub(crate) fn erlang_b_from(&self, start: u64, mut b: f64, servers: u64) -> f64 {
         for k in start + 1..=servers {
-            if b == 0.0 {
-                break; // B underflowed: it stays 0 (past a + 40√a it is below 1e-300)
+            if b < f64::MIN_POSITIVE {
+                break;
             }
             b = self.step(k, b);
         }
-        b
+        if b < f64::MIN_POSITIVE { 0.0 } else { b }
     }
 }
 
@@ -105,5 +116,9 @@ mod tests {
     #[test]
     fn far_beyond_the_load_it_underflows_to_zero() {
         assert_eq!(rates(1_000_000.0).erlang_b(2_000_000), 0.0);
+        // Between about a + 38√a and 2a the recurrence would keep a subnormal B (5e-324 here)
+        // for a million slow steps; the walk stops at the first one.
+        assert_eq!(rates(1_000_000.0).erlang_b(1_900_000), 0.0);
+        assert!(rates(1_000_000.0).erlang_b(1_037_000) >= f64::MIN_POSITIVE);
     }
 }

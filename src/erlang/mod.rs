@@ -22,9 +22,10 @@
 //! 10¹² erlangs are accepted.
 //!
 //! Erlang-A sums a series per query. It is accurate to about 1e-13 while there are at least as
-//! many servers as the load, and to about 1e-11 in overload; an overload so deep that the
-//! series would need more than a million growing terms (`(λ − Nμ)/θ > 10⁶`, very patient
-//! customers) is refused with [`ErlangError::OutOfRange`].
+//! many servers as the load, and to about 1e-11 in overload. Its work is bounded: a query sums
+//! at most [`ErlangA::QUERY_TERMS`] terms and a minimum-servers search, which gallops and
+//! bisects (`O(log a)` evaluations), at most [`ErlangA::SEARCH_TERMS`]; beyond them (a deep
+//! overload, or customers very patient for the load) it returns [`ErlangError::OutOfRange`].
 //!
 //! # Example
 //!
@@ -48,7 +49,7 @@ mod loss;
 mod mmc;
 mod planner;
 
-pub use self::abandon::{ErlangA, ImpatientTarget};
+pub use self::abandon::{ErlangA, ImpatientTarget, Work};
 pub use self::error::ErlangError;
 pub use self::mmc::{MMc, Staffed, StaffingOptions, Target};
 pub use self::planner::{PlannerConfig, ReplicaPlanner};

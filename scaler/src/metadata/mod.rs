@@ -18,7 +18,7 @@
 //! | `maxScaleUpStep`, `maxScaleDownStep` | no | integers ≥ 1 | unlimited |
 //! | `slTolerance` | no | finite ≥ 0 | 0.1 |
 //! | `activationArrivalRate` | no | finite ≥ 0 | 0 |
-//! | `patienceSeconds` | no | finite > 0 (Erlang A) | off |
+//! | `patienceSeconds` | no | finite, from 1e-9 to below 1.8e19: Erlang A, whose work per decision is bounded (a load beyond it fails the decision, see [`ErlangA`](admit::erlang::ErlangA)) | off |
 //! | `metricName` | no | 1 to 48 characters of `[a-z0-9_-]` | `admit-erlang` |
 //!
 //! Every key may also be spelled `<key>FromEnv` (KEDA's value resolved from the workload's
