@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use admit::erlang::{ErlangA, ErlangError, ImpatientTarget, MMc, ReplicaPlanner, Target};
 
+use crate::excerpt::excerpt;
 use crate::metadata::ScalerConfig;
 use crate::prometheus::QueryError;
 
@@ -110,8 +111,28 @@ impl std::fmt::Display for DecisionError {
                 query,
                 value,
                 expected,
-            } => write!(f, "query {query:?} gave {value}: expected {expected}"),
-            DecisionError::Erlang(error) => write!(f, "the queueing model: {error}"),
+            } => write!(
+                f,
+                "query \"{}\" gave {value}: expected {expected}",
+                excerpt(query)
+            ),
+            DecisionError::Erlang(error) => {
+                write!(f, "the queueing model: {error}")?;
+                match error {
+                    ErlangError::OutOfRange {
+                        field: "abandon_rate",
+                        ..
+                    } => f.write_str(
+                        " (patienceSeconds is too long for this load: Erlang A would work past \
+                         its budget)",
+                    ),
+                    ErlangError::OutOfRange {
+                        field: "offered_load",
+                        ..
+                    } => f.write_str(" (λ·s above 10¹⁰ erlangs, or beyond the model's budget)"),
+                    _ => Ok(()),
+                }
+            }
         }
     }
 }

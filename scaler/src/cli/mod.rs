@@ -213,7 +213,7 @@ struct PlanArgs {
     #[arg(long, value_name = "TIME")]
     time: Option<String>,
     /// Rows of the table on each side of the answer.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(0..=1000))]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(0..=100))]
     rows: u64,
 }
 

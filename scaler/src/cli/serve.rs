@@ -122,6 +122,7 @@ pub(super) fn allow_list(args: &PrometheusArgs) -> Result<AllowList, String> {
 }
 
 async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
+    let stop_signal = stop_signal()?;
     let metrics = install_recorder(args.state_ttl)?;
     let tls = tls_files(&args)
         .map(|files| ReloadingTls::load(files).map(Arc::new))
@@ -188,7 +189,7 @@ async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
         env!("CARGO_PKG_VERSION")
     );
 
-    let signal = wait_for_signal().await?;
+    let signal = stop_signal.await;
     tracing::info!(
         "{signal}: not ready, stopping within {:?}",
         args.shutdown_grace
@@ -373,13 +374,17 @@ async fn signalled(mut stopped: watch::Receiver<bool>) {
     let _ = stopped.wait_for(|&stop| stop).await;
 }
 
-/// SIGTERM (Kubernetes) or SIGINT (a terminal).
-async fn wait_for_signal() -> Result<&'static str, BoxError> {
+/// Resolves at SIGTERM (Kubernetes) or SIGINT (a terminal), with the signal's name. The
+/// handlers are installed by this call, not when the future is first polled: a signal that
+/// comes at once is caught, not fatal.
+fn stop_signal() -> Result<impl Future<Output = &'static str>, BoxError> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
-    Ok(tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = interrupt.recv() => "SIGINT",
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = interrupt.recv() => "SIGINT",
+        }
     })
 }

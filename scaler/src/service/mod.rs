@@ -103,7 +103,7 @@ impl Default for ServiceOptions {
 /// | HTTP 422, empty result, several series, a non-number, NaN/±Inf, λ < 0, service time ≤ 0 | `FAILED_PRECONDITION` |
 /// | Prometheus unreachable, a non-JSON answer, other 5xx | `UNAVAILABLE` |
 /// | Prometheus' timeout (503) or ours | `DEADLINE_EXCEEDED` |
-/// | the queueing model's limits (load above 10¹² erlangs) | `OUT_OF_RANGE` |
+/// | the queueing model's limits (a load above 10¹⁰ erlangs, Erlang A work past its budget); a request over [`MAX_REQUEST_BYTES`] | `OUT_OF_RANGE` |
 /// | a new trigger while [`max_triggers`](ServiceOptions::max_triggers) are tracked, or a `StreamIsActive` stream while as many are open | `RESOURCE_EXHAUSTED` |
 /// | a decision that panicked (a bug) | `INTERNAL` |
 #[derive(Clone, Debug)]
