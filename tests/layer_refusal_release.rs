@@ -70,6 +70,15 @@ where
         .expect("the inner service failed")
 }
 
+/// One request through `service`, once it is ready.
+async fn send<S>(service: &mut S) -> Result<S::Response, S::Error>
+where
+    S: Service<Request<()>>,
+    S::Error: Debug,
+{
+    ready_soon(service).await.call(Request::new(())).await
+}
+
 /// The shedder refuses one clone's request in an overload, then admits the other clone's.
 async fn shed_refusal_releases<S>(inner: S)
 where
@@ -81,22 +90,14 @@ where
     let (mut refused, mut other) = (service.clone(), service);
 
     let held = f.force_overload();
-    let error = ready_soon(&mut refused)
-        .await
-        .call(Request::new(()))
-        .await
-        .unwrap_err();
+    let error = send(&mut refused).await.unwrap_err();
     assert!(error.is::<ShedRejection>(), "got {error}");
 
     // The overload ends: the CPU cools, the held requests end, the cool-off passes.
     f.cpu.set(0);
     drop(held);
     f.clock.advance(Duration::from_secs(2));
-    let response = ready_soon(&mut other)
-        .await
-        .call(Request::new(()))
-        .await
-        .unwrap();
+    let response = send(&mut other).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     drop(refused);
 }
@@ -126,25 +127,13 @@ where
     let service = WarmUpLayer::new(Arc::new(bucket)).layer(inner);
     let (mut refused, mut other) = (service.clone(), service);
 
-    let first = ready_soon(&mut refused)
-        .await
-        .call(Request::new(()))
-        .await
-        .unwrap();
+    let first = send(&mut refused).await.unwrap();
     assert_eq!(first.status(), StatusCode::OK);
-    let error = ready_soon(&mut refused)
-        .await
-        .call(Request::new(()))
-        .await
-        .unwrap_err();
+    let error = send(&mut refused).await.unwrap_err();
     assert!(error.is::<WarmUpRejection>(), "got {error}");
 
     clock.advance(Duration::from_secs(1));
-    let response = ready_soon(&mut other)
-        .await
-        .call(Request::new(()))
-        .await
-        .unwrap();
+    let response = send(&mut other).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     drop(refused);
 }
@@ -185,11 +174,7 @@ where
             .unwrap();
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     }
-    let response = ready_soon(&mut elsewhere)
-        .await
-        .call(Request::new(()))
-        .await
-        .unwrap();
+    let response = send(&mut elsewhere).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     drop((refused, other));
 }

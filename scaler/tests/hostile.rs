@@ -65,35 +65,31 @@ async fn names_must_be_kubernetes_names() {
     assert_eq!(scaler.service.tracked_objects(), 0);
 }
 
-#[tokio::test]
-async fn oversized_requests_are_refused_before_they_are_decoded() {
+/// `GetMetricSpec`'s refusal of a valid trigger with `count` more keys named by `key`.
+async fn refused_with_unknown_keys(count: usize, key: impl Fn(usize) -> String) -> tonic::Status {
     let mut scaler = Scaler::start(ServiceOptions::default()).await;
-    // 200 000 unknown keys: about 4 MB.
     let mut metadata = metadata("http://127.0.0.1:9", &[]);
-    for i in 0..200_000 {
-        metadata.insert(format!("unknown{i}"), "1".to_owned());
+    for i in 0..count {
+        metadata.insert(key(i), "1".to_owned());
     }
-    let status = scaler
+    scaler
         .client
         .get_metric_spec(object("checkout", metadata))
         .await
-        .unwrap_err();
+        .unwrap_err()
+}
+
+#[tokio::test]
+async fn oversized_requests_are_refused_before_they_are_decoded() {
+    // 200 000 unknown keys: about 4 MB.
+    let status = refused_with_unknown_keys(200_000, |i| format!("unknown{i}")).await;
     assert_eq!(status.code(), Code::OutOfRange, "{}", status.message());
     assert!(status.message().len() < MESSAGE_LIMIT);
 }
 
 #[tokio::test]
 async fn many_unknown_keys_within_the_size_limit_are_counted() {
-    let mut scaler = Scaler::start(ServiceOptions::default()).await;
-    let mut metadata = metadata("http://127.0.0.1:9", &[]);
-    for i in 0..2000 {
-        metadata.insert(format!("unknown{i}\u{1b}[31m"), "1".to_owned());
-    }
-    let status = scaler
-        .client
-        .get_metric_spec(object("checkout", metadata))
-        .await
-        .unwrap_err();
+    let status = refused_with_unknown_keys(2000, |i| format!("unknown{i}\u{1b}[31m")).await;
     assert_eq!(status.code(), Code::InvalidArgument);
     let message = status.message();
     assert!(message.len() < 4096, "{} bytes", message.len());

@@ -36,6 +36,18 @@ fn registry() -> Registry {
     Registry::new(limits(), count)
 }
 
+/// A registry with the test's limits but `max_triggers` and `max_concurrent_decisions`.
+fn registry_with(max_triggers: usize, max_concurrent_decisions: usize) -> Registry {
+    Registry::new(
+        Limits {
+            max_triggers,
+            max_concurrent_decisions,
+            ..limits()
+        },
+        count,
+    )
+}
+
 fn config(extra: &[(&str, &str)]) -> ScalerConfig {
     let metadata = admit_testkit::keda::metadata(
         &[
@@ -249,13 +261,7 @@ async fn unused_triggers_are_forgotten_after_the_ttl() {
 
 #[tokio::test(start_paused = true)]
 async fn new_triggers_beyond_the_limit_are_refused_until_one_expires() {
-    let registry = Registry::new(
-        Limits {
-            max_triggers: 2,
-            ..limits()
-        },
-        count,
-    );
+    let registry = registry_with(2, limits().max_concurrent_decisions);
     let config = config(&[]);
     let queried = Queried::default();
     decide(&registry, key("a"), &config, 120.0, &queried).await;
@@ -310,19 +316,29 @@ async fn concurrent_calls_for_one_trigger_query_once() {
     assert_eq!(first.unwrap().unwrap().replicas, 37);
 }
 
+/// Asks for a decision for "a" at 120/s whose queries wait for `release`, and gives up after
+/// 1 s, as a cancelled RPC does: the decision goes on.
+async fn give_up(
+    registry: &Registry,
+    config: &ScalerConfig,
+    queried: &Queried,
+    release: &Arc<Notify>,
+) {
+    let gave_up = tokio::time::timeout(
+        Duration::from_secs(1),
+        registry.decide(key("a"), config, held(queried, release, 120.0)),
+    )
+    .await;
+    assert!(gave_up.is_err());
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_caller_that_gives_up_leaves_its_decision_to_the_next() {
     let registry = registry();
     let config = config(&[]);
     let queried = Queried::default();
     let release = Arc::new(Notify::new());
-    // The first caller gives up after 1 s (a cancelled RPC); its decision goes on.
-    let gave_up = tokio::time::timeout(
-        Duration::from_secs(1),
-        registry.decide(key("a"), &config, held(&queried, &release, 120.0)),
-    )
-    .await;
-    assert!(gave_up.is_err());
+    give_up(&registry, &config, &queried, &release).await;
     // The next caller waits for that decision rather than starting another.
     let next = registry.decide(key("a"), &config, held(&queried, &release, 400.0));
     let releasing = async {
@@ -341,12 +357,7 @@ async fn a_decision_finishes_and_is_memoised_with_no_caller_left() {
     let config = config(&[]);
     let queried = Queried::default();
     let release = Arc::new(Notify::new());
-    let gave_up = tokio::time::timeout(
-        Duration::from_secs(1),
-        registry.decide(key("a"), &config, held(&queried, &release, 120.0)),
-    )
-    .await;
-    assert!(gave_up.is_err());
+    give_up(&registry, &config, &queried, &release).await;
     release.notify_one();
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(PUBLISHED.get(), 1, "the abandoned decision completed");
@@ -360,13 +371,7 @@ async fn a_decision_finishes_and_is_memoised_with_no_caller_left() {
 
 #[tokio::test(start_paused = true)]
 async fn decisions_across_triggers_take_turns_beyond_the_limit() {
-    let registry = Registry::new(
-        Limits {
-            max_concurrent_decisions: 1,
-            ..limits()
-        },
-        count,
-    );
+    let registry = registry_with(limits().max_triggers, 1);
     let config = config(&[]);
     let queried = Queried::default();
     let release = Arc::new(Notify::new());

@@ -254,6 +254,16 @@ pub enum HeaderError {
 }
 
 impl HeaderError {
+    /// Every error, in the order of their declaration.
+    pub const ALL: [HeaderError; 6] = [
+        HeaderError::Empty,
+        HeaderError::Invalid,
+        HeaderError::Implausible,
+        HeaderError::Overflow,
+        HeaderError::FromFuture,
+        HeaderError::TooOld,
+    ];
+
     /// A short name for logs and labels: `empty`, `invalid`, `implausible`, `overflow`,
     /// `from-future` or `too-old`.
     pub const fn as_str(&self) -> &'static str {

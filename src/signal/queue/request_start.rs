@@ -139,14 +139,7 @@ impl<W, C> RequestStart<W, C> {
 }
 
 /// Every error, in the order of the counts.
-const ERRORS: [HeaderError; KINDS] = [
-    HeaderError::Empty,
-    HeaderError::Invalid,
-    HeaderError::Implausible,
-    HeaderError::Overflow,
-    HeaderError::FromFuture,
-    HeaderError::TooOld,
-];
+const ERRORS: [HeaderError; KINDS] = HeaderError::ALL;
 
 impl<W: WallClock, C: Clock, B> QueueTime<http::Request<B>> for RequestStart<W, C> {
     fn waited(&self, request: &http::Request<B>) -> Option<Duration> {
