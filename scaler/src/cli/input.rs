@@ -49,19 +49,35 @@ pub(super) fn triggers(args: &TriggerArgs) -> Result<Vec<Source>, String> {
     let mut sources = Vec::new();
     for path in &args.file {
         let text = if path.as_os_str() == "-" {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|error| format!("stdin: {error}"))?;
-            text
+            read_manifest(std::io::stdin()).map_err(|error| format!("stdin: {error}"))?
         } else {
-            fs::read_to_string(path).map_err(|error| format!("{}: {error}", path.display()))?
+            fs::File::open(path)
+                .and_then(read_manifest)
+                .map_err(|error| format!("{}: {error}", path.display()))?
         };
         let found = manifest::triggers(&text, &env)
             .map_err(|error| format!("{}: {error}", path.display()))?;
         sources.extend(found.into_iter().map(source));
     }
     Ok(sources)
+}
+
+/// The most bytes of manifests read from one file.
+const MAX_MANIFEST_BYTES: u64 = 64 << 20;
+
+/// A manifest's text, read up to [`MAX_MANIFEST_BYTES`].
+fn read_manifest(reader: impl Read) -> std::io::Result<String> {
+    let mut text = String::new();
+    reader
+        .take(MAX_MANIFEST_BYTES + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_MANIFEST_BYTES {
+        return Err(std::io::Error::other(format!(
+            "larger than {} MiB",
+            MAX_MANIFEST_BYTES >> 20
+        )));
+    }
+    Ok(text)
 }
 
 fn source(trigger: Trigger) -> Source {
@@ -116,5 +132,22 @@ pub(super) fn one(args: &TriggerArgs, select: Option<&str>) -> Result<Source, St
                 .collect::<Vec<_>>()
                 .join(", ")
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifests_are_read_up_to_the_limit() {
+        let at_limit = std::io::repeat(b'a').take(MAX_MANIFEST_BYTES);
+        assert_eq!(
+            read_manifest(at_limit).unwrap().len() as u64,
+            MAX_MANIFEST_BYTES
+        );
+        // An endless stream (a device, a pipe) stops one byte past it.
+        let error = read_manifest(std::io::repeat(b'a')).unwrap_err();
+        assert_eq!(error.to_string(), "larger than 64 MiB");
     }
 }
