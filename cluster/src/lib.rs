@@ -1,0 +1,7 @@
+//! `admit-cluster`: admit's autoscaling loop on one machine, with real parts.
+//!
+//! - [`hpa`]: the Horizontal Pod Autoscaler's arithmetic, as Kubernetes computes it: replicas
+//!   from an `AverageValue` external metric or from CPU utilisation, with tolerance, the
+//!   scale-up and scale-down policies and the stabilisation windows.
+
+pub mod hpa;
