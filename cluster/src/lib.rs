@@ -3,5 +3,8 @@
 //! - [`hpa`]: the Horizontal Pod Autoscaler's arithmetic, as Kubernetes computes it: replicas
 //!   from an `AverageValue` external metric or from CPU utilisation, with tolerance, the
 //!   scale-up and scale-down policies and the stabilisation windows.
+//! - [`replica`]: the sample service each replica runs.
 
+pub mod duration;
 pub mod hpa;
+pub mod replica;

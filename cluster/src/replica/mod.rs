@@ -1,0 +1,245 @@
+//! The sample service each replica runs (`admit-cluster replica`): an axum server behind
+//! `DrainLayer`, `WarmUpLayer` and `ShedLayer` (CPU signal and a queue gate on the proxy's
+//! request-start stamp), with CPU-bound work per request, a cold phase, long-lived sessions, a
+//! readiness endpoint and admit's metrics.
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET /work` | burns a service time drawn from the distribution (more while cold) on a blocking thread |
+//! | `GET /session` | a server-sent event stream held open until the drain asks it to reconnect elsewhere (`event: reconnect`) |
+//! | `GET /readyz` | 200 while serving, 503 once the drain is announced |
+//! | `GET /metrics` | admit's series in Prometheus' text format |
+//!
+//! SIGTERM starts the drain; the process exits once it has drained (0) or at its deadline (1).
+
+mod work;
+
+use std::convert::Infallible;
+use std::future::IntoFuture;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use admit::drain::{Drain, DrainLayer, Outcome};
+use admit::metrics::Reporter;
+use admit::shed::{ShedLayer, Shedder};
+use admit::signal::queue::header::HeaderConfig;
+use admit::signal::queue::{QueueGate, RequestStart};
+use admit::warmup::{WarmUp, WarmUpLayer};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::Response;
+use axum::routing::{get, get_service};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+pub use self::work::{Distribution, Work, burn, calibrate};
+
+/// `admit-cluster replica`'s flags: set by the harness for each replica it starts.
+#[derive(Debug, clap::Args)]
+pub struct ReplicaArgs {
+    /// Where to listen.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+    /// The replica's name (the log's prefix).
+    #[arg(long, default_value = "replica")]
+    pub name: String,
+    /// The mean CPU time a request takes once warm.
+    #[arg(long, default_value = "10ms", value_parser = crate::duration::parse)]
+    pub work_mean: Duration,
+    /// How service times are distributed.
+    #[arg(long, value_enum, default_value = "exponential")]
+    pub distribution: Distribution,
+    /// How much more a request costs at the replica's start (falling to 1 over --cold).
+    #[arg(long, default_value_t = 3.0)]
+    pub cold_factor: f64,
+    /// How long the replica is cold.
+    #[arg(long, default_value = "10s", value_parser = crate::duration::parse)]
+    pub cold: Duration,
+    /// `burn` iterations per millisecond of CPU, as `calibrate` measured it.
+    #[arg(long)]
+    pub iterations_per_ms: f64,
+    /// The requests per second the replica serves once warm: the warm-up bucket's full rate.
+    #[arg(long)]
+    pub capacity: f64,
+    /// After SIGTERM, how long the replica keeps serving while the proxy learns it is leaving.
+    #[arg(long, default_value = "2s", value_parser = crate::duration::parse)]
+    pub drain_delay: Duration,
+    /// After SIGTERM, when the replica gives up on what is left.
+    #[arg(long, default_value = "20s", value_parser = crate::duration::parse)]
+    pub drain_deadline: Duration,
+    /// The window over which open sessions are asked to reconnect.
+    #[arg(long, default_value = "2s", value_parser = crate::duration::parse)]
+    pub reconnect_spread: Duration,
+    /// Seeds the service times.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// What the handlers share.
+#[derive(Clone)]
+struct Replica {
+    work: Work,
+    started: Instant,
+    seed: u64,
+    drain: Drain,
+    reporter: Arc<Reporter>,
+    prometheus: PrometheusHandle,
+}
+
+/// Runs a replica until it has drained.
+pub fn main(args: ReplicaArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("{}: cannot start the runtime: {error}", args.name);
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(args)) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("replica: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+async fn serve(args: ReplicaArgs) -> Result<ExitCode, BoxError> {
+    let prometheus = PrometheusBuilder::new().install_recorder()?;
+    let drain = Drain::builder()
+        .propagation_delay(args.drain_delay)
+        .deadline(args.drain_deadline)
+        .reconnect_spread(args.reconnect_spread)
+        .build()?;
+    drain.handle_signals()?;
+    let shedder = Arc::new(
+        Shedder::builder()
+            .name("work")
+            .queue_gate(QueueGate::default())
+            .build()?,
+    );
+    let bucket = Arc::new(
+        WarmUp::builder(args.capacity)
+            .name("work")
+            .warm_up_period(args.cold)
+            .build()?,
+    );
+    let reporter = Reporter::builder()
+        .shedder(Arc::clone(&shedder))
+        .warm_up(Arc::clone(&bucket))
+        .drain(drain.clone())
+        .build()?;
+    let replica = Replica {
+        work: Work {
+            mean: args.work_mean,
+            distribution: args.distribution,
+            cold_factor: args.cold_factor,
+            cold: args.cold,
+            iterations_per_ms: args.iterations_per_ms,
+        },
+        started: Instant::now(),
+        seed: args.seed,
+        drain: drain.clone(),
+        reporter: Arc::new(reporter),
+        prometheus,
+    };
+    let waits = RequestStart::new(HeaderConfig::default())?;
+    let app = Router::new()
+        .route("/work", get(work))
+        .layer(ShedLayer::new(shedder).http().queue_time(waits))
+        .layer(WarmUpLayer::new(bucket).http())
+        .route("/session", get(session))
+        .layer(DrainLayer::new(drain.clone()))
+        // Outside the drain: the proxy's checks and the scrapes get through while draining.
+        .route("/readyz", get_service(drain.readiness()))
+        .route("/metrics", get(metrics))
+        .with_state(replica);
+
+    let listener = tokio::net::TcpListener::bind(args.listen).await?;
+    // The harness reads this line for the address.
+    println!("{} listening on {}", args.name, listener.local_addr()?);
+    let serve = axum::serve(drain.listener(listener), app)
+        .with_graceful_shutdown(drain.stop_accepting())
+        .into_future();
+    let mut server = tokio::spawn(serve);
+    let outcome = tokio::select! {
+        outcome = drain.finished() => outcome,
+        served = &mut server => {
+            served??;
+            drain.finished().await
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), server).await;
+    println!("{}: {outcome:?}", args.name);
+    Ok(match outcome {
+        Outcome::Drained { .. } => ExitCode::SUCCESS,
+        Outcome::Expired { .. } => ExitCode::FAILURE,
+    })
+}
+
+async fn work(State(replica): State<Replica>) -> StatusCode {
+    let since_start = replica.started.elapsed();
+    let work = replica.work;
+    let seed = replica.seed;
+    // Blocking work cannot be cancelled: if the client gives up, it runs on, as in a real
+    // service.
+    let done = tokio::task::spawn_blocking(move || {
+        thread_local! {
+            static RNG: std::cell::RefCell<Option<rand::rngs::SmallRng>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        let iterations = RNG.with_borrow_mut(|rng| {
+            let rng = rng.get_or_insert_with(|| {
+                let thread = std::hash::BuildHasher::hash_one(
+                    &std::hash::RandomState::new(),
+                    std::thread::current().id(),
+                );
+                work::rng(seed ^ thread)
+            });
+            work.iterations(since_start, rng)
+        });
+        std::hint::black_box(burn(iterations));
+    })
+    .await;
+    match done {
+        Ok(()) => StatusCode::OK,
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// A server-sent event stream: `hello` at once, then nothing until the drain asks the client
+/// to reconnect elsewhere (`reconnect`), and the stream ends.
+async fn session(State(replica): State<Replica>) -> Response {
+    let session = replica.drain.session();
+    let events = async_stream(session);
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(events))
+        .unwrap_or_else(|_| Response::new(Body::empty()))
+}
+
+/// The session's events as a body stream.
+fn async_stream(
+    session: admit::drain::Session,
+) -> impl futures_core::Stream<Item = Result<&'static str, Infallible>> + Send {
+    let hello = futures_util::stream::once(async { Ok("event: hello\ndata: \n\n") });
+    let reconnect = futures_util::stream::once(async move {
+        session.reconnect().await;
+        Ok("event: reconnect\ndata: \n\n")
+    });
+    futures_util::StreamExt::chain(hello, reconnect)
+}
+
+async fn metrics(State(replica): State<Replica>) -> String {
+    replica.reporter.report();
+    replica.prometheus.render()
+}
