@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use admit_scaler::proto::external_scaler_client::ExternalScalerClient;
-use admit_testkit::cgroup::{self, MemoryCgroup};
+use admit_testkit::cgroup::{self, Cgroup};
 use admit_testkit::wait::bounded;
 use tonic::Code;
 use tonic::transport::Channel;
@@ -40,8 +40,8 @@ fn deployment_limit() -> u64 {
 }
 
 /// The scaler in `cgroup`, with `args`.
-fn serve_in(cgroup: &MemoryCgroup, args: &[&str]) -> Served {
-    Served::start_with(cgroup.command(BINARY, &[]), args)
+fn serve_in(cgroup: &Cgroup, args: &[&str]) -> Served {
+    Served::start_with(cgroup.command(BINARY, &[] as &[&str]), args)
 }
 
 /// The resident set of `served`, in bytes.
