@@ -189,3 +189,46 @@ async fn malformed_openmetrics_is_a_backfill_error() {
         "{error}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovered_targets_come_and_go_with_their_labels() {
+    if prometheus::require("discovered_targets_come_and_go_with_their_labels").is_none() {
+        return;
+    }
+    let metrics = Router::new().route("/metrics", get(|| async { METRICS }));
+    let a = admit_testkit::axum::serve_router(metrics.clone()).await;
+    let b = admit_testkit::axum::serve_router(metrics).await;
+    let prometheus = prometheus::start_discovered(Duration::from_millis(200))
+        .await
+        .unwrap_or_else(|error| panic!("{error}"));
+    let labelled = |pod| [("pod", pod)];
+    let (pod_a, pod_b) = (labelled("a"), labelled("b"));
+    prometheus
+        .set_targets([(a.addr(), &pod_a[..]), (b.addr(), &pod_b[..])])
+        .expect("the targets file");
+    let samples = prometheus
+        .wait_until(
+            "both pods scraped",
+            "demo_requests_total",
+            FIRST_SCRAPE_LIMIT,
+            |samples| samples.len() == 2,
+        )
+        .await;
+    let mut pods: Vec<&str> = samples.iter().map(|s| s.labels["pod"].as_str()).collect();
+    pods.sort_unstable();
+    assert_eq!(pods, ["a", "b"]);
+    // A pod that leaves the file leaves the scrape: its series go stale.
+    prometheus
+        .set_targets([(b.addr(), &pod_b[..])])
+        .expect("the targets file");
+    let samples = prometheus
+        .wait_until(
+            "only pod b",
+            "demo_requests_total",
+            FIRST_SCRAPE_LIMIT,
+            |samples| samples.len() == 1,
+        )
+        .await;
+    assert_eq!(samples[0].labels["pod"], "b");
+    prometheus.stop();
+}

@@ -1,6 +1,7 @@
 //! The [`Prometheus`] handle: what a test asks of a running server, and its stop.
 
 use std::fs;
+use std::io;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, ExitStatus};
@@ -182,6 +183,34 @@ impl Prometheus {
             |samples| samples.len() == targets && samples.iter().all(|sample| sample.value == 1.0),
         )
         .await
+    }
+
+    /// Sets the targets of a Prometheus from [`start_discovered`](super::start_discovered):
+    /// each address, with its labels (a target's series carry them, as `pod` or `namespace`
+    /// from Kubernetes' service discovery), replacing the last set. The file is replaced
+    /// whole, so Prometheus never reads half of it; it notices within a second or two.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be written.
+    pub fn set_targets<'a>(
+        &self,
+        targets: impl IntoIterator<Item = (SocketAddr, &'a [(&'a str, &'a str)])>,
+    ) -> io::Result<()> {
+        let groups: Vec<serde_json::Value> = targets
+            .into_iter()
+            .map(|(addr, labels)| {
+                let labels: serde_json::Map<String, serde_json::Value> = labels
+                    .iter()
+                    .map(|(name, value)| ((*name).to_owned(), (*value).into()))
+                    .collect();
+                serde_json::json!({ "targets": [addr.to_string()], "labels": labels })
+            })
+            .collect();
+        let file = self.dir.path().join(super::launch::TARGETS_FILE);
+        let partial = file.with_extension("json.partial");
+        fs::write(&partial, serde_json::Value::Array(groups).to_string())?;
+        fs::rename(&partial, &file)
     }
 
     /// Stops the server by its process id: SIGTERM, then SIGKILL if it has not exited within

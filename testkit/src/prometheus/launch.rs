@@ -28,6 +28,8 @@ const READY_POLL: Duration = Duration::from_millis(50);
 const CONFIG_FILE: &str = "prometheus.yml";
 const DATA_DIR: &str = "data";
 pub(super) const LOG_FILE: &str = "prometheus.log";
+/// The targets file of [`start_discovered`].
+pub(super) const TARGETS_FILE: &str = "targets.json";
 
 /// Starts Prometheus on a free loopback port, scraping `http://<target>/metrics` for each of
 /// `targets` every `scrape_interval` (in whole milliseconds, at least 1 ms; the scrape timeout is
@@ -100,6 +102,25 @@ pub async fn start_backfilled(openmetrics: &str) -> Result<Prometheus, StartErro
     .await
 }
 
+/// Starts Prometheus on a free loopback port, scraping the targets of a file it watches
+/// (`file_sd_configs`) every `scrape_interval`, in the job [`JOB`], and waits until it is
+/// ready. It starts with none: [`Prometheus::set_targets`] writes the file, and Prometheus
+/// picks the change up within a second or two, as when Kubernetes' endpoints change.
+///
+/// # Errors
+///
+/// As [`start`].
+pub async fn start_discovered(scrape_interval: Duration) -> Result<Prometheus, StartError> {
+    let binary = binary().ok_or(StartError::NotInstalled)?;
+    start_with(
+        &binary,
+        &Source::Discovered {
+            interval: scrape_interval,
+        },
+    )
+    .await
+}
+
 /// What Prometheus serves.
 enum Source<'a> {
     /// What it scrapes: the job [`JOB`] of `targets`, each once, every `interval`.
@@ -107,6 +128,8 @@ enum Source<'a> {
         targets: Vec<SocketAddr>,
         interval: Duration,
     },
+    /// The job [`JOB`] of the targets in [`TARGETS_FILE`], every `interval`.
+    Discovered { interval: Duration },
     /// No scrape job, and a TSDB that `promtool` fills from `openmetrics` before the start.
     Backfill {
         promtool: &'a Path,
@@ -135,14 +158,32 @@ impl Source<'_> {
     fn scrapes(&self) -> (usize, Duration) {
         match self {
             Source::Scrape { targets, interval } => (targets.len(), *interval),
+            Source::Discovered { interval } => (0, *interval),
             Source::Backfill { .. } => (0, DEFAULT_SCRAPE_INTERVAL),
         }
     }
 
-    /// The configuration file.
-    fn config(&self) -> String {
+    /// The configuration file; `dir` holds the targets file.
+    fn config(&self, dir: &Path) -> String {
         match self {
-            Source::Scrape { targets, interval } => config(targets, *interval),
+            Source::Scrape { targets, interval } => {
+                let targets = targets
+                    .iter()
+                    .map(|target| format!("'{target}'"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                config(
+                    &format!("static_configs:\n      - targets: [{targets}]\n"),
+                    *interval,
+                )
+            }
+            Source::Discovered { interval } => config(
+                &format!(
+                    "file_sd_configs:\n      - files: ['{}']\n        refresh_interval: 1s\n",
+                    dir.join(TARGETS_FILE).display()
+                ),
+                *interval,
+            ),
             Source::Backfill { .. } => "scrape_configs: []\n".to_owned(),
         }
     }
@@ -187,7 +228,10 @@ async fn start_once(binary: &Path, source: &Source<'_>) -> Result<Prometheus, Fa
             .map_err(Failure::Fatal)?;
     }
     let config_file = dir.path().join(CONFIG_FILE);
-    fs::write(&config_file, source.config())?;
+    fs::write(&config_file, source.config(dir.path()))?;
+    if let Source::Discovered { .. } = source {
+        fs::write(dir.path().join(TARGETS_FILE), "[]\n")?;
+    }
     let log = File::create(dir.path().join(LOG_FILE))?;
     // Free now; Prometheus may lose it to another process before it binds, hence the retries.
     let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
@@ -229,18 +273,13 @@ fn flag(name: &str, path: &Path) -> OsString {
     flag
 }
 
-/// The configuration file: one scrape job, [`JOB`], of static targets.
-fn config(targets: &[SocketAddr], scrape_interval: Duration) -> String {
+/// The configuration file: one scrape job, [`JOB`], whose targets `targets` configures (the
+/// `static_configs` or `file_sd_configs` entry, indented under the job).
+fn config(targets: &str, scrape_interval: Duration) -> String {
     let interval = format!("{}ms", scrape_interval.as_millis().max(1));
-    let targets = targets
-        .iter()
-        .map(|target| format!("'{target}'"))
-        .collect::<Vec<_>>()
-        .join(", ");
     format!(
         "global:\n  scrape_interval: {interval}\n  scrape_timeout: {interval}\n\
-         scrape_configs:\n  - job_name: {JOB}\n    metrics_path: /metrics\n    \
-         static_configs:\n      - targets: [{targets}]\n"
+         scrape_configs:\n  - job_name: {JOB}\n    metrics_path: /metrics\n    {targets}"
     )
 }
 
@@ -301,24 +340,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_config_has_one_job_of_static_targets() {
+    fn the_config_has_one_job_of_static_or_discovered_targets() {
+        let dir = Path::new("/tmp/prom");
         let targets = [
             SocketAddr::from(([127, 0, 0, 1], 4000)),
             SocketAddr::from((Ipv6Addr::LOCALHOST, 4002)),
         ];
         assert_eq!(
-            config(&targets, Duration::from_millis(200)),
+            Source::scrape(&targets, Duration::from_millis(200)).config(dir),
             "global:\n  scrape_interval: 200ms\n  scrape_timeout: 200ms\n\
              scrape_configs:\n  - job_name: admit\n    metrics_path: /metrics\n    \
              static_configs:\n      - targets: ['127.0.0.1:4000', '[::1]:4002']\n"
         );
-        assert!(config(&[], Duration::ZERO).contains("scrape_interval: 1ms\n"));
-        assert!(config(&[], Duration::ZERO).contains("- targets: []\n"));
+        let none = Source::scrape(&[], Duration::ZERO).config(dir);
+        assert!(none.contains("scrape_interval: 1ms\n"));
+        assert!(none.contains("- targets: []\n"));
+        let discovered = Source::Discovered {
+            interval: Duration::from_millis(200),
+        };
+        assert!(
+            discovered.config(dir).ends_with(
+                "file_sd_configs:\n      - files: ['/tmp/prom/targets.json']\n        \
+                 refresh_interval: 1s\n"
+            ),
+            "{}",
+            discovered.config(dir)
+        );
         let backfilled = Source::Backfill {
             promtool: Path::new("promtool"),
             openmetrics: "# EOF\n",
         };
-        assert_eq!(backfilled.config(), "scrape_configs: []\n");
+        assert_eq!(backfilled.config(dir), "scrape_configs: []\n");
     }
 
     #[test]

@@ -68,7 +68,7 @@ use std::time::Duration;
 
 pub use error::StartError;
 pub use handle::Prometheus;
-pub use launch::{start, start_backfilled};
+pub use launch::{start, start_backfilled, start_discovered};
 pub use query::{QueryError, Sample};
 
 /// The environment variable that names the Prometheus binary, ahead of any search.
