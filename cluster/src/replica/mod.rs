@@ -34,6 +34,7 @@ use axum::http::{StatusCode, header};
 use axum::response::Response;
 use axum::routing::{get, get_service};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tokio::signal::unix::{SignalKind, signal};
 
 pub use self::work::{Distribution, Work, burn, calibrate};
 
@@ -76,6 +77,22 @@ pub struct ReplicaArgs {
     /// Seeds the service times.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// What SIGTERM does.
+    #[arg(long, value_enum, default_value = "drain")]
+    pub on_sigterm: OnSigterm,
+}
+
+/// What a replica does on SIGTERM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnSigterm {
+    /// admit's drain: keep serving for the drain delay while the proxy learns the replica is
+    /// leaving, then refuse new requests, ask sessions to reconnect, and finish what is in
+    /// flight by the deadline.
+    Drain,
+    /// A plain graceful shutdown, as most servers do: stop accepting at once and finish the
+    /// requests in flight (sessions end with the connection).
+    Graceful,
 }
 
 /// What the handlers share.
@@ -119,7 +136,14 @@ async fn serve(args: ReplicaArgs) -> Result<ExitCode, BoxError> {
         .deadline(args.drain_deadline)
         .reconnect_spread(args.reconnect_spread)
         .build()?;
-    drain.handle_signals()?;
+    // Subscribed before the replica reports ready.
+    let sigterm = match args.on_sigterm {
+        OnSigterm::Drain => {
+            drain.handle_signals()?;
+            None
+        }
+        OnSigterm::Graceful => Some(signal(SignalKind::terminate())?),
+    };
     let shedder = Arc::new(
         Shedder::builder()
             .name("work")
@@ -166,6 +190,17 @@ async fn serve(args: ReplicaArgs) -> Result<ExitCode, BoxError> {
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     // The harness reads this line for the address.
     println!("{} listening on {}", args.name, listener.local_addr()?);
+    if let Some(mut sigterm) = sigterm {
+        // Stop accepting, and end once every connection has: open sessions hold it until the
+        // harness kills the process at the grace period, as Kubernetes does.
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                sigterm.recv().await;
+            })
+            .await?;
+        println!("{}: stopped", args.name);
+        return Ok(ExitCode::SUCCESS);
+    }
     let serve = axum::serve(drain.listener(listener), app)
         .with_graceful_shutdown(drain.stop_accepting())
         .into_future();
