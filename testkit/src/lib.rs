@@ -22,6 +22,7 @@ pub mod cgroup;
 pub mod counting_alloc;
 pub mod keda;
 pub mod poll;
+mod process;
 pub mod prometheus;
 pub mod server;
 pub mod tonic;

@@ -10,16 +10,12 @@ use std::time::Duration;
 use super::http::http_get;
 use super::launch::LOG_FILE;
 use super::query::{parse_answer, percent_encode};
-use super::stop::terminate;
-use super::temp_dir::TempDir;
 use super::{JOB, QueryError, Sample};
+use crate::process::{TempDir, file_tail, terminate};
 use crate::wait::NET_TIMEOUT;
 
 /// How often [`Prometheus::wait_until`] queries again.
 const QUERY_POLL: Duration = Duration::from_millis(100);
-
-/// How many of the log's last lines the error messages and panics quote.
-const LOG_TAIL_LINES: usize = 40;
 
 /// A running Prometheus server scraping the test servers given to [`start`](super::start), or
 /// serving the samples given to [`start_backfilled`](super::start_backfilled), with its
@@ -74,10 +70,7 @@ impl Prometheus {
 
     /// The last lines of the server's output, for failure messages.
     pub fn log_tail(&self) -> String {
-        match fs::read(self.dir.path().join(LOG_FILE)) {
-            Ok(log) => tail(&String::from_utf8_lossy(&log)),
-            Err(error) => format!("(no log: {error})"),
-        }
+        file_tail(&self.dir.path().join(LOG_FILE))
     }
 
     /// The answer to the instant query `promql` at the current time, from
@@ -248,25 +241,5 @@ impl Drop for Prometheus {
             // raised in a destructor.
             let _ = terminate(&mut child);
         }
-    }
-}
-
-/// The last [`LOG_TAIL_LINES`] lines of `log`.
-pub(super) fn tail(log: &str) -> String {
-    let lines: Vec<&str> = log.lines().collect();
-    lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_log_tail_is_its_last_lines() {
-        let log: String = (0..100).map(|line| format!("line {line}\n")).collect();
-        let tail = tail(&log);
-        assert!(tail.starts_with("line 60\n"), "{tail}");
-        assert!(tail.ends_with("line 99"), "{tail}");
-        assert_eq!(super::tail("one\ntwo"), "one\ntwo");
     }
 }

@@ -11,10 +11,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::backfill::backfill;
-use super::handle::tail;
 use super::http::http_get;
-use super::temp_dir::TempDir;
 use super::{JOB, Prometheus, StartError, binary, promtool};
+use crate::process::{TempDir, tail};
 
 /// How many times a start tries, each on a new port, when another process took the port first.
 const START_ATTEMPTS: u32 = 3;
@@ -215,7 +214,7 @@ impl From<io::Error> for Failure {
 }
 
 async fn start_once(binary: &Path, source: &Source<'_>) -> Result<Prometheus, Failure> {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("prometheus")?;
     let data_dir = dir.path().join(DATA_DIR);
     if let Source::Backfill {
         promtool,
@@ -414,8 +413,8 @@ mod tests {
     async fn early_exits_are_retried_only_for_a_taken_port() {
         let _scripts = SCRIPTS.lock().await;
         let (taken, broken) = (
-            TempDir::new().expect("a dir"),
-            TempDir::new().expect("a dir"),
+            TempDir::new("prometheus").expect("a dir"),
+            TempDir::new("prometheus").expect("a dir"),
         );
         let taken_binary = fake_binary(
             &taken,
@@ -477,8 +476,8 @@ mod tests {
     async fn promtool_fills_the_data_dir_before_prometheus_starts() {
         let _scripts = SCRIPTS.lock().await;
         let (filled, failed) = (
-            TempDir::new().expect("a dir"),
-            TempDir::new().expect("a dir"),
+            TempDir::new("prometheus").expect("a dir"),
+            TempDir::new("prometheus").expect("a dir"),
         );
         // The fake Prometheus keeps its configuration and exits: not ready, and not retried.
         let filled_binary = fake_binary(

@@ -57,12 +57,7 @@ mod handle;
 mod http;
 mod launch;
 mod query;
-mod stop;
-mod temp_dir;
 
-use std::env;
-use std::fs;
-use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -70,6 +65,8 @@ pub use error::StartError;
 pub use handle::Prometheus;
 pub use launch::{start, start_backfilled, start_discovered};
 pub use query::{QueryError, Sample};
+
+use crate::process::{self, find_binary, is_executable, on_path};
 
 /// The environment variable that names the Prometheus binary, ahead of any search.
 pub const BINARY_ENV: &str = "PROMETHEUS";
@@ -94,13 +91,7 @@ const INSTALL_HINT: &str = "install Debian's `prometheus` package (`apt-get inst
 /// The Prometheus binary: the path in [`BINARY_ENV`] (`$PROMETHEUS`) if set, else the first
 /// executable `prometheus` on `PATH`, else Debian's `/usr/bin/prometheus` if it is there.
 pub fn binary() -> Option<PathBuf> {
-    if let Some(path) = env::var_os(BINARY_ENV).filter(|path| !path.is_empty()) {
-        return Some(PathBuf::from(path));
-    }
-    on_path("prometheus").or_else(|| {
-        let debian = PathBuf::from(DEBIAN_BINARY);
-        is_executable(&debian).then_some(debian)
-    })
+    find_binary(BINARY_ENV, "prometheus", DEBIAN_BINARY)
 }
 
 /// The `promtool` that goes with `binary`: the one beside it, else the first executable
@@ -111,21 +102,6 @@ fn promtool(binary: &Path) -> Option<PathBuf> {
         return Some(beside);
     }
     on_path("promtool")
-}
-
-/// The first executable `name` in the directories of `PATH`.
-fn on_path(name: &str) -> Option<PathBuf> {
-    env::var_os("PATH").and_then(|paths| {
-        env::split_paths(&paths)
-            .map(|dir| dir.join(name))
-            .find(|candidate| is_executable(candidate))
-    })
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    fs::metadata(path)
-        .is_ok_and(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
 }
 
 /// The one rule for tests that need Prometheus: the [`binary`] if there is one; otherwise a
@@ -142,33 +118,20 @@ fn is_executable(path: &Path) -> bool {
 /// If there is no binary and [`REQUIRE_ENV`] (`ADMIT_REQUIRE_PROMETHEUS`) is set, with the
 /// install hint.
 pub fn require(test: &str) -> Option<PathBuf> {
-    let binary = binary();
-    if binary.is_none() {
-        if env::var_os(REQUIRE_ENV).is_some() {
-            panic!(
-                "{test}: {REQUIRE_ENV} is set but there is no Prometheus binary: {INSTALL_HINT}"
-            );
-        }
-        // Straight to stderr: the test harness captures `eprintln!` of passing tests.
-        let _ = writeln!(
-            io::stderr(),
-            "SKIPPED: {test}: no Prometheus binary: {INSTALL_HINT}. \
-             Set {REQUIRE_ENV} to fail instead of skipping."
-        );
-    }
-    binary
+    process::require(test, "Prometheus", binary(), REQUIRE_ENV, INSTALL_HINT)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
     use std::os::unix::fs::PermissionsExt;
 
-    use super::temp_dir::TempDir;
     use super::*;
+    use crate::process::TempDir;
 
     #[test]
     fn promtool_is_found_beside_the_binary_first() {
-        let dir = TempDir::new().expect("a dir");
+        let dir = TempDir::new("prometheus").expect("a dir");
         let binary = dir.path().join("prometheus");
         // Neither file is run, so writing them cannot race another test's `exec`.
         for file in [&binary, &dir.path().join("promtool")] {

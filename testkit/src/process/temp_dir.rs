@@ -1,4 +1,4 @@
-//! [`TempDir`], the server's temporary directory.
+//! [`TempDir`], a launched process's temporary directory.
 
 use std::env;
 use std::fs;
@@ -9,18 +9,18 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A directory of its own under [`env::temp_dir`], removed (with its contents) on drop.
 #[derive(Debug)]
-pub(super) struct TempDir(PathBuf);
+pub(crate) struct TempDir(PathBuf);
 
 impl TempDir {
-    /// `admit-prometheus-<pid>-<counter>-<nanos>`: unique within this process by the counter,
-    /// and across processes by the id and the clock.
-    pub(super) fn new() -> io::Result<TempDir> {
+    /// `admit-<name>-<pid>-<counter>-<nanos>`: unique within this process by the counter, and
+    /// across processes by the id and the clock.
+    pub(crate) fn new(name: &str) -> io::Result<TempDir> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |since| since.subsec_nanos());
         let path = env::temp_dir().join(format!(
-            "admit-prometheus-{}-{}-{nanos}",
+            "admit-{name}-{}-{}-{nanos}",
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
@@ -28,7 +28,7 @@ impl TempDir {
         Ok(TempDir(path))
     }
 
-    pub(super) fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.0
     }
 }
@@ -46,8 +46,8 @@ mod tests {
     #[test]
     fn temporary_directories_are_distinct_and_removed() {
         let (first, second) = (
-            TempDir::new().expect("a dir"),
-            TempDir::new().expect("a dir"),
+            TempDir::new("test").expect("a dir"),
+            TempDir::new("test").expect("a dir"),
         );
         assert_ne!(first.path(), second.path());
         fs::write(first.path().join("file"), "x").expect("a file");
