@@ -8,11 +8,12 @@
 //!   [`poll`], which drives a tower service without a runtime for those counts;
 //! - [`prometheus`]: a real Prometheus server that scrapes test servers or serves backfilled
 //!   samples, and its query API;
+//! - [`haproxy`]: a real HAProxy in front of test servers, whose servers change at runtime;
 //! - [`keda`]: KEDA trigger metadata for the scaler's tests and benchmarks;
 //! - [`cgroup`]: a memory cgroup with a Deployment's limit, for a child process.
 //!
 //! Launchers for outside processes the tests talk to belong here too, each in a module of its own
-//! (`prometheus`).
+//! (`prometheus`, `haproxy`).
 //!
 //! The kit does not depend on `admit`: as one of admit's dev-dependencies, a kit that did would
 //! hand the tests a second copy of admit's types.
@@ -20,6 +21,7 @@
 pub mod axum;
 pub mod cgroup;
 pub mod counting_alloc;
+pub mod haproxy;
 pub mod keda;
 pub mod poll;
 mod process;

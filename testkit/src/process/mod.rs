@@ -1,4 +1,5 @@
-//! What the launchers of outside processes ([`prometheus`](crate::prometheus)) share: finding a binary, the `require` rule for tests that need
+//! What the launchers of outside processes ([`prometheus`](crate::prometheus),
+//! [`haproxy`](crate::haproxy)) share: finding a binary, the `require` rule for tests that need
 //! one, a temporary directory, the end of a log, and stopping a process by its id.
 
 mod stop;
@@ -9,7 +10,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-pub(crate) use stop::terminate;
+pub(crate) use stop::{stop, terminate};
 pub(crate) use temp_dir::TempDir;
 
 /// How many of a log's last lines the error messages and panics quote.
@@ -106,6 +107,22 @@ mod tests {
         assert!(missing.starts_with("(no log: "), "{missing}");
         fs::write(&log, "first\nlast\n").expect("write the log");
         assert_eq!(file_tail(&log), "first\nlast");
+    }
+
+    #[test]
+    fn require_passes_a_binary_on() {
+        let binary = Some(PathBuf::from("/bin/sh"));
+        assert_eq!(
+            require("t", "Shell", binary.clone(), "PATH", "hint"),
+            binary
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "t: PATH is set but there is no Shell binary: install it")]
+    fn require_fails_without_a_binary_where_one_is_required() {
+        // `PATH` stands for the launcher's variable, set as CI sets it.
+        require("t", "Shell", None, "PATH", "install it");
     }
 
     #[test]
