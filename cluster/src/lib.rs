@@ -3,10 +3,13 @@
 //! - [`hpa`]: the Horizontal Pod Autoscaler's arithmetic, as Kubernetes computes it: replicas
 //!   from an `AverageValue` external metric or from CPU utilisation, with tolerance, the
 //!   scale-up and scale-down policies and the stabilisation windows.
+//! - [`fleet`]: the replicas, processes in CPU cgroups behind the proxy and scraped by
+//!   Prometheus, started and stopped as Kubernetes does.
 //! - [`keda`]: KEDA's calls to an external scaler and its conversions of the numbers.
 //! - [`replica`]: the sample service each replica runs.
 
 pub mod duration;
+pub mod fleet;
 pub mod hpa;
 pub mod keda;
 pub mod replica;

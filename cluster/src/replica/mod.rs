@@ -153,7 +153,9 @@ async fn serve(args: ReplicaArgs) -> Result<ExitCode, BoxError> {
     let bucket = Arc::new(
         WarmUp::builder(args.capacity)
             .name("work")
-            .warm_up_period(args.cold)
+            // No cold phase: warm from the start (the period must still be positive).
+            .warm_up_period(args.cold.max(Duration::from_secs(1)))
+            .start_warm(args.cold.is_zero())
             .build()?,
     );
     let reporter = Reporter::builder()
