@@ -6,10 +6,12 @@
 //! - [`fleet`]: the replicas, processes in CPU cgroups behind the proxy and scraped by
 //!   Prometheus, started and stopped as Kubernetes does.
 //! - [`keda`]: KEDA's calls to an external scaler and its conversions of the numbers.
+//! - [`policy`]: the autoscaling policies compared, each with its documented defaults.
 //! - [`replica`]: the sample service each replica runs.
 
 pub mod duration;
 pub mod fleet;
 pub mod hpa;
 pub mod keda;
+pub mod policy;
 pub mod replica;
