@@ -127,10 +127,13 @@ impl Driver {
         let second_end = move |second: usize| start + Duration::from_secs(second as u64 + 1);
 
         let send = async move {
-            // The first second that is not closed yet.
+            // The first second that is not closed yet, and the end of the seconds due.
+            let span_seconds = span.as_secs() + u64::from(span.subsec_nanos() > 0);
             let mut open = 0;
+            let mut end = usize::try_from(span_seconds).unwrap_or(usize::MAX);
             for arrival in arrivals {
                 let second = arrival.second();
+                end = end.max(second.saturating_add(1));
                 while open < second {
                     tokio::time::sleep_until(second_end(open)).await;
                     let _ = events.send(Event::Closed(open));
@@ -158,11 +161,7 @@ impl Driver {
                     });
                 });
             }
-            let span_seconds = span.as_secs() + u64::from(span.subsec_nanos() > 0);
-            let last = usize::try_from(span_seconds)
-                .unwrap_or(usize::MAX)
-                .max(open + 1);
-            while open < last {
+            while open < end {
                 tokio::time::sleep_until(second_end(open)).await;
                 let _ = events.send(Event::Closed(open));
                 open += 1;

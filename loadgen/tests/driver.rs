@@ -213,6 +213,35 @@ async fn a_run_lasts_its_span_and_reports_every_second() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn arrivals_past_the_span_extend_the_run() {
+    let (arrivals, paths) = script(&[1_500], &["/ok/10"]);
+    let mut reported = Vec::new();
+    let report = Driver::new(ms(500))
+        .run(
+            &Scripted,
+            Duration::ZERO,
+            arrivals,
+            |a| request(&paths, a),
+            |second, tally| reported.push((second, tally.ok)),
+        )
+        .await;
+    assert_eq!(reported, [(0, 0), (1, 1)]);
+    assert_eq!(report.seconds.len(), 2);
+
+    let mut reported = 0;
+    let report = Driver::new(ms(500))
+        .run(
+            &Scripted,
+            Duration::ZERO,
+            Vec::new(),
+            |a| request(&[], a),
+            |_, _| reported += 1,
+        )
+        .await;
+    assert_eq!((reported, report.seconds.len()), (0, 0));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_poisson_run_sends_every_arrival_of_its_trace() {
     let trace = Trace::spike(
         20.0,
