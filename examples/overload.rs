@@ -16,10 +16,10 @@
 //! 4. **recovery**: normal load again.
 //!
 //! The handler does CPU-bound work (exponentially distributed, 1 ms on average) the way a tokio
-//! service should, on `spawn_blocking`. The load generator is open-loop: requests arrive as a
-//! Poisson process whose rate does not drop when the server slows down, as real users keep
-//! arriving, and a client gives up after a deadline (500 ms), after which a response is no
-//! longer useful. Goodput counts the useful responses.
+//! service should, on `spawn_blocking`. The load generator (`admit-loadgen`, in `loadgen/`) is
+//! open-loop: requests arrive as a Poisson process whose rate does not drop when the server
+//! slows down, as real users keep arriving, and a client gives up after a deadline (500 ms),
+//! after which a response is no longer useful. Goodput counts the useful responses.
 //!
 //! On a machine with two or more CPUs the server is pinned to CPU 0 and the load generator to
 //! CPU 1 (with `taskset`, if installed), so that the server has exactly one core and the load
@@ -50,8 +50,8 @@ use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use admit::clock::CoarseClock;
@@ -60,6 +60,7 @@ use admit::signal::cpu::{CpuSignal, Smoothing, SystemCpu};
 use admit::signal::queue::header::HeaderConfig;
 use admit::signal::queue::{LagProbe, QueueGate, RequestStart};
 use admit::warmup::{WarmUp, WarmUpLayer};
+use admit_loadgen::{Driver, Report, Tally, Trace};
 use axum::Router;
 use axum::body::Bytes;
 use axum::error_handling::HandleErrorLayer;
@@ -71,9 +72,12 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use tokio::sync::mpsc;
 
 type BoxError = Box<dyn Error + Send + Sync>;
 type HttpClient = Client<HttpConnector, Empty<Bytes>>;
+/// The load generator's client, for the requests it drives.
+type LoadClient = admit_loadgen::HttpClient<Empty<Bytes>>;
 
 const USAGE: &str = "\
 Runs a real HTTP server through a cold start, normal load, a 3x overload and recovery, first
@@ -506,36 +510,10 @@ fn serve(args: &[String]) -> Result<(), BoxError> {
 // The load generator (this process)
 // ---------------------------------------------------------------------------------------------
 
-/// What became of the requests sent in one second of a run.
-#[derive(Clone, Debug, Default)]
-struct Tally {
-    offered: u32,
-    /// 200 within the deadline: goodput.
-    ok: u32,
-    /// Refused by the server (503).
-    shed: u32,
-    /// No answer within the deadline.
-    timed_out: u32,
-    /// Anything else (connection errors, other statuses).
-    failed: u32,
-    /// Latencies of the `ok` responses, in µs.
-    latencies_us: Vec<u32>,
-    /// The server's view at the end of the second: in flight, CPU ‰, warm-up limit.
-    server: Option<String>,
-}
-
-type Tallies = Arc<Mutex<Vec<Tally>>>;
-
-fn with_tally(tallies: &Tallies, second: usize, f: impl FnOnce(&mut Tally)) {
-    let mut tallies = tallies.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(tally) = tallies.get_mut(second) {
-        f(tally);
-    }
-}
-
+/// One run's protection and what became of its requests, second by second.
 struct Run {
     protection: Protection,
-    seconds: Vec<Tally>,
+    report: Report,
 }
 
 async fn drive(mut options: Options, pinned: bool) -> Result<(), BoxError> {
@@ -578,11 +556,8 @@ async fn drive(mut options: Options, pinned: bool) -> Result<(), BoxError> {
     let mut runs = Vec::new();
     for &protection in &options.runs {
         println!("\n=== {} ===", protection.name());
-        let seconds = run_once(&options, protection, pinned).await?;
-        runs.push(Run {
-            protection,
-            seconds,
-        });
+        let report = run_once(&options, protection, pinned).await?;
+        runs.push(Run { protection, report });
     }
     summarise(&options, &runs);
     if let Some(path) = &options.json {
@@ -651,7 +626,7 @@ async fn run_once(
     options: &Options,
     protection: Protection,
     pinned: bool,
-) -> Result<Vec<Tally>, BoxError> {
+) -> Result<Report, BoxError> {
     let (mut child, addr) = spawn_server(options, protection, pinned, false)?;
     let result = load(options, &addr).await;
     let _ = child.kill();
@@ -710,18 +685,27 @@ async fn calibrate_capacity(options: &Options, pinned: bool) -> Result<f64, BoxE
     Ok(capacity)
 }
 
-async fn load(options: &Options, addr: &str) -> Result<Vec<Tally>, BoxError> {
+/// The seed of the Poisson arrivals: every run gets the same ones.
+const SEED: u64 = 0x0123_4567_89ab_cdef;
+
+/// The offered load: each phase a constant segment at its multiple of the capacity.
+fn trace(options: &Options, capacity: f64) -> Result<Trace, BoxError> {
+    let mut trace = Trace::builder();
+    for phase in options.phases.iter().filter(|phase| phase.seconds > 0) {
+        trace = trace.constant(phase.load * capacity, Duration::from_secs(phase.seconds));
+    }
+    Ok(trace.build()?)
+}
+
+/// Drives the server at `addr` through the phases, open-loop (see `admit_loadgen`), and
+/// prints a line per second.
+async fn load(options: &Options, addr: &str) -> Result<Report, BoxError> {
     let capacity = options.capacity.unwrap_or(1000.0 / options.work_ms);
-    let total: u64 = options.phases.iter().map(|p| p.seconds).sum();
-    let tallies: Tallies = Arc::new(Mutex::new(vec![Tally::default(); total as usize + 1]));
-    let client: HttpClient = Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(5))
-        .build_http();
+    let trace = trace(options, capacity)?;
+    let total = trace.duration().as_secs() as usize;
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
     let work: Uri = format!("http://{addr}/work").parse()?;
     let stats: Uri = format!("http://{addr}/stats").parse()?;
-    // Each request in flight holds a socket; stay well within the open-file limit.
-    let max_in_flight = open_file_limit().map_or(1000, |limit| (limit / 2).max(100));
-    let in_flight = Arc::new(AtomicUsize::new(0));
 
     println!(
         "{:>3}  {:<10}  {:>7}  {:>7}  {:>6}  {:>9}  {:>7}  {:>7}  {:>9}  {:>5}  {:>6}",
@@ -738,94 +722,55 @@ async fn load(options: &Options, addr: &str) -> Result<Vec<Tally>, BoxError> {
         "limit"
     );
     let start = tokio::time::Instant::now();
-    // The server's view at the end of every second.
-    let viewer = {
-        let (tallies, client) = (Arc::clone(&tallies), client.clone());
-        tokio::spawn(async move {
-            for second in 0..total as usize {
-                tokio::time::sleep_until(start + Duration::from_secs(second as u64 + 1)).await;
-                let view = server_view(&client, &stats).await;
-                with_tally(&tallies, second, |t| t.server = view);
+    // The server's view at the end of every second, in order.
+    let (view_sender, mut views) = mpsc::unbounded_channel();
+    let viewer = tokio::spawn(async move {
+        for second in 0..total {
+            tokio::time::sleep_until(start + Duration::from_secs(second as u64 + 1)).await;
+            if view_sender
+                .send(server_view(&client, &stats).await)
+                .is_err()
+            {
+                break;
             }
-        })
-    };
-    // A line per second, once every request sent in it has an answer or has timed out.
-    let printer = {
-        let (tallies, phases) = (Arc::clone(&tallies), options.phases);
-        let settle = options.deadline + Duration::from_millis(350);
-        tokio::spawn(async move {
-            for second in 0..total as usize {
-                let at = start + Duration::from_secs(second as u64 + 1) + settle;
-                tokio::time::sleep_until(at).await;
-                let tally = tallies.lock().unwrap_or_else(PoisonError::into_inner)[second].clone();
-                println!(
-                    "{}",
-                    live_line(second, phase_at(&phases, second).name, &tally)
-                );
-            }
-        })
-    };
-
-    let mut random = 0x0123_4567_89ab_cdef_u64;
-    let mut next = Duration::ZERO;
-    let end = Duration::from_secs(total);
-    while next < end {
-        let second = next.as_secs() as usize;
-        let rate = phase_at(&options.phases, second).load * capacity;
-        tokio::time::sleep_until(start + next).await;
-        with_tally(&tallies, second, |t| t.offered += 1);
-        if in_flight.load(Ordering::Relaxed) >= max_in_flight {
-            // The client cannot even open a connection: the request is lost.
-            with_tally(&tallies, second, |t| t.failed += 1);
-        } else {
-            in_flight.fetch_add(1, Ordering::Relaxed);
-            let (client, uri, tallies, in_flight) = (
-                client.clone(),
-                work.clone(),
-                Arc::clone(&tallies),
-                Arc::clone(&in_flight),
-            );
-            let deadline = options.deadline;
-            tokio::spawn(async move {
-                let sent = tokio::time::Instant::now();
-                let answer = tokio::time::timeout(deadline, async {
-                    // Stamped as a proxy in front of the server would (Envoy's
-                    // `t=%START_TIME(%s.%6f)%`): when the request left for the server.
-                    let request = http::Request::get(uri)
-                        .header("x-request-start", request_start())
-                        .body(Empty::new())?;
-                    let response = client.request(request).await?;
-                    let status = response.status();
-                    response.into_body().collect().await?;
-                    Ok::<_, BoxError>(status)
-                })
-                .await;
-                let latency_us = sent.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
-                with_tally(&tallies, second, |t| match answer {
-                    Ok(Ok(StatusCode::OK)) => {
-                        t.ok += 1;
-                        t.latencies_us.push(latency_us);
-                    }
-                    Ok(Ok(StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS)) => {
-                        t.shed += 1;
-                    }
-                    Ok(_) => t.failed += 1,
-                    Err(_) => t.timed_out += 1,
-                });
-                in_flight.fetch_sub(1, Ordering::Relaxed);
-            });
         }
-        random = random
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        let uniform = ((random >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-        next += Duration::from_secs_f64(-uniform.ln() / rate);
-    }
+    });
+    // A line per second, once every request due in it has an outcome and the server's view
+    // of it is in.
+    let (second_sender, mut seconds) = mpsc::unbounded_channel::<(usize, Tally)>();
+    let printer = {
+        let phases = options.phases;
+        tokio::spawn(async move {
+            while let Some((second, tally)) = seconds.recv().await {
+                let view = views.recv().await.flatten();
+                let phase = phase_at(&phases, second).name;
+                println!("{}", live_line(second, phase, &tally, view.as_deref()));
+            }
+        })
+    };
+    // Each request in flight holds a socket: the driver's default cap stays within half the
+    // open-file limit, and counts the arrivals beyond it as dropped.
+    let report = Driver::new(options.deadline)
+        .run(
+            &LoadClient::new(),
+            trace.duration(),
+            trace.arrivals(SEED),
+            |_| {
+                // Stamped as a proxy in front of the server would (Envoy's
+                // `t=%START_TIME(%s.%6f)%`): when the request left for the server.
+                http::Request::get(work.clone())
+                    .header("x-request-start", request_start())
+                    .body(Empty::new())
+                    .expect("a GET of a parsed URI with an ASCII header")
+            },
+            move |second, tally| {
+                let _ = second_sender.send((second, tally.clone()));
+            },
+        )
+        .await;
     viewer.await?;
     printer.await?;
-    let mut seconds = std::mem::take(&mut *tallies.lock().unwrap_or_else(PoisonError::into_inner));
-    seconds.truncate(total as usize);
-    Ok(seconds)
+    Ok(report)
 }
 
 /// The wall clock as a request-start header value: `t=<seconds>.<microseconds>`.
@@ -856,77 +801,61 @@ async fn server_view(client: &HttpClient, stats: &Uri) -> Option<String> {
     answer.await.ok().flatten()
 }
 
-fn open_file_limit() -> Option<usize> {
-    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
-    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
-    line.split_whitespace().nth(3)?.parse().ok()
+/// A latency in ms with one decimal, or `-` without one.
+fn ms(value: Option<Duration>) -> String {
+    value.map_or_else(
+        || "-".to_string(),
+        |d| format!("{:.1}", d.as_secs_f64() * 1e3),
+    )
 }
 
-/// The `q`-quantile of `latencies` in ms, or `None` without any.
-fn quantile_ms(latencies: &mut [u32], q: f64) -> Option<f64> {
-    if latencies.is_empty() {
-        return None;
-    }
-    latencies.sort_unstable();
-    let rank = ((latencies.len() as f64 * q).ceil() as usize).clamp(1, latencies.len());
-    Some(f64::from(latencies[rank - 1]) / 1e3)
-}
-
-fn ms(value: Option<f64>) -> String {
-    value.map_or_else(|| "-".to_string(), |ms| format!("{ms:.1}"))
-}
-
-fn live_line(second: usize, phase: &str, tally: &Tally) -> String {
-    let mut latencies = tally.latencies_us.clone();
-    let (p50, p99) = (
-        quantile_ms(&mut latencies, 0.5),
-        quantile_ms(&mut latencies, 0.99),
-    );
-    let view = tally.server.clone().unwrap_or_else(|| "- - -".to_string());
-    let mut view = view.split_whitespace();
+fn live_line(second: usize, phase: &str, tally: &Tally, view: Option<&str>) -> String {
+    let mut view = view.unwrap_or("- - -").split_whitespace();
     let mut next = || view.next().unwrap_or("-").to_string();
     let (in_flight, cpu, limit) = (next(), next(), next());
     format!(
         "{second:>3}  {phase:<10}  {:>7}  {:>7}  {:>6}  {:>9}  {:>7}  {:>7}  {in_flight:>9}  {cpu:>5}  {limit:>6}",
         tally.offered,
         tally.ok,
-        tally.shed,
-        tally.timed_out + tally.failed,
-        ms(p50),
-        ms(p99),
+        tally.refused,
+        tally.failed(),
+        ms(tally.p50()),
+        ms(tally.p99()),
     )
 }
 
-/// A summary row: its label's value for one run's totals.
-type Row<'a> = dyn Fn(&mut Totals) -> String + 'a;
+/// A summary row: its label's value for one run's totals over a span.
+type Row<'a> = dyn Fn(&Span) -> String + 'a;
 
-/// Totals over a span of seconds.
-struct Totals {
+/// One run's requests due in a span of seconds.
+struct Span {
     seconds: usize,
-    offered: u64,
-    ok: u64,
-    shed: u64,
-    lost: u64,
-    latencies_us: Vec<u32>,
+    tally: Tally,
 }
 
-fn totals(seconds: &[Tally]) -> Totals {
-    let mut totals = Totals {
-        seconds: seconds.len(),
-        offered: 0,
-        ok: 0,
-        shed: 0,
-        lost: 0,
-        latencies_us: Vec::new(),
-    };
-    for s in seconds {
-        totals.offered += u64::from(s.offered);
-        totals.ok += u64::from(s.ok);
-        totals.shed += u64::from(s.shed);
-        totals.lost += u64::from(s.timed_out + s.failed);
-        totals.latencies_us.extend_from_slice(&s.latencies_us);
+impl Span {
+    fn of(run: &Run, seconds: std::ops::Range<usize>) -> Span {
+        Span {
+            seconds: seconds.len(),
+            tally: run.report.span(seconds),
+        }
     }
-    totals
+
+    /// `count` per second of the span.
+    fn per_second(&self, count: u64) -> f64 {
+        count as f64 / self.seconds.max(1) as f64
+    }
+
+    /// The share of the offered requests without a useful answer (timed out, lost, dropped
+    /// or answered with an error).
+    fn timed_out_ratio(&self) -> f64 {
+        self.tally.failed() as f64 / self.tally.offered.max(1) as f64
+    }
+}
+
+/// A latency in ms, for JSON.
+fn as_ms(latency: Option<Duration>) -> Option<f64> {
+    latency.map(|d| d.as_secs_f64() * 1e3)
 }
 
 fn summarise(options: &Options, runs: &[Run]) {
@@ -941,37 +870,25 @@ fn summarise(options: &Options, runs: &[Run]) {
     }
     println!("{header}");
     for (name, span) in spans(options) {
-        let mut per_run: Vec<Totals> = runs
-            .iter()
-            .map(|run| totals(&run.seconds[span.clone()]))
-            .collect();
+        let per_run: Vec<Span> = runs.iter().map(|run| Span::of(run, span.clone())).collect();
         let rows: [(&str, &Row<'_>); 6] = [
-            ("goodput/s", &|t| {
-                format!("{:.0}", t.ok as f64 / t.seconds.max(1) as f64)
-            }),
+            ("goodput/s", &|t| format!("{:.0}", t.per_second(t.tally.ok))),
             ("of capacity", &move |t| {
-                format!(
-                    "{:.1} %",
-                    100.0 * t.ok as f64 / t.seconds.max(1) as f64 / capacity
-                )
+                format!("{:.1} %", 100.0 * t.per_second(t.tally.ok) / capacity)
             }),
             ("shed/s", &|t| {
-                format!("{:.0}", t.shed as f64 / t.seconds.max(1) as f64)
+                format!("{:.0}", t.per_second(t.tally.refused))
             }),
             ("timed out", &|t| {
-                format!("{:.1} %", 100.0 * t.lost as f64 / t.offered.max(1) as f64)
+                format!("{:.1} %", 100.0 * t.timed_out_ratio())
             }),
-            ("p50 latency ms", &|t| {
-                ms(quantile_ms(&mut t.latencies_us, 0.5))
-            }),
-            ("p99 latency ms", &|t| {
-                ms(quantile_ms(&mut t.latencies_us, 0.99))
-            }),
+            ("p50 latency ms", &|t| ms(t.tally.p50())),
+            ("p99 latency ms", &|t| ms(t.tally.p99())),
         ];
         for (i, (label, value)) in rows.iter().enumerate() {
             let mut line = format!("{:<10}  {label:<16}", if i == 0 { name } else { "" });
-            for totals in &mut per_run {
-                let _ = write!(line, "  {:>14}", value(totals));
+            for span in &per_run {
+                let _ = write!(line, "  {:>14}", value(span));
             }
             println!("{line}");
         }
@@ -998,7 +915,8 @@ fn spans(options: &Options) -> Vec<(&'static str, std::ops::Range<usize>)> {
 }
 
 /// The summary as JSON: the setting, the calibrated capacity, and for each run and span the
-/// goodput and shed rates, the share timed out and the latency quantiles.
+/// goodput and shed rates, the share timed out, the latency quantiles, and the load
+/// generator's tally (every count by outcome, and a latency summary).
 fn write_json(options: &Options, runs: &[Run], path: &std::path::Path) -> std::io::Result<()> {
     let runs: Vec<serde_json::Value> = runs
         .iter()
@@ -1006,17 +924,18 @@ fn write_json(options: &Options, runs: &[Run], path: &std::path::Path) -> std::i
             let phases: Vec<serde_json::Value> = spans(options)
                 .into_iter()
                 .map(|(name, span)| {
-                    let mut t = totals(&run.seconds[span]);
-                    let per_second = |count: u64| count as f64 / t.seconds.max(1) as f64;
+                    let t = Span::of(run, span);
                     serde_json::json!({
                         "phase": name.trim(),
                         "seconds": t.seconds,
-                        "offered_per_s": per_second(t.offered),
-                        "goodput_per_s": per_second(t.ok),
-                        "shed_per_s": per_second(t.shed),
-                        "timed_out_ratio": t.lost as f64 / t.offered.max(1) as f64,
-                        "p50_ms": quantile_ms(&mut t.latencies_us, 0.5),
-                        "p99_ms": quantile_ms(&mut t.latencies_us, 0.99),
+                        "offered_per_s": t.per_second(t.tally.offered),
+                        "goodput_per_s": t.per_second(t.tally.ok),
+                        "shed_per_s": t.per_second(t.tally.refused),
+                        "timed_out_ratio": t.timed_out_ratio(),
+                        "p50_ms": as_ms(t.tally.p50()),
+                        "p99_ms": as_ms(t.tally.p99()),
+                        // Every count by outcome, and the latency summary in µs.
+                        "tally": t.tally,
                     })
                 })
                 .collect();
@@ -1051,7 +970,7 @@ fn write_chart(options: &Options, runs: &[Run]) -> std::io::Result<()> {
     let deadline_ms = options.deadline.as_secs_f64() * 1e3;
     let goodput_max = runs
         .iter()
-        .flat_map(|run| run.seconds.iter().map(|s| s.offered.max(s.ok)))
+        .flat_map(|run| run.report.seconds.iter().map(|s| s.offered.max(s.ok)))
         .max()
         .unwrap_or(1)
         .max(1) as f64;
@@ -1113,15 +1032,15 @@ fn write_chart(options: &Options, runs: &[Run]) -> std::io::Result<()> {
         }
         for (run, colour) in runs.iter().zip(colours) {
             let points: Vec<String> = run
+                .report
                 .seconds
                 .iter()
                 .enumerate()
                 .filter_map(|(second, tally)| {
                     let value = if top == TOP {
-                        Some(f64::from(tally.ok))
+                        Some(tally.ok as f64)
                     } else {
-                        let mut latencies = tally.latencies_us.clone();
-                        quantile_ms(&mut latencies, 0.99)
+                        as_ms(tally.p99())
                     }?;
                     let y = bottom - PANEL * (value / max).min(1.0);
                     Some(format!("{:.1},{y:.1}", x(second as f64 + 0.5)))
