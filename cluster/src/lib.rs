@@ -8,6 +8,7 @@
 //! - [`keda`]: KEDA's calls to an external scaler and its conversions of the numbers.
 //! - [`policy`]: the autoscaling policies compared, each with its documented defaults.
 //! - [`replica`]: the sample service each replica runs.
+//! - [`run`]: every policy over one load trace, and [`report`], the comparison.
 
 pub mod duration;
 pub mod fleet;
@@ -15,3 +16,5 @@ pub mod hpa;
 pub mod keda;
 pub mod policy;
 pub mod replica;
+pub mod report;
+pub mod run;

@@ -15,6 +15,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Every policy over the same load trace, then the comparison: a table, JSON, a chart.
+    Run(admit_cluster::run::RunArgs),
     /// The sample service one replica runs (the harness starts it).
     Replica(admit_cluster::replica::ReplicaArgs),
     /// Prints `burn` iterations per millisecond of CPU on this machine.
@@ -23,6 +25,7 @@ enum Command {
 
 fn main() -> ExitCode {
     match Cli::parse().command {
+        Command::Run(args) => admit_cluster::run::main(args),
         Command::Replica(args) => admit_cluster::replica::main(args),
         Command::Calibrate => {
             println!("{:.0}", admit_cluster::replica::calibrate());

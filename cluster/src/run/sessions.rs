@@ -1,0 +1,185 @@
+//! Long-lived sessions: clients that each hold a server-sent event stream through the proxy,
+//! reconnect when a replica asks them to, and count every stream cut without notice.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// What the session clients saw.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct SessionCounts {
+    /// Streams opened.
+    pub opened: u64,
+    /// Streams ended by a replica's `reconnect` notice.
+    pub told_to_reconnect: u64,
+    /// Streams that ended without a notice: cut.
+    pub cut: u64,
+    /// Attempts to open a stream that failed (no replica, a refusal, a broken connection).
+    pub failed_opens: u64,
+    /// The longest time from a notice or a cut to the next stream's first event, ms.
+    pub longest_reconnect_ms: u64,
+    /// The mean of those times, ms.
+    pub mean_reconnect_ms: f64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    opened: AtomicU64,
+    told: AtomicU64,
+    cut: AtomicU64,
+    failed: AtomicU64,
+    reconnects: AtomicU64,
+    reconnect_us: AtomicU64,
+    longest_us: AtomicU64,
+}
+
+/// `clients` session clients against `url` until `stop` says so.
+#[derive(Debug)]
+pub(super) struct Sessions {
+    counters: Arc<Counters>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Sessions {
+    /// Starts `clients` clients, each holding one stream of `url` and opening the next one when
+    /// it ends (after `pause` when the open failed), until `stop` is true.
+    pub(super) fn start(
+        url: String,
+        clients: usize,
+        pause: Duration,
+        stop: watch::Receiver<bool>,
+    ) -> Self {
+        let counters = Arc::new(Counters::default());
+        let client: Client<HttpConnector, Empty<Bytes>> =
+            Client::builder(TokioExecutor::new()).build_http();
+        let tasks = (0..clients)
+            .map(|_| {
+                let (client, url, counters, stop) = (
+                    client.clone(),
+                    url.clone(),
+                    Arc::clone(&counters),
+                    stop.clone(),
+                );
+                tokio::spawn(hold(client, url, counters, pause, stop))
+            })
+            .collect();
+        Sessions { counters, tasks }
+    }
+
+    /// Stops the clients and returns what they saw.
+    pub(super) async fn finish(self) -> SessionCounts {
+        for task in self.tasks {
+            task.abort();
+            let _ = task.await;
+        }
+        let c = &self.counters;
+        let reconnects = c.reconnects.load(Ordering::Relaxed);
+        SessionCounts {
+            opened: c.opened.load(Ordering::Relaxed),
+            told_to_reconnect: c.told.load(Ordering::Relaxed),
+            cut: c.cut.load(Ordering::Relaxed),
+            failed_opens: c.failed.load(Ordering::Relaxed),
+            longest_reconnect_ms: c.longest_us.load(Ordering::Relaxed) / 1000,
+            mean_reconnect_ms: if reconnects == 0 {
+                0.0
+            } else {
+                c.reconnect_us.load(Ordering::Relaxed) as f64 / reconnects as f64 / 1000.0
+            },
+        }
+    }
+}
+
+/// How a stream ended.
+enum End {
+    Told,
+    Cut,
+    OpenFailed,
+}
+
+/// One client: a stream at a time, for as long as the run lasts.
+async fn hold(
+    client: Client<HttpConnector, Empty<Bytes>>,
+    url: String,
+    counters: Arc<Counters>,
+    pause: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    // When the last stream ended, to time the reconnection.
+    let mut ended: Option<Instant> = None;
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let end = tokio::select! {
+            end = stream(&client, &url, &counters, &mut ended) => end,
+            _ = stop.changed() => return,
+        };
+        match end {
+            End::Told => {
+                counters.told.fetch_add(1, Ordering::Relaxed);
+                ended = Some(Instant::now());
+            }
+            End::Cut => {
+                counters.cut.fetch_add(1, Ordering::Relaxed);
+                ended = Some(Instant::now());
+            }
+            End::OpenFailed => {
+                counters.failed.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(pause).await;
+            }
+        }
+    }
+}
+
+/// Opens one stream and follows it to its end.
+async fn stream(
+    client: &Client<HttpConnector, Empty<Bytes>>,
+    url: &str,
+    counters: &Counters,
+    ended: &mut Option<Instant>,
+) -> End {
+    let Ok(request) = http::Request::get(url).body(Empty::new()) else {
+        return End::OpenFailed;
+    };
+    let Ok(response) = client.request(request).await else {
+        return End::OpenFailed;
+    };
+    if !response.status().is_success() {
+        let _ = response.into_body().collect().await;
+        return End::OpenFailed;
+    }
+    let mut body = response.into_body();
+    let mut text = String::new();
+    let mut greeted = false;
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else {
+            return if greeted { End::Cut } else { End::OpenFailed };
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        text.push_str(&String::from_utf8_lossy(&data));
+        if !greeted && text.contains("event: hello") {
+            greeted = true;
+            counters.opened.fetch_add(1, Ordering::Relaxed);
+            if let Some(at) = ended.take() {
+                let us = at.elapsed().as_micros().min(u128::from(u64::MAX)) as u64;
+                counters.reconnects.fetch_add(1, Ordering::Relaxed);
+                counters.reconnect_us.fetch_add(us, Ordering::Relaxed);
+                counters.longest_us.fetch_max(us, Ordering::Relaxed);
+            }
+        }
+        if text.contains("event: reconnect") {
+            return End::Told;
+        }
+    }
+    if greeted { End::Cut } else { End::OpenFailed }
+}
