@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use admit_loadgen::{Segment, Trace};
 
-pub use self::one::{PolicyRun, Second, lost};
+pub use self::one::{PolicyRun, Reconcile, ScalerInputs, Second, lost};
 pub use self::sessions::SessionCounts;
 use crate::fleet::ScaleIn;
 use crate::policy::{Kind, window};
@@ -37,6 +37,8 @@ pub enum TraceKind {
     Spike,
     /// The step, the ramp and the spike in a row.
     All,
+    /// A short step for tests: base 10 s, ×4 for 20 s, base for 40 s.
+    Short,
 }
 
 /// `admit-cluster run`'s flags.
@@ -285,6 +287,10 @@ pub fn trace(kind: TraceKind, base: f64) -> Result<Trace, admit_loadgen::TraceEr
         TraceKind::Ramp => ramp(builder),
         TraceKind::Spike => spike(builder),
         TraceKind::All => spike(ramp(step(builder))),
+        TraceKind::Short => Trace::builder()
+            .constant(base, s(10))
+            .constant(peak, s(20))
+            .constant(base, s(40)),
     }
     .build()
 }

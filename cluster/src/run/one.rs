@@ -57,11 +57,36 @@ pub struct PolicyRun {
     pub sessions: SessionCounts,
     /// What happened to pods.
     pub fleet: FleetEvents,
-    /// The controller's syncs: (seconds since the load started, the replicas it set), and the
-    /// syncs whose metric could not be read.
-    pub syncs: Vec<(f64, u32)>,
+    /// The controller's syncs.
+    pub syncs: Vec<Reconcile>,
     /// Syncs without a metric, and the last reason.
     pub missed_syncs: (u32, String),
+}
+
+/// One sync of the controller.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Reconcile {
+    /// Seconds since the load started.
+    pub t: f64,
+    /// The replicas before the sync.
+    pub current: u32,
+    /// The policy's proposal, before the HPA's behaviour.
+    pub proposal: u32,
+    /// The replicas the HPA set.
+    pub desired: u32,
+    /// For admit-scaler, what its latest decision was made of.
+    pub scaler: Option<ScalerInputs>,
+}
+
+/// admit-scaler's latest decision, from its `/metrics`.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct ScalerInputs {
+    /// λ, requests per second.
+    pub arrival_rate: f64,
+    /// The mean service time, s.
+    pub service_time: f64,
+    /// The fewest servers meeting the target.
+    pub required_servers: u64,
 }
 
 /// A transport that tells the proxy's own answers (no server for the request) from the
@@ -189,15 +214,21 @@ pub(super) async fn run(
     let (stop, stopped) = watch::channel(false);
     let start = Instant::now();
     let syncs = Arc::new(Mutex::new((Vec::new(), 0u32, String::new())));
-    let controller = tokio::spawn(control(
-        source,
-        Hpa::new(spec),
-        fleet.clone(),
-        compressed(Duration::from_secs(15)),
-        start,
-        Arc::clone(&syncs),
-        stopped.clone(),
-    ));
+    let scaler_metrics = scaler
+        .as_ref()
+        .map(|process| format!("http://{}/metrics", process.http));
+    let controller = tokio::spawn(
+        Controller {
+            source,
+            hpa: Hpa::new(spec),
+            fleet: fleet.clone(),
+            sync: compressed(Duration::from_secs(15)),
+            start,
+            syncs: Arc::clone(&syncs),
+            scaler_metrics,
+        }
+        .run(stopped.clone()),
+    );
     let sessions = Sessions::start(
         format!("{}/session", proxy.url()),
         setup.sessions,
@@ -301,43 +332,84 @@ pub(super) async fn run(
     })
 }
 
-/// The syncs so far: when and what, and the missed ones with the last reason.
-type Syncs = (Vec<(f64, u32)>, u32, String);
+/// The syncs so far, and the missed ones with the last reason.
+type Syncs = (Vec<Reconcile>, u32, String);
 
 /// The controller: every sync period, the source's proposal through the HPA, and the fleet
 /// scaled to it.
-async fn control(
-    mut source: Source,
-    mut hpa: Hpa,
+struct Controller {
+    source: Source,
+    hpa: Hpa,
     fleet: Fleet,
+    /// The HPA's sync period.
     sync: Duration,
+    /// When the load started.
     start: Instant,
     syncs: Arc<Mutex<Syncs>>,
-    mut stopped: watch::Receiver<bool>,
-) {
-    let tolerance = hpa.spec().behavior.tolerance();
-    let mut tick = tokio::time::interval(sync);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = stopped.changed() => return,
-        }
-        let current = fleet.replicas();
-        match source.proposal(current, &fleet, tolerance).await {
-            Ok(proposal) => {
-                let now = start.elapsed();
-                let desired = hpa.sync(now, current, proposal);
-                fleet.scale(desired);
-                lock(&syncs).0.push((now.as_secs_f64(), desired));
+    /// admit-scaler's `/metrics`, to record what each decision was made of.
+    scaler_metrics: Option<String>,
+}
+
+impl Controller {
+    async fn run(mut self, mut stopped: watch::Receiver<bool>) {
+        let client: Client<HttpConnector, Empty<Bytes>> =
+            Client::builder(TokioExecutor::new()).build_http();
+        let tolerance = self.hpa.spec().behavior.tolerance();
+        let mut tick = tokio::time::interval(self.sync);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = stopped.changed() => return,
             }
-            Err(missed) => {
-                let mut syncs = lock(&syncs);
-                syncs.1 += 1;
-                syncs.2 = missed.0;
+            let current = self.fleet.replicas();
+            match self.source.proposal(current, &self.fleet, tolerance).await {
+                Ok(proposal) => {
+                    let now = self.start.elapsed();
+                    let desired = self.hpa.sync(now, current, proposal);
+                    self.fleet.scale(desired);
+                    let scaler = match &self.scaler_metrics {
+                        Some(url) => scaler_inputs(&client, url).await,
+                        None => None,
+                    };
+                    lock(&self.syncs).0.push(Reconcile {
+                        t: now.as_secs_f64(),
+                        current,
+                        proposal,
+                        desired,
+                        scaler,
+                    });
+                }
+                Err(missed) => {
+                    let mut syncs = lock(&self.syncs);
+                    syncs.1 += 1;
+                    syncs.2 = missed.0;
+                }
             }
         }
     }
+}
+
+/// admit-scaler's latest decision, read from its `/metrics`.
+async fn scaler_inputs(
+    client: &Client<HttpConnector, Empty<Bytes>>,
+    url: &str,
+) -> Option<ScalerInputs> {
+    let request = http::Request::get(url).body(Empty::new()).ok()?;
+    let response = client.request(request).await.ok()?;
+    let body = response.into_body().collect().await.ok()?.to_bytes();
+    let text = String::from_utf8_lossy(&body);
+    let gauge = |name: &str| {
+        text.lines()
+            .find(|line| line.starts_with(name) && line[name.len()..].starts_with('{'))
+            .and_then(|line| line.rsplit(' ').next())
+            .and_then(|value| value.parse::<f64>().ok())
+    };
+    Some(ScalerInputs {
+        arrival_rate: gauge("admit_scaler_arrival_rate")?,
+        service_time: gauge("admit_scaler_service_time_seconds")?,
+        required_servers: gauge("admit_scaler_required_servers")? as u64,
+    })
 }
 
 fn ready(fleet: &Fleet) -> usize {

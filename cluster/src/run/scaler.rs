@@ -14,6 +14,8 @@ pub(super) struct ScalerProcess {
     child: Child,
     /// Its gRPC address.
     pub(super) grpc: SocketAddr,
+    /// Its HTTP address (`/metrics`).
+    pub(super) http: SocketAddr,
 }
 
 /// Where `admit-scaler` is: `ADMIT_SCALER`, or beside this executable (`cargo build -p
@@ -56,11 +58,14 @@ impl ScalerProcess {
             .map_err(|error| format!("{}: {error}", binary.display()))?;
         let stderr = child.stderr.take().ok_or("no stderr")?;
         let mut lines = BufReader::new(stderr).lines();
-        let grpc = tokio::time::timeout(Duration::from_secs(30), async {
+        let (grpc, http) = tokio::time::timeout(Duration::from_secs(30), async {
             while let Ok(Some(line)) = lines.next_line().await {
                 if line.contains("serving") {
-                    let start = line.find("grpc=")? + "grpc=".len();
-                    return line[start..].split_whitespace().next()?.parse().ok();
+                    let address = |name: &str| -> Option<SocketAddr> {
+                        let start = line.find(name)? + name.len();
+                        line[start..].split_whitespace().next()?.parse().ok()
+                    };
+                    return Some((address("grpc=")?, address("http=")?));
                 }
                 eprintln!("admit-scaler: {line}");
             }
@@ -76,7 +81,7 @@ impl ScalerProcess {
                 eprintln!("admit-scaler: {line}");
             }
         });
-        Ok(ScalerProcess { child, grpc })
+        Ok(ScalerProcess { child, grpc, http })
     }
 
     /// Stops it (SIGKILL: the harness has no use for a graceful stop here).
