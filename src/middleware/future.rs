@@ -78,7 +78,9 @@ where
                 permit,
                 classifier,
             } => {
-                let result = ready!(offered::inside(|| future.poll(cx)));
+                let inside = offered::Inside::enter();
+                let result = ready!(future.poll(cx));
+                drop(inside);
                 if let Some(held) = permit {
                     held.finish(classifier.classify(result.as_ref()));
                     *permit = None;

@@ -24,18 +24,21 @@ pub(crate) fn count_if_first(count: impl FnOnce()) {
     }
 }
 
-/// Runs `step` (a call of the inner service, or a poll of its future) marked as inside an admit
-/// layer, and restores the mark as it was, whether `step` returns or panics.
-#[inline]
-pub(crate) fn inside<T>(step: impl FnOnce() -> T) -> T {
-    let _restore = Restore(INSIDE.replace(true));
-    step()
+/// Marks the thread as inside an admit layer while it lives: held across a call of the inner
+/// service or a poll of its future. Dropping it puts back the mark it found, also when that
+/// call or poll panics.
+#[must_use = "the mark lasts while the guard lives"]
+pub(crate) struct Inside(bool);
+
+impl Inside {
+    /// Sets the mark, keeping the one it found.
+    #[inline]
+    pub(crate) fn enter() -> Self {
+        Inside(INSIDE.replace(true))
+    }
 }
 
-/// Puts back the mark found on entering [`inside`].
-struct Restore(bool);
-
-impl Drop for Restore {
+impl Drop for Inside {
     #[inline]
     fn drop(&mut self) {
         INSIDE.set(self.0);
@@ -44,7 +47,13 @@ impl Drop for Restore {
 
 #[cfg(all(test, not(admit_loom)))]
 mod tests {
-    use super::{count_if_first, inside};
+    use super::{Inside, count_if_first};
+
+    /// Runs `step` as an admit layer runs what is inside it.
+    fn inside<T>(step: impl FnOnce() -> T) -> T {
+        let _inside = Inside::enter();
+        step()
+    }
 
     fn counted() -> bool {
         let mut counted = false;

@@ -101,8 +101,9 @@ where
         offered::count_if_first(|| L::count_offered(&self.limiter));
         match L::admit_after(&self.limiter, self.queue_time.waited(&request)) {
             Ok(permit) => {
-                let inner = &mut self.inner;
-                let future = offered::inside(|| inner.call(request));
+                let inside = offered::Inside::enter();
+                let future = self.inner.call(request);
+                drop(inside);
                 ResponseFuture::admitted(future, permit, self.classifier.clone())
             }
             Err(refusal) => {

@@ -71,8 +71,9 @@ where
         let http1 = *this.http1;
         match this.state.project() {
             StateProj::Admitted { future, guard } => {
-                let response =
-                    ready!(offered::inside(|| future.poll(cx))).map_err(R::inner_error)?;
+                let inside = offered::Inside::enter();
+                let response = ready!(future.poll(cx)).map_err(R::inner_error)?;
+                drop(inside);
                 let guard = guard.take();
                 let announced = guard
                     .as_ref()

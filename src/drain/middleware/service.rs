@@ -55,8 +55,9 @@ where
         offered::count_if_first(|| self.drain.count_offered());
         match self.drain.admit() {
             Ok(guard) => {
-                let inner = &mut self.inner;
-                let future = offered::inside(|| inner.call(request));
+                let inside = offered::Inside::enter();
+                let future = self.inner.call(request);
+                drop(inside);
                 DrainFuture::admitted(future, guard, http1)
             }
             Err(_) => {
