@@ -11,7 +11,9 @@
 //! steady 300 requests per second while the bucket warms up towards 200 per second; for the
 //! middle second the CPU signal reads 95 %, so the shedder sheds. The CPU is a `ManualCpu`
 //! here so that the overload happens on cue; a real service keeps the default system signal.
-//! It then prints the `admit_*` series of a scrape.
+//! It then prints the `admit_*` series of a scrape, and the offered load λ they give: the
+//! bucket, outside the shedder, counts every request in `admit_offered_requests_total`, the
+//! ones it refuses included, which the shedder's own series never see.
 //!
 //! ```text
 //! cargo run --example metrics --features metrics,http,tracing
@@ -111,6 +113,7 @@ async fn main() -> Result<(), BoxError> {
     let root: Uri = format!("http://{addr}/").parse()?;
     let mut requests = JoinSet::new();
     let mut ticks = tokio::time::interval(Duration::from_millis(10));
+    let started = tokio::time::Instant::now();
     for tick in 0..400u32 {
         ticks.tick().await;
         match tick {
@@ -122,6 +125,7 @@ async fn main() -> Result<(), BoxError> {
             requests.spawn(fetch(client.clone(), root.clone()));
         }
     }
+    let sending = started.elapsed().as_secs_f64();
     let (mut ok, mut refused) = (0u32, 0u32);
     while let Some(reply) = requests.join_next().await {
         match reply??.0 {
@@ -132,11 +136,23 @@ async fn main() -> Result<(), BoxError> {
     println!("\n1200 requests: {ok} × 200 OK, {refused} refused.\n");
 
     let (_, body) = fetch(client.clone(), format!("http://{addr}/metrics").parse()?).await?;
-    for line in String::from_utf8_lossy(&body).lines() {
-        if line.starts_with("admit_") {
-            println!("{line}");
+    let scrape = String::from_utf8_lossy(&body);
+    let (mut offered, mut reached_shedder) = (0.0, 0.0);
+    for line in scrape.lines().filter(|line| line.starts_with("admit_")) {
+        println!("{line}");
+        let value: f64 = line.rsplit(' ').next().unwrap_or_default().parse()?;
+        if line.starts_with("admit_offered_requests_total") {
+            offered += value;
+        } else if line.starts_with("admit_shed_requests_total") {
+            reached_shedder += value;
         }
     }
+    // What `sum(rate(admit_offered_requests_total[1m]))` reads over a steady minute.
+    println!(
+        "\nOffered: {offered} requests in {sending:.1} s, λ = {:.0}/s (the shedder alone saw \
+         {reached_shedder}).",
+        offered / sending
+    );
 
     if serve {
         println!("\nStill serving on http://{addr}; Ctrl-C stops.");

@@ -1,7 +1,8 @@
 //! The layers add no heap allocation per request: admitted requests through `ShedLayer` and
-//! `WarmUpLayer` (boxed-error and HTTP responders), and refusals answered with the boxed,
-//! zero-sized errors. The inner service here allocates nothing itself, so every allocation
-//! counted would be the layers'.
+//! `WarmUpLayer` (boxed-error and HTTP responders), alone and nested in each other (where the
+//! outer one counts the request as offered and the inner one does not), and refusals answered
+//! with the boxed, zero-sized errors, by the outer layer or the inner one. The inner service
+//! here allocates nothing itself, so every allocation counted would be the layers'.
 //!
 //! Allocations are counted per thread; one test in this file.
 
@@ -71,6 +72,15 @@ fn layers_allocate_nothing_per_request() {
     let mut shed_static = ShedLayer::new(forever).http().layer(inner);
     // The layers as axum's `Router::layer` uses them: a fresh service per request.
     let per_request = ShedLayer::new(shedder.clone()).http();
+    // Nested both ways; the outer one counts the offered requests.
+    let mut warm_outside =
+        WarmUpLayer::new(fast.clone()).layer(ShedLayer::new(shedder.clone()).layer(inner));
+    let mut shed_outside =
+        ShedLayer::new(shedder.clone()).layer(WarmUpLayer::new(fast.clone()).layer(inner));
+    let mut slow_outside =
+        WarmUpLayer::new(slow.clone()).layer(ShedLayer::new(shedder.clone()).layer(inner));
+    let mut slow_inside =
+        ShedLayer::new(shedder.clone()).layer(WarmUpLayer::new(slow.clone()).layer(inner));
 
     // Warm up the lazily initialised parts (the first window, thread-locals).
     call_now(&mut shed_boxed, ()).unwrap();
@@ -91,11 +101,21 @@ fn layers_allocate_nothing_per_request() {
             let mut fresh = per_request.clone().layer(inner);
             call_now(&mut fresh, ()).unwrap();
             admitted += 6;
-            match call_now(&mut warm_refusing, ()) {
-                Ok(_) => admitted += 1,
-                Err(error) => {
-                    assert!(error.is::<WarmUpRejection>());
-                    refused_warm += 1;
+            call_now(&mut warm_outside, ()).unwrap();
+            call_now(&mut shed_outside, ()).unwrap();
+            admitted += 2;
+            // Mostly refused: alone, by the outer layer, by the inner one.
+            for answer in [
+                call_now(&mut warm_refusing, ()),
+                call_now(&mut slow_outside, ()),
+                call_now(&mut slow_inside, ()),
+            ] {
+                match answer {
+                    Ok(_) => admitted += 1,
+                    Err(error) => {
+                        assert!(error.is::<WarmUpRejection>());
+                        refused_warm += 1;
+                    }
                 }
             }
         }
@@ -106,9 +126,15 @@ fn layers_allocate_nothing_per_request() {
         }
         cpu.set(1000);
         for _ in 0..1_000 {
-            let error = call_now(&mut shed_boxed, ()).unwrap_err();
-            assert!(error.is::<ShedRejection>());
-            refused_shed += 1;
+            // Refused alone, inside the open bucket's layer, and outside it.
+            for answer in [
+                call_now(&mut shed_boxed, ()),
+                call_now(&mut warm_outside, ()),
+                call_now(&mut shed_outside, ()),
+            ] {
+                assert!(answer.unwrap_err().is::<ShedRejection>());
+                refused_shed += 1;
+            }
         }
     });
     assert_eq!(
@@ -117,5 +143,12 @@ fn layers_allocate_nothing_per_request() {
         "{allocations} allocations for {admitted} admitted and {} refused requests",
         refused_shed + refused_warm
     );
-    assert!(admitted >= 18_000 && refused_warm > 0 && refused_shed == 1_000);
+    assert!(admitted >= 24_000 && refused_warm > 0 && refused_shed == 3_000);
+    // Each request counted once, by its outermost layer: the shedder for five services a
+    // round and 2000 refusals; the open bucket for three a round and 1000 refusals; the
+    // refusing bucket for two a round; the first two also for the warm-up calls.
+    assert_eq!(shedder.snapshot().offered, 1 + 3_000 * 5 + 2_000);
+    assert_eq!(fast.totals().offered, 1 + 3_000 * 3 + 1_000);
+    assert_eq!(slow.totals().offered, 3_000 * 2);
+    assert_eq!(forever.snapshot().offered, 3_000);
 }

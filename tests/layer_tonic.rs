@@ -305,8 +305,10 @@ async fn assert_one_admitted(
 /// with `RESOURCE_EXHAUSTED` and a positive pushback.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn warm_up_interceptor_refuses_beyond_the_cold_limit() {
+    let limiter = cold_limit_one();
     let (health, reached) = counting_health().await;
-    let health = HealthServer::with_interceptor(health, WarmUpInterceptor::new(cold_limit_one()));
+    let interceptor = WarmUpInterceptor::new(Arc::clone(&limiter));
+    let health = HealthServer::with_interceptor(health, interceptor);
     let (addr, incoming) = listen().await;
     let serve = Server::builder()
         .add_service(health)
@@ -315,6 +317,58 @@ async fn warm_up_interceptor_refuses_beyond_the_cold_limit() {
     let mut client = client(&server).await;
 
     assert_one_admitted(&mut client, &reached, Code::ResourceExhausted, 2).await;
+    // No admit layer outside: the interceptor counts every call as offered.
+    let totals = limiter.totals();
+    assert_eq!(
+        (totals.admitted, totals.refused, totals.offered),
+        (1, 2, 3),
+        "{totals:?}"
+    );
+}
+
+/// The interceptor beside a shed layer in `Server::layer`: each call is counted once as
+/// offered, by the shedder, which sees it first, whether the interceptor refuses it or the
+/// shedder does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_are_offered_once_to_the_shed_layer_outside_the_interceptor() {
+    let rig = Rig::new();
+    let limiter = cold_limit_one();
+    let (health, reached) = counting_health().await;
+    let interceptor = WarmUpInterceptor::new(Arc::clone(&limiter));
+    let health = HealthServer::with_interceptor(health, interceptor);
+    let (addr, incoming) = listen().await;
+    let serve = Server::builder()
+        .layer(ShedLayer::new(rig.shedder.clone()).grpc())
+        .add_service(health)
+        .serve_with_incoming(incoming);
+    let server = spawn_server(addr, serve);
+    let mut client = client(&server).await;
+
+    // One call served, two refused by the interceptor, then two refused by the shedder.
+    assert_one_admitted(&mut client, &reached, Code::ResourceExhausted, 2).await;
+    let held = rig.force_overload();
+    for i in 0..2 {
+        check_refused(
+            &mut client,
+            Code::ResourceExhausted,
+            "cpu",
+            &format!("call {i} in overload"),
+        )
+        .await;
+    }
+    let snapshot = rig.shedder.snapshot();
+    assert_eq!(
+        (snapshot.failed, snapshot.dropped, snapshot.offered),
+        (2, 2, 5),
+        "{snapshot:?}"
+    );
+    let totals = limiter.totals();
+    assert_eq!(
+        (totals.admitted, totals.refused, totals.offered),
+        (1, 2, 0),
+        "{totals:?}"
+    );
+    drop(held);
 }
 
 /// tonic's `Server::layer` puts the process-wide shed layer outside the service's

@@ -147,6 +147,12 @@ fn a_known_workload_renders_exactly() {
     assert_eq!(scrape.value(&api(names::WARMUP_FULL_RATE)), 10.0);
     assert_eq!(scrape.value(&api(names::WARMUP_STORED)), warm.stored_tokens);
     assert_eq!(scrape.value(&api(names::WARMUP_PROGRESS)), warm.progress());
+    // Both limiters of one name publish their own offered series; direct calls count none
+    // (`tests/layer_offered.rs` counts requests through the layers).
+    for kind in ["shed", "warmup"] {
+        let offered = format!(r#"admit_offered_requests_total{{limiter="api",kind="{kind}"}}"#);
+        assert_eq!(scrape.value(&offered), 0.0, "{offered}");
+    }
 
     // The CPU load becomes unknown again: NaN, not the stale reading.
     rig.cpu.set_unknown();
@@ -157,6 +163,7 @@ fn a_known_workload_renders_exactly() {
     // because the facade's counters hold integers) end in `_total`.
     for (name, kind) in &scrape.types {
         let counters = [
+            names::OFFERED_REQUESTS,
             names::SHED_REQUESTS,
             names::SHED_DROPPED,
             names::WARMUP_REQUESTS,
@@ -174,7 +181,7 @@ fn a_known_workload_renders_exactly() {
         );
         assert!(name.starts_with("admit_"), "{name}");
     }
-    assert_eq!(scrape.types.len(), 14, "{:?}", scrape.types.keys());
+    assert_eq!(scrape.types.len(), 15, "{:?}", scrape.types.keys());
     drop((open, held));
 }
 
@@ -436,7 +443,34 @@ async fn a_drain_renders_its_counts_and_phase() {
         assert_eq!(scrape.types[name], "gauge", "{name}");
         assert!(!name.ends_with("_total"), "{name}");
     }
-    assert_eq!(scrape.types.len(), 4, "{:?}", scrape.types.keys());
+    // And the offered requests, a counter labelled with the drain's kind alone: the requests
+    // above were admitted directly, not through the layer.
+    assert_eq!(scrape.types[names::OFFERED_REQUESTS], "counter");
+    assert_eq!(
+        scrape.value(r#"admit_offered_requests_total{kind="drain"}"#),
+        0.0
+    );
+    assert_eq!(scrape.types.len(), 5, "{:?}", scrape.types.keys());
+    // A request through the layer counts, refused as it is now.
+    #[cfg(feature = "http")]
+    {
+        use tower::{Layer, ServiceExt, service_fn};
+
+        let service = admit::drain::DrainLayer::new(drain.clone()).layer(service_fn(
+            |_: http::Request<()>| {
+                std::future::ready(Ok::<_, std::convert::Infallible>(http::Response::new(
+                    String::new(),
+                )))
+            },
+        ));
+        let response = service.oneshot(http::Request::new(())).await.unwrap();
+        assert_eq!(response.status(), http::StatusCode::SERVICE_UNAVAILABLE);
+        reporter.report();
+        assert_eq!(
+            Scrape::of(&recorder).value(r#"admit_offered_requests_total{kind="drain"}"#),
+            1.0
+        );
+    }
     let text = recorder.handle().render();
     assert!(
         text.contains("# HELP admit_active_sessions Open long-lived sessions"),

@@ -38,7 +38,7 @@ const PERIOD: Duration = Duration::from_millis(10);
 const WARM: Duration = Duration::from_secs(7);
 const WINDOW: Duration = Duration::from_secs(5);
 
-const LAMBDA: &str = r#"sum(rate(admit_shed_requests_total{limiter="checkout"}[5s]))"#;
+const LAMBDA: &str = r#"sum(rate(admit_offered_requests_total{limiter=~"checkout|"}[5s]))"#;
 const S: &str = r#"sum(rate(admit_shed_service_seconds_total{limiter="checkout"}[5s])) / sum(rate(admit_shed_requests_total{limiter="checkout",outcome!="dropped"}[5s]))"#;
 
 fn servers(arrival_rate: f64, service_time: f64) -> u64 {

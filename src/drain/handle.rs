@@ -12,7 +12,7 @@ use tokio::time::{Instant, sleep_until};
 
 use super::gate::Gate;
 use super::{DrainBuilder, DrainSnapshot, Outcome, Phase};
-use crate::sync::Arc;
+use crate::sync::{Arc, Striped};
 
 /// Graceful drain for one server process: a cloneable handle whose clones share one
 /// timeline (see the [module](super) docs).
@@ -25,6 +25,8 @@ pub struct Drain {
 pub(super) struct Inner {
     pub(super) gate: Gate,
     connections: StdAtomicU64,
+    /// Requests the drain's layer saw before any other admit layer.
+    offered: Striped<1>,
     next_session: StdAtomicU64,
     pub(super) config: DrainBuilder,
     announced_at: OnceLock<Instant>,
@@ -45,6 +47,7 @@ impl Drain {
             inner: Arc::new(Inner {
                 gate: Gate::new(),
                 connections: StdAtomicU64::new(0),
+                offered: Striped::new(),
                 next_session: StdAtomicU64::new(0),
                 config,
                 announced_at: OnceLock::new(),
@@ -92,7 +95,15 @@ impl Drain {
             in_flight: inner.gate.in_flight(),
             sessions: inner.gate.sessions(),
             connections: inner.connections.load(Relaxed),
+            offered: inner.offered.sum(0),
         }
+    }
+
+    /// Counts a request offered to the drain's layer first.
+    #[cfg(feature = "http")]
+    #[inline]
+    pub(crate) fn count_offered(&self) {
+        self.inner.offered.add(0, 1);
     }
 
     /// The `Retry-After` of refusals.

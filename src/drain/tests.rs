@@ -115,7 +115,8 @@ async fn drained_when_the_last_request_ends() {
             phase: Phase::Drained,
             in_flight: 0,
             sessions: 0,
-            connections: 0
+            connections: 0,
+            offered: 0
         }
     );
 }

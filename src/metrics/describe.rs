@@ -5,8 +5,18 @@ use metrics::{Unit, describe_counter, describe_gauge};
 
 use super::names;
 
+/// Describes the offered requests, which every kind of admit layer publishes.
+fn offered() {
+    describe_counter!(
+        names::OFFERED_REQUESTS,
+        "Requests counted by the first admit layer that saw them, refusals included: summed, \
+         the offered load"
+    );
+}
+
 /// Describes the shedder's series.
 pub(super) fn shedder() {
+    offered();
     describe_counter!(
         names::SHED_REQUESTS,
         "Requests that reached the shedder, by outcome (passed, failed, dropped)"
@@ -35,6 +45,7 @@ pub(super) fn shedder() {
 
 /// Describes the warm-up buckets' series.
 pub(super) fn warm_up() {
+    offered();
     describe_counter!(
         names::WARMUP_REQUESTS,
         "Warm-up bucket decisions, by outcome (admitted, refused)"
@@ -57,6 +68,7 @@ pub(super) fn warm_up() {
 /// Describes the drain's series.
 #[cfg(feature = "tokio")]
 pub(super) fn drain() {
+    offered();
     describe_gauge!(
         names::DRAIN_IN_FLIGHT,
         "Requests in flight (admitted, response body not ended)"

@@ -2,20 +2,21 @@
 
 use std::fmt;
 
-use metrics::Gauge;
+use metrics::{Counter, Gauge};
 
 use super::Source;
-use super::names;
+use super::names::{self, KIND};
 use crate::drain::{Drain, Phase};
 
 /// Publishes a [`Drain`]'s [snapshot](Drain::snapshot) through the `metrics` facade: requests
-/// in flight, open connections, active sessions, and whether the replica is leaving (see
-/// [`names`] for each series).
+/// in flight, open connections, active sessions, whether the replica is leaving, and the
+/// requests offered to its layer first (see [`names`] for each series).
 ///
-/// The series carry no label (one drain per process; Prometheus' target labels tell the pods
-/// apart), so a [`Reporter`](super::Reporter) takes one drain. The handles are registered with
-/// the recorder installed when this is built; [`report`](Self::report) reads a snapshot and
-/// sets them, allocating nothing. Requests pay nothing for it: the counts are the drain's own.
+/// The series carry no label but the offered requests' `kind="drain"` (one drain per process;
+/// Prometheus' target labels tell the pods apart), so a [`Reporter`](super::Reporter) takes one
+/// drain. The handles are registered with the recorder installed when this is built;
+/// [`report`](Self::report) reads a snapshot and sets them, allocating nothing. Requests pay
+/// nothing for it but the drain's own counts.
 ///
 /// ```
 /// use admit::drain::Drain;
@@ -33,6 +34,7 @@ pub struct DrainMetrics {
     connections: Gauge,
     sessions: Gauge,
     draining: Gauge,
+    offered: Counter,
 }
 
 impl DrainMetrics {
@@ -45,6 +47,7 @@ impl DrainMetrics {
             connections: metrics::gauge!(names::DRAIN_CONNECTIONS),
             sessions: metrics::gauge!(names::DRAIN_SESSIONS),
             draining: metrics::gauge!(names::DRAINING),
+            offered: metrics::counter!(names::OFFERED_REQUESTS, KIND => "drain"),
         }
     }
 
@@ -56,6 +59,7 @@ impl DrainMetrics {
         self.sessions.set(snapshot.sessions as f64);
         let draining = snapshot.phase >= Phase::Announced;
         self.draining.set(if draining { 1.0 } else { 0.0 });
+        self.offered.absolute(snapshot.offered);
     }
 
     /// The drain this publishes.

@@ -1,7 +1,8 @@
 //! The names of the metrics admit publishes, and of their labels.
 //!
 //! Every series carries the [`LIMITER`] label (the name given to the limiter's builder) or, for
-//! a plan, the [`PLANNER`] label; a drain's carry none (one drain per process). Units are in the names: seconds, ratios from 0 to 1, and
+//! a plan, the [`PLANNER`] label; a drain's carry none (one drain per process) but
+//! [`OFFERED_REQUESTS`]' [`KIND`]. Units are in the names: seconds, ratios from 0 to 1, and
 //! `_per_second` rates; counters end in `_total`, gauges never do, except
 //! [`SHED_SERVICE_SECONDS`] (see there), and a histogram's series end in `_bucket`, `_sum`
 //! and `_count`. (A recorder set to append `_total` to every counter, such as
@@ -21,9 +22,18 @@ pub const LE: &str = "le";
 /// Label: how a request ended (`passed`, `failed`, `dropped` for a shedder; `admitted`,
 /// `refused` for a warm-up bucket).
 pub const OUTCOME: &str = "outcome";
+/// Label: which kind of admit layer counted an offered request (`shed`, `warmup`, `drain`), so
+/// that a shedder and a warm-up bucket of one name publish two series.
+pub const KIND: &str = "kind";
+
+/// Counter: requests counted by the first admit layer that saw them, admitted or refused, by
+/// [`KIND`] and [`LIMITER`] (none for the drain): summed over a service's series, every arrival
+/// once, whatever the order of the layers. Its rate is the offered load λ.
+pub const OFFERED_REQUESTS: &str = "admit_offered_requests_total";
 
 /// Counter: requests that reached a shedder, by [`OUTCOME`]: `passed` and `failed` when they
-/// complete, `dropped` when refused. All three together are the offered load.
+/// complete, `dropped` when refused. A layer refusing outside the shedder keeps its refusals out
+/// of these: the offered load is [`OFFERED_REQUESTS`].
 pub const SHED_REQUESTS: &str = "admit_shed_requests_total";
 /// The time the completed (`passed` and `failed`) requests spent between admission and
 /// completion, summed, in seconds: monotonic like a counter, but published as a gauge,

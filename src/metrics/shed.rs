@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use metrics::{Counter, Gauge, SharedString};
 
-use super::names::{self, LIMITER, OUTCOME, REASON};
+use super::names::{self, KIND, LIMITER, OUTCOME, REASON};
 use super::queue::{GateSeries, WaitSeries};
 use super::{MetricsError, Source};
 use crate::Shared;
@@ -14,8 +14,9 @@ use crate::shed::{OverloadReason, Shedder};
 use crate::signal::queue::WaitSource;
 
 /// Publishes a [`Shedder`]'s [snapshot](Shedder::snapshot) through the `metrics` facade: its
-/// request totals by outcome, service time, requests in flight, CPU load, whether it is
-/// shedding, and its learned limit (see [`names`] for each series).
+/// request totals by outcome, the requests offered to it first, service time, requests in
+/// flight, CPU load, whether it is shedding, and its learned limit (see [`names`] for each
+/// series).
 ///
 /// The handles are registered with the recorder installed when this is built, labelled
 /// `limiter="<the shedder's name>"`; [`report`](Self::report) reads a snapshot and sets them,
@@ -41,6 +42,7 @@ pub struct ShedderMetrics<C: Clock + 'static> {
     passed: Counter,
     failed: Counter,
     dropped: Counter,
+    offered: Counter,
     service_seconds: Gauge,
     in_flight: Gauge,
     /// Registered the first time the CPU load is known, so that it is absent until then.
@@ -74,6 +76,8 @@ impl<C: Clock + 'static> ShedderMetrics<C> {
             passed: requests("passed"),
             failed: requests("failed"),
             dropped: requests("dropped"),
+            offered: metrics::counter!(names::OFFERED_REQUESTS, LIMITER => name.clone(),
+                KIND => "shed"),
             service_seconds: gauge(names::SHED_SERVICE_SECONDS),
             in_flight: gauge(names::SHED_IN_FLIGHT),
             cpu: OnceLock::new(),
@@ -102,6 +106,7 @@ impl<C: Clock + 'static> ShedderMetrics<C> {
         self.passed.absolute(snapshot.passed);
         self.failed.absolute(snapshot.failed);
         self.dropped.absolute(snapshot.dropped);
+        self.offered.absolute(snapshot.offered);
         self.service_seconds
             .set(snapshot.service_time.as_secs_f64());
         self.in_flight.set(snapshot.flying as f64);

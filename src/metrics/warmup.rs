@@ -4,7 +4,7 @@ use std::fmt;
 
 use metrics::{Counter, Gauge, SharedString};
 
-use super::names::{self, LIMITER, OUTCOME};
+use super::names::{self, KIND, LIMITER, OUTCOME};
 use super::{MetricsError, Source};
 use crate::Shared;
 use crate::clock::Clock;
@@ -27,6 +27,7 @@ mod sealed {
     pub struct Reading {
         pub(super) admitted: u64,
         pub(super) refused: u64,
+        pub(super) offered: u64,
         pub(super) stored: f64,
         pub(super) limit: f64,
         pub(super) full_rate: f64,
@@ -53,6 +54,7 @@ mod sealed {
                     Reading {
                         admitted: totals.admitted,
                         refused: totals.refused,
+                        offered: totals.offered,
                         stored: snapshot.stored_tokens,
                         limit: snapshot.qps_limit,
                         full_rate: self.permits_per_second(),
@@ -68,8 +70,9 @@ mod sealed {
 }
 
 /// Publishes a warm-up bucket ([`WarmUp`] or [`SentinelWarmUp`]) through the `metrics` facade:
-/// its decisions by outcome, the rate in force and the full rate (permits per second), the
-/// stored permits and the warm-up progress (see [`names`] for each series).
+/// its decisions by outcome, the requests offered to it first, the rate in force and the full
+/// rate (permits per second), the stored permits and the warm-up progress (see [`names`] for
+/// each series).
 ///
 /// The handles are registered with the recorder installed when this is built, labelled
 /// `limiter="<the bucket's name>"`; [`report`](Self::report) reads the bucket's totals and
@@ -91,6 +94,7 @@ pub struct WarmUpMetrics<B: WarmUpBucket = WarmUp> {
     bucket: Shared<B>,
     admitted: Counter,
     refused: Counter,
+    offered: Counter,
     limit: Gauge,
     full_rate: Gauge,
     stored: Gauge,
@@ -118,6 +122,8 @@ impl<B: WarmUpBucket> WarmUpMetrics<B> {
         Ok(WarmUpMetrics {
             admitted: requests("admitted"),
             refused: requests("refused"),
+            offered: metrics::counter!(names::OFFERED_REQUESTS, LIMITER => name.clone(),
+                KIND => "warmup"),
             limit: gauge(names::WARMUP_LIMIT),
             full_rate: gauge(names::WARMUP_FULL_RATE),
             stored: gauge(names::WARMUP_STORED),
@@ -131,6 +137,7 @@ impl<B: WarmUpBucket> WarmUpMetrics<B> {
         let reading = self.bucket.reading();
         self.admitted.absolute(reading.admitted);
         self.refused.absolute(reading.refused);
+        self.offered.absolute(reading.offered);
         self.limit.set(reading.limit);
         self.full_rate.set(reading.full_rate);
         self.stored.set(reading.stored);

@@ -10,13 +10,16 @@ use pin_project_lite::pin_project;
 use super::Limiter;
 use super::classify::Classify;
 use super::limiter::Finish;
+use super::offered;
 use crate::respond::Respond;
 
 pin_project! {
     /// The response future of [`AdmitService`](super::AdmitService): the inner service's future
     /// holding the request's permit, or the answer to a refused request.
     ///
-    /// Dropping it before it completes ends the request as cancelled.
+    /// Dropping it before it completes ends the request as cancelled. The inner future is
+    /// polled marked as inside an admit layer (see
+    /// [`Limiter::count_offered`](super::Limiter::count_offered)).
     pub struct ResponseFuture<F, L: Limiter, K, R> {
         #[pin]
         state: State<F, L, K, R>,
@@ -75,7 +78,9 @@ where
                 permit,
                 classifier,
             } => {
+                let inside = offered::Inside::enter();
                 let result = ready!(future.poll(cx));
+                drop(inside);
                 if let Some(held) = permit {
                     held.finish(classifier.classify(result.as_ref()));
                     *permit = None;

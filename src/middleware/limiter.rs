@@ -70,6 +70,31 @@ pub trait Limiter: Send + Sync + 'static {
         let _ = waited;
         Self::admit(this)
     }
+
+    /// Counts a request offered to this limiter's layer first: the layer calls it before
+    /// deciding, for each request no admit layer outside it is handling, whether it then
+    /// admits or refuses. The default counts nothing. admit's limiters add one to a counter
+    /// published as `admit_offered_requests_total`, which summed over a service's series counts
+    /// every arrival once, refusals included, however the layers are stacked.
+    ///
+    /// Every admit layer ([`AdmitLayer`](super::AdmitLayer), the drain's layer, the tonic
+    /// `WarmUpInterceptor`) counts only the requests it sees first: it knows it is nested when it
+    /// runs while a layer outside it calls its inner service or polls that service's future.
+    /// That is exact when what lies between them calls inward synchronously: directly, axum's
+    /// `Router` (also its `Router::layer`), tonic's routes, tower's util, limit and timeout
+    /// layers. A layer that hands the request to another task between two admit layers (tower's
+    /// `Buffer`) makes the inner one count it again. The interceptor marks nothing, as tonic
+    /// calls the intercepted service itself: an admit layer inside an intercepted service counts
+    /// again (`with_interceptor` puts only the generated server there). A request a handler
+    /// makes through another admit layer while its own request is polled (an outgoing client's
+    /// limiter) counts nowhere, as it is not an arrival.
+    #[inline]
+    fn count_offered(this: &Shared<Self>)
+    where
+        Self: Sized,
+    {
+        let _ = this;
+    }
 }
 
 /// An admitted request's hold on its limiter.

@@ -12,11 +12,15 @@
 //! | [`AdmitService`] | decides in `call`; holds no reservation while idle or after a refusal |
 //! | [`ResponseFuture`] | holds the permit; finishes it with the outcome, or as cancelled when dropped |
 //! | [`Limiter`], [`Finish`] | what a limiter implements to be applied per request |
+//!
+//! Each request is counted once as offered, refusals included, by the first admit layer that
+//! sees it, whatever the order of the layers: see [`Limiter::count_offered`].
 
 pub mod classify;
 mod future;
 mod layer;
 mod limiter;
+pub(crate) mod offered;
 mod queue_time;
 mod service;
 

@@ -7,6 +7,7 @@ use tower_service::Service;
 
 use super::classify::Classify;
 use super::future::ResponseFuture;
+use super::offered;
 use super::queue_time::{NoQueueTime, QueueTime};
 use super::{IntoShared, Limiter};
 use crate::Shared;
@@ -92,13 +93,18 @@ where
         self.inner.poll_ready(cx).map_err(R::inner_error)
     }
 
-    /// Asks the limiter; calls the inner service only if the request is admitted, and
-    /// otherwise replaces it with a fresh clone, releasing what its `poll_ready` reserved.
+    /// Counts the request as offered if no admit layer outside has seen it, and asks the
+    /// limiter; calls the inner service only if the request is admitted, and otherwise replaces
+    /// it with a fresh clone, releasing what its `poll_ready` reserved.
     #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
+        offered::count_if_first(|| L::count_offered(&self.limiter));
         match L::admit_after(&self.limiter, self.queue_time.waited(&request)) {
             Ok(permit) => {
-                ResponseFuture::admitted(self.inner.call(request), permit, self.classifier.clone())
+                let inside = offered::Inside::enter();
+                let future = self.inner.call(request);
+                drop(inside);
+                ResponseFuture::admitted(future, permit, self.classifier.clone())
             }
             Err(refusal) => {
                 release_readiness(&mut self.inner);

@@ -27,10 +27,12 @@ const DEFAULT_MIN_RT_MS: u64 = 1000;
 pub(super) const NANOS_PER_MS: u64 = 1_000_000;
 const NANOS_PER_MICRO: u64 = 1_000;
 
-/// The striped lifetime totals: service time in µs of every completion, and the passes'
-/// [codes](super::window::pass_code) (pass count and latency sum in ms).
+/// The striped lifetime totals: service time in µs of every completion, the passes'
+/// [codes](super::window::pass_code) (pass count and latency sum in ms), and the requests a
+/// layer offered to this shedder first.
 pub(super) const SERVICE_MICROS: usize = 0;
 pub(super) const PASS_CODE: usize = 1;
+pub(super) const OFFERED: usize = 2;
 
 /// A duration in ns, saturating (584 years).
 #[inline]
@@ -73,8 +75,8 @@ pub struct Shedder<C: Clock = CoarseClock> {
     pub(super) heat: CachePadded<Heat>,
     /// go-zero's window, as marks on the lifetime totals.
     pub(super) window: RollingWindow,
-    /// Lifetime totals striped by thread: [`SERVICE_MICROS`] and [`PASS_CODE`].
-    pub(super) service: Striped<2>,
+    /// Lifetime totals striped by thread: [`SERVICE_MICROS`], [`PASS_CODE`] and [`OFFERED`].
+    pub(super) service: Striped<3>,
     pub(super) config: Config,
     pub(super) clock: C,
     /// go-zero's CPU signal.
@@ -675,6 +677,11 @@ impl<C: Clock + 'static> crate::middleware::Limiter for Shedder<C> {
         waited: Option<Duration>,
     ) -> Result<OwnedPermit<C>, Overloaded> {
         Shedder::allow_shared_after(this, waited)
+    }
+
+    #[inline]
+    fn count_offered(this: &Shared<Self>) {
+        this.service.add(OFFERED, 1);
     }
 }
 

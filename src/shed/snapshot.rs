@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::Shedder;
-use super::shedder::SERVICE_MICROS;
+use super::shedder::{OFFERED, SERVICE_MICROS};
 use crate::clock::Clock;
 use crate::signal::Cause;
 use crate::sync::Ordering;
@@ -62,6 +62,7 @@ impl<C: Clock> Shedder<C> {
             failed: self.flight.failed.load(Ordering::Acquire),
             dropped: self.dropped_by().total(),
             service_time: Duration::from_micros(self.service.sum(SERVICE_MICROS)),
+            offered: self.service.sum(OFFERED),
             arrival_rate: if span > 0.0 {
                 (window.passes + window.others) as f64 / span
             } else {
@@ -76,7 +77,9 @@ impl<C: Clock> Shedder<C> {
 /// A point-in-time view of a [`Shedder`], for dashboards and capacity planning.
 ///
 /// `arrival_rate` and `mean_service_time_ms` are the inputs an Erlang-C model needs (offered
-/// load `λ` and service time `1/μ`), measured over the visible window.
+/// load `λ` and service time `1/μ`), measured over the visible window, as long as every request
+/// reaches the shedder: a layer refusing outside it (a `WarmUpLayer`) keeps its refusals out
+/// of `arrival_rate`; `offered`, summed over the limiters, counts them.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct ShedSnapshot {
@@ -113,6 +116,10 @@ pub struct ShedSnapshot {
     /// completion, summed, since the shedder was built: divided by their number, the mean
     /// service time; its rate, the mean number busy. Each request counts to the nearest µs.
     pub service_time: Duration,
+    /// Requests that this shedder's layer saw before any other admit layer, refused ones
+    /// included, since the shedder was built: its share of the offered load (0 behind another
+    /// admit layer). The tower glue counts them, not direct calls such as [`Shedder::allow`].
+    pub offered: u64,
     /// Requests per second that reached the shedder over the visible window (completed or
     /// refused there).
     pub arrival_rate: f64,

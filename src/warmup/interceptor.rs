@@ -7,7 +7,7 @@ use tonic::{Code, Request, Status};
 
 use super::{Rejected, WarmUp};
 use crate::Shared;
-use crate::middleware::{IntoShared, Limiter};
+use crate::middleware::{IntoShared, Limiter, offered};
 use crate::respond::GrpcResponder;
 
 /// A tonic [`Interceptor`] that takes one permit from a warm-up bucket `B` per call and refuses
@@ -19,6 +19,9 @@ use crate::respond::GrpcResponder;
 /// shedder needs to see each request complete, so it has no interceptor: use
 /// [`ShedLayer::grpc`](crate::shed::ShedLayer::grpc) as a tower layer instead. Clones share the
 /// limiter.
+///
+/// A call no admit layer outside has seen counts as offered to the bucket
+/// ([`Limiter::count_offered`]); behind a `ShedLayer` in `Server::layer`, the shedder counts it.
 ///
 /// # Example
 ///
@@ -66,7 +69,9 @@ impl<B: Limiter<Permit = (), Refusal = Rejected>> WarmUpInterceptor<B> {
 }
 
 impl<B: Limiter<Permit = (), Refusal = Rejected>> Interceptor for WarmUpInterceptor<B> {
+    /// Counts the call as offered if no admit layer outside has seen it, and takes a permit.
     fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
+        offered::count_if_first(|| B::count_offered(&self.limiter));
         match B::admit(&self.limiter) {
             Ok(()) => Ok(request),
             Err(rejected) => Err(self.responder.status(rejected)),

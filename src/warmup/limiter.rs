@@ -362,6 +362,11 @@ impl<C: Clock + 'static> crate::middleware::Limiter for WarmUp<C> {
     fn admit(this: &crate::Shared<Self>) -> Result<(), Rejected> {
         this.try_acquire()
     }
+
+    #[inline]
+    fn count_offered(this: &crate::Shared<Self>) {
+        this.totals.offered();
+    }
 }
 
 impl<C> fmt::Debug for WarmUp<C> {

@@ -71,7 +71,8 @@ pub struct WarmUpSnapshot {
 
 /// How many decisions a warm-up bucket made, since it was built: one per acquire, whatever its
 /// permit count (a zero-permit acquire of a [`WarmUp`](super::WarmUp) decides nothing). The
-/// shedder's counterparts are the `passed`, `failed` and `dropped` totals of its snapshot.
+/// shedder's counterparts are the `passed`, `failed` and `dropped` totals of its snapshot. With
+/// them, the requests offered to the bucket first (`offered`).
 ///
 /// Kept apart from the [snapshot](super::WarmUp::snapshot): the snapshot is the state that
 /// decides the next request, which a refusal leaves unchanged; the totals count every
@@ -101,6 +102,10 @@ pub struct Totals {
     pub admitted: u64,
     /// Decisions that refused.
     pub refused: u64,
+    /// Requests that this bucket's layer or interceptor saw before any other admit layer,
+    /// admitted or refused: its share of the offered load (0 behind another admit layer). The
+    /// tower glue counts them, not direct calls such as `try_acquire`.
+    pub offered: u64,
 }
 
 impl WarmUpSnapshot {

@@ -5,10 +5,12 @@ use crate::sync::Striped;
 
 const ADMITTED: usize = 0;
 const REFUSED: usize = 1;
+const OFFERED: usize = 2;
 
-/// How many decisions admitted and refused, striped by thread.
+/// How many decisions admitted and refused, and how many requests a layer offered to the bucket
+/// first, striped by thread.
 #[derive(Debug)]
-pub(crate) struct Counters(Striped<2>);
+pub(crate) struct Counters(Striped<3>);
 
 impl Counters {
     pub(crate) fn new() -> Self {
@@ -23,11 +25,19 @@ impl Counters {
         decision
     }
 
+    /// Counts a request offered to the bucket first.
+    #[cfg(feature = "tower")]
+    #[inline]
+    pub(crate) fn offered(&self) {
+        self.0.add(OFFERED, 1);
+    }
+
     /// The totals now.
     pub(crate) fn get(&self) -> Totals {
         Totals {
             admitted: self.0.sum(ADMITTED),
             refused: self.0.sum(REFUSED),
+            offered: self.0.sum(OFFERED),
         }
     }
 }

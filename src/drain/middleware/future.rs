@@ -10,6 +10,7 @@ use pin_project_lite::pin_project;
 
 use super::{DrainBody, Draining};
 use crate::drain::{Phase, RequestGuard};
+use crate::middleware::offered;
 use crate::respond::Respond;
 
 pin_project! {
@@ -70,7 +71,9 @@ where
         let http1 = *this.http1;
         match this.state.project() {
             StateProj::Admitted { future, guard } => {
+                let inside = offered::Inside::enter();
                 let response = ready!(future.poll(cx)).map_err(R::inner_error)?;
+                drop(inside);
                 let guard = guard.take();
                 let announced = guard
                     .as_ref()

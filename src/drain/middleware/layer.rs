@@ -19,6 +19,10 @@ use crate::respond::HttpResponder;
 /// `Connection: close` on HTTP/1; [`grpc`](Self::grpc) answers `UNAVAILABLE`. Refusals carry
 /// the [`Refused`](crate::respond::Refused) mark, so go-zero classifiers count them as failures.
 ///
+/// Outermost, it counts every request as offered
+/// ([`DrainSnapshot::offered`](crate::drain::DrainSnapshot::offered)) and the admit layers
+/// inside count none: see [`Limiter::count_offered`](crate::middleware::Limiter::count_offered).
+///
 /// ```
 /// use admit::drain::{Drain, DrainLayer};
 /// use http::{Request, Response, StatusCode};

@@ -7,7 +7,7 @@ use tower_service::Service;
 
 use super::{DrainBody, DrainFuture, Draining};
 use crate::drain::Drain;
-use crate::middleware::release_readiness;
+use crate::middleware::{offered, release_readiness};
 use crate::respond::Respond;
 
 /// The service of a [`DrainLayer`](super::DrainLayer).
@@ -48,10 +48,18 @@ where
         self.inner.poll_ready(cx).map_err(R::inner_error)
     }
 
+    /// Counts the request as offered if no admit layer outside has seen it; calls the inner
+    /// service unless the drain refuses.
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let http1 = request.version() <= Version::HTTP_11;
+        offered::count_if_first(|| self.drain.count_offered());
         match self.drain.admit() {
-            Ok(guard) => DrainFuture::admitted(self.inner.call(request), guard, http1),
+            Ok(guard) => {
+                let inside = offered::Inside::enter();
+                let future = self.inner.call(request);
+                drop(inside);
+                DrainFuture::admitted(future, guard, http1)
+            }
             Err(_) => {
                 release_readiness(&mut self.inner);
                 DrainFuture::refused(

@@ -236,6 +236,11 @@ impl<C: Clock + 'static> crate::middleware::Limiter for SentinelWarmUp<C> {
     fn admit(this: &crate::Shared<Self>) -> Result<(), Rejected> {
         this.try_acquire()
     }
+
+    #[inline]
+    fn count_offered(this: &crate::Shared<Self>) {
+        this.totals.offered();
+    }
 }
 
 impl<C> fmt::Debug for SentinelWarmUp<C> {
