@@ -206,12 +206,10 @@ impl Setup {
         [
             ("scalerAddress", "admit-scaler:6000".to_owned()),
             ("prometheusURL", prometheus.to_owned()),
+            // Every arrival once, at whichever admit layer saw it first (here the drain's).
             (
                 "arrivalRateQuery",
-                format!(
-                    "sum(rate(admit_shed_requests_total{{limiter=\"work\"}}[{w}])) + \
-                     sum(rate(admit_warmup_requests_total{{limiter=\"work\",outcome=\"refused\"}}[{w}]))"
-                ),
+                format!("sum(rate(admit_offered_requests_total[{w}]))"),
             ),
             (
                 "serviceTimeQuery",
