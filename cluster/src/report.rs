@@ -37,8 +37,8 @@ pub struct Summary {
     pub replica_seconds: f64,
     /// From the step's start until the replicas it needs were ready, s (none: never).
     pub time_to_capacity_s: Option<f64>,
-    /// Requests lost (no answer, a broken connection, the proxy's own 5xx) while a pod was
-    /// leaving.
+    /// Requests lost (no answer, a broken connection, the proxy's own 5xx) in the seconds that
+    /// could meet a pod's departure (from a deadline before its signal until it was gone).
     pub lost_on_scale_in: u64,
     /// Requests lost in the whole run.
     pub lost: u64,
@@ -193,7 +193,7 @@ fn summarise(
     let lost_on_scale_in = run
         .seconds
         .iter()
-        .filter(|second| second.terminating > 0)
+        .filter(|second| second.scaling_in)
         .map(|second| lost(&second.tally))
         .sum();
     Summary {

@@ -76,7 +76,9 @@ async fn replicas_come_behind_the_proxy_and_leave_without_losing_a_request() {
     let Some((proxy, prometheus)) = parts(test).await else {
         return;
     };
-    let fleet = Fleet::new(config(ScaleIn::Drain), Arc::clone(&proxy), prometheus);
+    let fleet = Fleet::new(config(ScaleIn::Drain), Arc::clone(&proxy), prometheus)
+        .await
+        .expect("the fleet starts");
     fleet.scale(2);
     assert_eq!(fleet.replicas(), 2);
     eventually(

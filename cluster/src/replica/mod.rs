@@ -208,13 +208,16 @@ async fn serve(args: ReplicaArgs) -> Result<ExitCode, BoxError> {
         .into_future();
     let mut server = tokio::spawn(serve);
     let outcome = tokio::select! {
-        outcome = drain.finished() => outcome,
+        outcome = drain.finished() => {
+            // Let the server close its connections, briefly.
+            let _ = tokio::time::timeout(Duration::from_secs(1), server).await;
+            outcome
+        }
         served = &mut server => {
             served??;
             drain.finished().await
         }
     };
-    let _ = tokio::time::timeout(Duration::from_secs(1), server).await;
     println!("{}: {outcome:?}", args.name);
     Ok(match outcome {
         Outcome::Drained { .. } => ExitCode::SUCCESS,

@@ -98,6 +98,10 @@ pub struct RunArgs {
     /// Clients holding a session (a server-sent event stream) through the proxy.
     #[arg(long, default_value_t = 20)]
     pub sessions: usize,
+    /// The mean lifetime of a session, exponentially distributed; a client opens the next one
+    /// when it ends, so sessions spread over the replicas as users come and go.
+    #[arg(long, default_value = "20s", value_parser = crate::duration::parse)]
+    pub session_lifetime: Duration,
     /// The fewest and most replicas.
     #[arg(long, default_value_t = 1)]
     pub min_replicas: u32,
@@ -149,6 +153,8 @@ pub struct Setup {
     pub deadline: Duration,
     /// Session clients.
     pub sessions: usize,
+    /// Their mean session lifetime.
+    pub session_lifetime: Duration,
     /// Replica bounds.
     pub min_replicas: u32,
     /// Replica bounds.
@@ -200,7 +206,8 @@ impl Setup {
         window(Duration::from_secs(60), self.compression)
     }
 
-    /// admit-scaler's metadata: the queries of `deploy/README.md` over `prometheus`.
+    /// admit-scaler's metadata: the queries of `deploy/README.md` for a CPU-bound service over
+    /// `prometheus`.
     pub fn admit_metadata(&self, prometheus: &str) -> BTreeMap<String, String> {
         let w = self.minute();
         [
@@ -209,13 +216,16 @@ impl Setup {
             // Every arrival once, at whichever admit layer saw it first (here the drain's).
             (
                 "arrivalRateQuery",
-                format!("sum(rate(admit_offered_requests_total[{w}]))"),
+                format!("sum(irate(admit_offered_requests_total[{w}]))"),
             ),
+            // The handler is CPU-bound: s is CPU time per request over a server's CPUs (one
+            // server per replica), as `deploy/README.md` says for such services.
             (
                 "serviceTimeQuery",
                 format!(
-                    "sum(rate(admit_shed_service_seconds_total{{limiter=\"work\"}}[{w}])) / \
-                     sum(rate(admit_shed_requests_total{{limiter=\"work\",outcome!=\"dropped\"}}[{w}]))"
+                    "sum(rate(container_cpu_usage_seconds_total{{job=\"cadvisor\"}}[{w}])) / \
+                     sum(rate(admit_shed_requests_total{{limiter=\"work\",outcome!=\"dropped\"}}[{w}])) / {}",
+                    self.cpus.unwrap_or(1.0)
                 ),
             ),
             (
@@ -341,6 +351,7 @@ async fn compare(args: RunArgs) -> Result<(), BoxError> {
         iterations_per_ms: crate::replica::calibrate(),
         deadline: args.deadline,
         sessions: args.sessions,
+        session_lifetime: args.session_lifetime,
         min_replicas: args.min_replicas,
         max_replicas: args.max_replicas,
         wait_threshold: args.wait_threshold,

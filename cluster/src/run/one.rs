@@ -40,6 +40,9 @@ pub struct Second {
     pub ready: u32,
     /// Pods leaving.
     pub terminating: u32,
+    /// Whether a request sent in this second could have met a pod's departure: the second
+    /// overlaps a departure widened by the client deadline before its signal.
+    pub scaling_in: bool,
 }
 
 /// A policy's run.
@@ -57,6 +60,9 @@ pub struct PolicyRun {
     pub sessions: SessionCounts,
     /// What happened to pods.
     pub fleet: FleetEvents,
+    /// Every pod's departure, in seconds since the load started: from its signal until it was
+    /// gone.
+    pub departures: Vec<(f64, f64)>,
     /// The controller's syncs.
     pub syncs: Vec<Reconcile>,
     /// Syncs without a metric, and the last reason.
@@ -148,7 +154,8 @@ pub(super) async fn run(
         },
         Arc::clone(&proxy),
         Arc::clone(&prometheus),
-    );
+    )
+    .await?;
     let mut scaler = None;
     let source = match kind {
         Kind::Admit => {
@@ -232,7 +239,9 @@ pub(super) async fn run(
     let sessions = Sessions::start(
         format!("{}/session", proxy.url()),
         setup.sessions,
+        setup.session_lifetime,
         Duration::from_millis(100),
+        setup.seed,
         stopped.clone(),
     );
     // The replicas each second, sampled at its end.
@@ -296,6 +305,16 @@ pub(super) async fn run(
     let _ = sampler.await;
     let sessions = sessions.finish().await;
     let fleet_events = fleet.events();
+    let origin = start.into_std();
+    let since = |at: std::time::Instant| {
+        at.checked_duration_since(origin)
+            .map_or_else(|| -(origin - at).as_secs_f64(), |d| d.as_secs_f64())
+    };
+    let departures: Vec<(f64, f64)> = fleet
+        .departures()
+        .iter()
+        .map(|departure| (since(departure.signalled), since(departure.gone)))
+        .collect();
     fleet.shutdown(Duration::from_secs(30)).await;
     if let Some(scaler) = scaler {
         scaler.stop().await;
@@ -307,6 +326,10 @@ pub(super) async fn run(
         .enumerate()
         .map(|(t, tally)| {
             let (replicas, ready, terminating) = by_second.get(&t).copied().unwrap_or_default();
+            let deadline = setup.deadline.as_secs_f64();
+            let scaling_in = departures
+                .iter()
+                .any(|&(signalled, gone)| signalled - deadline < t as f64 + 1.0 && gone > t as f64);
             Second {
                 t,
                 offered_rate: trace
@@ -315,6 +338,7 @@ pub(super) async fn run(
                 replicas,
                 ready,
                 terminating,
+                scaling_in,
             }
         })
         .collect();
@@ -327,6 +351,7 @@ pub(super) async fn run(
         total: report.total,
         sessions,
         fleet: fleet_events,
+        departures,
         syncs,
         missed_syncs: (missed, reason),
     })
