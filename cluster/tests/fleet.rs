@@ -76,9 +76,13 @@ async fn replicas_come_behind_the_proxy_and_leave_without_losing_a_request() {
     let Some((proxy, prometheus)) = parts(test).await else {
         return;
     };
-    let fleet = Fleet::new(config(ScaleIn::Drain), Arc::clone(&proxy), prometheus)
-        .await
-        .expect("the fleet starts");
+    let fleet = Fleet::new(
+        config(ScaleIn::Drain),
+        Arc::clone(&proxy),
+        Arc::clone(&prometheus),
+    )
+    .await
+    .expect("the fleet starts");
     fleet.scale(2);
     assert_eq!(fleet.replicas(), 2);
     eventually(
@@ -89,6 +93,15 @@ async fn replicas_come_behind_the_proxy_and_leave_without_losing_a_request() {
     .await;
     assert_eq!(proxy.servers().await.unwrap().len(), 2);
     assert!(fleet.pods().iter().all(|pod| pod.cpu_usage.is_some()));
+    // The cAdvisor stand-in: each running pod's CPU time, scraped as the kubelet's would be.
+    prometheus
+        .wait_until(
+            "both pods' CPU time",
+            r#"container_cpu_usage_seconds_total{job="cadvisor",container="replica"}"#,
+            prometheus::FIRST_SCRAPE_LIMIT,
+            |samples| samples.len() == 2 && samples.iter().all(|sample| sample.value > 0.0),
+        )
+        .await;
 
     // Requests keep coming while one replica leaves: none is lost.
     let client: Client<_, Empty<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
@@ -129,6 +142,9 @@ async fn replicas_come_behind_the_proxy_and_leave_without_losing_a_request() {
     .await;
     assert_eq!(proxy.servers().await.unwrap().len(), 1);
     assert_eq!(fleet.events().killed_at_grace, 0);
+    let departures = fleet.departures();
+    assert_eq!(departures.len(), 1, "{departures:?}");
+    assert!(departures[0].signalled < departures[0].gone);
     fleet.shutdown(Duration::from_secs(10)).await;
     assert!(fleet.pods().is_empty());
 }

@@ -10,7 +10,7 @@
 //!   proxy stops sending it new requests only after the propagation delay, as endpoint removal
 //!   reaches proxies while the pod already stops; the grace period ends in SIGKILL. The proxy
 //!   removes the server once its connections are gone, and Prometheus stops scraping it.
-//! - **CPU**: the kubelet's cAdvisor endpoint is stood in for by [`cadvisor`], serving each
+//! - **CPU**: the `cadvisor` module stands in for the kubelet's cAdvisor endpoint, serving each
 //!   running pod's `container_cpu_usage_seconds_total` for Prometheus to scrape.
 
 mod cadvisor;
