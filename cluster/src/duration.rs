@@ -27,6 +27,21 @@ pub fn parse(raw: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{raw:?} is out of range (at most a day)"))
 }
 
+/// [`parse`], refusing zero: for durations something is divided by or waits on.
+///
+/// # Errors
+///
+/// As [`parse`], and a message for zero.
+pub fn parse_positive(raw: &str) -> Result<Duration, String> {
+    parse(raw).and_then(|duration| {
+        if duration.is_zero() {
+            Err(format!("{raw:?} must be more than zero"))
+        } else {
+            Ok(duration)
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -39,5 +54,8 @@ mod tests {
         for raw in ["", "5", "5h", "-1s", "1e9s", "2d"] {
             assert!(parse(raw).is_err(), "{raw:?}");
         }
+        assert_eq!(parse("0s"), Ok(Duration::ZERO));
+        assert!(parse_positive("0ms").is_err());
+        assert_eq!(parse_positive("1ms"), Ok(Duration::from_millis(1)));
     }
 }

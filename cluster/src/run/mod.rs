@@ -78,7 +78,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_quota: bool,
     /// The mean CPU time of a request.
-    #[arg(long, default_value = "5ms", value_parser = crate::duration::parse)]
+    #[arg(long, default_value = "5ms", value_parser = crate::duration::parse_positive)]
     pub work_mean: Duration,
     /// How service times are distributed.
     #[arg(long, value_enum, default_value = "exponential")]
@@ -90,17 +90,17 @@ pub struct RunArgs {
     #[arg(long, default_value = "30s", value_parser = crate::duration::parse)]
     pub cold: Duration,
     /// The SLO: a request is within it if answered 200 within this.
-    #[arg(long, default_value = "100ms", value_parser = crate::duration::parse)]
+    #[arg(long, default_value = "100ms", value_parser = crate::duration::parse_positive)]
     pub slo: Duration,
     /// Clients give up on a request after this.
-    #[arg(long, default_value = "1s", value_parser = crate::duration::parse)]
+    #[arg(long, default_value = "1s", value_parser = crate::duration::parse_positive)]
     pub deadline: Duration,
     /// Clients holding a session (a server-sent event stream) through the proxy.
     #[arg(long, default_value_t = 20)]
     pub sessions: usize,
     /// The mean lifetime of a session, exponentially distributed; a client opens the next one
     /// when it ends, so sessions spread over the replicas as users come and go.
-    #[arg(long, default_value = "20s", value_parser = crate::duration::parse)]
+    #[arg(long, default_value = "20s", value_parser = crate::duration::parse_positive)]
     pub session_lifetime: Duration,
     /// The fewest and most replicas.
     #[arg(long, default_value_t = 1)]
@@ -109,7 +109,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 10)]
     pub max_replicas: u32,
     /// admit-scaler's target: P(wait ≤ this) ≥ --target-sl.
-    #[arg(long, default_value = "50ms", value_parser = crate::duration::parse)]
+    #[arg(long, default_value = "50ms", value_parser = crate::duration::parse_positive)]
     pub wait_threshold: Duration,
     /// admit-scaler's service level.
     #[arg(long, default_value_t = 0.95)]
