@@ -63,6 +63,8 @@ pub struct Report {
     pub slo_ms: f64,
     /// Each replica's CPU quota (none: no cgroups, less realistic).
     pub cpus: Option<f64>,
+    /// How the proxy balanced.
+    pub balance: crate::run::Balance,
     /// A replica's capacity once warm, requests per second.
     pub replica_capacity: f64,
     /// The replicas the trace's peak needs at 70 % utilisation.
@@ -96,6 +98,7 @@ impl Report {
             compression: setup.compression,
             slo_ms: slo.as_secs_f64() * 1e3,
             cpus: setup.cpus,
+            balance: setup.balance,
             replica_capacity: setup.replica_capacity(),
             needed_at_peak: needed,
             step_at_s: step_at,

@@ -16,6 +16,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use admit_loadgen::{Segment, Trace};
+use admit_testkit::haproxy;
 
 pub use self::one::{PolicyRun, Reconcile, ScalerInputs, Second, lost};
 pub use self::sessions::SessionCounts;
@@ -77,6 +78,9 @@ pub struct RunArgs {
     /// machines where cgroups cannot be written.
     #[arg(long)]
     pub no_quota: bool,
+    /// How the proxy picks a replica for each request.
+    #[arg(long, value_enum, default_value = "round-robin")]
+    pub balance: Balance,
     /// The mean CPU time of a request.
     #[arg(long, default_value = "5ms", value_parser = crate::duration::parse_positive)]
     pub work_mean: Duration,
@@ -128,6 +132,26 @@ pub struct RunArgs {
     pub scaler: Option<PathBuf>,
 }
 
+/// How the proxy picks a replica for each request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Balance {
+    /// Each replica in turn (HAProxy's `roundrobin`, its default): a queue per replica.
+    RoundRobin,
+    /// The replica with the fewest connections (HAProxy's `leastconn`): closer to one queue for
+    /// the fleet, Erlang C's model.
+    LeastConn,
+}
+
+impl From<Balance> for haproxy::Balance {
+    fn from(balance: Balance) -> Self {
+        match balance {
+            Balance::RoundRobin => haproxy::Balance::RoundRobin,
+            Balance::LeastConn => haproxy::Balance::LeastConn,
+        }
+    }
+}
+
 /// What every policy's run shares.
 #[derive(Debug, Clone)]
 pub struct Setup {
@@ -139,6 +163,8 @@ pub struct Setup {
     pub compression: f64,
     /// Each replica's quota, or none.
     pub cpus: Option<f64>,
+    /// How the proxy balances.
+    pub balance: Balance,
     /// The replicas' work.
     pub work_mean: Duration,
     /// Their distribution.
@@ -344,6 +370,7 @@ async fn compare(args: RunArgs) -> Result<(), BoxError> {
         scaler: args.scaler.clone().or_else(scaler::binary),
         compression: args.compression,
         cpus,
+        balance: args.balance,
         work_mean: args.work_mean,
         distribution: args.distribution,
         cold_factor: args.cold_factor,

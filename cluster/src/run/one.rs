@@ -130,6 +130,7 @@ pub(super) async fn run(
             check_interval: compressed(Duration::from_secs(2)).max(Duration::from_millis(50)),
             rise: 1,
             fall: 2,
+            balance: setup.balance.into(),
             // Sessions are held open for minutes without a byte.
             timeouts: Timeouts {
                 client: Duration::from_secs(600),
