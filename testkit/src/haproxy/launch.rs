@@ -13,10 +13,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::{Haproxy, HaproxyConfig, StartError, binary};
-use crate::process::{TempDir, tail};
-
-/// How many times a launch tries, each on a new port, when another process took the port first.
-const START_ATTEMPTS: u32 = 3;
+use crate::process::{Failure, TempDir, on_a_free_port, tail};
 
 /// How long a launch waits for the runtime API and the frontend to answer, and how often it
 /// asks.
@@ -53,29 +50,13 @@ pub async fn launch(config: HaproxyConfig) -> Result<Haproxy, StartError> {
 /// took the port first.
 async fn launch_with(binary: &Path, config: HaproxyConfig) -> Result<Haproxy, StartError> {
     config.check().map_err(StartError::InvalidConfig)?;
-    let mut attempt = 1;
-    loop {
-        match launch_once(binary, &config).await {
-            Ok(haproxy) => return Ok(haproxy),
-            Err(Failure::PortTaken(_)) if attempt < START_ATTEMPTS => attempt += 1,
-            Err(Failure::PortTaken(error) | Failure::Fatal(error)) => return Err(error),
-        }
-    }
+    on_a_free_port(|| launch_once(binary, &config)).await
 }
 
-/// Why one launch attempt failed: whether another attempt, on another port, may succeed.
-enum Failure {
-    PortTaken(StartError),
-    Fatal(StartError),
-}
-
-impl From<io::Error> for Failure {
-    fn from(error: io::Error) -> Self {
-        Failure::Fatal(StartError::Io(error))
-    }
-}
-
-async fn launch_once(binary: &Path, config: &HaproxyConfig) -> Result<Haproxy, Failure> {
+async fn launch_once(
+    binary: &Path,
+    config: &HaproxyConfig,
+) -> Result<Haproxy, Failure<StartError>> {
     let dir = TempDir::new("haproxy")?;
     let socket = dir.path().join(SOCKET_FILE);
     // Free now; HAProxy may lose it to another process before it binds, hence the retries.
@@ -122,7 +103,7 @@ impl Haproxy {
     /// Polls until the runtime API answers and the frontend accepts a connection, failing if
     /// the process exits first. HAProxy serves its runtime API only once every listener is
     /// bound, so the frontend's port is then its own.
-    async fn wait_ready(&mut self) -> Result<(), Failure> {
+    async fn wait_ready(&mut self) -> Result<(), Failure<StartError>> {
         let deadline = Instant::now() + READY_LIMIT;
         loop {
             let Some(child) = self.child.as_mut() else {
@@ -173,6 +154,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
+    use crate::process::START_ATTEMPTS;
 
     /// Held by each test that writes scripts and runs them: a process forked while another
     /// thread still holds a script open for writing would make exec'ing it fail (`ETXTBSY`).

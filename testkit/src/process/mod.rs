@@ -1,7 +1,9 @@
 //! What the launchers of outside processes ([`prometheus`](crate::prometheus),
 //! [`haproxy`](crate::haproxy)) share: finding a binary, the `require` rule for tests that need
-//! one, a temporary directory, the end of a log, and stopping a process by its id.
+//! one, a temporary directory, the end of a log, stopping a process by its id, and trying again
+//! on another port.
 
+mod attempts;
 mod stop;
 mod temp_dir;
 
@@ -10,6 +12,9 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+#[cfg(test)]
+pub(crate) use attempts::START_ATTEMPTS;
+pub(crate) use attempts::{Failure, on_a_free_port};
 pub(crate) use stop::{stop, terminate};
 pub(crate) use temp_dir::TempDir;
 

@@ -13,10 +13,7 @@ use std::time::{Duration, Instant};
 use super::backfill::backfill;
 use super::http::http_get;
 use super::{JOB, Prometheus, StartError, binary, promtool};
-use crate::process::{TempDir, tail};
-
-/// How many times a start tries, each on a new port, when another process took the port first.
-const START_ATTEMPTS: u32 = 3;
+use crate::process::{Failure, TempDir, on_a_free_port, tail};
 
 /// How long a start waits for `/-/ready` to answer 200, and how often it asks.
 const READY_LIMIT: Duration = Duration::from_secs(30);
@@ -191,29 +188,10 @@ impl Source<'_> {
 /// Starts Prometheus with a given binary, trying again on another port when another process
 /// took the port first.
 async fn start_with(binary: &Path, source: &Source<'_>) -> Result<Prometheus, StartError> {
-    let mut attempt = 1;
-    loop {
-        match start_once(binary, source).await {
-            Ok(prometheus) => return Ok(prometheus),
-            Err(Failure::PortTaken(_)) if attempt < START_ATTEMPTS => attempt += 1,
-            Err(Failure::PortTaken(error) | Failure::Fatal(error)) => return Err(error),
-        }
-    }
+    on_a_free_port(|| start_once(binary, source)).await
 }
 
-/// Why one start attempt failed: whether another attempt, on another port, may succeed.
-enum Failure {
-    PortTaken(StartError),
-    Fatal(StartError),
-}
-
-impl From<io::Error> for Failure {
-    fn from(error: io::Error) -> Self {
-        Failure::Fatal(StartError::Io(error))
-    }
-}
-
-async fn start_once(binary: &Path, source: &Source<'_>) -> Result<Prometheus, Failure> {
+async fn start_once(binary: &Path, source: &Source<'_>) -> Result<Prometheus, Failure<StartError>> {
     let dir = TempDir::new("prometheus")?;
     let data_dir = dir.path().join(DATA_DIR);
     if let Source::Backfill {
@@ -297,7 +275,7 @@ fn scrape_address(addr: SocketAddr) -> SocketAddr {
 
 impl Prometheus {
     /// Polls the process until `/-/ready` answers 200, failing if it exits first.
-    async fn wait_ready(&mut self) -> Result<(), Failure> {
+    async fn wait_ready(&mut self) -> Result<(), Failure<StartError>> {
         let deadline = Instant::now() + READY_LIMIT;
         loop {
             let Some(child) = self.child.as_mut() else {
@@ -337,6 +315,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
+    use crate::process::START_ATTEMPTS;
 
     #[test]
     fn the_config_has_one_job_of_static_or_discovered_targets() {
