@@ -376,13 +376,13 @@ fn oneshot_group(group: &mut BenchmarkGroup<'_, WallTime>) {
     through_oneshot(group, "bare", echo(), admitted);
     through_oneshot(
         group,
-        "admit ShedLayer (MonotonicClock)",
+        "admit ShedLayer (default: MonotonicClock)",
         ShedLayer::new(shedder(MonotonicClock::new(), false)).layer(echo()),
         admitted,
     );
     through_oneshot(
         group,
-        "admit ShedLayer (default: CoarseClock::shared)",
+        "admit ShedLayer (CoarseClock::shared)",
         ShedLayer::new(shedder(admit::clock::CoarseClock::shared(), false)).layer(echo()),
         admitted,
     );

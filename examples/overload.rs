@@ -54,7 +54,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use admit::clock::CoarseClock;
+use admit::clock::MonotonicClock;
 use admit::shed::{ShedLayer, Shedder};
 use admit::signal::cpu::{CpuSignal, Smoothing, SystemCpu};
 use admit::signal::queue::header::HeaderConfig;
@@ -476,10 +476,12 @@ fn serve(args: &[String]) -> Result<(), BoxError> {
             );
         }
         if let Some(limiter) = limiter {
-            let mut shedder = Shedder::builder().cpu(cpu);
+            // One clock for the decisions and the probe's ticks.
+            let clock = MonotonicClock::new();
+            let mut shedder = Shedder::builder().clock(clock).cpu(cpu);
             if protection == Protection::Admit {
                 let probe = LagProbe::default();
-                tokio::spawn(probe.run(CoarseClock::shared()));
+                tokio::spawn(probe.run(clock));
                 shedder = shedder
                     .queue_gate(QueueGate::default())
                     .runtime_probe(probe);

@@ -7,8 +7,8 @@
 //!
 //! | clock | resolution | cost of one read¹ | use it for |
 //! |---|---|---|---|
-//! | [`MonotonicClock`] (the warm-up buckets' default) | 1 ns | ≈ 18 ns | everything; correct on every platform |
-//! | [`CoarseClock`] ([`shared`](CoarseClock::shared): the shedder's default) | its tick (e.g. 1 ms) | ≈ 0.3 ns | the hottest paths, where 20 ns per decision matters |
+//! | [`MonotonicClock`] (every limiter's default) | 1 ns | ≈ 18 ns | everything; correct on every platform |
+//! | [`CoarseClock`] | its tick (e.g. 1 ms) | ≈ 0.3 ns | the hottest paths, where 20 ns per decision matters more than a thread waking every tick |
 //! | [`ManualClock`] | 1 ns | ≈ 0.3 ns | tests and simulations |
 //!
 //! ¹ Measured with `cargo bench -p admit-benches --bench clock` on a 2-vCPU KVM guest (Intel Xeon,
@@ -338,8 +338,9 @@ impl WallClock for SystemWallClock {
 /// A cached monotonic clock: a background thread refreshes it every `resolution`, and a read is
 /// one atomic load (≈ 0.3 ns instead of ≈ 18 ns for [`MonotonicClock`]).
 ///
-/// This is the approach of Sentinel's own `TimeUtil`. The price is resolution and lag: a reading
-/// can be up to one `resolution` old, plus however long the refreshing thread waits for a CPU.
+/// This is the approach of Sentinel's own `TimeUtil`. The price is resolution, lag and idle
+/// work: a reading can be up to one `resolution` old, plus however long the refreshing thread
+/// waits for a CPU, and the thread wakes every `resolution` even while nothing reads it.
 /// On a machine so overloaded that the thread is starved, time appears to slow down, so a limiter
 /// stretches its windows and admits less, not more. Prefer [`MonotonicClock`] unless the clock
 /// read shows up in your profile.
@@ -410,8 +411,7 @@ impl CoarseClock {
         Ok(CoarseClock { shared })
     }
 
-    /// The process's shared 1 ms clock: the default clock of every
-    /// [`Shedder`](crate::shed::Shedder).
+    /// The process's shared 1 ms clock.
     ///
     /// Every call returns a clone of the same clock (one refreshing thread, one origin) for as
     /// long as a clone is alive; after the last is dropped and its thread has exited, the next

@@ -11,7 +11,7 @@ use super::Shedder;
 use super::shedder::{Config, Flight, Heat, MAX_BUCKETS, NANOS_PER_MS};
 use super::window::RollingWindow;
 use crate::ConfigError;
-use crate::clock::{Clock, CoarseClock};
+use crate::clock::{Clock, MonotonicClock};
 use crate::signal::OverloadSignal;
 use crate::signal::cpu::{CpuOverload, CpuSignal, Source, SystemCpu};
 use crate::signal::queue::{LagProbe, QueueGate};
@@ -48,7 +48,7 @@ pub struct ShedderBuilder<C> {
     buckets: u32,
     cpu_threshold: u32,
     cool_off: Duration,
-    clock: ClockSource<C>,
+    clock: C,
     /// `None`: a [`SystemCpu`], created by `build`.
     cpu: Option<Source>,
     signals: Vec<Box<dyn OverloadSignal>>,
@@ -57,30 +57,14 @@ pub struct ShedderBuilder<C> {
     name: Option<Cow<'static, str>>,
 }
 
-/// A builder's clock: one given, or the default, made by `build` so that a builder whose clock
-/// is replaced, or whose settings are refused, never starts it.
-enum ClockSource<C> {
-    Given(C),
-    Default(fn() -> C),
-}
-
-impl<C: fmt::Debug> fmt::Debug for ClockSource<C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ClockSource::Given(clock) => clock.fmt(f),
-            ClockSource::Default(_) => f.write_str("CoarseClock::shared()"),
-        }
-    }
-}
-
-impl ShedderBuilder<CoarseClock> {
+impl ShedderBuilder<MonotonicClock> {
     pub(super) fn new() -> Self {
         ShedderBuilder {
             window: Duration::from_secs(5),
             buckets: 50,
             cpu_threshold: 900,
             cool_off: Duration::from_secs(1),
-            clock: ClockSource::Default(CoarseClock::shared),
+            clock: MonotonicClock::new(),
             cpu: None,
             signals: Vec::new(),
             queue: None,
@@ -118,24 +102,21 @@ impl<C: Clock> ShedderBuilder<C> {
         self
     }
 
-    /// The clock to read (default: [`CoarseClock::shared`], the process's 1 ms clock, taken by
-    /// [`build`](Self::build): a builder given another clock never starts it).
+    /// The clock to read (default: a [`MonotonicClock`] whose origin is the builder's creation).
     ///
-    /// The shedder reads its clock twice per request, which costs about 33 ns with a
-    /// [`MonotonicClock`](crate::clock::MonotonicClock) and nothing worth measuring with the
-    /// shared coarse clock. Latencies are whole milliseconds rounded up either way, as
-    /// go-zero's; on the coarse clock a request spanning `k` ticks (each a little over 1 ms)
-    /// reads `k + 1` ms, so a latency reads up to a millisecond high, half a millisecond above
-    /// go-zero's on average.
+    /// The shedder reads its clock twice per request. Latencies are whole milliseconds rounded
+    /// up, as go-zero's; on a [`CoarseClock`](crate::clock::CoarseClock) a request spanning `k`
+    /// ticks (each a little over 1 ms) reads `k + 1` ms, so a latency reads up to a millisecond
+    /// high, half a millisecond above go-zero's on average.
     ///
-    /// A [`LagProbe`] should run on a clone of the same clock.
+    /// A [`LagProbe`] must run on a copy of the same clock.
     pub fn clock<C2: Clock>(self, clock: C2) -> ShedderBuilder<C2> {
         ShedderBuilder {
             window: self.window,
             buckets: self.buckets,
             cpu_threshold: self.cpu_threshold,
             cool_off: self.cool_off,
-            clock: ClockSource::Given(clock),
+            clock,
             cpu: self.cpu,
             signals: self.signals,
             queue: self.queue,
@@ -196,7 +177,8 @@ impl<C: Clock> ShedderBuilder<C> {
     /// controller raises as long as the lateness stays above target, whatever the
     /// concurrency ([`OverloadReason::RuntimeLag`](super::OverloadReason::RuntimeLag)), unless
     /// a [queue gate](Self::queue_gate) has a verdict from measured waits. Spawn the probe's
-    /// task (`tokio::spawn(probe.run(clock))`, feature `tokio`) for it to tick.
+    /// task on a copy of the shedder's [clock](Self::clock) (`tokio::spawn(probe.run(clock))`,
+    /// feature `tokio`) for it to tick.
     pub fn runtime_probe(mut self, probe: LagProbe) -> Self {
         self.probe = Some(probe);
         self
@@ -260,10 +242,7 @@ impl<C: Clock> ShedderBuilder<C> {
             })?;
         let cpu = self.cpu.unwrap_or_else(|| Source::new(SystemCpu::new()));
         let cpu = CpuOverload::of(cpu, self.cpu_threshold)?;
-        let clock = match self.clock {
-            ClockSource::Given(clock) => clock,
-            ClockSource::Default(start) => start(),
-        };
+        let clock = self.clock;
         Ok(Shedder {
             flight: CachePadded::new(Flight {
                 admitted: AtomicU64::new(0),

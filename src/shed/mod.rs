@@ -156,7 +156,7 @@ pub use self::snapshot::ShedSnapshot;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub type ShedLayer<
-    C = crate::clock::CoarseClock,
+    C = crate::clock::MonotonicClock,
     K = crate::middleware::classify::ErrorsPass,
     R = crate::respond::BoxErrorResponder,
     Q = crate::middleware::NoQueueTime,

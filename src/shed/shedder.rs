@@ -12,7 +12,7 @@ use super::error::{Drops, OverloadReason, Overloaded};
 use super::permit::{OwnedPermit, Permit};
 use super::window::{RollingWindow, Totals, one_pass};
 use crate::Shared;
-use crate::clock::{Clock, CoarseClock};
+use crate::clock::{Clock, MonotonicClock};
 use crate::signal::cpu::{CpuOverload, CpuSignal};
 use crate::signal::queue::{LagProbe, QueueGate, QueueState};
 use crate::signal::{OverloadSignal, Pressure};
@@ -68,7 +68,7 @@ pub(super) const MAX_BUCKETS: u32 = 65_536;
 /// assert_eq!(handle(&shedder), Ok("200 OK"));
 /// # Ok::<(), admit::ConfigError>(())
 /// ```
-pub struct Shedder<C: Clock = CoarseClock> {
+pub struct Shedder<C: Clock = MonotonicClock> {
     /// Written by every admission and completion.
     pub(super) flight: CachePadded<Flight>,
     /// Written while the service is hot.
@@ -160,13 +160,13 @@ pub(super) struct Config {
     pub(super) origin_nanos: u64,
 }
 
-impl Shedder<CoarseClock> {
+impl Shedder<MonotonicClock> {
     /// Starts configuring a shedder with go-zero's defaults: a 5 s window of 50 buckets, a
-    /// 900 ‰ CPU threshold, a 1 s cool-off, the process's shared 1 ms clock
-    /// ([`CoarseClock::shared`]) and the system CPU signal
-    /// ([`SystemCpu`](crate::signal::cpu::SystemCpu)), unnamed. The clock and the signal are
-    /// taken by [`build`](ShedderBuilder::build), and only if no other is given.
-    pub fn builder() -> ShedderBuilder<CoarseClock> {
+    /// 900 ‰ CPU threshold, a 1 s cool-off, the operating system's monotonic clock
+    /// ([`MonotonicClock`]) and the system CPU signal
+    /// ([`SystemCpu`](crate::signal::cpu::SystemCpu)), unnamed. The signal is taken by
+    /// [`build`](ShedderBuilder::build), and only if no other is given.
+    pub fn builder() -> ShedderBuilder<MonotonicClock> {
         ShedderBuilder::new()
     }
 }
