@@ -16,14 +16,16 @@ use rand_pcg::Pcg64Mcg;
 
 use crate::trace::Trace;
 
-/// One request of a run: its index (0, 1, 2, … in time order) and when it is due, from the
-/// start of the run.
+/// One request of a run: its index (0, 1, 2, … in time order), when it is due, from the
+/// start of the run, and which attempt at it this is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Arrival {
     /// The arrival's rank, from 0.
     pub index: u64,
-    /// When the request is due, from the start of the run.
+    /// When the request is due, from the start of the run; for a retry, when it is sent.
     pub at: Duration,
+    /// 0 for the first attempt, `k` for the `k`-th retry ([`Retry`](crate::Retry)).
+    pub attempt: u32,
 }
 
 impl Arrival {
@@ -104,7 +106,11 @@ impl Iterator for Arrivals {
                     self.into = into;
                     let index = self.next_index;
                     self.next_index += 1;
-                    return Some(Arrival { index, at });
+                    return Some(Arrival {
+                        index,
+                        at,
+                        attempt: 0,
+                    });
                 }
             }
             // The unit-rate process moves past this segment's mass: carry the rest of the

@@ -5,7 +5,8 @@
 //! - [`Arrivals`]: a non-homogeneous Poisson process over a trace, from a seed;
 //! - [`Driver`]: sends each [`Arrival`] as a request built by the caller, with a deadline and
 //!   a cap on requests in flight, through a [`Transport`] ([`HttpClient`] for HTTP/1), and
-//!   classifies each [`Outcome`];
+//!   classifies each [`Outcome`], trying failed requests again as a [`Retry`] says (with a
+//!   [`Backoff`] and a [`Budget`]) if given one;
 //! - [`Tally`] and [`Report`]: counts by outcome and latencies of OK answers (an
 //!   `hdrhistogram`), per second and in total, serialisable with serde.
 //!
@@ -37,6 +38,7 @@ mod arrivals;
 mod driver;
 mod http;
 mod outcome;
+mod retry;
 mod tally;
 mod trace;
 
@@ -44,5 +46,6 @@ pub use crate::arrivals::{Arrival, Arrivals};
 pub use crate::driver::{Driver, in_flight_cap};
 pub use crate::http::{HttpClient, REFUSAL_HEADER, Transport, classify, classify_status};
 pub use crate::outcome::{Lost, Outcome, Refusal};
+pub use crate::retry::{Backoff, Budget, Retry, RetryError};
 pub use crate::tally::{LostCounts, Report, Tally};
 pub use crate::trace::{Segment, Trace, TraceBuilder, TraceError};

@@ -36,6 +36,10 @@ pub struct Tally {
     pub lost: LostCounts,
     /// [`Outcome::Dropped`]: not sent for the cap on requests in flight.
     pub dropped: u64,
+    /// Retries sent for these requests (not in `offered`, which counts each request once).
+    pub retries: u64,
+    /// Retries not sent because the retry budget had no room.
+    pub retries_denied: u64,
     /// Latencies of the OK answers, in µs (at least 1), from sending the request to reading
     /// the last byte of the answer. Auto-resizing, three significant digits.
     #[serde(rename = "latency_us", serialize_with = "latency_summary")]
@@ -80,6 +84,8 @@ impl Tally {
             timed_out: 0,
             lost: LostCounts::default(),
             dropped: 0,
+            retries: 0,
+            retries_denied: 0,
             latency_us: Histogram::new(SIGNIFICANT_DIGITS)
                 .expect("three significant digits are within hdrhistogram's 0..=5"),
         }
@@ -132,6 +138,8 @@ impl Tally {
         self.lost.closed += other.lost.closed;
         self.lost.other += other.lost.other;
         self.dropped += other.dropped;
+        self.retries += other.retries;
+        self.retries_denied += other.retries_denied;
         self.latency_us
             .add(&other.latency_us)
             .expect("an auto-resizing histogram takes any other's values");

@@ -4,7 +4,10 @@
 use std::future::pending;
 use std::time::Duration;
 
-use admit_loadgen::{Arrival, Driver, Lost, Outcome, Refusal, Report, Tally, Trace, Transport};
+use admit_loadgen::{
+    Arrival, Backoff, Budget, Driver, Lost, Outcome, Refusal, Report, Retry, Tally, Trace,
+    Transport,
+};
 use http::{Request, StatusCode};
 use tokio::time::Instant;
 
@@ -50,6 +53,7 @@ fn script(times: &[u64], paths: &[&'static str]) -> (Vec<Arrival>, Vec<&'static 
         .map(|(i, &at)| Arrival {
             index: i as u64,
             at: ms(at),
+            attempt: 0,
         })
         .collect();
     (arrivals, paths.to_vec())
@@ -272,6 +276,130 @@ async fn a_poisson_run_sends_every_arrival_of_its_trace() {
         let due = expected.iter().filter(|a| a.second() == second).count() as u64;
         assert_eq!(tally.offered, due, "second {second}");
     }
+}
+
+/// A request for the arrival's attempt: `paths[i]` lists one path per attempt, split by `|`
+/// (the last one for any attempt beyond).
+fn attempt(paths: &[&str], arrival: Arrival) -> Request<()> {
+    let attempts: Vec<&str> = paths[arrival.index as usize].split('|').collect();
+    let path = attempts[(arrival.attempt as usize).min(attempts.len() - 1)];
+    Request::get(path).body(()).unwrap()
+}
+
+/// Runs `driver` over 1 s of `arrivals`, each attempt built by [`attempt`]; returns the report
+/// and every attempt sent, as `(index, attempt, at)`.
+async fn run_attempts(
+    driver: Driver,
+    arrivals: Vec<Arrival>,
+    paths: &[&str],
+) -> (Report, Vec<(u64, u32, Duration)>) {
+    let mut sent = Vec::new();
+    let report = driver
+        .run(
+            &Scripted,
+            Duration::from_secs(1),
+            arrivals,
+            |a| {
+                sent.push((a.index, a.attempt, a.at));
+                attempt(paths, a)
+            },
+            |_, _| {},
+        )
+        .await;
+    (report, sent)
+}
+
+#[tokio::test(start_paused = true)]
+async fn failed_requests_are_tried_again_and_count_once_with_their_last_outcome() {
+    let (arrivals, paths) = script(
+        &[0, 100, 200, 300, 400],
+        &[
+            "/refuse|/refuse|/ok/10",
+            "/never|/ok/20",
+            "/reset|/reset|/reset|/reset",
+            "/status/500|/ok/10",
+            "/never",
+        ],
+    );
+    let (report, sent) =
+        run_attempts(Driver::new(ms(500)).retry(Retry::new(3)), arrivals, &paths).await;
+
+    let tally = &report.total;
+    // Two answered after retries; the reset four times over; the 500 is an answer; the
+    // silent one timed out four times.
+    assert_eq!(
+        (
+            tally.offered,
+            tally.ok,
+            tally.lost.reset,
+            tally.other_status,
+            tally.timed_out
+        ),
+        (5, 2, 1, 1, 1)
+    );
+    assert_eq!(
+        (tally.retries, tally.retries_denied, tally.refused),
+        (2 + 1 + 3 + 3, 0, 0)
+    );
+    // Immediate retries: each is sent when the attempt before it ends, with the next
+    // attempt number, and latencies run from the first attempt.
+    assert!(sent.contains(&(1, 1, ms(600))), "{sent:?}");
+    assert!(sent.contains(&(4, 3, ms(1_900))), "{sent:?}");
+    assert_eq!(
+        sent.iter().filter(|s| s.0 == 3).count(),
+        1,
+        "the 500 was retried"
+    );
+    assert_eq!(tally.max(), Some(Duration::from_micros(520_191)));
+    // Every request counts in second 0, where it was due, though the last ended at 2.4 s.
+    assert_eq!(report.seconds.len(), 1);
+    assert_eq!(report.seconds[0], report.total);
+}
+
+#[tokio::test(start_paused = true)]
+async fn retries_wait_their_backoff_and_keep_their_place_under_the_cap() {
+    let (arrivals, paths) = script(&[0, 50], &["/refuse|/refuse|/ok/0", "/ok/10"]);
+    let backoff = Backoff::exponential(ms(100), ms(150)).unwrap();
+    let driver = Driver::new(ms(500))
+        .max_in_flight(1)
+        .retry(Retry::new(2).backoff(backoff));
+    let (report, sent) = run_attempts(driver, arrivals, &paths).await;
+    // The first request holds the only slot through its backoff: the second is dropped.
+    assert_eq!((report.total.ok, report.total.dropped), (1, 1));
+    let first: Vec<Duration> = sent.iter().filter(|s| s.0 == 0).map(|s| s.2).collect();
+    assert_eq!(first.len(), 3);
+    let (wait1, wait2) = (first[1] - first[0], first[2] - first[1]);
+    assert!(
+        wait1 < ms(100) && wait2 < ms(150),
+        "waits {wait1:?}, {wait2:?}"
+    );
+    // Its latency runs from the first attempt: both waits (within the histogram's 0.1 %).
+    let latency = report.total.max().unwrap().as_secs_f64();
+    let waits = (wait1 + wait2).as_secs_f64();
+    assert!(
+        (latency - waits).abs() <= waits * 1e-3,
+        "{latency} for {waits}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_budget_caps_retries_and_the_rest_end_refused() {
+    // A floor of 2 retries per second over 1 s, and no share of requests: of five refused
+    // requests, two are retried (and refused again), three are not.
+    let (arrivals, paths) = script(&[0, 0, 0, 0, 0], &["/refuse"; 5]);
+    let budget = Budget::new(0.0, 2.0, Duration::from_secs(1)).unwrap();
+    let driver = Driver::new(ms(500)).retry(Retry::new(1).budget(budget));
+    let (report, _) = run_attempts(driver, arrivals, &paths).await;
+    let tally = &report.total;
+    assert_eq!(
+        (
+            tally.offered,
+            tally.refused,
+            tally.retries,
+            tally.retries_denied
+        ),
+        (5, 5, 2, 3)
+    );
 }
 
 #[test]

@@ -167,6 +167,7 @@ async fn a_run_counts_each_outcome_exactly() {
     let arrivals = (0..40).map(|index| Arrival {
         index,
         at: Duration::from_millis(5 * index),
+        attempt: 0,
     });
     let mut live = Vec::new();
     let report = bounded(
