@@ -20,7 +20,7 @@ const SIGNIFICANT_DIGITS: u8 = 3;
 /// µs; the quantiles `null` without an OK answer), not as the histogram's buckets.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Tally {
-    /// Requests due: the sum of every count below.
+    /// Requests due: the sum of the outcome counts below, `ok` to `dropped`.
     pub offered: u64,
     /// [`Outcome::Ok`]: answered with a 2xx within the deadline (goodput).
     pub ok: u64,
@@ -40,8 +40,8 @@ pub struct Tally {
     pub retries: u64,
     /// Retries not sent because the retry budget had no room.
     pub retries_denied: u64,
-    /// Latencies of the OK answers, in µs (at least 1), from sending the request to reading
-    /// the last byte of the answer. Auto-resizing, three significant digits.
+    /// Latencies of the OK answers, in µs (at least 1), from sending the request's first
+    /// attempt to reading the last byte of the answer. Auto-resizing, three significant digits.
     #[serde(rename = "latency_us", serialize_with = "latency_summary")]
     pub latency_us: Histogram<u64>,
 }
