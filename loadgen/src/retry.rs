@@ -146,7 +146,8 @@ impl Budget {
     pub const MAX_WINDOW: Duration = Duration::from_secs(3600);
 
     /// A budget of `ratio` retries per first attempt plus `min_per_second` retries per second,
-    /// over the last `window` (linkerd's defaults: 0.2, 10 and 10 s).
+    /// over the last `window` in whole seconds, a fraction dropped (linkerd's defaults: 0.2,
+    /// 10 and 10 s).
     ///
     /// # Errors
     ///
@@ -173,12 +174,16 @@ impl Budget {
     }
 }
 
-/// A budget's counts of first attempts and retries, one pair per second of its window.
+/// A budget's counts of first attempts and retries, one pair per second of its window, and
+/// their sums.
 #[derive(Clone, Debug)]
 pub(crate) struct BudgetState {
     budget: Budget,
     /// `(second, first attempts, retries)`, oldest first, seconds within the window.
     seconds: VecDeque<(u64, u64, u64)>,
+    /// The sums of `seconds`' first attempts and retries.
+    firsts: u64,
+    retries: u64,
 }
 
 impl BudgetState {
@@ -186,19 +191,22 @@ impl BudgetState {
         BudgetState {
             budget,
             seconds: VecDeque::new(),
+            firsts: 0,
+            retries: 0,
         }
     }
 
-    /// The count for the second `now` falls in, after forgetting the seconds the window has
+    /// The counts of the second `now` falls in, after forgetting the seconds the window has
     /// left behind.
     fn current(&mut self, now: Duration) -> &mut (u64, u64, u64) {
         let second = now.as_secs();
         let span = self.budget.window.as_secs();
-        while self
-            .seconds
-            .front()
-            .is_some_and(|&(oldest, ..)| oldest + span <= second)
-        {
+        while let Some(&(oldest, firsts, retries)) = self.seconds.front() {
+            if oldest + span > second {
+                break;
+            }
+            self.firsts -= firsts;
+            self.retries -= retries;
             self.seconds.pop_front();
         }
         if self
@@ -214,21 +222,19 @@ impl BudgetState {
     /// Counts a first attempt sent at `now` (from the start of the run).
     pub(crate) fn deposit(&mut self, now: Duration) {
         self.current(now).1 += 1;
+        self.firsts += 1;
     }
 
     /// Counts a retry at `now` if the budget has room for it, and says whether it had.
     pub(crate) fn withdraw(&mut self, now: Duration) -> bool {
         self.current(now);
-        let (firsts, retries) = self
-            .seconds
-            .iter()
-            .fold((0, 0), |(f, r), &(_, first, retry)| (f + first, r + retry));
-        let allowed = self.budget.ratio * firsts as f64
-            + self.budget.min_per_second * self.budget.window.as_secs_f64();
-        if (retries + 1) as f64 > allowed {
+        let allowed = self.budget.ratio * self.firsts as f64
+            + self.budget.min_per_second * self.budget.window.as_secs() as f64;
+        if (self.retries + 1) as f64 > allowed {
             return false;
         }
         self.current(now).2 += 1;
+        self.retries += 1;
         true
     }
 }
@@ -388,5 +394,7 @@ mod tests {
             state.withdraw(s(second));
         }
         assert_eq!(state.seconds.len(), 10);
+        // The sums are the window's: one first attempt and one retry in each second.
+        assert_eq!((state.firsts, state.retries), (10, 10));
     }
 }
