@@ -27,6 +27,9 @@
 //!   - `little-loadshedder`: its `LoadShed` (EWMA 0.25, 10 ms target latency), whose every
 //!     request boxes its future, takes two semaphore permits and locks its statistics twice.
 //!   - `admit WarmUpLayer SentinelExact (…)`: the same bucket as a `SentinelWarmUp`.
+//!   - `tower-acc Vegas+load_shed`: tower-acc's adaptive `ConcurrencyLimitLayer` with its
+//!     default `Vegas` algorithm, which moves the limit with each request's latency, behind
+//!     `load_shed` so that a full limit refuses rather than waits.
 //! - **layer/oneshot** (1 thread, admitted): as axum and `ServiceExt::oneshot` drive a service
 //!   per request: a fresh clone of the layered service, `oneshot(request)`, the future polled
 //!   to completion. The clone is part of the cost (an `Arc` increment for admit's layers, a
@@ -286,6 +289,17 @@ fn admit_group(group: &mut BenchmarkGroup<'_, WallTime>) {
         "little-loadshedder",
         LittleLoadShed::new(echo(), 0.25, Duration::from_millis(10)),
         |answer| matches!(answer, Ok(LoadShedResponse::Inner(REQUEST))),
+    );
+    one_thread(
+        group,
+        "tower-acc Vegas+load_shed",
+        ServiceBuilder::new()
+            .load_shed()
+            .layer(tower_acc::ConcurrencyLimitLayer::new(
+                tower_acc::Vegas::default(),
+            ))
+            .service(echo()),
+        admitted,
     );
 }
 
