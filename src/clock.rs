@@ -5,17 +5,16 @@
 //! changing the system time never affects a limiter, and tests can drive time by hand with
 //! [`ManualClock`].
 //!
-//! | clock | resolution | cost of one read¹ | use it for |
+//! | clock | resolution | a read | use it for |
 //! |---|---|---|---|
-//! | [`MonotonicClock`] (every limiter's default) | 1 ns | ≈ 18 ns | everything; correct on every platform |
-//! | [`CoarseClock`] | its tick (e.g. 1 ms) | ≈ 0.3 ns | the hottest paths, where 20 ns per decision matters more than a thread waking every tick |
-//! | [`ManualClock`] | 1 ns | ≈ 0.3 ns | tests and simulations |
+//! | [`MonotonicClock`] (every limiter's default) | 1 ns | `clock_gettime(CLOCK_MONOTONIC)` through the vDSO | everything; correct on every platform |
+//! | [`CoarseClock`] | its tick (e.g. 1 ms) | one atomic load | the hottest paths, where a clock read per decision matters more than a thread waking every tick |
+//! | [`ManualClock`] | 1 ns | one atomic load | tests and simulations |
 //!
-//! ¹ Measured with `cargo bench -p admit-benches --bench clock` on a 2-vCPU KVM guest (Intel Xeon,
-//! `tsc` clocksource), where `std::time::Instant::now` costs the same 18 ns. A
-//! [`MonotonicClock`] read is a `clock_gettime(CLOCK_MONOTONIC)` through the vDSO; on hosts whose
-//! clocksource is not the TSC (`hpet`, `acpi_pm`, some hypervisors' clocks) it can cost far more,
-//! which is when [`CoarseClock`] pays off.
+//! The README's Performance section gives each read's measured cost (`cargo bench -p
+//! admit-benches --bench clock`). On hosts whose clocksource is not the TSC (`hpet`,
+//! `acpi_pm`, some hypervisors' clocks) a [`MonotonicClock`] read can cost far more, which is
+//! when [`CoarseClock`] pays off.
 //!
 //! # Why not the TSC directly?
 //!
@@ -336,7 +335,7 @@ impl WallClock for SystemWallClock {
 }
 
 /// A cached monotonic clock: a background thread refreshes it every `resolution`, and a read is
-/// one atomic load (≈ 0.3 ns instead of ≈ 18 ns for [`MonotonicClock`]).
+/// one atomic load instead of [`MonotonicClock`]'s system call through the vDSO.
 ///
 /// This is the approach of Sentinel's own `TimeUtil`. The price is resolution, lag and idle
 /// work: a reading can be up to one `resolution` old, plus however long the refreshing thread
