@@ -269,8 +269,9 @@ impl Driver {
                     biased;
                     Some(ending) = endings.recv(), if running > 0 => {
                         running -= 1;
-                        if let Ended::Failed(failed) = ending {
-                            again_or_settle(failed, &mut budget, &mut waiting, &events, start, retry);
+                        // Only a driver with a retry ends a task with `Failed`.
+                        if let (Ended::Failed(failed), Some(retry)) = (ending, &retry) {
+                            again_or_settle(failed, retry, &mut budget, &mut waiting, &events, start);
                         }
                     }
                     () = tokio::time::sleep_until(wake.unwrap_or(start)), if wake.is_some() => {
@@ -362,11 +363,11 @@ impl Driver {
 /// it with its last outcome.
 fn again_or_settle(
     failed: Failed,
+    retry: &Retry,
     budget: &mut Option<BudgetState>,
     waiting: &mut BinaryHeap<Reverse<Waiting>>,
     events: &mpsc::UnboundedSender<Event>,
     start: Instant,
-    retry: Option<Retry>,
 ) {
     let now = Instant::now();
     if budget
@@ -374,9 +375,7 @@ fn again_or_settle(
         .is_none_or(|budget| budget.withdraw(now - start))
     {
         let _ = events.send(Event::Retried(failed.second));
-        let wait = retry.map_or(Duration::ZERO, |retry| {
-            retry.wait(failed.arrival.index, failed.arrival.attempt + 1)
-        });
+        let wait = retry.wait(failed.arrival.index, failed.arrival.attempt + 1);
         waiting.push(Reverse(Waiting {
             at: now + wait,
             failed,
