@@ -1,4 +1,5 @@
-//! Counts of outcomes and latencies of OK answers, per second of a run and in total.
+//! Counts of outcomes and latencies of OK answers and refusals, per second of a run and in
+//! total.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -14,10 +15,10 @@ use crate::outcome::{Lost, Outcome};
 const SIGNIFICANT_DIGITS: u8 = 3;
 
 /// What became of a set of requests (those due in one second of a run, or in a span of
-/// seconds): a count per [`Outcome`], and the latencies of the OK answers.
+/// seconds): a count per [`Outcome`], and the latencies of the OK answers and of the refusals.
 ///
-/// Serialises with the latencies as a summary (count, p50, p90, p99, p999, max and mean, in
-/// µs; the quantiles `null` without an OK answer), not as the histogram's buckets.
+/// Serialises each histogram as a summary (count, p50, p90, p99, p999, max and mean, in µs;
+/// the quantiles `null` when it is empty), not as its buckets.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Tally {
     /// Requests due: the sum of the outcome counts below, `ok` to `dropped`.
@@ -44,6 +45,10 @@ pub struct Tally {
     /// attempt to reading the last byte of the answer. Auto-resizing, three significant digits.
     #[serde(rename = "latency_us", serialize_with = "latency_summary")]
     pub latency_us: Histogram<u64>,
+    /// How long the final refusals took, in µs (at least 1), measured as `latency_us` is: how
+    /// fast a refused client knows.
+    #[serde(rename = "refusal_us", serialize_with = "latency_summary")]
+    pub refusal_us: Histogram<u64>,
 }
 
 /// Transport failures by kind ([`Lost`]).
@@ -86,27 +91,23 @@ impl Tally {
             dropped: 0,
             retries: 0,
             retries_denied: 0,
-            latency_us: Histogram::new(SIGNIFICANT_DIGITS)
-                .expect("three significant digits are within hdrhistogram's 0..=5"),
+            latency_us: histogram(),
+            refusal_us: histogram(),
         }
     }
 
-    /// Counts `outcome` (and one more request offered); an OK answer's `latency` goes into the
-    /// histogram.
+    /// Counts `outcome` (and one more request offered); an OK answer's or a refusal's `latency`
+    /// goes into its histogram.
     pub fn record(&mut self, outcome: &Outcome, latency: Duration) {
         self.offered += 1;
         match outcome {
             Outcome::Ok => {
                 self.ok += 1;
-                let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
-                // `record` grows the histogram as needed; only a value it cannot hold at all
-                // is clamped to its highest.
-                if self.latency_us.record(micros.max(1)).is_err() {
-                    self.latency_us.saturating_record(micros);
-                }
+                record_latency(&mut self.latency_us, latency);
             }
             Outcome::Refused(refusal) => {
                 self.refused += 1;
+                record_latency(&mut self.refusal_us, latency);
                 if let Some(reason) = &refusal.reason {
                     *self.refusal_reasons.entry(reason.clone()).or_default() += 1;
                 }
@@ -140,9 +141,13 @@ impl Tally {
         self.dropped += other.dropped;
         self.retries += other.retries;
         self.retries_denied += other.retries_denied;
-        self.latency_us
-            .add(&other.latency_us)
-            .expect("an auto-resizing histogram takes any other's values");
+        for (mine, theirs) in [
+            (&mut self.latency_us, &other.latency_us),
+            (&mut self.refusal_us, &other.refusal_us),
+        ] {
+            mine.add(theirs)
+                .expect("an auto-resizing histogram takes any other's values");
+        }
     }
 
     /// Requests that got no useful answer: timed out, lost, dropped, or answered with a
@@ -170,6 +175,27 @@ impl Tally {
     /// The longest latency of an OK answer (to the histogram's precision).
     pub fn max(&self) -> Option<Duration> {
         (!self.latency_us.is_empty()).then(|| Duration::from_micros(self.latency_us.max()))
+    }
+
+    /// The `q`-quantile (0 to 1) of how long the refusals took, or `None` without any.
+    pub fn refusal_quantile(&self, q: f64) -> Option<Duration> {
+        (!self.refusal_us.is_empty())
+            .then(|| Duration::from_micros(self.refusal_us.value_at_quantile(q)))
+    }
+}
+
+/// An empty auto-resizing histogram of µs.
+fn histogram() -> Histogram<u64> {
+    Histogram::new(SIGNIFICANT_DIGITS)
+        .expect("three significant digits are within hdrhistogram's 0..=5")
+}
+
+/// Records `latency` in µs, at least 1. `record` grows the histogram as needed; only a value
+/// it cannot hold at all is clamped to its highest.
+fn record_latency(histogram: &mut Histogram<u64>, latency: Duration) {
+    let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+    if histogram.record(micros.max(1)).is_err() {
+        histogram.saturating_record(micros);
     }
 }
 

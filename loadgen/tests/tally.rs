@@ -24,9 +24,9 @@ fn a_span_adds_up_counts_reasons_and_latencies() {
     for latency in 1..=99 {
         seconds[0].record(&Outcome::Ok, Duration::from_micros(latency * 10));
     }
-    seconds[0].record(&refusal("overload"), Duration::ZERO);
+    seconds[0].record(&refusal("overload"), ms(2));
     seconds[1].record(&Outcome::Ok, Duration::from_secs(90));
-    seconds[1].record(&refusal("overload"), Duration::ZERO);
+    seconds[1].record(&refusal("overload"), ms(4));
     seconds[1].record(&refusal("rate-limit"), Duration::ZERO);
     seconds[2].record(&Outcome::Lost(Lost::Other), Duration::ZERO);
     let report = Report {
@@ -43,6 +43,16 @@ fn a_span_adds_up_counts_reasons_and_latencies() {
     assert_eq!(first_two.refusal_reasons.get("rate-limit"), Some(&1));
     assert_eq!(first_two.p50(), Some(Duration::from_micros(500)));
     assert_eq!(first_two.p99(), Some(Duration::from_micros(990)));
+    // The refusals' own histogram, an instant one counted as 1 µs.
+    assert_eq!(first_two.refusal_us.len(), 3);
+    assert_eq!(
+        first_two.refusal_quantile(0.5),
+        Some(Duration::from_micros(2000))
+    );
+    assert_eq!(
+        first_two.refusal_quantile(0.0),
+        Some(Duration::from_micros(1))
+    );
     // 90 s, to 0.1 %.
     let max = first_two.max().unwrap();
     assert!(
@@ -73,14 +83,16 @@ fn failed_counts_every_useless_answer() {
         (tally.offered, tally.ok, tally.refused, tally.failed()),
         (7, 1, 1, 5)
     );
-    // Only OK answers have a latency.
+    // Only OK answers have a latency, and only refusals a refusal time.
     assert_eq!(tally.latency_us.len(), 1);
+    assert_eq!(tally.refusal_us.len(), 1);
 }
 
 #[test]
 fn a_quantile_needs_an_answer() {
     let mut tally = Tally::new();
     assert_eq!((tally.p50(), tally.p99(), tally.max()), (None, None, None));
+    assert_eq!(tally.refusal_quantile(0.5), None);
     tally.record(&Outcome::TimedOut, ms(500));
     assert_eq!(tally.p99(), None);
 }
