@@ -10,7 +10,8 @@
 //!   samples, and its query API;
 //! - [`haproxy`]: a real HAProxy in front of test servers, whose servers change at runtime;
 //! - [`keda`]: KEDA trigger metadata for the scaler's tests and benchmarks;
-//! - [`cgroup`]: a memory cgroup with a Deployment's limit, for a child process.
+//! - [`cgroup`]: a memory cgroup with a Deployment's limit, for a child process;
+//! - [`work`]: a test server's CPU work per request, from a service-time distribution.
 //!
 //! Launchers for outside processes the tests talk to belong here too, each in a module of its own
 //! (`prometheus`, `haproxy`).
@@ -29,5 +30,6 @@ pub mod prometheus;
 pub mod server;
 pub mod tonic;
 pub mod wait;
+pub mod work;
 
 pub use server::TestServer;

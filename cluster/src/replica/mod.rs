@@ -12,8 +12,6 @@
 //!
 //! SIGTERM starts the drain; the process exits once it has drained (0) or at its deadline (1).
 
-mod work;
-
 use std::convert::Infallible;
 use std::future::IntoFuture;
 use std::net::SocketAddr;
@@ -36,7 +34,7 @@ use axum::routing::{get, get_service};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::signal::unix::{SignalKind, signal};
 
-pub use self::work::{Distribution, Work, burn, calibrate};
+pub use admit_testkit::work::{Distribution, Work, burn, calibrate};
 
 /// `admit-cluster replica`'s flags: set by the harness for each replica it starts.
 #[derive(Debug, clap::Args)]
@@ -232,20 +230,7 @@ async fn work(State(replica): State<Replica>) -> StatusCode {
     // Blocking work cannot be cancelled: if the client gives up, it runs on, as in a real
     // service.
     let done = tokio::task::spawn_blocking(move || {
-        thread_local! {
-            static RNG: std::cell::RefCell<Option<rand::rngs::SmallRng>> =
-                const { std::cell::RefCell::new(None) };
-        }
-        let iterations = RNG.with_borrow_mut(|rng| {
-            let rng = rng.get_or_insert_with(|| {
-                let thread = std::hash::BuildHasher::hash_one(
-                    &std::hash::RandomState::new(),
-                    std::thread::current().id(),
-                );
-                work::rng(seed ^ thread)
-            });
-            work.iterations(since_start, rng)
-        });
+        let iterations = work.iterations_here(since_start, seed);
         std::hint::black_box(burn(iterations));
     })
     .await;

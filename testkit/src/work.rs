@@ -1,6 +1,9 @@
-//! A request's CPU work: how long it takes (drawn from a distribution, longer while the replica
-//! is cold), and burning it.
+//! A test server's CPU work per request: how long it takes (drawn from a distribution, longer
+//! while the server is cold), and burning it. The cluster harness's replicas and the overload
+//! benchmarks' server share it.
 
+use std::cell::RefCell;
+use std::hash::{BuildHasher, RandomState};
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
@@ -37,24 +40,24 @@ impl Distribution {
     }
 }
 
-/// The CPU work of a replica's requests.
+/// The CPU work of a server's requests.
 #[derive(Clone, Copy, Debug)]
 pub struct Work {
     /// The mean service time once warm.
     pub mean: Duration,
     /// Its distribution.
     pub distribution: Distribution,
-    /// How much more a request costs at the replica's start, falling linearly to 1 over
+    /// How much more a request costs at the server's start, falling linearly to 1 over
     /// `cold`.
     pub cold_factor: f64,
-    /// How long the replica is cold.
+    /// How long the server is cold.
     pub cold: Duration,
     /// `burn` iterations per millisecond of CPU on this machine (see [`calibrate`]).
     pub iterations_per_ms: f64,
 }
 
 impl Work {
-    /// The cost factor `since_start` into the replica's life.
+    /// The cost factor `since_start` into the server's life.
     pub fn cold_cost(&self, since_start: Duration) -> f64 {
         if self.cold.is_zero() || since_start >= self.cold {
             return 1.0;
@@ -63,16 +66,26 @@ impl Work {
         1.0 + (self.cold_factor - 1.0) * left
     }
 
-    /// The iterations of [`burn`] for one request `since_start` into the replica's life.
+    /// The iterations of [`burn`] for one request `since_start` into the server's life.
     pub fn iterations(&self, since_start: Duration, rng: &mut SmallRng) -> u64 {
         let time = self.distribution.sample(self.mean, rng).as_secs_f64() * 1e3;
         (time * self.cold_cost(since_start) * self.iterations_per_ms) as u64
     }
-}
 
-/// A per-thread random source for service times, seeded from `seed` and the thread.
-pub(super) fn rng(seed: u64) -> SmallRng {
-    SmallRng::seed_from_u64(seed)
+    /// [`iterations`](Self::iterations) drawn from this thread's random source, seeded from
+    /// `seed` and the thread on its first use.
+    pub fn iterations_here(&self, since_start: Duration, seed: u64) -> u64 {
+        thread_local! {
+            static RNG: RefCell<Option<SmallRng>> = const { RefCell::new(None) };
+        }
+        RNG.with_borrow_mut(|rng| {
+            let rng = rng.get_or_insert_with(|| {
+                let thread = RandomState::new().hash_one(std::thread::current().id());
+                SmallRng::seed_from_u64(seed ^ thread)
+            });
+            self.iterations(since_start, rng)
+        })
+    }
 }
 
 /// Spends `iterations` rounds of integer arithmetic the optimiser cannot remove.
@@ -102,7 +115,7 @@ mod tests {
     use super::*;
 
     fn mean_of(distribution: Distribution) -> (f64, f64) {
-        let mut rng = rng(7);
+        let mut rng = SmallRng::seed_from_u64(7);
         let mean = Duration::from_millis(10);
         let samples: Vec<f64> = (0..200_000)
             .map(|_| distribution.sample(mean, &mut rng).as_secs_f64() * 1e3)

@@ -1,0 +1,331 @@
+//! The protocol's results: lines while it runs, tables, `protocol.json` and the charts.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::ProtocolArgs;
+use super::point::Point;
+use super::transient::{STEP_FROM, STEP_TO, STORM_BASE, STORM_PEAK, STORM_RETRIES, Step, Storm};
+use crate::chart::{self, Axis, Panel, Series};
+use crate::policy::Policy;
+use crate::server::Style;
+use crate::{BoxError, flag_value};
+use admit_testkit::work::Distribution;
+
+/// Everything the protocol measured, as `protocol.json` holds it.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Protocol {
+    pub(crate) work_ms: f64,
+    pub(crate) deadline_ms: f64,
+    pub(crate) warm_seconds: u64,
+    pub(crate) measured_seconds: u64,
+    pub(crate) sweep_load: f64,
+    /// One set of curves per distribution and style.
+    pub(crate) curves: Vec<Curves>,
+    /// The step and the storm, for the first distribution and style.
+    pub(crate) transients: Option<Transients>,
+}
+
+/// The curves of one distribution and style.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Curves {
+    pub(crate) distribution: Distribution,
+    pub(crate) style: Style,
+    /// Requests per second the unprotected server completes, saturated.
+    pub(crate) capacity: f64,
+    /// Tower's pair at each k of the sweep.
+    pub(crate) sweep: Vec<(usize, Point)>,
+    pub(crate) curves: Vec<Curve>,
+}
+
+/// One policy's points, in the order of the offered loads.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Curve {
+    pub(crate) policy: Policy,
+    pub(crate) label: String,
+    pub(crate) points: Vec<Point>,
+}
+
+/// The step and the storm of every policy.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Transients {
+    pub(crate) distribution: Distribution,
+    pub(crate) style: Style,
+    pub(crate) capacity: f64,
+    pub(crate) step_from: f64,
+    pub(crate) step_to: f64,
+    pub(crate) storm_base: f64,
+    pub(crate) storm_peak: f64,
+    pub(crate) storm_retries: u32,
+    pub(crate) runs: Vec<Transient>,
+}
+
+/// Goodput over time: `(s, goodput over the capacity)`.
+type Goodput = Vec<(f64, f64)>;
+
+/// One policy's step and storm.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Transient {
+    pub(crate) policy: Policy,
+    pub(crate) label: String,
+    pub(crate) step: Option<Step>,
+    pub(crate) storm: Option<Storm>,
+}
+
+impl Protocol {
+    pub(crate) fn new(args: &ProtocolArgs) -> Protocol {
+        Protocol {
+            work_ms: args.work_ms,
+            deadline_ms: args.deadline_ms,
+            warm_seconds: args.warm_seconds,
+            measured_seconds: args.measured_seconds,
+            sweep_load: args.sweep_load,
+            curves: Vec::new(),
+            transients: None,
+        }
+    }
+
+    /// Writes `protocol.json` and the charts into `dir`, and says where.
+    pub(crate) fn write(&self, dir: &Path) -> Result<(), BoxError> {
+        std::fs::create_dir_all(dir)?;
+        let json = dir.join("protocol.json");
+        std::fs::write(&json, serde_json::to_string_pretty(self)?)?;
+        println!("\nResults: {}", json.display());
+        for curves in &self.curves {
+            let path = dir.join(format!(
+                "curves-{}-{}.svg",
+                flag_value(curves.distribution),
+                flag_value(curves.style)
+            ));
+            curves.chart(&path)?;
+            println!("Chart: {}", path.display());
+        }
+        if let Some(transients) = &self.transients {
+            let path = dir.join("transients.svg");
+            transients.chart(&path)?;
+            println!("Chart: {}", path.display());
+        }
+        Ok(())
+    }
+}
+
+impl Curves {
+    pub(crate) fn new(distribution: Distribution, style: Style, capacity: f64) -> Curves {
+        Curves {
+            distribution,
+            style,
+            capacity,
+            sweep: Vec::new(),
+            curves: Vec::new(),
+        }
+    }
+
+    /// The k of the sweep with the best goodput, the lowest p99 among those within 1 % of it.
+    pub(crate) fn best_k(&self) -> Option<usize> {
+        let best = self
+            .sweep
+            .iter()
+            .map(|(_, p)| p.goodput)
+            .fold(f64::MIN, f64::max);
+        self.sweep
+            .iter()
+            .filter(|(_, p)| p.goodput >= best - 0.01)
+            .min_by(|(_, a), (_, b)| {
+                let p99 = |p: &Point| p.p99_ms.unwrap_or(f64::MAX);
+                p99(a).total_cmp(&p99(b))
+            })
+            .map(|&(k, _)| k)
+    }
+
+    /// Goodput (% of capacity) and p99 (ms) per policy and offered load.
+    pub(crate) fn table(&self, loads: &[f64]) -> String {
+        let mut out = String::new();
+        for (title, value) in [
+            (
+                "goodput, % of capacity",
+                &(|p: &Point| format!("{:.1}", p.goodput * 100.0)) as &dyn Fn(&Point) -> String,
+            ),
+            ("p99 of admitted requests, ms", &|p: &Point| {
+                crate::ms(
+                    p.p99_ms
+                        .map(|ms| std::time::Duration::from_secs_f64(ms / 1e3)),
+                )
+            }),
+        ] {
+            let _ = write!(out, "\n{title:<30}");
+            for load in loads {
+                let _ = write!(out, " {:>7}", format!("{load}x"));
+            }
+            for curve in &self.curves {
+                let _ = write!(out, "\n{:<30}", curve.label);
+                for point in &curve.points {
+                    let _ = write!(out, " {:>7}", value(point));
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Goodput and p99 against offered load, one line per policy.
+    fn chart(&self, path: &Path) -> Result<(), BoxError> {
+        let series = |value: &dyn Fn(&Point) -> Option<f64>| -> Vec<Series> {
+            self.curves
+                .iter()
+                .map(|curve| Series {
+                    name: curve.label.clone(),
+                    points: curve
+                        .points
+                        .iter()
+                        .filter_map(|p| Some((p.load, value(p)?)))
+                        .collect(),
+                })
+                .collect()
+        };
+        let setting = format!(
+            "{} service times, work {}, capacity {:.0}/s",
+            flag_value(self.distribution),
+            if self.style == Style::Blocking {
+                "on spawn_blocking"
+            } else {
+                "inline"
+            },
+            self.capacity
+        );
+        let offered = Axis::log("offered load, × capacity");
+        chart::draw(
+            path,
+            &[
+                Panel {
+                    title: format!("goodput: {setting}"),
+                    x: offered.clone(),
+                    y: Axis::linear("goodput, × capacity"),
+                    series: series(&|p| Some(p.goodput)),
+                },
+                Panel {
+                    title: "p99 latency of admitted requests".to_owned(),
+                    x: offered,
+                    y: Axis::log("ms"),
+                    series: series(&|p| p.p99_ms),
+                },
+            ],
+        )
+    }
+}
+
+impl Curve {
+    pub(crate) fn new(policy: Policy) -> Curve {
+        Curve {
+            policy,
+            label: policy.label(),
+            points: Vec::new(),
+        }
+    }
+}
+
+impl Transients {
+    pub(crate) fn new(distribution: Distribution, style: Style, capacity: f64) -> Transients {
+        Transients {
+            distribution,
+            style,
+            capacity,
+            step_from: STEP_FROM,
+            step_to: STEP_TO,
+            storm_base: STORM_BASE,
+            storm_peak: STORM_PEAK,
+            storm_retries: STORM_RETRIES,
+            runs: Vec::new(),
+        }
+    }
+
+    pub(crate) fn push(&mut self, policy: Policy, step: Option<Step>, storm: Option<Storm>) {
+        self.runs.push(Transient {
+            policy,
+            label: policy.label(),
+            step,
+            storm,
+        });
+    }
+
+    /// The step's goodput per 100 ms and the storm's per 500 ms, one line per policy.
+    fn chart(&self, path: &Path) -> Result<(), BoxError> {
+        let mut panels = Vec::new();
+        let series = |pick: &dyn Fn(&Transient) -> Option<&Goodput>| -> Vec<Series> {
+            self.runs
+                .iter()
+                .filter_map(|run| {
+                    Some(Series {
+                        name: run.label.clone(),
+                        points: pick(run)?.clone(),
+                    })
+                })
+                .collect()
+        };
+        let step = series(&|run| run.step.as_ref().map(|s| &s.goodput));
+        if !step.is_empty() {
+            panels.push(Panel {
+                title: format!("step from {STEP_FROM}x to {STEP_TO}x capacity: goodput per 100 ms"),
+                x: Axis::linear("s from the step"),
+                y: Axis::linear("goodput, × capacity"),
+                series: step,
+            });
+        }
+        let storm = series(&|run| run.storm.as_ref().map(|s| &s.goodput));
+        if !storm.is_empty() {
+            panels.push(Panel {
+                title: format!(
+                    "retry storm ({STORM_RETRIES} retries at once): {STORM_BASE}x, {STORM_PEAK}x for 10 s, \
+                     {STORM_BASE}x; goodput per 500 ms"
+                ),
+                x: Axis::linear("s from the overload's end"),
+                y: Axis::linear("goodput, × capacity"),
+                series: storm,
+            });
+        }
+        chart::draw(path, &panels)
+    }
+}
+
+/// A point as one line: `what policy @load: goodput, latencies, refusals, timeouts`.
+pub(crate) fn line(what: &str, policy: Policy, p: &Point) -> String {
+    let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"));
+    format!(
+        "{what} {:<20} {:>5}x: goodput {:>5.1} %, p50 {:>6} p99 {:>6} p99.9 {:>6} ms, refused \
+         {:>5.1} % (p50 {} ms), timed out {:>5.1} %",
+        policy.label(),
+        p.load,
+        p.goodput * 100.0,
+        ms(p.p50_ms),
+        ms(p.p99_ms),
+        ms(p.p999_ms),
+        p.refused * 100.0,
+        ms(p.refusal_p50_ms),
+        p.timed_out * 100.0,
+    )
+}
+
+/// A policy's step and storm as one line.
+pub(crate) fn transient_line(policy: Policy, step: Option<&Step>, storm: Option<&Storm>) -> String {
+    let s = |v: Option<f64>| v.map_or_else(|| "never".to_owned(), |v| format!("{v:.2} s"));
+    let mut line = format!("{:<20}", policy.label());
+    if let Some(step) = step {
+        let _ = write!(
+            line,
+            " step: goodput settles in {} (band ±{:.0} %) at {:.1} %, p99 in {}",
+            s(step.settle_s),
+            step.band * 100.0,
+            step.settled_goodput * 100.0,
+            s(step.latency_settle_s)
+        );
+    }
+    if let Some(storm) = storm {
+        let _ = write!(
+            line,
+            "; storm: ≥ 95 % in {}, {:.1} % 10 s after, {:.2} retries per request",
+            s(storm.recovery_s),
+            storm.goodput_after_10s * 100.0,
+            storm.retries_per_request
+        );
+    }
+    line
+}

@@ -1,0 +1,143 @@
+//! The two transients: a step from 0.5 × to 4 × capacity, and a retry storm.
+
+use std::time::Duration;
+
+use admit_loadgen::{Driver, Retry, Tally, Trace};
+
+use super::point::offer;
+use super::timeline::{Recording, Timeline};
+use crate::BoxError;
+use crate::server::ServeArgs;
+
+/// The seed of the transients' Poisson arrivals.
+const SEED: u64 = 0x57e9_5709;
+
+/// The step: 0.5 × capacity for [`STEP_BEFORE`], then 4 × for [`STEP_AFTER`].
+pub(crate) const STEP_FROM: f64 = 0.5;
+pub(crate) const STEP_TO: f64 = 4.0;
+const STEP_BEFORE: f64 = 5.0;
+const STEP_AFTER: f64 = 7.0;
+
+/// The storm: 1 × capacity, 4 × for [`STORM_OVERLOAD`], 1 × again for [`STORM_AFTER`]; every
+/// client retries a refusal, a timeout or a lost request up to 3 times at once.
+pub(crate) const STORM_BASE: f64 = 1.0;
+pub(crate) const STORM_PEAK: f64 = 4.0;
+const STORM_BEFORE: f64 = 5.0;
+const STORM_OVERLOAD: f64 = 10.0;
+const STORM_AFTER: f64 = 13.0;
+pub(crate) const STORM_RETRIES: u32 = 3;
+
+/// The goodput windows: short enough to see a transient, long enough to count.
+const WINDOW: f64 = 0.25;
+/// How long a settled state must hold.
+const HOLD: f64 = 1.0;
+/// The goodput band around the settled value.
+const TOLERANCE: f64 = 0.05;
+
+/// The step response of one policy.
+#[derive(Clone, Debug, serde::Serialize)]
+pub(crate) struct Step {
+    /// From the step until goodput stays within `band` of its settled value for 1 s, s.
+    pub(crate) settle_s: Option<f64>,
+    /// The band used: 5 %, or Poisson counting noise if wider, as a share.
+    pub(crate) band: f64,
+    /// The settled goodput (the last 3 s), over the capacity.
+    pub(crate) settled_goodput: f64,
+    /// From the step until the p99 latency of answers stays within the latency target for
+    /// 1 s, s.
+    pub(crate) latency_settle_s: Option<f64>,
+    /// Goodput per 100 ms over the capacity, `(s from the step, goodput)`.
+    pub(crate) goodput: Vec<(f64, f64)>,
+}
+
+/// What a retry storm left behind.
+#[derive(Clone, Debug, serde::Serialize)]
+pub(crate) struct Storm {
+    /// From the overload's end until goodput stays ≥ 95 % of capacity for 1 s, s.
+    pub(crate) recovery_s: Option<f64>,
+    /// Goodput over the capacity 10 s after the overload ended (over 9 to 11 s).
+    pub(crate) goodput_after_10s: f64,
+    /// Retries sent per first attempt, over the whole run.
+    pub(crate) retries_per_request: f64,
+    /// Goodput per 500 ms over the capacity, `(s from the overload's end, goodput)`.
+    pub(crate) goodput: Vec<(f64, f64)>,
+}
+
+/// Runs the step against a fresh server; `latency_target` is the p99 (s) to settle under.
+pub(crate) async fn step(
+    server: &ServeArgs,
+    pinned: bool,
+    capacity: f64,
+    deadline: Duration,
+    latency_target: f64,
+) -> Result<Step, BoxError> {
+    let trace = Trace::builder()
+        .constant(STEP_FROM * capacity, Duration::from_secs_f64(STEP_BEFORE))
+        .constant(STEP_TO * capacity, Duration::from_secs_f64(STEP_AFTER))
+        .build()?;
+    let (timeline, _) = record(server, pinned, &trace, Driver::new(deadline)).await?;
+    let end = STEP_BEFORE + STEP_AFTER;
+    let (settle_s, band) = timeline.settle(STEP_BEFORE, end, WINDOW, HOLD, TOLERANCE);
+    let latency_settle_s = timeline.first_holding(STEP_BEFORE, end, WINDOW, HOLD, |from, to| {
+        timeline
+            .latency_quantile(from, to, 0.99)
+            .is_some_and(|p99| p99 <= latency_target)
+    });
+    Ok(Step {
+        settle_s,
+        band,
+        settled_goodput: timeline.rate(end - 3.0, end) / capacity,
+        latency_settle_s,
+        goodput: relative(&timeline.bins(0.1, end), STEP_BEFORE, capacity),
+    })
+}
+
+/// Runs the retry storm against a fresh server.
+pub(crate) async fn storm(
+    server: &ServeArgs,
+    pinned: bool,
+    capacity: f64,
+    deadline: Duration,
+) -> Result<Storm, BoxError> {
+    let seconds = Duration::from_secs_f64;
+    let trace = Trace::builder()
+        .constant(STORM_BASE * capacity, seconds(STORM_BEFORE))
+        .constant(STORM_PEAK * capacity, seconds(STORM_OVERLOAD))
+        .constant(STORM_BASE * capacity, seconds(STORM_AFTER))
+        .build()?;
+    let driver = Driver::new(deadline).retry(Retry::new(STORM_RETRIES));
+    let (timeline, total) = record(server, pinned, &trace, driver).await?;
+    let retries = total.retries as f64 / total.offered.max(1) as f64;
+    let end = STORM_BEFORE + STORM_OVERLOAD;
+    let until = end + STORM_AFTER;
+    let threshold = 0.95 * capacity;
+    let recovery_s = timeline.first_holding(end, until, 1.0, HOLD, |from, to| {
+        timeline.rate(from, to) >= threshold
+    });
+    Ok(Storm {
+        recovery_s,
+        goodput_after_10s: timeline.rate(end + 9.0, end + 11.0) / capacity,
+        retries_per_request: retries,
+        goodput: relative(&timeline.bins(0.5, until), end, capacity),
+    })
+}
+
+/// Offers `trace` to a fresh server through `driver`, and returns the OK answers over time
+/// and the run's tally.
+async fn record(
+    server: &ServeArgs,
+    pinned: bool,
+    trace: &Trace,
+    driver: Driver,
+) -> Result<(Timeline, Tally), BoxError> {
+    let recording = Recording::new();
+    let (report, start) = offer(server, pinned, trace, SEED, driver, &recording).await?;
+    Ok((Timeline::new(recording.answers(start)), report.total))
+}
+
+/// Bins with time from `origin` and goodput over `capacity`.
+fn relative(bins: &[(f64, f64)], origin: f64, capacity: f64) -> Vec<(f64, f64)> {
+    bins.iter()
+        .map(|&(t, rate)| (t - origin, rate / capacity))
+        .collect()
+}

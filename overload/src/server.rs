@@ -1,0 +1,262 @@
+//! The server under test (a child process): an axum server on one core whose `/work` handler
+//! burns CPU, behind the policy's layers.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use admit::clock::MonotonicClock;
+use admit::shed::{ShedLayer, Shedder};
+use admit::signal::cpu::{CpuSignal, Smoothing, SystemCpu};
+use admit::signal::queue::header::HeaderConfig;
+use admit::signal::queue::{LagProbe, QueueGate, RequestStart};
+use admit::warmup::{WarmUp, WarmUpLayer};
+use axum::Router;
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use http::StatusCode;
+use http::header::RETRY_AFTER;
+use little_loadshedder::{LoadShedLayer, LoadShedResponse};
+use tower::ServiceBuilder;
+
+use admit_testkit::work::{Distribution, Work, burn};
+
+use crate::policy::Policy;
+use crate::{BoxError, flag_value};
+
+/// Where the handler does its work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Style {
+    /// On tokio's blocking pool (`spawn_blocking`), as a tokio service should.
+    Blocking,
+    /// Inside the async handler: the anti-pattern that hides the queue in tokio's run queue.
+    Inline,
+}
+
+/// Requests cost this many times their steady cost when the server has just started.
+const COLD_FACTOR: f64 = 3.0;
+
+/// The seed of the service times (each worker thread draws its own from it).
+const SEED: u64 = 0x5eed;
+
+/// How to run the server: the hidden `serve` subcommand's flags, which the load generator's
+/// process passes to the child.
+#[derive(clap::Args, Clone, Debug)]
+pub(crate) struct ServeArgs {
+    /// What protects the server.
+    #[arg(long)]
+    pub(crate) policy: Policy,
+    /// Mean CPU work per request once warm, ms.
+    #[arg(long)]
+    pub(crate) work_ms: f64,
+    /// How service times are drawn.
+    #[arg(long, value_enum)]
+    pub(crate) distribution: Distribution,
+    /// Requests cost three times their steady cost at first, falling to it over this (0: warm).
+    #[arg(long)]
+    pub(crate) cold_ms: u64,
+    /// Time constant of admit's CPU smoothing, ms.
+    #[arg(long)]
+    pub(crate) cpu_horizon_ms: u64,
+    /// Where the handler works.
+    #[arg(long, value_enum)]
+    pub(crate) style: Style,
+    /// Iterations of the work loop per ms of CPU, calibrated by the parent.
+    #[arg(long)]
+    pub(crate) iterations_per_ms: f64,
+}
+
+impl ServeArgs {
+    /// The flags that give these arguments back.
+    pub(crate) fn to_args(&self) -> Vec<String> {
+        vec![
+            format!("--policy={}", self.policy),
+            format!("--work-ms={}", self.work_ms),
+            format!("--distribution={}", flag_value(self.distribution)),
+            format!("--cold-ms={}", self.cold_ms),
+            format!("--cpu-horizon-ms={}", self.cpu_horizon_ms),
+            format!("--style={}", flag_value(self.style)),
+            format!("--iterations-per-ms={}", self.iterations_per_ms),
+        ]
+    }
+
+    /// The server's nominal capacity on its one core, requests per second.
+    fn nominal_capacity(&self) -> f64 {
+        1000.0 / self.work_ms
+    }
+}
+
+/// What the handlers share.
+#[derive(Debug)]
+struct Server {
+    started: Instant,
+    work: Work,
+    /// Requests whose work has not finished (queued for or running on the blocking pool).
+    in_flight: AtomicUsize,
+    style: Style,
+    cpu: SystemCpu,
+    limiter: Option<Arc<WarmUp>>,
+}
+
+async fn work(State(server): State<Arc<Server>>) -> StatusCode {
+    let iterations = server.work.iterations_here(server.started.elapsed(), SEED);
+    server.in_flight.fetch_add(1, Ordering::Relaxed);
+    if server.style == Style::Inline {
+        // The worker thread is busy until the work is done; the requests behind it wait in
+        // tokio's run queue, unseen by any in-flight count.
+        std::hint::black_box(burn(iterations));
+        server.in_flight.fetch_sub(1, Ordering::Relaxed);
+        return StatusCode::OK;
+    }
+    let job = Arc::clone(&server);
+    // If the client gives up, this handler is dropped, but the job runs on: blocking work
+    // cannot be cancelled, as in a real service.
+    let done = tokio::task::spawn_blocking(move || {
+        std::hint::black_box(burn(iterations));
+        job.in_flight.fetch_sub(1, Ordering::Relaxed);
+    })
+    .await;
+    match done {
+        Ok(()) => StatusCode::OK,
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// A refusal: `503 Service Unavailable`, retry in a second.
+fn refusal() -> Response {
+    (StatusCode::SERVICE_UNAVAILABLE, [(RETRY_AFTER, "1")]).into_response()
+}
+
+/// A refusal by a layer that refuses with an error.
+async fn refused(_: BoxError) -> Response {
+    refusal()
+}
+
+/// `in_flight cpu_permille limit` for the demo's live line.
+async fn stats(State(server): State<Arc<Server>>) -> String {
+    let cpu = server
+        .cpu
+        .load_permille()
+        .map_or_else(|| "-".to_owned(), |cpu| cpu.to_string());
+    let limit = server.limiter.as_ref().map_or_else(
+        || "-".to_owned(),
+        |l| format!("{:.0}", l.snapshot().qps_limit),
+    );
+    format!("{} {cpu} {limit}", server.in_flight.load(Ordering::Relaxed))
+}
+
+/// Serves until killed, printing `listening <addr>` once bound.
+pub(crate) fn serve(args: &ServeArgs) -> Result<(), BoxError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let cold = Duration::from_millis(args.cold_ms);
+        let horizon = Duration::from_millis(args.cpu_horizon_ms);
+        let cpu = SystemCpu::with_smoothing(Smoothing::Exponential { horizon });
+        let limiter = match args.policy {
+            // Twice the nominal capacity once warm, a sixth of that (a third of the capacity,
+            // matching the cold penalty) while cold, warming up over the cold period.
+            Policy::Admit | Policy::GoZero => Some(Arc::new(
+                WarmUp::builder(2.0 * args.nominal_capacity())
+                    .cold_factor(6)
+                    .warm_up_period(cold.max(Duration::from_millis(1)))
+                    .build()?,
+            )),
+            _ => None,
+        };
+        let server = Arc::new(Server {
+            started: Instant::now(),
+            work: Work {
+                mean: Duration::from_secs_f64(args.work_ms / 1e3),
+                distribution: args.distribution,
+                cold_factor: COLD_FACTOR,
+                cold,
+                iterations_per_ms: args.iterations_per_ms,
+            },
+            in_flight: AtomicUsize::new(0),
+            style: args.style,
+            cpu: cpu.clone(),
+            limiter: limiter.clone(),
+        });
+        let app = protect(Router::new().route("/work", get(work)), args, cpu, limiter)?;
+        let app = app
+            .route("/stats", get(stats))
+            .with_state(Arc::clone(&server));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        println!("listening {}", listener.local_addr()?);
+        axum::serve(listener, app).await?;
+        Ok::<(), BoxError>(())
+    })
+}
+
+/// `app` behind the policy's layers.
+fn protect(
+    app: Router<Arc<Server>>,
+    args: &ServeArgs,
+    cpu: SystemCpu,
+    limiter: Option<Arc<WarmUp>>,
+) -> Result<Router<Arc<Server>>, BoxError> {
+    Ok(match args.policy {
+        Policy::Unprotected => app,
+        // The usual tower stack, refusing once `k` requests are in flight.
+        Policy::Tower(k) => app.layer(
+            ServiceBuilder::new()
+                .layer(HandleErrorLayer::new(refused))
+                .load_shed()
+                .concurrency_limit(k),
+        ),
+        // Vegas moves the limit with each request's latency; `load_shed` refuses beyond it.
+        Policy::TowerAcc => app.layer(
+            ServiceBuilder::new()
+                .layer(HandleErrorLayer::new(refused))
+                .load_shed()
+                .layer(tower_acc::ConcurrencyLimitLayer::new(
+                    tower_acc::Vegas::default(),
+                )),
+        ),
+        // Its README's EWMA parameter; the target average latency is the protocol's p99
+        // target, ten mean service times.
+        Policy::LittleLoadShedder => app.layer(
+            ServiceBuilder::new()
+                .map_response(|answer: LoadShedResponse<Response>| match answer {
+                    LoadShedResponse::Inner(response) => response,
+                    LoadShedResponse::Overload => refusal(),
+                })
+                .layer(LoadShedLayer::new(
+                    0.25,
+                    Duration::from_secs_f64(10.0 * args.work_ms / 1e3),
+                ))
+                .map_err(|never: Infallible| match never {}),
+        ),
+        Policy::Admit | Policy::GoZero => {
+            let limiter = limiter.ok_or("admit's policies have a warm-up bucket")?;
+            // One clock for the decisions and the probe's ticks.
+            let clock = MonotonicClock::new();
+            let mut shedder = Shedder::builder().clock(clock).cpu(cpu);
+            if args.policy == Policy::Admit {
+                // The queue-time signals at their defaults: the waits the load generator
+                // stamps as `X-Request-Start` (as a proxy would), and the runtime's timer
+                // lateness.
+                let probe = LagProbe::default();
+                tokio::spawn(probe.run(clock));
+                shedder = shedder
+                    .queue_gate(QueueGate::default())
+                    .runtime_probe(probe);
+            }
+            let shedder = Arc::new(shedder.build()?);
+            let start = RequestStart::new(HeaderConfig::default())?;
+            // The bucket outside: the shedder learns only from the requests it lets through.
+            app.layer(
+                ServiceBuilder::new()
+                    .layer(HandleErrorLayer::new(refused))
+                    .layer(WarmUpLayer::new(limiter))
+                    .layer(ShedLayer::new(shedder).queue_time(start)),
+            )
+        }
+    })
+}

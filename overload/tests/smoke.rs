@@ -1,0 +1,132 @@
+//! Short runs of the demo and the protocol, end to end: real servers in child processes on
+//! 127.0.0.1, driven for a few seconds each. Only the bookkeeping is checked, never a speed.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Runs `admit-overload` with `args` and returns its output, failing with it if it fails.
+fn run(args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_admit-overload"))
+        .args(args)
+        .output()
+        .expect("admit-overload runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{args:?} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("the JSON is written"))
+        .expect("valid JSON")
+}
+
+fn is_svg(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|svg| svg.starts_with("<svg") && svg.contains("</svg>"))
+}
+
+#[test]
+fn the_protocol_measures_two_points_and_writes_its_report() {
+    let dir = tempdir("protocol");
+    let out = dir.to_str().expect("a UTF-8 path");
+    let stdout = run(&[
+        "protocol",
+        "--loads=0.5,2",
+        "--distributions=bimodal",
+        "--styles=blocking",
+        "--peers=admit",
+        "--no-sweep",
+        "--no-step",
+        "--no-storm",
+        "--warm-seconds=1",
+        "--measured-seconds=1",
+        "--capacity=200",
+        "--no-pin",
+        "--out",
+        out,
+    ]);
+    assert!(stdout.contains("goodput, % of capacity"), "{stdout}");
+    let report = json(&dir.join("protocol.json"));
+    let curves = &report["curves"][0];
+    assert_eq!(curves["distribution"], "bimodal");
+    assert_eq!(curves["capacity"], 200.0);
+    let points = curves["curves"][0]["points"].as_array().expect("points");
+    assert_eq!(points.len(), 2);
+    for (point, load) in points.iter().zip([0.5, 2.0]) {
+        assert_eq!(point["load"], load);
+        // A Poisson second at 100/s or 400/s: well within a factor of two of its rate.
+        let offered = point["offered_per_s"].as_f64().expect("a rate");
+        assert!(
+            offered > 0.5 * load * 200.0 && offered < 2.0 * load * 200.0,
+            "{point}"
+        );
+        for share in ["goodput", "refused", "timed_out"] {
+            let share = point[share].as_f64().expect("a share");
+            assert!((0.0..=2.0 * load).contains(&share), "{point}");
+        }
+    }
+    assert!(is_svg(&dir.join("curves-bimodal-blocking.svg")));
+    assert!(report["transients"].is_null());
+}
+
+#[test]
+fn the_protocol_rejects_bad_flags_with_a_message() {
+    for args in [
+        &["protocol", "--loads=0"][..],
+        &["protocol", "--peers=tower:0"],
+        &["protocol", "--styles=sideways"],
+        &["--runs=nothing"],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_admit-overload"))
+            .args(args)
+            .output()
+            .expect("admit-overload runs");
+        assert!(!output.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("invalid value"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn the_demo_runs_its_phases_and_writes_json_and_a_chart() {
+    let dir = tempdir("demo");
+    let (json_path, chart) = (dir.join("demo.json"), dir.join("demo.svg"));
+    run(&[
+        "--cold=1",
+        "--normal=1",
+        "--overload=1",
+        "--recovery=1",
+        "--runs=unprotected,admit",
+        "--capacity=200",
+        "--no-pin",
+        "--json",
+        json_path.to_str().expect("UTF-8"),
+        "--chart",
+        chart.to_str().expect("UTF-8"),
+    ]);
+    let report = json(&json_path);
+    let runs = report["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[1]["run"], "admit");
+    let phases: Vec<&str> = runs[0]["phases"]
+        .as_array()
+        .expect("phases")
+        .iter()
+        .map(|phase| phase["phase"].as_str().expect("a name"))
+        .collect();
+    assert_eq!(phases, ["cold start", "normal", "overload", "recovery"]);
+    assert!(is_svg(&chart));
+}
+
+/// A fresh directory under the target directory's temporary space.
+fn tempdir(name: &str) -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("overload-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    dir
+}
