@@ -1,241 +1,41 @@
 //! Proof that the shedder saves an overloaded server, without wall-clock timing: a
-//! discrete-event simulation on `ManualClock` of a server with `SERVERS` workers and one FIFO
-//! queue, Poisson arrivals at three times its capacity, exponential service times, and a CPU
-//! signal derived from the workers' utilisation (sampled every 250 ms and smoothed as
-//! `SystemCpu` does).
+//! discrete-event simulation on `ManualClock` (`support/server_model.rs`) of a server with
+//! `SERVERS` workers and one FIFO queue, Poisson arrivals at three times its capacity,
+//! exponential service times, and a CPU signal derived from the workers' utilisation (sampled
+//! every 250 ms and smoothed as `SystemCpu` does).
 //!
 //! The assertions are on model quantities: queue lengths, the waiting time of admitted
 //! requests, and goodput (requests completed within a client deadline). Without the shedder
 //! the queue grows by the excess arrival rate for as long as the overload lasts and nearly
 //! every request misses its deadline; with it the queue, the waits and goodput stay bounded.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
 use std::time::Duration;
+
+use admit::signal::cpu::Smoothing;
+use server_model::{CAPACITY, DEADLINE, Model, Phase, Protection, Second, print};
 
 #[path = "support/random.rs"]
 mod random;
-
-use admit::clock::ManualClock;
-use admit::shed::{Permit, Shedder};
-use admit::signal::cpu::{CpuSignal, Smoother, Smoothing};
-use admit::signal::queue::{QueueGate, QueueStamp};
-use random::Random;
-use rig::Rig;
-
 #[path = "support/rig.rs"]
 mod rig;
+#[path = "support/server_model.rs"]
+mod server_model;
 
-/// Workers: the most requests in service at once.
-const SERVERS: usize = 4;
-/// Mean service time.
-const SERVICE_MEAN: Duration = Duration::from_millis(10);
-/// What the server can complete per second: `SERVERS / SERVICE_MEAN`.
-const CAPACITY: f64 = SERVERS as f64 / 0.010;
-/// A response later than this after its request is useless to the client.
-const DEADLINE: Duration = Duration::from_millis(500);
-/// How often the CPU signal is sampled (as `SystemCpu` does).
-const CPU_TICK: Duration = Duration::from_millis(250);
-
-/// One phase of offered load.
-struct Phase {
-    seconds: u64,
-    /// Arrivals per second, as a multiple of `CAPACITY`.
-    load: f64,
-}
-
-/// What happened in one simulated second.
-#[derive(Clone, Copy, Debug, Default)]
-struct Second {
-    arrived: u32,
-    shed: u32,
-    completed: u32,
-    /// Completed within the deadline.
-    goodput: u32,
-    /// The longest queue wait of a request that started service this second, in ms.
-    max_wait_ms: u64,
-    /// The queue length at the end of the second.
-    queued: usize,
-    /// The CPU signal at the end of the second, in ‰.
-    cpu: u32,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Event {
-    /// A worker finishes the request in service on it.
-    Completion {
-        worker: usize,
-    },
-    Arrival,
-    CpuTick,
-}
-
-struct Request<'a> {
-    arrived_at: u64,
-    permit: Option<Permit<'a, ManualClock>>,
-}
-
-/// How the model's server is protected.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Protection {
-    None,
-    /// Every arrival asks the shedder (the CPU signal alone).
-    Shedder,
-    /// The shedder with a queue gate (5 ms target, 100 ms intervals): a request taken from the
-    /// queue records its wait there (a `QueueStamp`), and one that waited too long while the
-    /// gate is hot is dropped instead of served.
-    QueueGate,
-}
-
-/// Runs `phases` through the model with `protection`; the CPU signal is smoothed with
-/// `smoothing`. Also returns when the first request was refused or dropped, in ns.
+/// The model without retries: its seconds and when it first refused, in ns.
 fn simulate_with(
     phases: &[Phase],
     protection: Protection,
     smoothing: Smoothing,
     seed: u64,
 ) -> (Vec<Second>, Option<u64>) {
-    let rig = Rig::new();
-    let (clock, cpu) = (rig.clock.clone(), rig.cpu.clone());
-    let queued_shedder;
-    let shedder: &Shedder<ManualClock> = if protection == Protection::QueueGate {
-        queued_shedder = Shedder::builder()
-            .clock(clock.clone())
-            .cpu(cpu.clone())
-            .queue_gate(QueueGate::default())
-            .build()
-            .expect("a valid shedder");
-        &queued_shedder
-    } else {
-        &rig.shedder
+    let model = Model {
+        protection,
+        smoothing,
+        seed,
+        retries: 0,
     };
-    let shed = protection != Protection::None;
-    let mut first_shed = None;
-    let mut random = Random(seed);
-    let mut smoother = Smoother::new(smoothing);
-
-    let mut events: BinaryHeap<Reverse<(u64, Event)>> = BinaryHeap::new();
-    let mut queue: VecDeque<Request<'_>> = VecDeque::new();
-    let mut workers: Vec<Option<Request<'_>>> = (0..SERVERS).map(|_| None).collect();
-    // Busy worker-nanoseconds since the last CPU tick, and when each busy worker started.
-    let mut busy_nanos: u64 = 0;
-    let mut busy_since: [u64; SERVERS] = [0; SERVERS];
-    let mut last_tick: u64 = 0;
-
-    let total_seconds: u64 = phases.iter().map(|phase| phase.seconds).sum();
-    let end = total_seconds * 1_000_000_000;
-    let mut seconds = vec![Second::default(); total_seconds as usize];
-    let load_at = |at: u64| {
-        let second = at / 1_000_000_000;
-        let mut start = 0;
-        for phase in phases {
-            if second < start + phase.seconds {
-                return phase.load;
-            }
-            start += phase.seconds;
-        }
-        0.0
-    };
-    let mean_gap = |at: u64| 1e9 / (CAPACITY * load_at(at));
-    let service_mean = SERVICE_MEAN.as_nanos() as f64;
-
-    events.push(Reverse((random.exponential(mean_gap(0)), Event::Arrival)));
-    events.push(Reverse((CPU_TICK.as_nanos() as u64, Event::CpuTick)));
-
-    while let Some(Reverse((at, event))) = events.pop() {
-        if at >= end {
-            break;
-        }
-        clock.set(Duration::from_nanos(at));
-        let second = &mut seconds[(at / 1_000_000_000) as usize];
-        match event {
-            Event::Arrival => {
-                second.arrived += 1;
-                let permit = if shed {
-                    match shedder.allow() {
-                        Ok(permit) => Some(permit),
-                        Err(_) => {
-                            second.shed += 1;
-                            first_shed.get_or_insert(at);
-                            None
-                        }
-                    }
-                } else {
-                    None
-                };
-                if !shed || permit.is_some() {
-                    queue.push_back(Request {
-                        arrived_at: at,
-                        permit,
-                    });
-                }
-                events.push(Reverse((
-                    at + random.exponential(mean_gap(at)),
-                    Event::Arrival,
-                )));
-            }
-            Event::Completion { worker } => {
-                let request = workers[worker].take().expect("a busy worker");
-                busy_nanos += at - busy_since[worker].max(last_tick);
-                let latency = at - request.arrived_at;
-                second.completed += 1;
-                if latency <= DEADLINE.as_nanos() as u64 {
-                    second.goodput += 1;
-                }
-                if let Some(permit) = request.permit {
-                    permit.pass();
-                }
-            }
-            Event::CpuTick => {
-                for (worker, request) in workers.iter().enumerate() {
-                    if request.is_some() {
-                        busy_nanos += at - busy_since[worker].max(last_tick);
-                    }
-                }
-                let window = at - last_tick;
-                let raw = (busy_nanos * 1000 / (window * SERVERS as u64)) as u32;
-                cpu.set(smoother.update(raw.min(1000), Duration::from_nanos(window)));
-                busy_nanos = 0;
-                last_tick = at;
-                events.push(Reverse((at + CPU_TICK.as_nanos() as u64, Event::CpuTick)));
-            }
-        }
-        // Idle workers take the next queued requests (skipping the ones dropped at start).
-        for worker in 0..SERVERS {
-            while workers[worker].is_none() {
-                let Some(request) = queue.pop_front() else {
-                    break;
-                };
-                let second = &mut seconds[(at / 1_000_000_000) as usize];
-                let expired = shedder.queue_gate().is_some_and(|gate| {
-                    QueueStamp::at(request.arrived_at)
-                        .started(gate, at)
-                        .is_err()
-                });
-                if expired {
-                    // Waited too long while the queue is overloaded: dropped, not served.
-                    second.shed += 1;
-                    first_shed.get_or_insert(at);
-                    if let Some(permit) = request.permit {
-                        permit.fail();
-                    }
-                    continue;
-                }
-                let wait_ms = (at - request.arrived_at) / 1_000_000;
-                second.max_wait_ms = second.max_wait_ms.max(wait_ms);
-                busy_since[worker] = at;
-                workers[worker] = Some(request);
-                events.push(Reverse((
-                    at + random.exponential(service_mean),
-                    Event::Completion { worker },
-                )));
-            }
-        }
-        let second = &mut seconds[(at / 1_000_000_000) as usize];
-        second.queued = queue.len();
-        second.cpu = cpu.load_permille().unwrap_or(0);
-    }
-    (seconds, first_shed)
+    let run = server_model::simulate(phases, model);
+    (run.seconds, run.first_shed)
 }
 
 /// [`simulate_with`]: `shed` is the shedder with the CPU signal alone.
@@ -264,16 +64,6 @@ fn overload() -> [Phase; 3] {
             load: 0.6,
         },
     ]
-}
-
-fn print(label: &str, seconds: &[Second]) {
-    println!("{label}\n second  arrived  shed  completed  goodput  max wait ms  queued  cpu ‰");
-    for (i, s) in seconds.iter().enumerate() {
-        println!(
-            "{i:>7}  {:>7}  {:>4}  {:>9}  {:>7}  {:>11}  {:>6}  {:>5}",
-            s.arrived, s.shed, s.completed, s.goodput, s.max_wait_ms, s.queued, s.cpu
-        );
-    }
 }
 
 /// Without protection the queue grows by the excess arrivals (2 × capacity per second) for
