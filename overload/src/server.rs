@@ -250,12 +250,13 @@ fn protect(
             }
             let shedder = Arc::new(shedder.build()?);
             let start = RequestStart::new(HeaderConfig::default())?;
-            // The bucket outside: the shedder learns only from the requests it lets through.
+            // The README's recipe, the bucket outside (the shedder learns only from the
+            // requests it lets through): each answers a refusal itself, a 503 with
+            // `Retry-After` and its reason in `admit-refusal`.
             app.layer(
                 ServiceBuilder::new()
-                    .layer(HandleErrorLayer::new(refused))
-                    .layer(WarmUpLayer::new(limiter))
-                    .layer(ShedLayer::new(shedder).queue_time(start)),
+                    .layer(WarmUpLayer::new(limiter).http())
+                    .layer(ShedLayer::new(shedder).http().queue_time(start)),
             )
         }
     })

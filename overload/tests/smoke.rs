@@ -65,6 +65,7 @@ fn the_protocol_measures_two_points_and_writes_its_report() {
             offered > 0.5 * load * 200.0 && offered < 2.0 * load * 200.0,
             "{point}"
         );
+        assert!(point["refusal_reasons"].is_object(), "{point}");
         for share in ["goodput", "refused", "timed_out"] {
             let share = point[share].as_f64().expect("a share");
             assert!((0.0..=2.0 * load).contains(&share), "{point}");

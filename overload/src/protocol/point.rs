@@ -1,5 +1,6 @@
 //! One point of the overload curve: a fresh server held at one offered load.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use admit_loadgen::{Driver, HttpClient, Report, Tally, Trace, Transport};
@@ -40,6 +41,8 @@ pub(crate) struct Point {
     pub(crate) p999_ms: Option<f64>,
     /// Share of the requests refused (503 or 429).
     pub(crate) refused: f64,
+    /// Refusals by the reason the server gave (admit's `admit-refusal` header).
+    pub(crate) refusal_reasons: BTreeMap<String, u64>,
     /// How long a refusal took to arrive, ms.
     pub(crate) refusal_p50_ms: Option<f64>,
     pub(crate) refusal_p99_ms: Option<f64>,
@@ -62,6 +65,7 @@ impl Point {
             p99_ms: ms(tally.latency_quantile(0.99)),
             p999_ms: ms(tally.latency_quantile(0.999)),
             refused: tally.refused as f64 / offered,
+            refusal_reasons: tally.refusal_reasons.clone(),
             refusal_p50_ms: ms(tally.refusal_quantile(0.5)),
             refusal_p99_ms: ms(tally.refusal_quantile(0.99)),
             timed_out: tally.failed() as f64 / offered,
