@@ -127,3 +127,49 @@ fn get(uri: &Uri) -> http::Request<Empty<Bytes>> {
         .body(Empty::new())
         .expect("a GET of a parsed URI with an ASCII header")
 }
+
+#[cfg(test)]
+mod tests {
+    use admit_loadgen::{Outcome, Refusal};
+    use http::StatusCode;
+
+    use super::*;
+
+    #[test]
+    fn a_point_reads_its_shares_and_quantiles_from_the_tally() {
+        let mut tally = Tally::new();
+        for ms in 1..=8 {
+            tally.record(&Outcome::Ok, Duration::from_millis(ms));
+        }
+        let refusal = Outcome::Refused(Refusal {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            retry_after: Some("1".to_owned()),
+            reason: Some("overload".to_owned()),
+        });
+        tally.record(&refusal, Duration::from_micros(300));
+        tally.record(&Outcome::TimedOut, Duration::from_millis(500));
+        // 10 requests over 2 s at a capacity of 4/s: 8 answered, 4 per second, all of it.
+        let point = Point::of(&tally, 1.25, 4.0, 2);
+        assert_eq!(point.offered_per_s, 5.0);
+        assert_eq!(point.goodput, 1.0);
+        assert_eq!(point.refused, 0.1);
+        assert_eq!(point.timed_out, 0.1);
+        // The histogram keeps three significant digits.
+        let near =
+            |ms: Option<f64>, want: f64| ms.is_some_and(|ms| (ms - want).abs() <= want * 1e-3);
+        assert!(near(point.p50_ms, 4.0), "{point:?}");
+        assert!(near(point.p99_ms, 8.0), "{point:?}");
+        assert!(near(point.refusal_p50_ms, 0.3), "{point:?}");
+        assert_eq!(point.refusal_reasons.get("overload"), Some(&1));
+    }
+
+    #[test]
+    fn an_empty_tally_has_no_quantiles_and_no_division_by_zero() {
+        let point = Point::of(&Tally::new(), 2.0, 100.0, 0);
+        assert_eq!(
+            (point.goodput, point.refused, point.timed_out),
+            (0.0, 0.0, 0.0)
+        );
+        assert_eq!((point.p99_ms, point.refusal_p50_ms), (None, None));
+    }
+}

@@ -329,3 +329,54 @@ pub(crate) fn transient_line(policy: Policy, step: Option<&Step>, storm: Option<
     }
     line
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(goodput: f64, p99_ms: Option<f64>) -> Point {
+        Point {
+            load: 4.0,
+            offered_per_s: 400.0,
+            goodput,
+            p50_ms: None,
+            p99_ms,
+            p999_ms: None,
+            refused: 0.0,
+            refusal_reasons: Default::default(),
+            refusal_p50_ms: None,
+            refusal_p99_ms: None,
+            timed_out: 0.0,
+        }
+    }
+
+    #[test]
+    fn the_best_k_has_the_lowest_p99_among_the_best_goodputs() {
+        let mut curves = Curves::new(Distribution::Exponential, Style::Blocking, 100.0);
+        assert_eq!(curves.best_k(), None, "no sweep");
+        curves.sweep = vec![
+            (1, point(0.60, Some(5.0))),
+            (8, point(0.975, Some(60.0))),
+            (16, point(0.982, Some(120.0))),
+            (128, point(0.99, None)),
+        ];
+        // 0.99 is best; 0.982 is within 1 % of it and 0.975 is not; no answer ranks last.
+        assert_eq!(curves.best_k(), Some(16));
+        curves.sweep[3].1.p99_ms = Some(400.0);
+        assert_eq!(curves.best_k(), Some(16));
+    }
+
+    #[test]
+    fn the_table_has_a_column_per_load_and_a_row_per_policy() {
+        let mut curves = Curves::new(Distribution::Bimodal, Style::Inline, 100.0);
+        let mut curve = Curve::new(Policy::Admit);
+        curve.points = vec![point(0.5, Some(3.0)), point(0.97, None)];
+        curves.curves.push(curve);
+        let table = curves.table(&[0.5, 4.0]);
+        assert!(table.contains("0.5x") && table.contains("4x"), "{table}");
+        let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("admit")).collect();
+        assert_eq!(rows.len(), 2, "{table}");
+        assert!(rows[0].ends_with("50.0    97.0"), "{table}");
+        assert!(rows[1].ends_with("3.0       -"), "{table}");
+    }
+}
