@@ -43,27 +43,32 @@ fn step() -> [Phase; 2] {
     ]
 }
 
-/// With the queue gate, a 4× step is shed from its third 100 ms interval, and the limit's
-/// floor (the throughput before the step × the fastest latency plus the gate's target) keeps
-/// the workers busy at once: goodput is at the capacity from 200 ms after the step, within
-/// counting noise, and admitted requests wait tens of milliseconds at most once the gate is
-/// hot.
+/// With the queue gate, a 4× step is shed from its third 100 ms interval, and admitted
+/// requests wait at most tens of milliseconds once the gate is hot. Goodput never collapses,
+/// but it reaches the capacity only seconds later: the limit on requests in flight is go-zero's
+/// (the throughput × the fastest latency) or the gate's floor (the throughput × its target),
+/// and both start from the throughput before the step, at 10 ms requests and a 5 ms target
+/// below the four workers, rising as the window learns the new throughput. (A floor of the
+/// throughput × (the fastest latency + the target) fills the workers at once here, but where
+/// admitted work shares a core, as on `spawn_blocking`, the fastest latency grows with the
+/// sharing and that floor with it: the demo's p99 rose by half, so it was not kept.)
 #[test]
-fn a_step_to_four_times_the_capacity_settles_within_200_ms() {
+fn a_step_to_four_times_the_capacity_is_shed_at_once_and_never_collapses() {
     let run = run(&step(), Protection::QueueGate, 0);
     let first = run.first_shed.expect("the gate engaged");
     assert!(
         (10 * SECOND..10 * SECOND + 300 * MS).contains(&first),
         "first refusal at {first} ns"
     );
-    // Every 500 ms window from 200 ms after the step: 200 answers at the capacity, within
-    // three standard deviations (42) of it below.
-    for start in (10 * SECOND + 200 * MS..19 * SECOND + 500 * MS).step_by(100 * MS as usize) {
-        let rate = run.goodput_rate(start, start + 500 * MS);
-        assert!(rate >= 0.79 * CAPACITY, "{rate:.0}/s from {start} ns");
+    for second in 10..20 {
+        let rate = run.goodput_rate(second * SECOND, (second + 1) * SECOND);
+        assert!(rate >= 0.65 * CAPACITY, "{rate:.0}/s in second {second}");
     }
-    let settled = run.goodput_rate(10 * SECOND + 200 * MS, 20 * SECOND);
-    assert!(settled >= 0.95 * CAPACITY, "{settled:.0}/s after the step");
+    let settled = run.goodput_rate(16 * SECOND, 20 * SECOND);
+    assert!(
+        settled >= 0.9 * CAPACITY,
+        "{settled:.0}/s from 6 s after the step"
+    );
     for s in &run.seconds[11..] {
         assert!(s.max_wait_ms <= 150, "{s:?}");
     }
@@ -98,23 +103,27 @@ fn storm() -> [Phase; 3] {
 }
 
 /// With the queue gate, the retries of refused requests are refused again at once and cost the
-/// workers nothing: goodput holds at the capacity through the storm, and within 2 s of its end
-/// it is back where it was before, and stays. (At the capacity, with 10 ms requests and a 5 ms
-/// target, the gate refuses a sixth of the requests even before the storm: an M/M/4 queue at
-/// that load waits longer than the target.)
+/// workers little: goodput through the storm is above its level before it, and from 2 s after
+/// the storm's end every second is back near that level. (At the capacity, with 10 ms requests
+/// and a 5 ms target, the shedder refuses a sixth of the requests even before the storm: an
+/// M/M/4 queue at that load waits longer than the target, and the limit starts below the
+/// workers, as after the step.)
 #[test]
 fn after_a_retry_storm_goodput_comes_back_within_2_s() {
     let run = run(&storm(), Protection::QueueGate, 3);
     let retried: u32 = run.seconds[10..20].iter().map(|s| s.retries).sum();
     assert!(retried > 30_000, "{retried} retries in the storm");
-    let during = run.goodput_rate(10 * SECOND, 20 * SECOND);
-    assert!(during >= 0.95 * CAPACITY, "{during:.0}/s in the storm");
     let before = run.goodput_rate(2 * SECOND, 10 * SECOND);
-    assert!(before >= 0.8 * CAPACITY, "{before:.0}/s before the storm");
+    assert!(before >= 0.75 * CAPACITY, "{before:.0}/s before the storm");
+    let during = run.goodput_rate(10 * SECOND, 20 * SECOND);
+    assert!(
+        during >= before,
+        "{during:.0}/s in the storm, {before:.0}/s before"
+    );
     for start in (22..34).map(|s| s * SECOND) {
         let rate = run.goodput_rate(start, start + SECOND);
         assert!(
-            rate >= 0.9 * before,
+            rate >= 0.85 * before,
             "{rate:.0}/s from {start} ns, {before:.0}/s before"
         );
     }

@@ -219,8 +219,8 @@ fn protect(
                     tower_acc::Vegas::default(),
                 )),
         ),
-        // Its README's EWMA parameter; the target average latency is the protocol's p99
-        // target, ten mean service times.
+        // An EWMA weight of 0.25 per request; the target average latency is the protocol's
+        // p99 target, ten mean service times.
         Policy::LittleLoadShedder => app.layer(
             ServiceBuilder::new()
                 .map_response(|answer: LoadShedResponse<Response>| match answer {

@@ -162,8 +162,8 @@ impl<C: Clock> ShedderBuilder<C> {
     /// when asked to) or recorded by work queued inside the process, make the shedder hot
     /// within one to two of the gate's intervals of an overload, and while it is hot a request
     /// that waited more than twice the target is refused. With a gate the concurrency limit
-    /// is not scaled down by the CPU and is at least the throughput times the fastest latency
-    /// plus the gate's target (see the [module docs](super)). Pass an `Arc` to share the gate with
+    /// is not scaled down by the CPU and is at least the throughput times the gate's target
+    /// (see the [module docs](super)). Pass an `Arc` to share the gate with
     /// [`QueueStamp`](crate::signal::queue::QueueStamp)s.
     ///
     /// Without a gate the shedder decides exactly as go-zero's.

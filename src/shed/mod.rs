@@ -44,11 +44,9 @@
 //! - With a gate, go-zero's limit on requests in flight is not scaled down by the CPU's
 //!   overload factor (the gate sees the queue the factor guesses at; scaled, the limit holds
 //!   the CPU near its threshold, 5–10 % below what the service can do), and it is at least the
-//!   throughput times the fastest latency plus the gate's target (by Little's law, the
-//!   concurrency at which requests are served and wait that long besides): with millisecond
-//!   requests go-zero's limit is about one per core, and the core idles between arrivals; and
-//!   after a step in load the throughput the window holds lags, so a floor of the throughput
-//!   times the target alone left workers idle for seconds.
+//!   throughput times the gate's target (by Little's law, the concurrency at which requests wait
+//!   that long): with millisecond requests go-zero's limit is about one per core, and the core
+//!   idles between arrivals.
 //! - The probe decides only while the gate has no verdict (no gate, or no wait recorded in its
 //!   last interval): measured waits outrank its estimate. While it lags, a share of requests is
 //!   refused at random, set by its controller, or all of them while it misses its heartbeat

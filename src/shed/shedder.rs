@@ -150,12 +150,11 @@ pub(super) struct Config {
     pub(super) window_scale: f64,
     pub(super) cool_off_nanos: u64,
     /// With a queue gate, its target in ms (0 without): the limit on requests in flight is never
-    /// below `maxPass · (minRt + target) · windowScale`, the throughput times the fastest
-    /// latency plus the target, whatever the CPU's overload factor. go-zero's limit
-    /// (throughput × the fastest latency, by Little's law) lets about one request per core in
-    /// flight when requests take a millisecond, and its factor lowers that as the CPU climbs,
-    /// so the workers idle between arrivals; the concurrency at which requests are served and
-    /// wait no longer than the gate's target besides is never too much.
+    /// below `maxPass · target · windowScale`, the throughput times the target, whatever the
+    /// CPU's overload factor. go-zero's limit (throughput × the fastest latency, by Little's
+    /// law) lets about one request per core in flight when requests take a millisecond, and
+    /// its factor lowers that as the CPU climbs, so the core idles between arrivals; the
+    /// concurrency at which requests wait no longer than the gate's target is never too much.
     pub(super) queue_floor_ms: f64,
     /// The clock reading at construction: buckets are aligned to it.
     pub(super) origin_nanos: u64,
@@ -481,7 +480,7 @@ impl<C: Clock> Shedder<C> {
             max_pass, min_rt, ..
         } = self.scan(epoch);
         let max_flight = self.max_flight_of(max_pass, min_rt);
-        let floor = self.queue_floor_of(max_pass, min_rt);
+        let floor = self.queue_floor_of(max_pass);
         // A thread whose clock reading lags leaves a newer bucket's limit in place.
         if cached.is_none_or(|[cached_tag, ..]| cached_tag < tag) {
             self.heat
@@ -496,12 +495,9 @@ impl<C: Clock> Shedder<C> {
         (max_pass as f64 * min_rt as f64 * self.config.window_scale).max(1.0)
     }
 
-    /// `maxPass · (minRt + target) · windowScale` with a queue gate, 0 without.
-    pub(super) fn queue_floor_of(&self, max_pass: u64, min_rt: u64) -> f64 {
-        if self.config.queue_floor_ms == 0.0 {
-            return 0.0;
-        }
-        max_pass as f64 * (min_rt as f64 + self.config.queue_floor_ms) * self.config.window_scale
+    /// `maxPass · target · windowScale` with a queue gate, 0 without.
+    pub(super) fn queue_floor_of(&self, max_pass: u64) -> f64 {
+        max_pass as f64 * self.config.queue_floor_ms * self.config.window_scale
     }
 
     /// The window as a go-zero `Reduce` at `epoch` sees it (the bucket in progress ignored),
@@ -865,23 +861,18 @@ mod tests {
         );
 
         // With a gate, a hot CPU makes the shedder hot but does not scale go-zero's limit down
-        // (without one, 999 ‰ would scale 20 to 2), nor below the floor of 100 × (20 + 5) ×
-        // 0.01 = 25.
+        // (without one, 999 ‰ would scale 20 to 2).
         let (_, scorched) = queued(999, false);
-        assert_eq!(
-            scorched.max_flight(scorched.clock.now_nanos()),
-            (20.0, 25.0)
-        );
-        set_flight(&scorched, 25.0, 25);
+        assert_eq!(scorched.max_flight(scorched.clock.now_nanos()), (20.0, 5.0));
+        set_flight(&scorched, 20.0, 20);
         assert_eq!(decide(&scorched, None), None);
-        set_flight(&scorched, 26.0, 26);
+        set_flight(&scorched, 21.0, 21);
         assert_eq!(decide(&scorched, None), Some(OverloadReason::Cpu));
     }
 
-    /// With a gate the limit is never below the concurrency at which requests are served and
-    /// wait the gate's target: max_pass × (min_rt + target) × window scale, here
-    /// 100 × (1 + 5) × 0.01 = 6 in flight, where go-zero's limit for 1 ms requests is
-    /// 100 × 1 × 0.01 = 1.
+    /// With a gate the limit is never below the concurrency at which requests wait the gate's
+    /// target: max_pass × target × window scale, here 100 × 5 × 0.01 = 5 in flight, where
+    /// go-zero's limit for 1 ms requests is 100 × 1 × 0.01 = 1.
     #[test]
     fn a_gate_floors_the_limit_at_its_target() {
         let clock = ManualClock::new();
@@ -895,14 +886,14 @@ mod tests {
             record(&shedder, epoch, 100, 100);
         }
         clock.set(Duration::from_millis(1050));
-        assert_eq!(shedder.max_flight(shedder.clock.now_nanos()), (1.0, 6.0));
+        assert_eq!(shedder.max_flight(shedder.clock.now_nanos()), (1.0, 5.0));
         let decide = || {
             let now = shedder.clock.now_nanos();
             shedder.admit(now, None).err().map(|e| e.reason())
         };
-        set_flight(&shedder, 6.0, 6);
+        set_flight(&shedder, 5.0, 5);
         assert_eq!(decide(), None);
-        set_flight(&shedder, 7.0, 7);
+        set_flight(&shedder, 6.0, 6);
         assert_eq!(decide(), Some(OverloadReason::Cpu));
     }
 
