@@ -233,7 +233,10 @@ impl BudgetState {
         if (self.retries + 1) as f64 > allowed {
             return false;
         }
-        self.current(now).2 += 1;
+        self.seconds
+            .back_mut()
+            .expect("`current` keeps `now`'s second")
+            .2 += 1;
         self.retries += 1;
         true
     }
