@@ -7,9 +7,9 @@
 //!
 //! | clock | resolution | a read | use it for |
 //! |---|---|---|---|
-//! | [`MonotonicClock`] (every limiter's default) | 1 ns | `clock_gettime(CLOCK_MONOTONIC)` through the vDSO | everything; correct on every platform |
+//! | [`MonotonicClock`] (every limiter's default) | the nanosecond | `clock_gettime(CLOCK_MONOTONIC)` through the vDSO | everything; correct on every platform |
 //! | [`CoarseClock`] | its tick (e.g. 1 ms) | one atomic load | the hottest paths, where a clock read per decision matters more than a thread waking every tick |
-//! | [`ManualClock`] | 1 ns | one atomic load | tests and simulations |
+//! | [`ManualClock`] | the nanosecond | one atomic load | tests and simulations |
 //!
 //! The README's Performance section gives each read's measured cost (`cargo bench -p
 //! admit-benches --bench clock`). On hosts whose clocksource is not the TSC (`hpet`,

@@ -19,7 +19,7 @@ use crate::chart::{Axis, Panel, Series};
 use crate::policy::Policy;
 use crate::process::ServerProcess;
 use crate::server::{ServeArgs, Style};
-use crate::{BoxError, capacity, chart, ms, request_start};
+use crate::{BoxError, capacity, chart, ms, positive, request_start};
 use admit_testkit::work::Distribution;
 
 /// Runs a real HTTP server through a cold start, normal load, an overload and recovery, once
@@ -77,14 +77,6 @@ pub(crate) struct DemoArgs {
     /// Also write the per-phase summary as JSON.
     #[arg(long)]
     json: Option<PathBuf>,
-}
-
-/// A positive, finite number.
-pub(crate) fn positive(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
-        _ => Err(format!("`{text}` is not a positive number")),
-    }
 }
 
 /// A phase of the run.

@@ -39,6 +39,14 @@ fn ms(value: Option<Duration>) -> String {
     )
 }
 
+/// A positive, finite number, for the command line.
+fn positive(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("`{text}` is not a positive number")),
+    }
+}
+
 /// A value's name on the command line.
 fn flag_value(value: impl clap::ValueEnum) -> String {
     value

@@ -9,10 +9,9 @@ mod transient;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::demo::positive;
 use crate::policy::Policy;
 use crate::server::{ServeArgs, Style};
-use crate::{BoxError, capacity};
+use crate::{BoxError, capacity, positive};
 use admit_testkit::work::Distribution;
 
 use self::point::Schedule;
@@ -147,8 +146,16 @@ impl ProtocolArgs {
         let peers = self.peers.len() as u64 + u64::from(!self.sweep().is_empty());
         let curves =
             combos * (5 + point * (self.sweep().len() as u64 + peers * self.loads.len() as u64));
-        let step = if self.no_step { 0 } else { 13 * peers };
-        let storm = if self.no_storm { 0 } else { 29 * peers };
+        let step = if self.no_step {
+            0
+        } else {
+            transient::STEP_SECONDS * peers
+        };
+        let storm = if self.no_storm {
+            0
+        } else {
+            transient::STORM_SECONDS * peers
+        };
         curves + step + storm
     }
 }

@@ -145,12 +145,7 @@ impl Curves {
                 "goodput, % of capacity",
                 &(|p: &Point| format!("{:.1}", p.goodput * 100.0)) as &dyn Fn(&Point) -> String,
             ),
-            ("p99 of admitted requests, ms", &|p: &Point| {
-                crate::ms(
-                    p.p99_ms
-                        .map(|ms| std::time::Duration::from_secs_f64(ms / 1e3)),
-                )
-            }),
+            ("p99 of admitted requests, ms", &|p: &Point| ms(p.p99_ms)),
         ] {
             let _ = write!(out, "\n{title:<30}");
             for load in loads {
@@ -286,9 +281,13 @@ impl Transients {
     }
 }
 
+/// A value in ms with one decimal, or `-` without one.
+fn ms(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"))
+}
+
 /// A point as one line: `what policy @load: goodput, latencies, refusals, timeouts`.
 pub(crate) fn line(what: &str, policy: Policy, p: &Point) -> String {
-    let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"));
     format!(
         "{what} {:<20} {:>5}x: goodput {:>5.1} %, p50 {:>6} p99 {:>6} p99.9 {:>6} ms, refused \
          {:>5.1} % (p50 {} ms), timed out {:>5.1} %",

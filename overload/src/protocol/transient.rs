@@ -27,6 +27,10 @@ const STORM_OVERLOAD: f64 = 10.0;
 const STORM_AFTER: f64 = 13.0;
 pub(crate) const STORM_RETRIES: u32 = 3;
 
+/// How long each transient runs, s, with a second to start its server.
+pub(crate) const STEP_SECONDS: u64 = (STEP_BEFORE + STEP_AFTER) as u64 + 1;
+pub(crate) const STORM_SECONDS: u64 = (STORM_BEFORE + STORM_OVERLOAD + STORM_AFTER) as u64 + 1;
+
 /// The goodput windows: short enough to see a transient, long enough to count.
 const WINDOW: f64 = 0.25;
 /// How long a settled state must hold.
