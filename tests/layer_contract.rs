@@ -22,7 +22,7 @@ use admit::middleware::classify::{ErrorsFail, ErrorsPass, GoZeroGrpc, GoZeroHttp
 use admit::respond::{BoxError, HttpResponder, Refusal};
 use admit::shed::error::ShedRejection;
 use admit::shed::{OverloadReason, ShedLayer, Shedder};
-use admit::signal::cpu::ManualCpu;
+use admit::signal::cpu::{CpuWait, ManualCpu};
 use admit::warmup::WarmUpLayer;
 use admit::warmup::error::WarmUpRejection;
 use admit::warmup::sentinel::SentinelWarmUp;
@@ -233,6 +233,44 @@ fn a_completed_request_records_its_latency() {
     let snapshot = f.shedder.snapshot();
     assert_eq!((snapshot.flying, snapshot.passed), (0, 1));
     assert_eq!(snapshot.mean_service_time_ms, Some(30.0));
+}
+
+/// The mean latency the shedder learns from one request that took 30 ms and answered with a
+/// 25 ms [`CpuWait`] extension, through a shed layer with `classifier`.
+fn latency_learned_with<K>(classifier: K) -> Option<f64>
+where
+    K: admit::middleware::classify::Classify<Response<()>, BoxError> + Clone,
+{
+    let f = Rig::new();
+    let (inner, mut handle) = mock::pair::<(), Response<()>>();
+    handle.allow(1);
+    let mut service = ShedLayer::new(f.shedder.clone())
+        .classify(classifier)
+        .layer(inner);
+    assert_ready(&mut service);
+    let mut future = Box::pin(service.call(()));
+    let Poll::Ready(Some((_, send))) = handle.poll_request() else {
+        panic!("no request");
+    };
+    f.clock.advance(Duration::from_millis(30));
+    let mut response = Response::new(());
+    response
+        .extensions_mut()
+        .insert(CpuWait(Duration::from_millis(25)));
+    send.send_response(response);
+    assert!(matches!(poll_once(future.as_mut()), Poll::Ready(Ok(_))));
+    f.clock.advance(Duration::from_millis(100));
+    let snapshot = f.shedder.snapshot();
+    assert_eq!((snapshot.flying, snapshot.passed), (0, 1));
+    assert_eq!(snapshot.service_time, Duration::from_millis(30));
+    snapshot.mean_service_time_ms
+}
+
+#[test]
+fn the_go_zero_classifiers_take_a_reported_cpu_wait_off_the_latency() {
+    assert_eq!(latency_learned_with(GoZeroHttp), Some(5.0));
+    assert_eq!(latency_learned_with(GoZeroGrpc), Some(5.0));
+    assert_eq!(latency_learned_with(ErrorsPass), Some(30.0));
 }
 
 /// Runs one request answered with `status`/`grpc_status` through a shed layer with

@@ -54,9 +54,9 @@ pub(crate) struct DemoArgs {
     /// seconds into an overload, after a backlog has built up).
     #[arg(long, default_value_t = 1000)]
     cpu_horizon_ms: u64,
-    /// The policies to run, in order: unprotected, admit, go-zero (admit with the CPU signal
-    /// alone), tower:K (tower's load_shed + concurrency_limit(K)), little-loadshedder,
-    /// tower-acc.
+    /// The policies to run, in order: unprotected, admit, admit-cpu-wait (the handler reports
+    /// its CPU wait), go-zero (admit with the CPU signal alone), tower:K (tower's load_shed +
+    /// concurrency_limit(K)), little-loadshedder, tower-acc.
     #[arg(long, value_delimiter = ',', default_value = "unprotected,admit")]
     runs: Vec<Policy>,
     /// Do the work inside the async handler (the anti-pattern), not on spawn_blocking.

@@ -11,6 +11,8 @@ pub(crate) enum Policy {
     /// admit's defaults: the warm-up layer and the shedder with its CPU signal, queue gate and
     /// runtime probe.
     Admit,
+    /// admit's defaults, the handler reporting each request's CPU wait (`CpuWait`).
+    AdmitCpuWait,
     /// admit's shedder with the CPU signal alone (go-zero's shedder), and the warm-up layer.
     GoZero,
     /// tower's `load_shed` + `concurrency_limit(k)`.
@@ -29,6 +31,7 @@ impl Policy {
         match self {
             Policy::Unprotected => "unprotected".to_owned(),
             Policy::Admit => "admit".to_owned(),
+            Policy::AdmitCpuWait => "admit + CpuWait".to_owned(),
             Policy::GoZero => "admit CPU only".to_owned(),
             Policy::Tower(k) => format!("tower k={k}"),
             Policy::LittleLoadShedder => "little-loadshedder".to_owned(),
@@ -37,13 +40,14 @@ impl Policy {
     }
 }
 
-/// The command-line name: `unprotected`, `admit`, `go-zero`, `tower:<k>`,
+/// The command-line name: `unprotected`, `admit`, `admit-cpu-wait`, `go-zero`, `tower:<k>`,
 /// `little-loadshedder` or `tower-acc`.
 impl fmt::Display for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Policy::Unprotected => f.write_str("unprotected"),
             Policy::Admit => f.write_str("admit"),
+            Policy::AdmitCpuWait => f.write_str("admit-cpu-wait"),
             Policy::GoZero => f.write_str("go-zero"),
             Policy::Tower(k) => write!(f, "tower:{k}"),
             Policy::LittleLoadShedder => f.write_str("little-loadshedder"),
@@ -59,14 +63,15 @@ impl FromStr for Policy {
         match name {
             "unprotected" => Ok(Policy::Unprotected),
             "admit" => Ok(Policy::Admit),
+            "admit-cpu-wait" => Ok(Policy::AdmitCpuWait),
             "go-zero" => Ok(Policy::GoZero),
             "little-loadshedder" => Ok(Policy::LittleLoadShedder),
             "tower-acc" => Ok(Policy::TowerAcc),
             other => match other.strip_prefix("tower:").map(str::parse::<usize>) {
                 Some(Ok(k)) if k > 0 => Ok(Policy::Tower(k)),
                 _ => Err(format!(
-                    "unknown policy `{other}`: unprotected, admit, go-zero, tower:<k> (k > 0), \
-                     little-loadshedder or tower-acc"
+                    "unknown policy `{other}`: unprotected, admit, admit-cpu-wait, go-zero, \
+                     tower:<k> (k > 0), little-loadshedder or tower-acc"
                 )),
             },
         }
@@ -88,6 +93,7 @@ mod tests {
         for policy in [
             Policy::Unprotected,
             Policy::Admit,
+            Policy::AdmitCpuWait,
             Policy::GoZero,
             Policy::Tower(64),
             Policy::LittleLoadShedder,

@@ -8,15 +8,15 @@ use std::time::{Duration, Instant};
 
 use admit::clock::MonotonicClock;
 use admit::shed::{ShedLayer, Shedder};
-use admit::signal::cpu::{CpuSignal, Smoothing, SystemCpu};
+use admit::signal::cpu::{CpuSignal, CpuWait, Smoothing, SystemCpu};
 use admit::signal::queue::header::HeaderConfig;
 use admit::signal::queue::{LagProbe, QueueGate, RequestStart};
 use admit::warmup::{WarmUp, WarmUpLayer};
-use axum::Router;
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::{Extension, Router};
 use http::StatusCode;
 use http::header::RETRY_AFTER;
 use little_loadshedder::{LoadShedLayer, LoadShedResponse};
@@ -100,29 +100,38 @@ struct Server {
     style: Style,
     cpu: SystemCpu,
     limiter: Option<Arc<WarmUp>>,
+    /// Whether the handler reports how long its work waited for the CPU.
+    reports_cpu_wait: bool,
 }
 
-async fn work(State(server): State<Arc<Server>>) -> StatusCode {
+impl Server {
+    /// Burns `iterations`, measuring the CPU wait if this server reports it.
+    fn burn(&self, iterations: u64) -> CpuWait {
+        let wait = if self.reports_cpu_wait {
+            CpuWait::measure(|| std::hint::black_box(burn(iterations))).1
+        } else {
+            std::hint::black_box(burn(iterations));
+            CpuWait::NONE
+        };
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        wait
+    }
+}
+
+async fn work(State(server): State<Arc<Server>>) -> Response {
     let iterations = server.work.iterations_here(server.started.elapsed(), SEED);
     server.in_flight.fetch_add(1, Ordering::Relaxed);
     if server.style == Style::Inline {
         // The worker thread is busy until the work is done; the requests behind it wait in
         // tokio's run queue, unseen by any in-flight count.
-        std::hint::black_box(burn(iterations));
-        server.in_flight.fetch_sub(1, Ordering::Relaxed);
-        return StatusCode::OK;
+        return (Extension(server.burn(iterations)), StatusCode::OK).into_response();
     }
     let job = Arc::clone(&server);
     // If the client gives up, this handler is dropped, but the job runs on: blocking work
     // cannot be cancelled, as in a real service.
-    let done = tokio::task::spawn_blocking(move || {
-        std::hint::black_box(burn(iterations));
-        job.in_flight.fetch_sub(1, Ordering::Relaxed);
-    })
-    .await;
-    match done {
-        Ok(()) => StatusCode::OK,
-        Err(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    match tokio::task::spawn_blocking(move || job.burn(iterations)).await {
+        Ok(wait) => (Extension(wait), StatusCode::OK).into_response(),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
 }
 
@@ -161,7 +170,7 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), BoxError> {
         let limiter = match args.policy {
             // Twice the nominal capacity once warm, a sixth of that (a third of the capacity,
             // matching the cold penalty) while cold, warming up over the cold period.
-            Policy::Admit | Policy::GoZero => Some(Arc::new(
+            Policy::Admit | Policy::AdmitCpuWait | Policy::GoZero => Some(Arc::new(
                 WarmUp::builder(2.0 * args.nominal_capacity())
                     .cold_factor(6)
                     .warm_up_period(cold.max(Duration::from_millis(1)))
@@ -182,6 +191,7 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), BoxError> {
             style: args.style,
             cpu: cpu.clone(),
             limiter: limiter.clone(),
+            reports_cpu_wait: args.policy == Policy::AdmitCpuWait,
         });
         let app = protect(Router::new().route("/work", get(work)), args, cpu, limiter)?;
         let app = app
@@ -233,12 +243,12 @@ fn protect(
                 ))
                 .map_err(|never: Infallible| match never {}),
         ),
-        Policy::Admit | Policy::GoZero => {
+        Policy::Admit | Policy::AdmitCpuWait | Policy::GoZero => {
             let limiter = limiter.ok_or("admit's policies have a warm-up bucket")?;
             // One clock for the decisions and the probe's ticks.
             let clock = MonotonicClock::new();
             let mut shedder = Shedder::builder().clock(clock).cpu(cpu);
-            if args.policy == Policy::Admit {
+            if args.policy != Policy::GoZero {
                 // The queue-time signals at their defaults: the waits the load generator
                 // stamps as `X-Request-Start` (as a proxy would), and the runtime's timer
                 // lateness.

@@ -16,6 +16,9 @@
 //!
 //! Any `Fn(Result<&T, &E>) -> Outcome` closure is a classifier too.
 //!
+//! The go-zero classifiers also read how long a response's work waited for a CPU, from its
+//! [`CpuWait`] extension, so that the shedder learns the latency without processor sharing.
+//!
 //! # Example
 //!
 //! ```
@@ -33,6 +36,8 @@
 //! # Ok::<(), admit::ConfigError>(())
 //! ```
 
+use crate::signal::cpu::CpuWait;
+
 /// Whether an admitted request passed or failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Outcome {
@@ -49,6 +54,15 @@ pub enum Outcome {
 pub trait Classify<T, E> {
     /// The outcome of a request that produced `result`.
     fn classify(&self, result: Result<&T, &E>) -> Outcome;
+
+    /// How long the request's work waited for a CPU, as its result reports it (see
+    /// [`CpuWait`]): a passing request teaches the shedder its latency less this wait. The
+    /// default reads none; the go-zero classifiers read a response's `CpuWait` extension.
+    #[inline]
+    fn cpu_wait(&self, result: Result<&T, &E>) -> CpuWait {
+        let _ = result;
+        CpuWait::NONE
+    }
 }
 
 impl<F, T, E> Classify<T, E> for F
@@ -107,6 +121,10 @@ impl<B, E> Classify<http::Response<B>, E> for GoZeroHttp {
             _ => Outcome::Fail,
         }
     }
+
+    fn cpu_wait(&self, result: Result<&http::Response<B>, &E>) -> CpuWait {
+        reported_cpu_wait(result)
+    }
 }
 
 /// go-zero's zRPC rule: a response whose `grpc-status` header is `DEADLINE_EXCEEDED` (4) fails;
@@ -144,6 +162,19 @@ impl<B, E> Classify<http::Response<B>, E> for GoZeroGrpc {
             _ => Outcome::Pass,
         }
     }
+
+    fn cpu_wait(&self, result: Result<&http::Response<B>, &E>) -> CpuWait {
+        reported_cpu_wait(result)
+    }
+}
+
+/// The [`CpuWait`] extension of a response, or none.
+#[cfg(feature = "http")]
+fn reported_cpu_wait<B, E>(result: Result<&http::Response<B>, &E>) -> CpuWait {
+    result
+        .ok()
+        .and_then(|response| response.extensions().get::<CpuWait>().copied())
+        .unwrap_or(CpuWait::NONE)
 }
 
 /// Whether `response` is an admit layer's or interceptor's refusal.

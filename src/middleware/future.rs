@@ -82,7 +82,8 @@ where
                 let result = ready!(future.poll(cx));
                 drop(inside);
                 if let Some(held) = permit {
-                    held.finish(classifier.classify(result.as_ref()));
+                    let result = result.as_ref();
+                    held.finish_after(classifier.classify(result), classifier.cpu_wait(result));
                     *permit = None;
                 }
                 Poll::Ready(result.map_err(R::inner_error))

@@ -5,6 +5,7 @@ use std::time::Duration;
 use super::classify::Outcome;
 use crate::Shared;
 use crate::respond::Refusal;
+use crate::signal::cpu::CpuWait;
 
 /// A limiter that [`AdmitLayer`](super::AdmitLayer) can apply to every request: it decides,
 /// an admitted request holds a [`Permit`](Limiter::Permit) until the inner service answers,
@@ -138,6 +139,15 @@ pub trait Finish {
     /// Ends the request with `outcome`. It takes `&mut self` so that the layer's future
     /// finishes the permit where it lies, without moving it out first.
     fn finish(&mut self, outcome: Outcome);
+
+    /// Ends the request with `outcome`, its work having waited `cpu_wait` for a CPU (what the
+    /// [classifier](super::Classify::cpu_wait) read from the response). The layer calls this
+    /// one; the default ignores the wait.
+    #[inline]
+    fn finish_after(&mut self, outcome: Outcome, cpu_wait: CpuWait) {
+        let _ = cpu_wait;
+        self.finish(outcome);
+    }
 }
 
 /// Nothing to release: limiters that decide once and record nothing afterwards.

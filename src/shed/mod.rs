@@ -31,6 +31,17 @@
 //! In a tower stack (axum, tonic, hyper), [`ShedLayer`] does all of this per request; its
 //! [classifier](crate::middleware::classify) decides pass or fail from the response.
 //!
+//! # Processor sharing
+//!
+//! Work on more threads than cores (`spawn_blocking`, a thread pool) shares the cores: every
+//! admitted request runs slower, no queue forms that a [queue gate](ShedderBuilder::queue_gate)
+//! could see, and `min_rt`, measured under the sharing, grows with it, and the limit with
+//! `min_rt`. A pass can report how long its work waited for a core, measured with
+//! [`CpuWait::measure`](crate::signal::cpu::CpuWait::measure):
+//! [`Permit::pass_after`], or a [`CpuWait`](crate::signal::cpu::CpuWait) response extension
+//! read by the go-zero classifiers. Its latency is then recorded less that wait, so `min_rt`
+//! stays the service's own. Opt-in: a pass without one records its whole latency.
+//!
 //! # Queue-time signals
 //!
 //! A shedder may also watch how long requests wait
@@ -80,6 +91,8 @@
 //! - The smoothed concurrency is updated with a load and a store, not under a lock: two
 //!   requests completing at the same instant can start from the same average, and one of the
 //!   two samples is then lost. Exact with one thread; go-zero serialises the update.
+//! - A pass reported with a [`CpuWait`](crate::signal::cpu::CpuWait) records its latency less
+//!   the wait (at least 1 ms); go-zero has no such report.
 //! - A bucket's latency sum wraps at 2^44 ms (557 years). A bucket whose start was recorded
 //!   out of order (a thread stalled for a whole bucket while recording it) has no known
 //!   latency and is left out of `min_rt`.

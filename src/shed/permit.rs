@@ -6,6 +6,7 @@ use std::ops::Deref;
 use super::Shedder;
 use crate::Shared;
 use crate::clock::Clock;
+use crate::signal::cpu::CpuWait;
 
 /// What both permit kinds hold: the shedder (borrowed or shared), the admission time, and
 /// whether the request is still open. Ending it records the outcome exactly once; dropping it
@@ -27,10 +28,11 @@ impl<P: Deref<Target = Shedder<C>>, C: Clock> Completion<P, C> {
 
     /// Ends the request, as passed or failed, unless it has ended already.
     #[inline]
-    fn finish(&mut self, passed: bool) {
+    fn finish(&mut self, passed: bool, cpu_wait: CpuWait) {
         if self.open {
             self.open = false;
-            self.shedder.complete(self.admitted_at, passed);
+            let wait = u64::try_from(cpu_wait.0.as_nanos()).unwrap_or(u64::MAX);
+            self.shedder.complete(self.admitted_at, passed, wait);
         }
     }
 
@@ -44,7 +46,7 @@ impl<P: Deref<Target = Shedder<C>>, C: Clock> Completion<P, C> {
 impl<P: Deref<Target = Shedder<C>>, C: Clock> Drop for Completion<P, C> {
     fn drop(&mut self) {
         if self.open {
-            self.shedder.complete(self.admitted_at, false);
+            self.shedder.complete(self.admitted_at, false, 0);
         }
     }
 }
@@ -66,13 +68,19 @@ impl<'a, C: Clock> Permit<'a, C> {
 
     /// The request succeeded: it counts towards the service's measured throughput and latency.
     pub fn pass(mut self) {
-        self.0.finish(true);
+        self.0.finish(true, CpuWait::NONE);
+    }
+
+    /// The request succeeded after its work waited `cpu_wait` for a CPU: it counts towards the
+    /// throughput, and its latency less the wait towards the latency (see [`CpuWait`]).
+    pub fn pass_after(mut self, cpu_wait: CpuWait) {
+        self.0.finish(true, cpu_wait);
     }
 
     /// The request failed (for example it timed out): it leaves the in-flight count and is
     /// recorded as a failure, but teaches the shedder nothing about capacity.
     pub fn fail(mut self) {
-        self.0.finish(false);
+        self.0.finish(false, CpuWait::NONE);
     }
 }
 
@@ -96,12 +104,18 @@ impl<C: Clock + 'static> OwnedPermit<C> {
 
     /// The request succeeded: it counts towards the service's measured throughput and latency.
     pub fn pass(mut self) {
-        self.0.finish(true);
+        self.0.finish(true, CpuWait::NONE);
+    }
+
+    /// The request succeeded after its work waited `cpu_wait` for a CPU, as
+    /// [`Permit::pass_after`].
+    pub fn pass_after(mut self, cpu_wait: CpuWait) {
+        self.0.finish(true, cpu_wait);
     }
 
     /// The request failed: it leaves the in-flight count and is recorded as a failure.
     pub fn fail(mut self) {
-        self.0.finish(false);
+        self.0.finish(false, CpuWait::NONE);
     }
 
     /// The shedder this permit belongs to.
@@ -116,7 +130,13 @@ impl<C: Clock + 'static> OwnedPermit<C> {
 impl<C: Clock + 'static> crate::middleware::Finish for OwnedPermit<C> {
     #[inline]
     fn finish(&mut self, outcome: crate::middleware::Outcome) {
-        self.0.finish(outcome == crate::middleware::Outcome::Pass);
+        self.finish_after(outcome, CpuWait::NONE);
+    }
+
+    #[inline]
+    fn finish_after(&mut self, outcome: crate::middleware::Outcome, cpu_wait: CpuWait) {
+        self.0
+            .finish(outcome == crate::middleware::Outcome::Pass, cpu_wait);
     }
 }
 

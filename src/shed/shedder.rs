@@ -553,8 +553,9 @@ impl<C: Clock> Shedder<C> {
         }
     }
 
-    /// Ends a request admitted at `admitted_at` (go-zero's `Promise.Pass` / `Fail`).
-    pub(crate) fn complete(&self, admitted_at: u64, passed: bool) {
+    /// Ends a request admitted at `admitted_at` (go-zero's `Promise.Pass` / `Fail`). A pass
+    /// whose work waited `cpu_wait_nanos` for a CPU records its latency less that wait.
+    pub(crate) fn complete(&self, admitted_at: u64, passed: bool, cpu_wait_nanos: u64) {
         let now = self.clock.now_nanos();
         // The epoch first: the first event of an epoch marks it before counting itself.
         self.epoch(now);
@@ -566,7 +567,10 @@ impl<C: Clock> Shedder<C> {
             // and at least 1: go-zero reads 0 only for exactly 0 ns, which a coarse clock
             // reports for every request shorter than its tick (and a zero `min_rt` would cap
             // the concurrency at 1).
-            let rt_ms = elapsed.div_ceil(NANOS_PER_MS).max(1);
+            let rt_ms = elapsed
+                .saturating_sub(cpu_wait_nanos)
+                .div_ceil(NANOS_PER_MS)
+                .max(1);
             self.service
                 .add_two((SERVICE_MICROS, micros), (PASS_CODE, one_pass(rt_ms)));
             (&flight.passed, &flight.failed)
@@ -726,6 +730,29 @@ mod tests {
             .flight
             .avg_flying
             .store(avg_flying.to_bits(), Ordering::Release);
+    }
+
+    /// A pass reported with a CPU wait teaches its latency less the wait, and at least 1 ms;
+    /// its service time stays whole.
+    #[test]
+    fn a_pass_after_a_cpu_wait_records_its_latency_less_the_wait() {
+        use crate::signal::cpu::CpuWait;
+
+        let (clock, _cpu, shedder) = shedder();
+        for wait_ms in [7, 50] {
+            let permit = shedder.allow().unwrap();
+            clock.advance(Duration::from_millis(10));
+            permit.pass_after(CpuWait(Duration::from_millis(wait_ms)));
+        }
+        let permit = shedder.allow().unwrap();
+        clock.advance(Duration::from_millis(10));
+        permit.pass();
+        clock.set(Duration::from_millis(150)); // the first bucket is complete
+        let snapshot = shedder.snapshot();
+        // Latencies 3, 1 and 10 ms.
+        assert_eq!(snapshot.mean_service_time_ms, Some(14.0 / 3.0));
+        assert_eq!(snapshot.service_time, Duration::from_millis(30));
+        assert_eq!(snapshot.passed, 3);
     }
 
     /// Vector 9, with go-zero's state injected as its own test does: the window of vector 8

@@ -10,6 +10,9 @@
 //! - [`ManualCpu`]: a value you set, for tests and simulations.
 //! - Any `Fn() -> Option<u32>` closure, to plug in your own signal.
 //!
+//! [`CpuWait`] is the other side of a busy CPU: how long one request's work waited for a core,
+//! which a pass can report so the shedder's latency leaves out processor sharing.
+//!
 //! # What "the CPU the process may use" means
 //!
 //! On Linux the sampler finds the process's own cgroup (v2 through `/proc/self/cgroup` and
@@ -34,6 +37,7 @@ mod portable;
 mod sample;
 mod sampler;
 mod smoothing;
+mod wait;
 
 use std::fmt;
 use std::sync::Arc;
@@ -43,6 +47,7 @@ pub use self::overload::CpuOverload;
 pub(crate) use self::overload::Source;
 pub use self::sampler::{CpuSource, SystemCpu};
 pub use self::smoothing::{Smoother, Smoothing};
+pub use self::wait::CpuWait;
 
 /// How loaded the CPU is, in permille of what the process may use.
 ///
