@@ -4,20 +4,26 @@
 //! benches/callgrind.sh
 //! ```
 //!
-//! `instructions <limiter> <admit|reject> <calls>` makes `calls` decisions with one limiter:
+//! `instructions <limiter> <scenario> <calls>` makes `calls` decisions in one row:
 //!
-//! | limiter | one call |
-//! |---|---|
-//! | `sentinel` | `SentinelWarmUp::try_acquire` |
-//! | `smooth` | `WarmUp::try_acquire` (the default, Guava's smooth bucket), warm, one 1 µs clock advance per call: admitting at 10⁶/s, each request due as it arrives |
-//! | `smooth-cold` | the same, cold on a clock that never moves: admitting at 10⁹/s within the burst, each request spending a stored permit |
-//! | `governor` | governor's `check` |
-//! | `shed` | the shedder's `allow`, and `pass` when admitted |
-//! | `shed-layer`, `warmup-layer`, `tower-pair` | one request through `ShedLayer`, `WarmUpLayer` (boxed-error refusals) or tower's `load_shed` + `concurrency_limit`, over a `u64` echo that answers at once |
-//! | `drain-layer` | one HTTP request through `DrainLayer` (`503` refusals) over a service answering an empty response at once |
+//! | limiter | scenario | one call |
+//! |---|---|---|
+//! | `sentinel` | `admit`, `reject` | `SentinelWarmUp::try_acquire` on a clock that never moves: 10⁹/s, or 10/s (refused after the first few) |
+//! | `smooth` | `saturated` | `WarmUp::try_acquire` (the default, Guava's smooth bucket), warm, one 1 µs clock advance per call: admitting at 10⁶/s, each request due as it arrives |
+//! | `smooth` | `light` | the same, cold (full), one 100 ms advance per call at 100/s: lightly used, a tenth of the rate, the stored permits refilled between calls |
+//! | `smooth` | `saturated-set-rate`, `light-set-rate` | the same two, built at half the rate and put at the rate by one `set_rate` before the first call |
+//! | `smooth` | `reject` | as `saturated` at 10/s: refused |
+//! | `smooth` | `cold-ramp`, `cold-reject` | cold on a clock that never moves: admitting at 10⁹/s within the burst, each request spending a stored permit; or refused at 10/s |
+//! | `governor` | `admit`, `reject` | governor's `check` on a clock that never moves: 10⁹/s, or 1/s |
+//! | `governor` | `saturated`, `light`, `stepped-reject` | the same with the clock advanced as in `smooth`'s rows: 10⁶/s and 1 µs, 100/s and 100 ms, 10/s and 1 µs |
+//! | `shed` | `admit`, `reject` | the shedder's `allow`, and `pass` when admitted |
+//! | `shed-layer`, `warmup-layer`, `tower-pair` | `admit`, `reject` | one request through `ShedLayer`, `WarmUpLayer` (boxed-error refusals; saturated at 10⁶/s, or 10/s) or tower's `load_shed` + `concurrency_limit`, over a `u64` echo that answers at once |
+//! | `drain-layer` | `admit`, `reject` | one HTTP request through `DrainLayer` (`503` refusals) over a service answering an empty response at once |
 //!
 //! The script runs it under `valgrind --tool=callgrind` with two call counts and divides the
 //! difference in instructions by the difference in calls, which cancels start-up and set-up.
+//! With `--check` (run by `.ci/run`) it fails when a row rises more than its margin above the
+//! ceiling committed in `benches/callgrind-ceilings.txt` (see `benches/README.md`).
 //!
 //! Both limiters read a manual clock (admit's `ManualClock`, governor's `FakeRelativeClock`), so
 //! the count is the decision alone: under valgrind a real clock read is an emulated system call
@@ -55,24 +61,61 @@ fn run_admit(rate: f64, calls: u64) -> u64 {
         .sum()
 }
 
-/// The smooth bucket schedules each permit to the nanosecond: the warm runs advance the manual
-/// clock by [`TICK`] before each call (one atomic add, counted with the decision), each request
-/// due as it arrives when admitting (10⁶/s).
+/// The smooth bucket schedules each permit to the nanosecond: the saturated runs advance the
+/// manual clock by [`TICK`] before each call (one atomic add, counted with the decision), each
+/// request due as it arrives when admitting (10⁶/s).
 const TICK: Duration = Duration::from_micros(1);
 
-/// `WarmUp::try_acquire`: warm, the clock advanced by [`TICK`] before each call; or cold on a
-/// clock that never moves, so that every admission spends a stored permit within the burst.
-fn run_smooth(rate: f64, warm: bool, calls: u64) -> u64 {
+/// The lightly used runs' step: one call per 100 ms at 100/s, a tenth of the rate.
+const LIGHT_STEP: Duration = Duration::from_millis(100);
+
+/// One `WarmUp` run: how it is built and how the clock moves between calls.
+#[derive(Clone, Copy)]
+struct Smooth {
+    /// The rate the bucket runs at while measured.
+    rate: f64,
+    /// How far the manual clock advances before each call; none when zero (a clock that never
+    /// moves, and no advance counted).
+    step: Duration,
+    /// Built warm (an empty bucket) rather than cold (a full one).
+    start_warm: bool,
+    /// Built at half the rate and put at `rate` by one `set_rate` before the first call, so
+    /// that the curve in force is a replacement (read out of its lock).
+    set_rate: bool,
+}
+
+impl Smooth {
+    /// The same run at `rate`.
+    const fn at(self, rate: f64) -> Self {
+        Self { rate, ..self }
+    }
+
+    /// The same run on a curve put in force by `set_rate`.
+    const fn after_set_rate(self) -> Self {
+        Self {
+            set_rate: true,
+            ..self
+        }
+    }
+}
+
+/// `WarmUp::try_acquire` as `run` says, with the builder's defaults otherwise.
+fn run_smooth(run: Smooth, calls: u64) -> u64 {
     let clock = ManualClock::new();
-    let limiter = WarmUp::builder(rate)
+    let built_at = run.rate / if run.set_rate { 2.0 } else { 1.0 };
+    let limiter = WarmUp::builder(built_at)
         .clock(clock.clone())
-        .start_warm(warm)
+        .start_warm(run.start_warm)
         .build()
         .expect("valid configuration");
+    if run.set_rate {
+        limiter.set_rate(run.rate).expect("valid rate");
+    }
+    let moving = !run.step.is_zero();
     (0..calls)
         .map(|_| {
-            if warm {
-                clock.advance(TICK);
+            if moving {
+                clock.advance(run.step);
             }
             u64::from(black_box(limiter.try_acquire().is_ok()))
         })
@@ -115,11 +158,20 @@ fn run_shed(overloaded: bool, calls: u64) -> u64 {
         .sum()
 }
 
-fn run_governor(rate: u32, calls: u64) -> u64 {
+/// governor's `check` at `rate` per second on its `FakeRelativeClock`, advanced by `step`
+/// before each call (none when zero), as [`run_smooth`] moves admit's.
+fn run_governor(rate: u32, step: Duration, calls: u64) -> u64 {
     let quota = Quota::per_second(NonZeroU32::new(rate).expect("non-zero rate"));
-    let limiter = RateLimiter::direct_with_clock(quota, FakeRelativeClock::default());
+    let clock = FakeRelativeClock::default();
+    let limiter = RateLimiter::direct_with_clock(quota, clock.clone());
+    let moving = !step.is_zero();
     (0..calls)
-        .map(|_| u64::from(black_box(limiter.check().is_ok())))
+        .map(|_| {
+            if moving {
+                clock.advance(step);
+            }
+            u64::from(black_box(limiter.check().is_ok()))
+        })
         .sum()
 }
 
@@ -209,36 +261,80 @@ fn run_tower_pair(refusing: bool, calls: u64) -> u64 {
     run_echo(&mut service, calls)
 }
 
+/// Warm and saturated: 10⁶/s, a request each [`TICK`], each due as it arrives.
+const SATURATED: Smooth = Smooth {
+    rate: 1e6,
+    step: TICK,
+    start_warm: true,
+    set_rate: false,
+};
+
+/// Lightly used: 100/s, a request each [`LIGHT_STEP`]; built cold (full), refilled between calls.
+const LIGHT: Smooth = Smooth {
+    rate: 100.0,
+    step: LIGHT_STEP,
+    start_warm: false,
+    set_rate: false,
+};
+
+/// Cold on a clock that never moves: at 10⁹/s each admission spends a stored permit within
+/// the burst; at 10/s every call after the first few is refused.
+const COLD: Smooth = Smooth {
+    rate: 1e9,
+    step: Duration::ZERO,
+    start_warm: false,
+    set_rate: false,
+};
+
+/// Makes `calls` decisions in the row `limiter scenario` (see the table above); how many were
+/// admitted, or `None` for an unknown row.
+fn run(limiter: &str, scenario: &str, calls: u64) -> Option<u64> {
+    let reject = scenario == "reject";
+    Some(match (limiter, scenario) {
+        // The clock never moves: 10⁹/s leaves room for every call; 10/s (governor: 1/s) for
+        // the first few only.
+        ("sentinel", "admit") => run_admit(1e9, calls),
+        ("sentinel", "reject") => run_admit(10.0, calls),
+        ("governor", "admit") => run_governor(1_000_000_000, Duration::ZERO, calls),
+        ("governor", "reject") => run_governor(1, Duration::ZERO, calls),
+        ("smooth", "cold-ramp") => run_smooth(COLD, calls),
+        ("smooth", "cold-reject") => run_smooth(COLD.at(10.0), calls),
+        // The clock moves before each call.
+        ("smooth", "saturated") => run_smooth(SATURATED, calls),
+        ("smooth", "saturated-set-rate") => run_smooth(SATURATED.after_set_rate(), calls),
+        ("smooth", "light") => run_smooth(LIGHT, calls),
+        ("smooth", "light-set-rate") => run_smooth(LIGHT.after_set_rate(), calls),
+        ("smooth", "reject") => run_smooth(SATURATED.at(10.0), calls),
+        ("governor", "saturated") => run_governor(1_000_000, TICK, calls),
+        ("governor", "light") => run_governor(100, LIGHT_STEP, calls),
+        ("governor", "stepped-reject") => run_governor(10, TICK, calls),
+        // The shedder and the layers: admitting, or refusing every call.
+        ("shed", "admit" | "reject") => run_shed(reject, calls),
+        ("shed-layer", "admit" | "reject") => run_shed_layer(reject, calls),
+        // As the saturated bucket: 10⁶/s (admitting) or 10/s (refusing), 1 µs steps.
+        ("warmup-layer", "admit" | "reject") => {
+            run_warm_up_layer(if reject { 10.0 } else { 1e6 }, calls)
+        }
+        ("drain-layer", "admit" | "reject") => run_drain_layer(reject, calls),
+        ("tower-pair", "admit" | "reject") => run_tower_pair(reject, calls),
+        _ => return None,
+    })
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [limiter, scenario, calls] = args.as_slice() else {
         eprintln!(
-            "usage: instructions <sentinel|smooth|smooth-cold|governor|shed|shed-layer|warmup-layer|drain-layer|tower-pair> <admit|reject> <calls>"
+            "usage: instructions <limiter> <scenario> <calls> (the rows: benches/callgrind.sh)"
         );
         std::process::exit(2);
     };
     let calls: u64 = calls.parse().expect("calls must be a number");
-    // The clock never moves: 10⁹/s leaves room for every call; 10/s (governor: 1/s) for the
-    // first few only.
-    let (admit_rate, governor_rate) = match scenario.as_str() {
-        "admit" => (1e9, 1_000_000_000),
-        "reject" => (10.0, 1),
-        other => panic!("unknown scenario {other}"),
-    };
-    let reject = scenario == "reject";
-    // Warm, one request per 1 µs tick: each due as it arrives (10⁶/s), or refused (10/s).
-    let smooth_rate = if reject { 10.0 } else { 1e6 };
-    let admitted = match limiter.as_str() {
-        "sentinel" => run_admit(admit_rate, calls),
-        "smooth" => run_smooth(smooth_rate, true, calls),
-        "smooth-cold" => run_smooth(admit_rate, false, calls),
-        "governor" => run_governor(governor_rate, calls),
-        "shed" => run_shed(reject, calls),
-        "shed-layer" => run_shed_layer(reject, calls),
-        "warmup-layer" => run_warm_up_layer(smooth_rate, calls),
-        "drain-layer" => run_drain_layer(reject, calls),
-        "tower-pair" => run_tower_pair(reject, calls),
-        other => panic!("unknown limiter {other}"),
+    let Some(admitted) = run(limiter, scenario, calls) else {
+        eprintln!(
+            "instructions: unknown row `{limiter} {scenario}` (the rows: benches/callgrind.sh)"
+        );
+        std::process::exit(2);
     };
     println!("{limiter} {scenario}: {admitted} of {calls} admitted");
 }
