@@ -3,6 +3,8 @@
 
 #![cfg(feature = "tracing")]
 
+#[path = "support/random.rs"]
+mod random;
 #[path = "support/rig.rs"]
 mod rig;
 
@@ -139,4 +141,39 @@ fn a_sentinel_bucket_logs_reaching_its_full_rate() {
             let _ = bucket.try_acquire();
         });
     });
+}
+
+/// Steady Poisson loads below, at and above the full rate of a 200 per second bucket (warm-up
+/// 10 s, factor 3), each for a minute from cold and from warm: each logs at most the two
+/// transitions, not one per request. Without hysteresis, 80 per second logged 503 events from
+/// cold and 374 from warm: its level hovers at the warning level.
+#[test]
+fn steady_loads_log_transitions_not_requests() {
+    for start_warm in [false, true] {
+        for per_second in [80u32, 100, 150, 200, 400] {
+            capture(|lines| {
+                let clock = ManualClock::new();
+                let bucket = WarmUp::builder(200.0)
+                    .start_warm(start_warm)
+                    .clock(clock.clone())
+                    .build()
+                    .unwrap();
+                // Poisson arrivals.
+                let mut random = random::Random(u64::from(per_second));
+                let mean = 1e9 / f64::from(per_second);
+                let mut admitted = 0;
+                for _ in 0..60 * per_second {
+                    clock.advance(Duration::from_nanos(random.exponential(mean)));
+                    admitted += u32::from(bucket.try_acquire().is_ok());
+                }
+                let events = lines.take();
+                assert!(
+                    events.len() <= 2,
+                    "{per_second}/s from {}, {admitted} admitted: {} events: {events:#?}",
+                    if start_warm { "warm" } else { "cold" },
+                    events.len()
+                );
+            });
+        }
+    }
 }

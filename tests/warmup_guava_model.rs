@@ -10,11 +10,10 @@
 //! implementation may do differently, and how far, is stated where the tolerance is applied:
 //!
 //! - **Roundings to whole ns** (`Run::tolerance`, `Run::set_rate`): the implementation evaluates
-//!   the same prices in another order, keeps the stored permits as a fraction of `max`, and in
-//!   a busy run prices a permit along the slope in fixed point (documented to differ by up to
-//!   1 ns). Each such truncation may move its schedule by 1 ns from the model's. The model
-//!   counts only the truncations that can go either way (within rounding of a whole ns, or
-//!   priced in fixed point); the drift they allow is cleared whenever the implementation shows
+//!   the same prices in another order and keeps the stored permits as a fraction of `max`.
+//!   Each such truncation may move its schedule by 1 ns from the model's. The model counts
+//!   only the truncations that can go either way (within rounding of a whole ns); the drift
+//!   they allow is cleared whenever the implementation shows
 //!   its schedule exactly (a wait `reserve` returns, a refusal's retry hint).
 //! - **The stored permits** (`STORED_PRECISION`): equal to `1e-12` of `max`, plus what the
 //!   drift above changes in the idle time credited.
@@ -331,10 +330,8 @@ impl Run {
     /// comparison.
     ///
     /// The implementation truncates the same prices to whole ns, but evaluates them in another
-    /// order, from the stored permits kept as a fraction of `max`, and, paying now, prices the
-    /// next permit of a busy run along the slope in fixed point, documented to differ from
-    /// floating point by up to 1 ns. So each truncation the model finds within rounding of a
-    /// whole ns ([`guava_model::near_whole`]), and each fixed-point price, may move the
+    /// order, from the stored permits kept as a fraction of `max`. So each truncation the model
+    /// finds within rounding of a whole ns ([`guava_model::near_whole`]) may move the
     /// implementation's schedule 1 ns off the model's: those since the schedule was last seen
     /// exactly (`drift`, at most [`MAX_DRIFT`]), and those of the prices this request reads
     /// ([`GuavaModel::uncertainty`]).
@@ -487,8 +484,7 @@ impl Run {
     /// `set_rate` in both. Paying now, the implementation re-prices the permit due next: it
     /// takes off the old price as it recomputes it and adds the new one, each truncated to whole
     /// ns, so its schedule may move 1 ns off the model's for each of those truncations the model
-    /// finds within rounding of a whole ns, and for a fixed-point price taken off: added to the
-    /// drift.
+    /// finds within rounding of a whole ns: added to the drift.
     fn set_rate(&mut self, rate: f64) -> Result<(), Stop> {
         if let Err(error) = self.limiter.set_rate(rate) {
             return Err(Stop::Fail(format!("set_rate({rate}): {error}")));

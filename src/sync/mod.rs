@@ -8,20 +8,26 @@
 mod line;
 mod seqlock;
 mod striped;
+#[cfg(admit_loom)]
+mod wide;
 
 #[cfg(admit_loom)]
 pub(crate) use loom::hint::spin_loop;
 #[cfg(admit_loom)]
-pub(crate) use loom::sync::Arc;
-#[cfg(admit_loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+#[cfg(admit_loom)]
+pub(crate) use loom::sync::{Arc, Mutex};
+#[cfg(admit_loom)]
+pub(crate) use wide::AtomicU128;
 
+#[cfg(not(admit_loom))]
+pub(crate) use portable_atomic::AtomicU128;
 #[cfg(not(admit_loom))]
 pub(crate) use std::hint::spin_loop;
 #[cfg(not(admit_loom))]
-pub(crate) use std::sync::Arc;
-#[cfg(not(admit_loom))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+#[cfg(not(admit_loom))]
+pub(crate) use std::sync::{Arc, Mutex};
 
 pub(crate) use self::line::Line;
 pub(crate) use self::seqlock::SeqLock;

@@ -96,7 +96,6 @@ impl<const N: usize> SeqLock<N> {
     }
 
     /// Stores `words`, waiting for any other writer to finish first.
-    #[cfg(all(test, admit_loom))]
     pub(crate) fn write(&self, words: [u64; N]) {
         while !self.try_write(words) {
             super::spin_loop();

@@ -172,6 +172,8 @@ impl<C: Clock> WarmUpBuilder<C> {
             totals: Counters::new(),
             #[cfg(feature = "tracing")]
             watch: super::watch::RateWatch::new(self.start_warm, self.name.clone()),
+            #[cfg(feature = "tracing")]
+            full_rate: super::watch::FullRate::new(&curve),
             name: self.name,
         })
     }

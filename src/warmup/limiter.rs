@@ -47,6 +47,8 @@ pub struct WarmUp<C = MonotonicClock> {
     pub(super) name: Option<Cow<'static, str>>,
     #[cfg(feature = "tracing")]
     pub(super) watch: super::watch::RateWatch,
+    #[cfg(feature = "tracing")]
+    pub(super) full_rate: super::watch::FullRate,
 }
 
 impl WarmUp<MonotonicClock> {
@@ -92,10 +94,13 @@ impl<C: Clock> WarmUp<C> {
         let now = self.clock.now_nanos();
         let decision = self
             .bucket
-            .reserve_watched(now, 1.0, self.tolerance())
-            .map(|(_, _warm)| {
+            .reserve(now, 1.0, self.tolerance())
+            .map(|(_, _fill)| {
                 #[cfg(feature = "tracing")]
-                self.watch.observe(_warm, || self.permits_per_second());
+                self.watch.observe(
+                    |was| self.full_rate.at(was, _fill),
+                    || self.permits_per_second(),
+                );
             })
             .map_err(Rejected::new);
         self.totals.count(decision)
@@ -182,10 +187,13 @@ impl<C: Clock> WarmUp<C> {
             .saturating_add(self.tolerance());
         let decision = self
             .bucket
-            .reserve_watched(now, f64::from(n), max_wait)
-            .map(|(wait, _warm)| {
+            .reserve(now, f64::from(n), max_wait)
+            .map(|(wait, _fill)| {
                 #[cfg(feature = "tracing")]
-                self.watch.observe(_warm, || self.permits_per_second());
+                self.watch.observe(
+                    |was| self.full_rate.at(was, _fill),
+                    || self.permits_per_second(),
+                );
                 Duration::from_nanos(wait.saturating_sub(self.bucket.burst()))
             })
             .map_err(Rejected::new);

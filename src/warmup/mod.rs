@@ -57,15 +57,13 @@
 //!   second work: 1 rps with factor 3 first spaces requests 2 to 3 s apart, then warms up, where
 //!   Sentinel admits nothing. A factor of 1 is a plain rate limiter.
 //!
-//! The state is three 64-bit words. The schedule (when the next permit is due, in ns since the
-//! limiter was built, up to 9.1 years; a refusal mark; and up to fifteen whole permits spent
-//! from the stored ones since they were last written) orders admissions by one compare-and-swap
-//! each. The stored permits are written after it, and only when an admission changes them other
-//! than by one more whole permit counted in the schedule: a busy run writes them once every
-//! sixteen admissions, a busy empty bucket and a full one after idling not at all. With them
-//! goes a run: the prices of the busy run's next sixteen permits in fixed point, so that a busy
-//! admission prices its permit in integers. A refusal writes only to mark the unmet demand, at
-//! most once between two admissions. Any target with 64-bit atomics is lock-free.
+//! The state is one 128-bit word: the schedule (when the next permit is due, in ns since the
+//! limiter was built, for 146 years; a refusal mark; the parity of the curve that priced it)
+//! and the stored permits (a share of the maximum). Every admission replaces it by one
+//! compare-and-swap; a refusal writes only to mark the unmet demand, at most once between two
+//! admissions. Lock-free where the target has a 128-bit compare-and-swap (x86_64 with
+//! `cmpxchg16b`, detected at run time; aarch64); elsewhere `portable-atomic` guards the word
+//! with a lock.
 //!
 //! # In a tower stack
 //!
@@ -74,35 +72,23 @@
 //!
 //! # Cost
 //!
-//! `try_acquire` reads the clock once and the schedule. A refusal already marked stops there:
-//! a load and a comparison. Otherwise it reads the curve (in place until the first
-//! [`set_rate`](WarmUp::set_rate), then a few words under a sequence lock) and the stored
-//! permits and prices the request: in integer steps in the two steady states (busy and empty;
-//! full after idling) and for the permits of a busy run, in floating point otherwise. In a busy
-//! run, a permit's price along the warm-up slope is worked out in fixed point (`2^-35` ns at
-//! 10⁹ permits/s, `2^-5` ns at 1/s) and may differ from the floating-point one by 1 ns; on a
-//! curve whose coldest spacing is 4.3 s or more, in floating point. An admission performs one
-//! 64-bit compare-and-swap of the schedule and, if it writes the stored permits (one in
-//! sixteen in a busy run), one of them.
+//! `try_acquire` reads the clock once and the state. A refusal already marked stops there: a
+//! load and a comparison. Otherwise it reads the curve (in place until the first
+//! [`set_rate`](WarmUp::set_rate), then a few words under a sequence lock), prices the request
+//! in floating point, and puts the new state in force with one 128-bit compare-and-swap.
 //! Every decision also adds one to a lifetime total (a plain store on a stripe the thread
 //! owns). Nothing allocates. See the crate's README for benchmarks.
 //!
 //! # Memory ordering
 //!
-//! Admissions are totally ordered by their compare-and-swap (`AcqRel`) on the schedule: a
-//! successful `try_acquire` happens after every earlier successful one it saw. A rejection acts
-//! as an `Acquire` load of the schedule. The stored permits are written after the schedule, so
-//! a decision racing another admission may price its request with the level from before that
-//! admission (up to sixteen permits' difference in the spacing); the admission that changes the
-//! level applies its change to the newest level by compare-and-swap, so no spend or refill is
-//! lost. A run prices only for the stored permits' word and curve it was worked out from (a
-//! 16-bit hash of the word and the curve's generation); a decision that reads a run left
-//! stale by a race prices in floating point instead, or, if the hash collides (1 in 65 536),
-//! on that run's older level.
+//! Admissions are totally ordered by their compare-and-swap (`AcqRel`) on the state: a
+//! successful `try_acquire` happens after every earlier successful one it saw, and prices its
+//! request on the level that one left. A rejection acts as an `Acquire` load of the state.
 //! The curve is read under a sequence lock, so a decision uses one whole curve, the one in
-//! force before or after a concurrent [`set_rate`](WarmUp::set_rate), never a mix.
-//! `tests/loom_smooth.rs` model-checks the decisions' interleavings, the level's updates and
-//! the curve's sequence lock.
+//! force before or after a concurrent [`set_rate`](WarmUp::set_rate), never a mix; a new
+//! curve re-tags the state, so a decision priced on the old curve that races it fails its
+//! compare-and-swap and decides again. `tests/loom_smooth.rs` model-checks the decisions'
+//! interleavings and the curve's replacement.
 //!
 //! # Example
 //!

@@ -43,8 +43,8 @@
 //! [`self_check`]).
 //!
 //! Where the implementation may legitimately round a truncation to whole ns the other way (it
-//! evaluates the same quantities in another order, keeps the stored permits as a fraction of
-//! `max`, and prices a busy run's permits in fixed point), the model says so: see
+//! evaluates the same quantities in another order and keeps the stored permits as a fraction
+//! of `max`), the model says so: see
 //! [`Admission::roundings`] and [`GuavaModel::uncertainty`]. It never adjusts its own
 //! arithmetic to the implementation's.
 //!
@@ -205,11 +205,6 @@ pub struct GuavaModel {
     next_free: Option<u64>,
     /// Whether a request was refused since the last admission.
     denied: bool,
-    /// Whether the implementation may have priced the next permit in fixed point: paying now,
-    /// the last admission spent one whole permit with no refill, leaving the level above the
-    /// threshold ("in a busy run, a permit's price along the warm-up slope is worked out in
-    /// fixed point and may differ from the floating-point one by 1 ns").
-    fixed_point: bool,
 }
 
 impl GuavaModel {
@@ -234,7 +229,6 @@ impl GuavaModel {
                 Payment::Now => None,
             },
             denied: false,
-            fixed_point: false,
         }
     }
 
@@ -285,7 +279,7 @@ impl GuavaModel {
     /// How many ns the times a request for `permits` reads may differ from the
     /// implementation's beyond any drift the caller tracks, by the roundings the model can
     /// see: paying now, the price of the next permit, which the implementation truncated when
-    /// the last request passed (in fixed point, or in floating point from its own bits), and
+    /// the last request passed (in floating point from its own bits), and
     /// that of the further permits; after a refusal, the spacing that does not count as idle.
     pub fn uncertainty(&self, permits: u32) -> u64 {
         if !self.started() {
@@ -295,7 +289,7 @@ impl GuavaModel {
         let mut roundings = 0;
         if self.payment == Payment::Now {
             let (one, all) = self.prices(permits);
-            roundings += u64::from(self.fixed_point || near_whole(one, curve.price_scale(1.0)));
+            roundings += u64::from(near_whole(one, curve.price_scale(1.0)));
             roundings += self.split_rounding(permits, one, all);
         }
         if self.denied {
@@ -330,7 +324,6 @@ impl GuavaModel {
         }
         let by = due as i128 - self.due(permits) as i128;
         self.shift(by as i64);
-        self.fixed_point = false;
         match self.payment {
             Payment::Later => 0,
             Payment::Now => {
@@ -394,8 +387,6 @@ impl GuavaModel {
                 let spend = n.min(self.stored);
                 let left = curve.refill(self.stored, idle) - spend;
                 let passed = if restart { now + lead(left) } else { due };
-                self.fixed_point =
-                    permits == 1 && idle == 0 && spend == 1.0 && left > curve.threshold;
                 self.stored = left;
                 self.next_free = Some(passed);
             }
@@ -424,7 +415,7 @@ impl GuavaModel {
     /// `stored · newMax / oldMax`); the schedule is kept. Returns how many ns the
     /// implementation's schedule may move off the model's: paying now it re-prices the permit
     /// due next by taking the old price off (as the implementation truncated it when the last
-    /// request passed, maybe in fixed point) and adding the new one.
+    /// request passed) and adding the new one.
     ///
     /// Guava resyncs at the old rate first; the model does not, as admit does not: idle time
     /// stores `1 / period` of `max` per ns on either curve, so crediting it before or after
@@ -434,8 +425,7 @@ impl GuavaModel {
         let mut roundings = 0;
         if self.payment == Payment::Now && self.started() {
             let price = old.cost(self.stored, 1.0).0;
-            roundings += u64::from(self.fixed_point || near_whole(price, old.price_scale(1.0)));
-            self.fixed_point = false;
+            roundings += u64::from(near_whole(price, old.price_scale(1.0)));
         }
         self.curve = Curve::new(rate, self.period, self.cold_factor);
         self.stored = self.stored * self.curve.max / old.max;

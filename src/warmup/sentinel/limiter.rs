@@ -68,7 +68,7 @@ impl<C: Clock> SentinelWarmUp<C> {
             .map_err(|refusal| Rejected::new(refusal.retry_after_nanos));
         #[cfg(feature = "tracing")]
         self.watch
-            .observe(self.window.at_full_rate(), || self.permits_per_second());
+            .observe(|_| self.window.at_full_rate(), || self.permits_per_second());
         self.totals.count(decision)
     }
 
@@ -130,7 +130,7 @@ impl<C: Clock> SentinelWarmUp<C> {
         });
         #[cfg(feature = "tracing")]
         self.watch
-            .observe(self.window.at_full_rate(), || self.permits_per_second());
+            .observe(|_| self.window.at_full_rate(), || self.permits_per_second());
         self.totals.count(decision)
     }
 

@@ -93,12 +93,6 @@ impl SmoothCurve {
         self.slope
     }
 
-    /// Stored permits gained per idle ns.
-    #[inline]
-    pub(super) fn refill_rate(&self) -> f64 {
-        self.refill_rate
-    }
-
     /// The spacing, in ns, of requests spending the stored permit at level `stored`.
     #[inline]
     pub(crate) fn interval(&self, stored: f64) -> f64 {
@@ -128,26 +122,12 @@ impl SmoothCurve {
         (cost, spend)
     }
 
-    /// What one permit costs from `word − spent` permits stored, `spent` whole ones taken from
-    /// `word` since it was read: the price [`Self::cost`] sets, above the threshold as the
-    /// price at `word` less `spent` steps of the slope, the floating-point form of what a
-    /// [run](super::run) prices.
-    #[inline]
-    pub(super) fn one_after(&self, word: f64, spent: u64) -> f64 {
-        let stored = word - spent as f64;
-        if stored - self.threshold >= 1.0 {
-            self.one_above(word) - self.slope * spent as f64
-        } else {
-            self.cost(stored, 1.0).0
-        }
-    }
-
     /// What one permit costs from `stored` permits, `stored − 1` at or above the threshold:
     /// the mean spacing over `[stored − 1, stored]`, `stable + slope · (stored − ½ − threshold)`,
     /// as one multiplication and one addition on `stored` (the trapezoid in [`Self::cost`]
     /// takes a chain of seven).
     #[inline]
-    pub(super) fn one_above(&self, stored: f64) -> f64 {
+    fn one_above(&self, stored: f64) -> f64 {
         let intercept = self.stable - self.slope * (self.threshold + 0.5);
         intercept + self.slope * stored
     }

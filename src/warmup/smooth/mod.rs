@@ -1,6 +1,5 @@
 //! The engine of [`WarmUp`](super::WarmUp): Guava's `SmoothWarmingUp` model in nanoseconds,
-//! lock-free in three 64-bit words (the schedule, the stored permits, and the run that prices
-//! the spends the schedule counts).
+//! lock-free in one 128-bit word (the schedule and the stored permits).
 //!
 //! Permits are spaced in time rather than counted per window. The limiter stores permits while
 //! it is underused, up to `max`; spending a stored permit at level `x` costs the interval
@@ -40,11 +39,7 @@
 //! idle spell after an overload still cools the limiter down.
 
 mod bucket;
-mod busy;
 mod curve;
-mod lanes;
-mod prices;
-mod run;
 mod shared;
 mod state;
 

@@ -1,214 +1,141 @@
-//! The curve in force, replaceable at run time, with its prices, its lanes and a generation
-//! count.
-
-use std::borrow::Cow;
+//! The curve in force, shared between decisions and replaced by `set_rate`.
 
 use super::curve::{CURVE_WORDS, SmoothCurve};
-use super::lanes::{LANE_WORDS, Lanes};
-use super::prices::{PRICE_WORDS, Prices};
-use super::run::RunScale;
-use super::state::Payment;
-use crate::sync::SeqLock;
+use crate::sync::{Mutex, SeqLock};
 
-const STAMP: usize = CURVE_WORDS + PRICE_WORDS;
-const LANES: usize = STAMP + 1;
-const WORDS: usize = LANES + LANE_WORDS;
+/// The words under the sequence lock: the curve's, the replaced curve's, then the
+/// generation.
+const WORDS: usize = 2 * CURVE_WORDS + 1;
 
-/// The curve, its [`Prices`], how many times it was replaced and its [`Lanes`], under
-/// the crate's sequence lock: every decision reads one whole curve, or the lanes alone;
-/// replacements are serialised by the lock. Until the first replacement a decision reads the
-/// curve the bucket was built with in place, without copying it out of the lock.
-#[derive(Debug)]
-pub(super) struct SharedCurve {
-    /// The curve built with, exactly as the lock's first words decode.
-    initial: CurveInForce,
-    /// Its lanes, as the lock's last words decode.
-    initial_lanes: Lanes,
-    words: SeqLock<WORDS>,
-    /// The burst the prices were worked out for.
-    burst: u64,
-    /// How requests pay, which the lanes were worked out for.
-    payment: Payment,
-}
-
-/// One read of a [`SharedCurve`].
+/// A curve and how many times the curve was replaced before it.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct CurveInForce {
     pub(super) curve: SmoothCurve,
-    pub(super) prices: Prices,
-    /// How many times the curve was replaced, below the curve's [run](super::run) shift in
-    /// the top six bits: one word, as the lock holds it.
-    stamp: u64,
+    generation: u64,
 }
 
-const SHIFT_AT: u32 = 58;
-const GENERATION_MASK: u64 = (1 << SHIFT_AT) - 1;
-
 impl CurveInForce {
-    /// `curve` with its prices for `burst`, replaced `generation` times.
-    pub(super) fn new(curve: SmoothCurve, burst: u64, generation: u64) -> Self {
-        CurveInForce {
-            curve,
-            prices: Prices::new(&curve, burst),
-            stamp: generation & GENERATION_MASK | u64::from(RunScale::shift(&curve)) << SHIFT_AT,
-        }
-    }
-
-    /// How many times the curve was replaced (modulo 2^58).
-    #[inline]
-    pub(super) fn generation(&self) -> u64 {
-        self.stamp & GENERATION_MASK
-    }
-
-    /// Whether the curve was replaced an odd number of times.
+    /// Whether the curve was replaced an odd number of times: the parity the state records
+    /// for the curve that priced it.
     #[inline]
     pub(super) fn odd(&self) -> bool {
-        self.stamp & 1 == 1
+        self.generation & 1 == 1
     }
+}
 
-    /// The fixed point of the curve's runs.
-    #[inline(always)]
-    pub(super) fn run_scale(&self) -> RunScale {
-        RunScale::at(&self.curve, (self.stamp >> SHIFT_AT) as u32)
-    }
+/// The curve in force and the one it replaced under a sequence lock, so that a decision reads
+/// one whole curve: the one its state was priced on. Until the first replacement, decisions
+/// read the curve built with in place.
+#[derive(Debug)]
+pub(super) struct SharedCurve {
+    initial: CurveInForce,
+    words: SeqLock<WORDS>,
+    /// Held by a replacement until the state is re-tagged, so that replacements never
+    /// interleave (see [`SmoothBucket::set_curve`](super::SmoothBucket::set_curve)).
+    replacing: Mutex<()>,
 }
 
 impl SharedCurve {
-    pub(super) fn new(curve: SmoothCurve, burst: u64, payment: Payment) -> Self {
-        let words = to_words(&curve, burst, 0, payment);
+    pub(super) fn new(curve: SmoothCurve) -> Self {
+        let initial = CurveInForce {
+            curve,
+            generation: 0,
+        };
         SharedCurve {
-            initial: from_words(words),
-            initial_lanes: lanes_from_words(&words),
-            words: SeqLock::new(words),
-            burst,
-            payment,
+            initial,
+            words: SeqLock::new(to_words(&initial, &initial.curve)),
+            replacing: Mutex::new(()),
         }
     }
 
-    /// The curve in force: the one built with in place, or a copy of a replacement.
-    ///
-    /// Copying the curve and its prices to the stack left a store per word pending when the
-    /// decision's compare-and-swap came, which waits for them: about 3 ns of a 22 ns admission
-    /// in the steady states.
+    /// The curve a state tagged `odd_curve` was priced on: the curve in force, or while a
+    /// replacement has not yet re-tagged the state, the one it replaced. (A state read before
+    /// a replacement that finished re-tagging may get either; its compare-and-swap fails.)
     #[inline]
-    pub(super) fn load(&self) -> Cow<'_, CurveInForce> {
-        match self.initial() {
-            Some(initial) => Cow::Borrowed(initial),
-            None => Cow::Owned(self.read()),
+    pub(super) fn load_for(&self, odd_curve: bool) -> CurveInForce {
+        if self.words.untouched() {
+            return self.initial;
+        }
+        let words = self.words.read();
+        let generation = words[2 * CURVE_WORDS];
+        let (curve, generation) = if generation & 1 == u64::from(odd_curve) {
+            (curve_at(&words, 0), generation)
+        } else {
+            (curve_at(&words, CURVE_WORDS), generation.wrapping_sub(1))
+        };
+        CurveInForce { curve, generation }
+    }
+
+    /// The curve in force.
+    pub(super) fn load(&self) -> SmoothCurve {
+        if self.words.untouched() {
+            self.initial.curve
+        } else {
+            curve_at(&self.words.read(), 0)
         }
     }
 
-    /// A copy of the curve in force, out of the lock.
-    #[inline]
-    pub(super) fn read(&self) -> CurveInForce {
-        from_words(self.words.read())
-    }
-
-    /// The curve built with, if it is still in force.
-    #[inline]
-    pub(super) fn initial(&self) -> Option<&CurveInForce> {
-        self.words.untouched().then_some(&self.initial)
-    }
-
-    /// The lanes of the curve in force, copied out of the lock (`None` while a replacement is
-    /// being written); [`initial_lanes`](Self::initial_lanes) reads the first curve's in place.
-    #[inline(always)]
-    pub(super) fn lanes(&self) -> Option<Lanes> {
-        self.words.try_read_from(LANES).map(Lanes::from_words)
-    }
-
-    /// The lanes of the curve built with, in place, while it is still in force.
-    #[inline(always)]
-    pub(super) fn initial_lanes(&self) -> Option<&Lanes> {
-        self.words.untouched().then_some(&self.initial_lanes)
-    }
-
-    /// Puts `curve` in force and returns the one it replaced.
-    pub(super) fn replace(&self, curve: &SmoothCurve) -> CurveInForce {
-        loop {
-            let mut replaced = None;
-            let written = self.words.try_update(|old| {
-                replaced = Some(old);
-                let generation = from_words(old).generation().wrapping_add(1);
-                Some(to_words(curve, self.burst, generation, self.payment))
-            });
-            if let (true, Some(old)) = (written, replaced) {
-                return from_words(old);
-            }
-            crate::sync::spin_loop();
-        }
+    /// Puts `curve` in force and runs `then` with the replaced curve and the new one, before
+    /// any other replacement may start.
+    pub(super) fn replace<T>(
+        &self,
+        curve: &SmoothCurve,
+        then: impl FnOnce(&CurveInForce, &CurveInForce) -> T,
+    ) -> T {
+        // A replacement that panicked left the words whole (a write cannot fail).
+        let _one_at_a_time = self
+            .replacing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let words = self.words.read();
+        let replaced = CurveInForce {
+            curve: curve_at(&words, 0),
+            generation: words[2 * CURVE_WORDS],
+        };
+        let new = CurveInForce {
+            curve: *curve,
+            generation: replaced.generation.wrapping_add(1),
+        };
+        self.words.write(to_words(&new, &replaced.curve));
+        then(&replaced, &new)
     }
 }
 
-fn to_words(curve: &SmoothCurve, burst: u64, generation: u64, payment: Payment) -> [u64; WORDS] {
-    let force = CurveInForce::new(*curve, burst, generation);
-    let (curve_words, price_words) = (curve.to_words(), force.prices.to_words());
-    let lane_words = Lanes::new(&force, payment).to_words();
+fn to_words(force: &CurveInForce, replaced: &SmoothCurve) -> [u64; WORDS] {
+    let (curve, replaced) = (force.curve.to_words(), replaced.to_words());
     std::array::from_fn(|i| match i {
-        i if i < CURVE_WORDS => curve_words[i],
-        i if i < STAMP => price_words[i - CURVE_WORDS],
-        STAMP => force.stamp,
-        i => lane_words[i - LANES],
+        i if i < CURVE_WORDS => curve[i],
+        i if i < 2 * CURVE_WORDS => replaced[i - CURVE_WORDS],
+        _ => force.generation,
     })
 }
 
-fn lanes_from_words(words: &[u64; WORDS]) -> Lanes {
-    Lanes::from_words(std::array::from_fn(|i| words[LANES + i]))
-}
-
 #[inline]
-fn from_words(words: [u64; WORDS]) -> CurveInForce {
-    CurveInForce {
-        curve: SmoothCurve::from_words(std::array::from_fn(|i| words[i])),
-        prices: Prices::from_words(std::array::from_fn(|i| words[CURVE_WORDS + i])),
-        stamp: words[STAMP],
-    }
+fn curve_at(words: &[u64; WORDS], first: usize) -> SmoothCurve {
+    SmoothCurve::from_words(std::array::from_fn(|i| words[first + i]))
 }
 
 #[cfg(all(test, not(admit_loom)))]
 mod tests {
     use super::*;
 
-    fn words(force: &CurveInForce) -> ([u64; CURVE_WORDS], [u64; PRICE_WORDS], bool) {
-        (force.curve.to_words(), force.prices.to_words(), force.odd())
-    }
-
-    /// The curve built with is read in place until a replacement, which is then read from the
-    /// lock, with its own prices and the flipped parity.
     #[test]
-    fn reads_the_initial_curve_in_place_until_replaced() {
-        let (first, second) = (
-            SmoothCurve::new(100.0, 1e10, 3.0),
-            SmoothCurve::new(50.0, 1e10, 3.0),
-        );
-        let shared = SharedCurve::new(first, 1_000_000_000, Payment::Now);
-        let initial = shared.load();
-        assert!(matches!(initial, Cow::Borrowed(f) if std::ptr::eq(f, &shared.initial)));
-        assert_eq!(words(&initial), words(&from_words(shared.words.read())));
-        assert_eq!(words(&shared.replace(&second)), words(&initial));
-        let replaced = shared.load();
-        assert!(matches!(replaced, Cow::Owned(_)));
-        let expected = (
-            second.to_words(),
-            Prices::new(&second, 1_000_000_000).to_words(),
-            true,
-        );
-        assert_eq!(words(&replaced), expected);
-    }
-
-    /// The lanes are the curve in force's, in place until a replacement, then from the lock,
-    /// also after a second replacement, whose words carry the first curve's tag again.
-    #[test]
-    fn the_lanes_are_the_curve_in_forces() {
+    fn reads_the_curve_a_state_was_priced_on() {
         let curves = [100.0, 50.0, 20.0].map(|rate| SmoothCurve::new(rate, 1e10, 3.0));
-        let shared = SharedCurve::new(curves[0], 0, Payment::Later);
-        for (generation, curve) in curves.iter().enumerate() {
-            if generation > 0 {
-                shared.replace(curve);
-            }
-            let force = CurveInForce::new(*curve, 0, generation as u64);
-            let expected = Lanes::new(&force, Payment::Later).to_words();
-            assert_eq!(shared.lanes().map(Lanes::to_words), Some(expected));
+        let shared = SharedCurve::new(curves[0]);
+        assert_eq!(shared.load(), curves[0]);
+        assert_eq!(shared.load_for(false).curve, curves[0]);
+        assert!(!shared.load_for(false).odd());
+        for (generation, curve) in curves.iter().enumerate().skip(1) {
+            let odd = generation % 2 == 1;
+            let (old, new) = shared.replace(curve, |old, new| (old.curve, new.odd()));
+            assert_eq!(old, curves[generation - 1]);
+            assert_eq!(new, odd);
+            assert_eq!(shared.load(), *curve);
+            assert_eq!(shared.load_for(odd).curve, *curve);
+            assert_eq!(shared.load_for(odd).odd(), odd);
+            assert_eq!(shared.load_for(!odd).curve, curves[generation - 1]);
+            assert_eq!(shared.load_for(!odd).odd(), !odd);
         }
     }
 }
