@@ -39,13 +39,14 @@ pub enum ConfigError {
         /// The largest rate supported.
         max: f64,
     },
-    /// `cold_factor` is below `min`. The cold rate is `permits_per_second / cold_factor`, so a
-    /// factor of 1 would mean no warm-up at all (and divides by zero in Sentinel's formulas).
+    /// `cold_factor` is below `min`, or not a finite number. The cold rate is
+    /// `permits_per_second / cold_factor`: below 1 the bucket would run faster cold than warm;
+    /// Sentinel's formulas need a whole factor of at least 2 (at 1 they divide by zero).
     ColdFactorTooSmall {
         /// The factor that was given.
-        cold_factor: u32,
+        cold_factor: f64,
         /// The smallest factor accepted.
-        min: u32,
+        min: f64,
     },
     /// `warm_up_period` is zero. With no warm-up period there is no curve to follow; Guava's
     /// equivalent silently stops limiting (google/guava#2730).
@@ -219,7 +220,7 @@ impl fmt::Display for ConfigError {
             ),
             ConfigError::ColdFactorTooSmall { cold_factor, min } => write!(
                 f,
-                "invalid `cold_factor` ({cold_factor}): must be at least {min}"
+                "invalid `cold_factor` ({cold_factor}): must be a finite number at least {min}"
             ),
             ConfigError::ZeroWarmUpPeriod => {
                 write!(

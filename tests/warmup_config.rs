@@ -56,8 +56,8 @@ fn cold_factor_must_be_at_least_two() {
         assert_eq!(
             err,
             ConfigError::ColdFactorTooSmall {
-                cold_factor,
-                min: 2
+                cold_factor: f64::from(cold_factor),
+                min: 2.0
             }
         );
         assert_eq!(err.setting(), "cold_factor");
@@ -138,8 +138,8 @@ fn the_first_invalid_setting_is_reported() {
     assert_eq!(
         build(100.0, Duration::ZERO, 0).unwrap_err(),
         ConfigError::ColdFactorTooSmall {
-            cold_factor: 0,
-            min: 2
+            cold_factor: 0.0,
+            min: 2.0
         }
     );
 }

@@ -61,7 +61,7 @@ fn nanos(duration: Duration) -> u64 {
 struct Config {
     rate: f64,
     period: Duration,
-    cold_factor: u32,
+    cold_factor: f64,
     burst: Duration,
     payment: Payment,
     start_warm: bool,
@@ -119,8 +119,14 @@ fn config() -> impl Strategy<Value = Config> {
         1 => prop::sample::select(vec![1, 1000, 4000, 10_000, 60_000])
             .prop_map(Duration::from_millis),
     ];
-    let cold_factor =
-        prop_oneof![3 => 1u32..=10, 1 => Just(1u32), 1 => Just(3u32), 1 => Just(10u32)];
+    // Whole factors, and fractions as Guava allows.
+    let cold_factor = prop_oneof![
+        2 => (1u32..=10).prop_map(f64::from),
+        2 => 1.0f64..10.0,
+        1 => Just(1.0),
+        1 => Just(3.0),
+        1 => Just(10.0),
+    ];
     let burst = prop_oneof![
         Just(Duration::ZERO),
         Just(Duration::from_secs(1)),
@@ -638,7 +644,7 @@ fn eight_acquires(run: &mut Run) -> Vec<u64> {
         .collect()
 }
 
-fn guava(rate: f64, cold_factor: u32) -> Run {
+fn guava(rate: f64, cold_factor: f64) -> Run {
     Run::new(&Config {
         rate,
         period: Duration::from_secs(4),
@@ -658,7 +664,7 @@ fn the_model_reproduces_guavas_vectors() {
 /// the model's, and exactly Guava's, to the µs.
 #[test]
 fn tv30_through_warm_up_matches_the_model() {
-    let mut run = guava(2.0, 3);
+    let mut run = guava(2.0, 3.0);
     let cold = [
         0, 1_375_000, 1_125_000, 875_000, 625_000, 500_000, 500_000, 500_000,
     ];
@@ -678,7 +684,7 @@ fn tv30_through_warm_up_matches_the_model() {
 /// `WarmUp`.
 #[test]
 fn tv31_through_warm_up_matches_the_model() {
-    let mut run = guava(5.0, 10);
+    let mut run = guava(5.0, 10.0);
     let cold = [
         0, 1_752_500, 1_257_500, 762_500, 300_227, 200_000, 200_000, 200_000,
     ];
@@ -693,7 +699,7 @@ fn tv31_through_warm_up_matches_the_model() {
         ]
     );
 
-    let mut run = guava(5.0, 1);
+    let mut run = guava(5.0, 1.0);
     let flat = [
         0, 200_000, 200_000, 200_000, 200_000, 200_000, 200_000, 200_000,
     ];
@@ -712,7 +718,7 @@ fn a_load_refused_in_part_warms_up_as_the_model_says() {
         let mut run = Run::new(&Config {
             rate: 10.0,
             period: Duration::from_secs(10),
-            cold_factor: 3,
+            cold_factor: 3.0,
             burst: Duration::ZERO,
             payment,
             start_warm: false,

@@ -163,7 +163,7 @@ fn snapshots_follow_the_curve() {
 
 #[test]
 fn smooth_settings_are_validated() {
-    let build = |rate: f64, period: Duration, factor: u32| {
+    let build = |rate: f64, period: Duration, factor: f64| {
         WarmUp::builder(rate)
             .burst(Duration::ZERO)
             .warm_up_period(period)
@@ -172,37 +172,49 @@ fn smooth_settings_are_validated() {
             .map(|_| ())
     };
     assert_eq!(
-        build(0.0, Duration::from_secs(1), 3),
+        build(0.0, Duration::from_secs(1), 3.0),
         Err(ConfigError::InvalidRate {
             permits_per_second: 0.0
         })
     );
     assert!(matches!(
-        build(f64::NAN, Duration::from_secs(1), 3),
+        build(f64::NAN, Duration::from_secs(1), 3.0),
         Err(ConfigError::InvalidRate { .. })
     ));
     assert_eq!(
-        build(10.0, Duration::ZERO, 3),
+        build(10.0, Duration::ZERO, 3.0),
         Err(ConfigError::ZeroWarmUpPeriod)
     );
     assert_eq!(
-        build(10.0, Duration::from_secs(1), 0),
+        build(10.0, Duration::from_secs(1), 0.0),
         Err(ConfigError::ColdFactorTooSmall {
-            cold_factor: 0,
-            min: 1
+            cold_factor: 0.0,
+            min: 1.0
         })
     );
-    // What Sentinel refuses, the smooth profile accepts: fractions of a second, a factor of 1,
-    // tiny and huge rates.
-    assert_eq!(build(10.0, Duration::from_millis(1500), 3), Ok(()));
-    assert_eq!(build(10.0, Duration::from_secs(1), 1), Ok(()));
-    assert_eq!(build(0.1, Duration::from_secs(10), 3), Ok(()));
-    assert_eq!(build(1e12, Duration::from_secs(3600), 3), Ok(()));
+    // A factor below 1, or not a finite number, is refused.
+    for factor in [0.5, 0.999, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        assert!(
+            matches!(
+                build(10.0, Duration::from_secs(1), factor),
+                Err(ConfigError::ColdFactorTooSmall { min: 1.0, .. })
+            ),
+            "{factor}"
+        );
+    }
+    // What Sentinel refuses, the smooth profile accepts: fractions of a second, a factor of 1
+    // or a fraction (as Guava's), tiny and huge rates.
+    assert_eq!(build(10.0, Duration::from_secs(1), 2.5), Ok(()));
+    assert_eq!(build(10.0, Duration::from_secs(1), 1.25), Ok(()));
+    assert_eq!(build(10.0, Duration::from_millis(1500), 3.0), Ok(()));
+    assert_eq!(build(10.0, Duration::from_secs(1), 1.0), Ok(()));
+    assert_eq!(build(0.1, Duration::from_secs(10), 3.0), Ok(()));
+    assert_eq!(build(1e12, Duration::from_secs(3600), 3.0), Ok(()));
     // Rates whose curve a double cannot hold are refused, not turned into NaN.
     for rate in [1e-300, f64::MIN_POSITIVE, f64::MAX] {
         assert!(
             matches!(
-                build(rate, Duration::from_secs(10), 3),
+                build(rate, Duration::from_secs(10), 3.0),
                 Err(ConfigError::InvalidRate { .. })
             ),
             "{rate}"
@@ -419,4 +431,42 @@ fn the_default_burst_admits_random_arrivals_below_the_rate() {
         exact > 4_000,
         "only {exact} of 20 000 refused with exact spacing"
     );
+}
+
+/// A fractional cold factor, as Guava allows: 10 rps with factor 2.5 spaces its first requests
+/// at the cold interval (250 ms), reaches the full rate within its period, and reports the
+/// factor back.
+#[test]
+fn a_fractional_cold_factor_spaces_by_its_cold_rate() {
+    let clock = ManualClock::new();
+    let limiter = WarmUp::builder(10.0)
+        .cold_factor(2.5)
+        .burst(Duration::ZERO)
+        .payment(Payment::Later)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    assert_eq!(limiter.cold_factor(), 2.5);
+    assert_eq!(limiter.curve().qps_limit(limiter.curve().max_tokens()), 4.0);
+    let waits: Vec<Duration> = (0..2)
+        .map(|_| {
+            let wait = limiter.reserve(1, Duration::MAX).unwrap();
+            clock.advance(wait);
+            wait
+        })
+        .collect();
+    // Paying later, the second waits for the first permit's price: the mean interval over
+    // the top permit of a full bucket, just under the cold interval.
+    assert_eq!(waits[0], Duration::ZERO);
+    let cold = Duration::from_millis(250);
+    assert!(waits[1] < cold && waits[1] > cold * 99 / 100, "{waits:?}");
+    let mut passed = 0;
+    for _ in 0..20_000 {
+        clock.advance(Duration::from_millis(1));
+        passed += u32::from(limiter.try_acquire().is_ok());
+    }
+    // After its 10 s period it runs at the full rate: at least 10 per second on average
+    // over the last of the 20 s.
+    assert!(passed > 150, "{passed} in 20 s");
+    assert_eq!(limiter.snapshot().phase, Phase::Warm);
 }

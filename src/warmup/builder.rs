@@ -42,7 +42,7 @@ const DEFAULT_BURST: Duration = Duration::from_secs(1);
 pub struct WarmUpBuilder<C> {
     permits_per_second: f64,
     warm_up_period: Duration,
-    cold_factor: u32,
+    cold_factor: f64,
     payment: Payment,
     burst: Duration,
     start_warm: bool,
@@ -55,7 +55,7 @@ impl WarmUpBuilder<MonotonicClock> {
         WarmUpBuilder {
             permits_per_second,
             warm_up_period: Duration::from_secs(10),
-            cold_factor: 3,
+            cold_factor: 3.0,
             payment: Payment::Now,
             burst: DEFAULT_BURST,
             start_warm: false,
@@ -74,9 +74,11 @@ impl<C: Clock> WarmUpBuilder<C> {
     }
 
     /// How much lower the cold rate is than the full rate (default 3): while cold the rate is
-    /// `permits_per_second / cold_factor`. At least 1; 1 is a plain (flat) rate limiter.
-    pub fn cold_factor(mut self, cold_factor: u32) -> Self {
-        self.cold_factor = cold_factor;
+    /// `permits_per_second / cold_factor`. A finite number at least 1, fractions included (as
+    /// in Guava); 1 is a plain (flat) rate limiter. Takes any `Into<f64>`: `cold_factor(3)` or
+    /// `cold_factor(2.5)`.
+    pub fn cold_factor(mut self, cold_factor: impl Into<f64>) -> Self {
+        self.cold_factor = cold_factor.into();
         self
     }
 

@@ -104,24 +104,24 @@ impl fmt::Debug for Curve {
 
 /// The engine's curve (Guava's constants) for `count` permits per second, a
 /// `period` warm-up and `cold_factor`, after validating them: the rate must be positive and
-/// finite, the period non-zero (fractions of a second are fine) and the factor at least 1
-/// (1 is a flat limiter).
+/// finite, the period non-zero (fractions of a second are fine) and the factor a finite number
+/// at least 1 (1 is a flat limiter; fractions are fine, as in Guava).
 pub(crate) fn smooth_curve(
     count: f64,
     period: Duration,
-    cold_factor: u32,
+    cold_factor: f64,
 ) -> Result<SmoothCurve, ConfigError> {
     positive_rate(count)?;
-    if cold_factor < 1 {
+    if !(cold_factor >= 1.0 && cold_factor.is_finite()) {
         return Err(ConfigError::ColdFactorTooSmall {
             cold_factor,
-            min: 1,
+            min: 1.0,
         });
     }
     if period.is_zero() {
         return Err(ConfigError::ZeroWarmUpPeriod);
     }
-    let smooth = SmoothCurve::new(count, period.as_nanos() as f64, f64::from(cold_factor));
+    let smooth = SmoothCurve::new(count, period.as_nanos() as f64, cold_factor);
     // A rate so extreme that the spacing or the bucket size leaves the range of a double
     // (around 1e-299 or 1e298 per second with a 10 s period) cannot be priced.
     let representable = [smooth.threshold(), smooth.max(), smooth.slope()]

@@ -42,7 +42,7 @@ pub struct WarmUp<C = MonotonicClock> {
     pub(super) bucket: SmoothBucket,
     pub(super) clock: C,
     pub(super) warm_up_period: Duration,
-    pub(super) cold_factor: u32,
+    pub(super) cold_factor: f64,
     pub(super) totals: Counters,
     pub(super) name: Option<Cow<'static, str>>,
     #[cfg(feature = "tracing")]
@@ -345,7 +345,7 @@ impl<C> WarmUp<C> {
     }
 
     /// The cold factor: while cold the rate is `permits_per_second / cold_factor`.
-    pub fn cold_factor(&self) -> u32 {
+    pub fn cold_factor(&self) -> f64 {
         self.cold_factor
     }
 

@@ -102,9 +102,8 @@ pub struct Curve {
 }
 
 impl Curve {
-    pub fn new(rate: f64, period: Duration, cold_factor: u32) -> Curve {
+    pub fn new(rate: f64, period: Duration, cold_factor: f64) -> Curve {
         let period = period.as_nanos() as f64;
-        let cold_factor = f64::from(cold_factor);
         let stable = 1e9 / rate;
         let cold = stable * cold_factor;
         let threshold = 0.5 * period / stable;
@@ -194,7 +193,7 @@ pub struct Admission {
 pub struct GuavaModel {
     curve: Curve,
     period: Duration,
-    cold_factor: u32,
+    cold_factor: f64,
     payment: Payment,
     burst: u64,
     /// Stored permits, `0..=max`.
@@ -211,7 +210,7 @@ impl GuavaModel {
     pub fn new(
         rate: f64,
         period: Duration,
-        cold_factor: u32,
+        cold_factor: f64,
         payment: Payment,
         burst: Duration,
         start_warm: bool,
@@ -482,7 +481,7 @@ pub fn self_check() {
     let cold = [
         0, 1_375_000, 1_125_000, 875_000, 625_000, 500_000, 500_000, 500_000,
     ];
-    let mut model = guava(2.0, 3);
+    let mut model = guava(2.0, 3.0);
     let (waits, now) = acquires(&mut model, 0, 8);
     assert_eq!(waits, cold, "TV-30 from cold");
     // Repay the last acquire, then cold again after the whole period.
@@ -501,7 +500,7 @@ pub fn self_check() {
     let cold = [
         0, 1_752_500, 1_257_500, 762_500, 300_227, 200_000, 200_000, 200_000,
     ];
-    let mut model = guava(5.0, 10);
+    let mut model = guava(5.0, 10.0);
     let (waits, now) = acquires(&mut model, 0, 8);
     assert_eq!(waits, cold, "TV-31 from cold");
     let (waits, now) = acquires(&mut model, now + ms(200) + ms(4000), 8);
@@ -518,7 +517,7 @@ pub fn self_check() {
     let flat = [
         0, 200_000, 200_000, 200_000, 200_000, 200_000, 200_000, 200_000,
     ];
-    let mut model = guava(5.0, 1);
+    let mut model = guava(5.0, 1.0);
     let (waits, now) = acquires(&mut model, 0, 8);
     assert_eq!(waits, flat, "factor 1");
     let (waits, _) = acquires(&mut model, now + ms(340), 8);

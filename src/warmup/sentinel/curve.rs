@@ -71,8 +71,8 @@ impl SentinelCurve {
         }
         if cold_factor < 2 {
             return Err(ConfigError::ColdFactorTooSmall {
-                cold_factor,
-                min: 2,
+                cold_factor: f64::from(cold_factor),
+                min: 2.0,
             });
         }
         if period.is_zero() {
