@@ -5,10 +5,9 @@ use std::ops::Deref;
 /// A value of up to 64 bytes alone on a 64-byte cache line: the second half of a 128-byte block
 /// (the unit some processors prefetch in pairs of lines) whose first half is left empty.
 ///
-/// In the second half rather than the first: the smooth bucket's schedule at a 128-byte
-/// boundary, as the decision counters' [stripes](super::Striped) are, made a decision 2 ns
-/// slower single-threaded (the `steady` benches), most likely because its loads then shared
-/// their low address bits with the stores to the calling thread's stripe.
+/// In the second half rather than the first, so that its address bits differ from those of
+/// the decision counters' [stripes](super::Striped), which start at 128-byte boundaries
+/// (`benches/README.md` has the measurement).
 #[derive(Debug)]
 #[repr(C, align(128))]
 pub(crate) struct Line<T> {

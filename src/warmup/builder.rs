@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use super::curve::smooth_curve;
 use super::limiter::WarmUp;
-use super::smooth::{Payment, SmoothBucket};
+use super::payment::Payment;
+use super::smooth::SmoothBucket;
 use super::totals::Counters;
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};

@@ -126,6 +126,7 @@ pub mod error;
 #[cfg(feature = "tonic")]
 mod interceptor;
 mod limiter;
+mod payment;
 pub mod sentinel;
 mod smooth;
 mod snapshot;
@@ -140,7 +141,7 @@ pub use self::error::{AcquireError, Rejected};
 #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
 pub use self::interceptor::WarmUpInterceptor;
 pub use self::limiter::WarmUp;
-pub use self::smooth::Payment;
+pub use self::payment::Payment;
 pub use self::snapshot::{Phase, Totals, WarmUpSnapshot};
 
 /// [`AdmitLayer`](crate::middleware::AdmitLayer) applying a warm-up bucket `B`: each request

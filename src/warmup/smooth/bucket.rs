@@ -2,8 +2,9 @@
 
 use super::curve::SmoothCurve;
 use super::shared::SharedCurve;
-use super::state::{Admission, Ask, Payment, State, decide, refused};
+use super::state::{Admission, Ask, State, decide, refused};
 use crate::sync::{AtomicU128, Line, Ordering};
+use crate::warmup::Payment;
 
 /// The lock-free engine: every decision reads the state, decides, and puts its admission (or
 /// its refusal's demand mark) in force with one compare-and-swap of the whole state, trying

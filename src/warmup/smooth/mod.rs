@@ -45,4 +45,3 @@ mod state;
 
 pub(crate) use self::bucket::SmoothBucket;
 pub(crate) use self::curve::SmoothCurve;
-pub use self::state::Payment;
