@@ -41,8 +41,8 @@
 //! | `metrics` | no | [`metrics`]: publishing what the limiters count through the `metrics` facade |
 //! | `tracing` | no | `tracing` events when shedding starts and stops and a warm-up reaches its full rate |
 //!
-//! The hot paths are lock-free and allocation-free: a decision is a clock read and a few atomic
-//! operations.
+//! The hot paths are allocation-free, and lock-free on x86_64 and aarch64: a decision is a
+//! clock read and a few atomic operations (see the README's Platforms section for the rest).
 //!
 //! # Example
 //!
