@@ -9,10 +9,11 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use admit::clock::ManualClock;
+use admit::middleware::RequestStart;
 use admit::shed::{ShedLayer, Shedder};
 use admit::signal::cpu::ManualCpu;
+use admit::signal::queue::QueueGate;
 use admit::signal::queue::header::HeaderConfig;
-use admit::signal::queue::{QueueGate, RequestStart};
 use http::{Request, Response, StatusCode};
 use tower::{Layer, ServiceExt};
 

@@ -7,10 +7,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use admit::clock::MonotonicClock;
+use admit::middleware::RequestStart;
 use admit::shed::{ShedLayer, Shedder};
 use admit::signal::cpu::{CpuSignal, CpuWait, Smoothing, SystemCpu};
 use admit::signal::queue::header::HeaderConfig;
-use admit::signal::queue::{LagProbe, QueueGate, RequestStart};
+use admit::signal::queue::{LagProbe, QueueGate};
 use admit::warmup::{WarmUp, WarmUpLayer};
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::State;

@@ -28,6 +28,9 @@ pub use self::classify::{Classify, Outcome};
 pub use self::future::ResponseFuture;
 pub use self::layer::AdmitLayer;
 pub use self::limiter::{Finish, IntoShared, Limiter};
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use self::queue_time::RequestStart;
 pub use self::queue_time::{NoQueueTime, QueueTime};
 pub use self::service::AdmitService;
 // The drain layer's refusals release the inner service's reservation the same way.

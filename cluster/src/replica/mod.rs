@@ -21,9 +21,10 @@ use std::time::{Duration, Instant};
 
 use admit::drain::{Drain, DrainLayer, Outcome};
 use admit::metrics::Reporter;
+use admit::middleware::RequestStart;
 use admit::shed::{ShedLayer, Shedder};
+use admit::signal::queue::QueueGate;
 use admit::signal::queue::header::HeaderConfig;
-use admit::signal::queue::{QueueGate, RequestStart};
 use admit::warmup::{WarmUp, WarmUpLayer};
 use axum::Router;
 use axum::body::Body;

@@ -164,7 +164,7 @@ impl SkewFloor {
     }
 
     /// [`excess`](Self::excess), recording in lane `lane` (below [`LANES`]).
-    pub(super) fn excess_in_lane(&self, raw_ns: i64, now_ns: u64, lane: usize) -> u64 {
+    pub(crate) fn excess_in_lane(&self, raw_ns: i64, now_ns: u64, lane: usize) -> u64 {
         let half = now_ns / self.half_nanos;
         let raw = clamp(raw_ns);
         let own = self

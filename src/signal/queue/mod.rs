@@ -8,8 +8,8 @@
 //! Where the waits come from:
 //!
 //! - [`header`]: a request-start header stamped by a proxy or load balancer (nginx, HAProxy,
-//!   Envoy, Heroku, …), with [`floor::SkewFloor`] removing the clocks' offset; a layer reads it
-//!   with `RequestStart` (feature `http`);
+//!   Envoy, Heroku, …), with [`floor::SkewFloor`] removing the clocks' offset; the layers read
+//!   it with `middleware::RequestStart` (feature `http`);
 //! - [`QueueStamp`]: jobs queued inside the process (`spawn_blocking`, a pool);
 //! - [`LagProbe`]: no request at all: how late a timer fires, for the backlog that work done
 //!   inline in async handlers leaves in tokio's run queue.
@@ -21,8 +21,6 @@ mod histogram;
 mod probe;
 #[cfg(feature = "tokio")]
 mod probe_task;
-#[cfg(feature = "http")]
-mod request_start;
 mod rng;
 mod stamp;
 
@@ -32,8 +30,5 @@ pub use self::gate::{
 };
 pub use self::histogram::{BOUNDS_NANOS, WaitSource, Waits};
 pub use self::probe::{LagProbe, LagProbeBuilder, LagVerdict};
-#[cfg(feature = "http")]
-#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub use self::request_start::RequestStart;
 pub use self::rng::draw_ppm;
 pub use self::stamp::{Expired, QueueStamp};

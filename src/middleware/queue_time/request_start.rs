@@ -7,17 +7,17 @@ use std::time::Duration;
 use http::HeaderName;
 use http::header::InvalidHeaderName;
 
-use super::floor::SkewFloor;
-use super::header::{HeaderConfig, HeaderError, parse_request_start_values};
+use super::QueueTime;
 use crate::clock::{Clock, MonotonicClock, SystemWallClock, WallClock};
-use crate::middleware::QueueTime;
+use crate::signal::queue::floor::SkewFloor;
+use crate::signal::queue::header::{HeaderConfig, HeaderError, parse_request_start_values};
 use crate::sync::{AtomicU64, Ordering};
 
 /// How many kinds of [`HeaderError`] there are.
 const KINDS: usize = 6;
 
 /// Reads how long a request waited from the request-start header a proxy stamped on it
-/// (`X-Request-Start` by default; see [`header`](super::header) for the formats), less the
+/// (`X-Request-Start` by default; see [`header`](crate::signal::queue::header) for the formats), less the
 /// clocks' offset ([`SkewFloor`]). Give it to a layer with
 /// [`AdmitLayer::queue_time`](crate::middleware::AdmitLayer::queue_time).
 ///
@@ -31,7 +31,7 @@ const KINDS: usize = 6;
 /// the gate's interval minimum. Fewer than four of them per window cannot pull the floor below
 /// the genuine stamps' minimum, so they lengthen no other request's wait beyond what that
 /// minimum gives; many can, by up to `max_future` plus the floor's cap (see
-/// [`floor`](super::floor)).
+/// [`floor`](crate::signal::queue::floor)).
 ///
 /// A request without the header has no known wait; a malformed value is counted by its
 /// [`HeaderError`] ([`errors`](Self::errors)) and also gives no wait, never a made-up one.
@@ -43,8 +43,7 @@ const KINDS: usize = 6;
 /// ```
 /// use std::time::Duration;
 /// use admit::clock::ManualClock;
-/// use admit::middleware::QueueTime;
-/// use admit::signal::queue::RequestStart;
+/// use admit::middleware::{QueueTime, RequestStart};
 /// use admit::signal::queue::header::HeaderConfig;
 ///
 /// let wall = ManualClock::new();
