@@ -30,5 +30,4 @@ pub use self::gate::{
 };
 pub use self::histogram::{BOUNDS_NANOS, WaitSource, Waits};
 pub use self::probe::{LagProbe, LagProbeBuilder, LagVerdict};
-pub use self::rng::draw_ppm;
 pub use self::stamp::{Expired, QueueStamp};

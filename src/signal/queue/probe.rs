@@ -210,8 +210,8 @@ impl LagProbe {
 
     /// Whether to drop a request at `now_ns`: [`Stalled`](LagVerdict::Stalled) if the
     /// heartbeat is missed, else [`Lagging`](LagVerdict::Lagging) with probability
-    /// [`drop_ppm`](Self::drop_ppm), drawn from this thread's generator
-    /// ([`draw_ppm`], only while the probability is above zero). Lock-free and
+    /// [`drop_ppm`](Self::drop_ppm), drawn from this thread's generator (SplitMix64, seeded
+    /// once per thread; drawn only while the probability is above zero). Lock-free and
     /// allocation-free.
     #[inline]
     pub fn should_drop(&self, now_ns: u64) -> Option<LagVerdict> {

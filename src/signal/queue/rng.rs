@@ -72,17 +72,8 @@ pub(super) fn draw_shared_ppm(state: &crate::sync::AtomicU64) -> u32 {
 ///
 /// Lock-free and allocation-free: one thread-local load and store (the first draw on a thread
 /// also takes a seed from a process-wide counter). Not for cryptography.
-///
-/// # Example
-///
-/// ```
-/// use admit::signal::queue::draw_ppm;
-///
-/// let u = draw_ppm();
-/// assert!(u < 1_000_000);
-/// ```
 #[inline]
-pub fn draw_ppm() -> u32 {
+pub(super) fn draw_ppm() -> u32 {
     to_ppm(next_bits())
 }
 
@@ -110,7 +101,39 @@ fn next_bits() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{PPM, below, to_ppm};
+    use std::collections::HashSet;
+
+    use super::{PPM, below, draw_ppm, to_ppm};
+
+    #[test]
+    fn the_draw_is_uniform() {
+        const DRAWS: u64 = 100_000;
+        let mut bins = [0u64; 10];
+        let mut sum = 0;
+        for _ in 0..DRAWS {
+            let u = draw_ppm();
+            assert!(u < 1_000_000, "{u}");
+            bins[(u / 100_000) as usize] += 1;
+            sum += u64::from(u);
+        }
+        // The mean's standard deviation is 10⁶ / √12 / √10⁵ ≈ 913; a bin's ≈ 95.
+        let mean = sum as f64 / DRAWS as f64;
+        assert!((mean - 499_999.5).abs() < 5_000.0, "mean {mean}");
+        for bin in bins {
+            assert!((9_400..=10_600).contains(&bin), "{bins:?}");
+        }
+    }
+
+    #[test]
+    fn threads_draw_different_sequences() {
+        let sequences: HashSet<Vec<u32>> = (0..8)
+            .map(|_| std::thread::spawn(|| (0..16).map(|_| draw_ppm()).collect::<Vec<_>>()))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|thread| thread.join().expect("the thread drew"))
+            .collect();
+        assert_eq!(sequences.len(), 8);
+    }
 
     #[test]
     fn the_mapping_covers_the_range_and_no_more() {
