@@ -5,17 +5,13 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam_utils::CachePadded;
-
 use super::Shedder;
-use super::shedder::{Config, Flight, Heat, MAX_BUCKETS, NANOS_PER_MS};
-use super::window::RollingWindow;
+use super::shedder::{Config, MAX_BUCKETS, NANOS_PER_MS};
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
 use crate::signal::OverloadSignal;
 use crate::signal::cpu::{CpuOverload, CpuSignal, Source, SystemCpu};
 use crate::signal::queue::{LagProbe, QueueGate};
-use crate::sync::{AtomicBool, AtomicU64, SeqLock, Striped};
 
 /// Configures a [`Shedder`]; created by [`Shedder::builder`].
 ///
@@ -242,41 +238,27 @@ impl<C: Clock> ShedderBuilder<C> {
             })?;
         let cpu = self.cpu.unwrap_or_else(|| Source::new(SystemCpu::new()));
         let cpu = CpuOverload::of(cpu, self.cpu_threshold)?;
-        let clock = self.clock;
-        Ok(Shedder {
-            flight: CachePadded::new(Flight {
-                admitted: AtomicU64::new(0),
-                passed: AtomicU64::new(0),
-                failed: AtomicU64::new(0),
-                avg_flying: AtomicU64::new(0.0f64.to_bits()),
-            }),
-            heat: CachePadded::new(Heat {
-                overloaded_at: AtomicU64::new(0),
-                dropped_recently: AtomicBool::new(false),
-                dropped: Striped::new(),
-                limit: SeqLock::new([0, 0, 0]),
-            }),
-            window: RollingWindow::new(self.buckets as usize, bucket_nanos),
-            service: Striped::new(),
-            config: Config {
-                window: self.window,
-                buckets: self.buckets,
-                bucket_nanos,
-                window_scale: 1e9 / bucket_nanos as f64 / 1000.0,
-                cool_off_nanos,
-                queue_floor_ms: self
-                    .queue
-                    .as_ref()
-                    .map_or(0.0, |gate| gate.target().as_secs_f64() * 1e3),
-                origin_nanos: clock.now_nanos(),
-            },
-            clock,
+        let config = Config {
+            window: self.window,
+            buckets: self.buckets,
+            bucket_nanos,
+            window_scale: 1e9 / bucket_nanos as f64 / 1000.0,
+            cool_off_nanos,
+            queue_floor_ms: self
+                .queue
+                .as_ref()
+                .map_or(0.0, |gate| gate.target().as_secs_f64() * 1e3),
+            origin_nanos: self.clock.now_nanos(),
+        };
+        Ok(Shedder::new(
+            config,
+            self.clock,
             cpu,
-            signals: self.signals.into_boxed_slice(),
-            queue: self.queue,
-            probe: self.probe,
-            name: self.name,
-        })
+            self.signals.into_boxed_slice(),
+            self.queue,
+            self.probe,
+            self.name,
+        ))
     }
 }
 

@@ -172,6 +172,43 @@ impl Shedder<MonotonicClock> {
 }
 
 impl<C: Clock> Shedder<C> {
+    /// A shedder with nothing counted yet, deciding with `config` (validated by the builder,
+    /// its window aligned to `config.origin_nanos`), on `clock`, with the CPU signal `cpu`, the
+    /// `signals` added to it, and the queue `gate` and runtime `probe` if any.
+    pub(super) fn new(
+        config: Config,
+        clock: C,
+        cpu: CpuOverload,
+        signals: Box<[Box<dyn OverloadSignal>]>,
+        gate: Option<Arc<QueueGate>>,
+        probe: Option<LagProbe>,
+        name: Option<Cow<'static, str>>,
+    ) -> Self {
+        Shedder {
+            flight: CachePadded::new(Flight {
+                admitted: AtomicU64::new(0),
+                passed: AtomicU64::new(0),
+                failed: AtomicU64::new(0),
+                avg_flying: AtomicU64::new(0.0f64.to_bits()),
+            }),
+            heat: CachePadded::new(Heat {
+                overloaded_at: AtomicU64::new(0),
+                dropped_recently: AtomicBool::new(false),
+                dropped: Striped::new(),
+                limit: SeqLock::new([0, 0, 0]),
+            }),
+            window: RollingWindow::new(config.buckets as usize, config.bucket_nanos),
+            service: Striped::new(),
+            config,
+            clock,
+            cpu,
+            signals,
+            queue: gate,
+            probe,
+            name,
+        }
+    }
+
     /// Admits a request, or refuses it if the service is overloaded (see the
     /// [module docs](super) for the rule).
     ///
