@@ -106,7 +106,8 @@ struct Server {
 }
 
 impl Server {
-    /// Burns `iterations`, measuring the CPU wait if this server reports it.
+    /// Burns `iterations`, measuring the CPU wait if this server reports it, and counts the
+    /// request out of `in_flight`.
     fn burn(&self, iterations: u64) -> CpuWait {
         let wait = if self.reports_cpu_wait {
             CpuWait::measure(|| std::hint::black_box(burn(iterations))).1

@@ -95,13 +95,7 @@ impl<C: Clock> WarmUp<C> {
         let decision = self
             .bucket
             .reserve(now, 1.0, self.tolerance())
-            .map(|(_, _fill)| {
-                #[cfg(feature = "tracing")]
-                self.watch.observe(
-                    |was| self.full_rate.at(was, _fill),
-                    || self.permits_per_second(),
-                );
-            })
+            .map(|(_, fill)| self.observe_fill(fill))
             .map_err(Rejected::new);
         self.totals.count(decision)
     }
@@ -188,12 +182,8 @@ impl<C: Clock> WarmUp<C> {
         let decision = self
             .bucket
             .reserve(now, f64::from(n), max_wait)
-            .map(|(wait, _fill)| {
-                #[cfg(feature = "tracing")]
-                self.watch.observe(
-                    |was| self.full_rate.at(was, _fill),
-                    || self.permits_per_second(),
-                );
+            .map(|(wait, fill)| {
+                self.observe_fill(fill);
                 Duration::from_nanos(wait.saturating_sub(self.bucket.burst()))
             })
             .map_err(Rejected::new);
@@ -241,6 +231,19 @@ impl<C: Clock> WarmUp<C> {
         if !wait.is_zero() {
             tokio::time::sleep(wait).await;
         }
+    }
+
+    /// Notes the stored permits' share an admission left, for the `tracing` transitions
+    /// (nothing without the feature).
+    #[inline]
+    fn observe_fill(&self, fill: f64) {
+        #[cfg(feature = "tracing")]
+        self.watch.observe(
+            |was| self.full_rate.at(was, fill),
+            || self.permits_per_second(),
+        );
+        #[cfg(not(feature = "tracing"))]
+        let _ = fill;
     }
 
     /// How far ahead of its turn a request may pass: the configured burst, plus the clock's

@@ -108,10 +108,8 @@ impl State {
         if self.at == NEVER {
             return NEVER;
         }
-        let passed = self
-            .at
-            .saturating_sub(whole(old.cost(self.level(old), 1.0).0));
-        later(passed, whole(new.cost(self.level(new), 1.0).0))
+        let passed = self.at.saturating_sub(one_permit(old, self.level(old)));
+        later(passed, one_permit(new, self.level(new)))
     }
 }
 
@@ -247,7 +245,14 @@ fn pay_now(
     } else {
         ready
     };
-    Ok((later(passed, whole(curve.cost(left, 1.0).0)), wait, left))
+    Ok((later(passed, one_permit(curve, left)), wait, left))
+}
+
+/// What one permit costs from `level` stored permits, in whole ns: the price that paying now
+/// adds to the time a request passed to set `at`.
+#[inline]
+fn one_permit(curve: &SmoothCurve, level: f64) -> u64 {
+    whole(curve.cost(level, 1.0).0)
 }
 
 /// `at + nanos`, within the schedule's range.
