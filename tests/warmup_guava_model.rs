@@ -680,8 +680,9 @@ fn tv30_through_warm_up_matches_the_model() {
     );
 }
 
-/// TV-31 (Guava's `testWarmUpWithColdFactor` and `testWarmUpWithColdFactor1`) through
-/// `WarmUp`.
+/// TV-31 (Guava's `testWarmUpWithColdFactor`) through `WarmUp`, and
+/// `testWarmUpWithColdFactor1`: a factor of 1 is a plain rate limiter, the same spacing cold
+/// or warm.
 #[test]
 fn tv31_through_warm_up_matches_the_model() {
     let mut run = guava(5.0, 10.0);

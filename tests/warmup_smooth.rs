@@ -1,6 +1,7 @@
-//! `WarmUp` (Guava's smooth model) through the public API, on a manual clock: Guava's reference
-//! waits (TV-30, TV-31) with `reserve` and `Payment::Later`, the ramp under saturation,
-//! sub-second warm-up periods, snapshots, and the settings only this bucket accepts.
+//! `WarmUp` (Guava's smooth model) through the public API, on a manual clock: the ramp under
+//! saturation, sub-second warm-up periods, snapshots, and the settings only this bucket
+//! accepts. Guava's reference waits (TV-30, TV-31) are checked to the µs, against the model
+//! too, in `tests/warmup_guava_model.rs`.
 
 use std::time::Duration;
 
@@ -24,56 +25,6 @@ fn smooth(
         .build()
         .unwrap();
     (clock, limiter)
-}
-
-/// Eight blocking acquires as Guava's tests make them: reserve, then sleep as long as told.
-/// Waits in µs, rounded to the nearest.
-fn eight_acquires(clock: &ManualClock, limiter: &WarmUp<ManualClock>) -> Vec<u64> {
-    (0..8)
-        .map(|_| {
-            let wait = limiter.reserve(1, Duration::MAX).unwrap();
-            clock.advance(wait);
-            (wait.as_nanos() as u64 + 500) / 1000
-        })
-        .collect()
-}
-
-fn assert_close(actual: &[u64], expected: &[u64]) {
-    for (i, (a, e)) in actual.iter().zip(expected).enumerate() {
-        assert!(
-            a.abs_diff(*e) <= 2,
-            "wait {i}: {a} µs, Guava {e} µs ({actual:?})"
-        );
-    }
-}
-
-#[test]
-fn tv30_guava_warm_up() {
-    let (clock, limiter) = smooth(2.0, Duration::from_secs(4), 3, Payment::Later);
-    let cold = [
-        0, 1_375_000, 1_125_000, 875_000, 625_000, 500_000, 500_000, 500_000,
-    ];
-    assert_close(&eight_acquires(&clock, &limiter), &cold);
-    clock.advance(Duration::from_millis(4_500));
-    assert_close(&eight_acquires(&clock, &limiter), &cold);
-    clock.advance(Duration::from_millis(2_500));
-    assert_close(
-        &eight_acquires(&clock, &limiter),
-        &[
-            0, 500_000, 500_000, 500_000, 500_000, 500_000, 500_000, 500_000,
-        ],
-    );
-}
-
-#[test]
-fn tv31_guava_warm_up_with_cold_factor() {
-    let (clock, limiter) = smooth(5.0, Duration::from_secs(4), 10, Payment::Later);
-    let cold = [
-        0, 1_752_500, 1_257_500, 762_500, 300_227, 200_000, 200_000, 200_000,
-    ];
-    assert_close(&eight_acquires(&clock, &limiter), &cold);
-    clock.advance(Duration::from_millis(4_200));
-    assert_close(&eight_acquires(&clock, &limiter), &cold);
 }
 
 /// Saturation: one attempt per millisecond. The admitted rate rises from about 10 / 3 to 10
@@ -220,18 +171,6 @@ fn smooth_settings_are_validated() {
             "{rate}"
         );
     }
-}
-
-/// A cold factor of 1 is a plain rate limiter: the same spacing cold or warm.
-#[test]
-fn a_cold_factor_of_one_is_flat() {
-    let (clock, limiter) = smooth(5.0, Duration::from_secs(4), 1, Payment::Later);
-    let steady = [
-        0, 200_000, 200_000, 200_000, 200_000, 200_000, 200_000, 200_000,
-    ];
-    assert_close(&eight_acquires(&clock, &limiter), &steady);
-    clock.advance(Duration::from_millis(340));
-    assert_close(&eight_acquires(&clock, &limiter), &steady);
 }
 
 /// A cached clock: it reads the same instant for a whole millisecond tick.

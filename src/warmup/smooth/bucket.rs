@@ -190,18 +190,6 @@ mod tests {
             }
         }
 
-        /// One blocking acquire's wait.
-        fn acquire(&mut self) -> u64 {
-            let wait = self.bucket.wait(self.now, 1.0, u64::MAX).unwrap();
-            self.now += wait;
-            wait
-        }
-
-        /// Waits in µs, rounded to the nearest (Guava's are whole µs, truncated per step).
-        fn waits_us(&mut self, n: usize) -> Vec<u64> {
-            (0..n).map(|_| (self.acquire() + 500) / 1000).collect()
-        }
-
         /// Admissions per second under a try-acquire every millisecond, for `seconds`.
         fn saturate(&mut self, seconds: usize) -> Vec<u32> {
             (0..seconds)
@@ -215,58 +203,6 @@ mod tests {
                 })
                 .collect()
         }
-    }
-
-    /// Each wait within 2 µs of Guava's (which truncates every step to whole µs).
-    fn assert_close(actual: &[u64], expected: &[u64]) {
-        assert_eq!(actual.len(), expected.len());
-        for (i, (a, e)) in actual.iter().zip(expected).enumerate() {
-            assert!(
-                a.abs_diff(*e) <= 2,
-                "wait {i}: {a} µs, Guava {e} µs ({actual:?})"
-            );
-        }
-    }
-
-    /// TV-30, Guava's `testWarmUp`: 2 permits/s, 4 s, factor 3, paying later.
-    #[test]
-    fn guava_warm_up() {
-        let mut t = Timeline::new(2.0, 4 * SEC, 3.0, Payment::Later);
-        let cold = [
-            0, 1_375_000, 1_125_000, 875_000, 625_000, 500_000, 500_000, 500_000,
-        ];
-        assert_close(&t.waits_us(8), &cold);
-        t.now += 500 * MS + 4 * SEC; // cold again
-        assert_close(&t.waits_us(8), &cold);
-        t.now += 500 * MS + 2 * SEC; // half way: still warm
-        assert_close(
-            &t.waits_us(8),
-            &[
-                0, 500_000, 500_000, 500_000, 500_000, 500_000, 500_000, 500_000,
-            ],
-        );
-    }
-
-    /// TV-31, Guava's `testWarmUpWithColdFactor` (factor 10) and its factor-1 variant.
-    #[test]
-    fn guava_warm_up_with_cold_factor() {
-        let mut t = Timeline::new(5.0, 4 * SEC, 10.0, Payment::Later);
-        let cold = [
-            0, 1_752_500, 1_257_500, 762_500, 300_227, 200_000, 200_000, 200_000,
-        ];
-        assert_close(&t.waits_us(8), &cold);
-        t.now += 200 * MS + 4 * SEC;
-        assert_close(&t.waits_us(8), &cold);
-        t.now += 200 * MS + SEC;
-        let steady = [
-            0, 200_000, 200_000, 200_000, 200_000, 200_000, 200_000, 200_000,
-        ];
-        assert_close(&t.waits_us(8), &steady);
-
-        let mut flat = Timeline::new(5.0, 4 * SEC, 1.0, Payment::Later);
-        assert_close(&flat.waits_us(8), &steady);
-        flat.now += 340 * MS;
-        assert_close(&flat.waits_us(8), &steady);
     }
 
     /// Under saturation the admitted rate climbs from the cold rate to the full rate within the
