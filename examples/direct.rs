@@ -36,7 +36,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use admit::clock::Clock;
-use admit::shed::{OverloadReason, Shedder};
+use admit::shed::Shedder;
+use admit::signal::Cause;
 use admit::signal::cpu::{CpuSource, SystemCpu};
 use admit::warmup::{Phase, WarmUp};
 
@@ -176,8 +177,8 @@ fn worker(
             Ok(permit) => permit,
             Err(overloaded) => {
                 let counter = match overloaded.reason() {
-                    OverloadReason::Cpu => &counters.shed_cpu,
-                    // `OverloadReason` may gain variants; count any other as a cool-off.
+                    Cause::Cpu => &counters.shed_cpu,
+                    // `Cause` may gain variants; count any other as a cool-off.
                     _ => &counters.shed_cool_off,
                 };
                 counter.fetch_add(1, Ordering::Relaxed);

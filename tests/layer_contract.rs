@@ -21,7 +21,8 @@ use admit::clock::ManualClock;
 use admit::middleware::classify::{ErrorsFail, ErrorsPass, GoZeroGrpc, GoZeroHttp, Outcome};
 use admit::respond::{BoxError, HttpResponder, Refusal};
 use admit::shed::error::ShedRejection;
-use admit::shed::{OverloadReason, ShedLayer, Shedder};
+use admit::shed::{ShedLayer, Shedder};
+use admit::signal::Cause;
 use admit::signal::cpu::{CpuWait, ManualCpu};
 use admit::warmup::WarmUpLayer;
 use admit::warmup::error::WarmUpRejection;
@@ -409,7 +410,7 @@ fn the_http_responder_answers_503_with_retry_after_and_keeps_the_error_type() {
     f.cpu.set(0);
     f.clock.advance(Duration::from_millis(300));
     let overloaded = f.shedder.allow().unwrap_err();
-    assert_eq!(overloaded.reason(), OverloadReason::CoolOff);
+    assert_eq!(overloaded.reason(), Cause::CoolOff);
     assert_eq!(overloaded.retry_after(), Duration::from_millis(700));
     let response = ready_now(service.call(())).unwrap();
     assert_eq!(response.headers()["retry-after"], "1");

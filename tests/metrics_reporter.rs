@@ -349,7 +349,7 @@ fn queue_signals_render_as_a_histogram() {
         .pass();
     at(250);
     let late = shedder.allow_after(Duration::from_millis(40)).unwrap_err();
-    assert_eq!(late.reason(), admit::shed::OverloadReason::QueueDelay);
+    assert_eq!(late.reason(), admit::signal::Cause::QueueDelay);
     // A pool job that waited 2 ms, and a probe tick 7 ms late.
     let stamp = QueueStamp::at(248 * 1_000_000);
     stamp

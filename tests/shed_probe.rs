@@ -1,11 +1,11 @@
 //! The shedder with a runtime lag probe: its controller's share and its heartbeat refuse
-//! requests whatever the concurrency (`OverloadReason::RuntimeLag`), and a probe ticking on
+//! requests whatever the concurrency (`Cause::RuntimeLag`), and a probe ticking on
 //! time refuses none. The probe's ticks are driven by hand on a manual clock.
 
 use std::time::Duration;
 
 use admit::clock::{Clock, ManualClock};
-use admit::shed::{OverloadReason, Shedder};
+use admit::shed::Shedder;
 use admit::signal::Cause;
 use admit::signal::cpu::ManualCpu;
 use admit::signal::queue::LagProbe;
@@ -35,7 +35,7 @@ fn the_probe_sheds_while_the_runtime_lags() {
     assert_eq!(probe.drop_ppm(), 1_000_000);
     for _ in 0..50 {
         let refused = shedder.allow().unwrap_err();
-        assert_eq!(refused.reason(), OverloadReason::RuntimeLag);
+        assert_eq!(refused.reason(), Cause::RuntimeLag);
         assert_eq!(refused.retry_after(), Duration::from_millis(10));
     }
     let snapshot = shedder.snapshot();
@@ -57,10 +57,7 @@ fn the_probe_sheds_while_the_runtime_lags() {
     // refused until it ticks again.
     clock.set(Duration::from_nanos(now + 31 * MS));
     assert!(probe.heartbeat_hot(clock.now_nanos()));
-    assert_eq!(
-        shedder.allow().unwrap_err().reason(),
-        OverloadReason::RuntimeLag
-    );
+    assert_eq!(shedder.allow().unwrap_err().reason(), Cause::RuntimeLag);
     // It ticks, 21 ms late: only the controller's share (one late tick: 5 %) may refuse now.
     probe.tick(now + 10 * MS, now + 31 * MS);
     assert_eq!(probe.drop_ppm(), 50_000);

@@ -12,7 +12,8 @@ static ALLOCATOR: counting_alloc::CountingAllocator = counting_alloc::CountingAl
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit::shed::{OverloadReason, Shedder};
+use admit::shed::Shedder;
+use admit::signal::Cause;
 use admit::signal::cpu::ManualCpu;
 use admit::signal::queue::{LagProbe, QueueGate};
 
@@ -44,7 +45,7 @@ fn queue_signals_allocate_nothing_per_decision() {
                     admitted += 1;
                 }
                 Err(refused) => {
-                    assert_eq!(refused.reason(), OverloadReason::QueueDelay);
+                    assert_eq!(refused.reason(), Cause::QueueDelay);
                     late += 1;
                 }
             }
@@ -58,7 +59,7 @@ fn queue_signals_allocate_nothing_per_decision() {
         clock.set(Duration::from_nanos(now));
         for _ in 0..1_000 {
             let refused = shedder.allow().unwrap_err();
-            assert_eq!(refused.reason(), OverloadReason::RuntimeLag);
+            assert_eq!(refused.reason(), Cause::RuntimeLag);
             lagging += 1;
         }
     });

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use admit::ConfigError;
 use admit::clock::ManualClock;
-use admit::shed::{OverloadReason, Shedder};
+use admit::shed::Shedder;
 use admit::signal::cpu::ManualCpu;
 use admit::signal::{Cause, OverloadSignal, Pressure};
 
@@ -74,17 +74,14 @@ fn a_hot_signal_sheds_as_a_hot_cpu_does_and_names_the_reason() {
     assert_eq!(snapshot.cause, Some(Cause::Custom("switch")));
     assert_eq!(snapshot.cpu_permille, Some(0));
     let refused = shedder.allow().unwrap_err();
-    assert_eq!(refused.reason(), OverloadReason::Signal("switch"));
+    assert_eq!(refused.reason(), Cause::Custom("switch"));
     assert_eq!(refused.to_string(), "service overloaded: switch");
     assert_eq!(shedder.snapshot().dropped, 1);
 
     // The signal calms down: go-zero's cool-off keeps the shedder hot for 1 s after the last
     // hot reading, then it admits again.
     switch.on.store(false, Ordering::Relaxed);
-    assert_eq!(
-        shedder.allow().unwrap_err().reason(),
-        OverloadReason::CoolOff
-    );
+    assert_eq!(shedder.allow().unwrap_err().reason(), Cause::CoolOff);
     clock.advance(Duration::from_millis(1001));
     drop(shedder.allow().unwrap());
     drop(held);
@@ -102,7 +99,7 @@ fn the_cpu_names_the_cause_when_both_are_hot() {
     switch.on.store(true, Ordering::Relaxed);
     switch.headroom_milli.store(100, Ordering::Relaxed);
     cpu.set(1000);
-    assert_eq!(shedder.allow().unwrap_err().reason(), OverloadReason::Cpu);
+    assert_eq!(shedder.allow().unwrap_err().reason(), Cause::Cpu);
 }
 
 #[test]
@@ -134,6 +131,41 @@ fn every_decision_consults_every_signal() {
         shedder.allow().unwrap().pass();
     }
     assert_eq!(switch.calls.load(Ordering::Relaxed) - before, 10);
+}
+
+/// A signal that refuses outright refuses whatever the concurrency, names the refusal and
+/// arms the cool-off, as the queue gate's refusal of a late request does.
+#[test]
+fn a_signal_may_refuse_a_request_outright() {
+    let refusing = Arc::new(AtomicBool::new(true));
+    let flag = Arc::clone(&refusing);
+    let clock = ManualClock::new();
+    let shedder = Shedder::builder()
+        .clock(clock.clone())
+        .cpu(ManualCpu::new(0))
+        .signal(move |_now: u64| {
+            if flag.load(Ordering::Relaxed) {
+                Pressure::refuse(Cause::Custom("maintenance"))
+            } else {
+                Pressure::CALM
+            }
+        })
+        .build()
+        .unwrap();
+    let refused = shedder.allow().unwrap_err();
+    assert_eq!(refused.reason(), Cause::Custom("maintenance"));
+    assert_eq!(
+        shedder.snapshot().flying,
+        0,
+        "refused with nothing in flight"
+    );
+    assert_eq!(shedder.snapshot().cause, Some(Cause::Custom("maintenance")));
+    refusing.store(false, Ordering::Relaxed);
+    // Nothing in flight: the cool-off alone refuses nothing.
+    shedder.allow().unwrap().pass();
+    assert!(shedder.snapshot().hot, "cooling off");
+    clock.advance(Duration::from_secs(2));
+    assert!(!shedder.snapshot().hot);
 }
 
 #[test]

@@ -8,7 +8,8 @@
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit::shed::{OverloadReason, Shedder};
+use admit::shed::Shedder;
+use admit::signal::Cause;
 use admit::signal::cpu::{ManualCpu, Smoother, Smoothing};
 
 type Manual = Shedder<ManualClock>;
@@ -148,7 +149,7 @@ fn vector_9_both_concurrency_tests_are_strict() {
     // avg_flying > 1 but flying 1 is not > 1: a drained queue passes.
     let second = shedder.allow().unwrap();
     // Now flying 2 > 1 and avg_flying > 1: dropped.
-    assert_eq!(shedder.allow().unwrap_err().reason(), OverloadReason::Cpu);
+    assert_eq!(shedder.allow().unwrap_err().reason(), Cause::Cpu);
     // At 899 ‰ the shedder is still hot (it has just dropped), but the overload factor is back
     // to 1: L = 10, above both counts, so the request passes. (go-zero's "899 ‰, not dropped
     // recently" case is a unit test: that state is unreachable once a drop happened.)
@@ -171,12 +172,12 @@ fn vector_11_cool_off_boundary_is_strict() {
     clock.set(Duration::from_secs(10));
     cpu.set(1000);
     let dropped = shedder.allow().unwrap_err();
-    assert_eq!(dropped.reason(), OverloadReason::Cpu);
+    assert_eq!(dropped.reason(), Cause::Cpu);
     assert_eq!(dropped.retry_after(), BUCKET);
     cpu.set(899);
     clock.set(Duration::from_millis(10_999));
     let cooling = shedder.allow().unwrap_err();
-    assert_eq!(cooling.reason(), OverloadReason::CoolOff);
+    assert_eq!(cooling.reason(), Cause::CoolOff);
     assert_eq!(cooling.retry_after(), Duration::from_millis(1));
     assert!(shedder.snapshot().hot);
     clock.set(Duration::from_millis(11_000));

@@ -10,7 +10,8 @@ use super::queue::{GateSeries, WaitSeries};
 use super::{MetricsError, Source};
 use crate::Shared;
 use crate::clock::Clock;
-use crate::shed::{OverloadReason, Shedder};
+use crate::shed::Shedder;
+use crate::signal::Cause;
 use crate::signal::queue::WaitSource;
 
 /// Publishes a [`Shedder`]'s [snapshot](Shedder::snapshot) through the `metrics` facade: its
@@ -51,7 +52,7 @@ pub struct ShedderMetrics<C: Clock + 'static> {
     shedding: Gauge,
     max_flight: Gauge,
     headroom: Gauge,
-    dropped_by: [Counter; OverloadReason::COUNT],
+    dropped_by: [Counter; Cause::COUNT],
     gate: Option<GateSeries>,
     probe: Option<(WaitSeries, Gauge)>,
 }
@@ -85,7 +86,7 @@ impl<C: Clock + 'static> ShedderMetrics<C> {
             shedding: gauge(names::SHED_SHEDDING),
             max_flight: gauge(names::SHED_MAX_FLIGHT),
             headroom: gauge(names::SHED_HEADROOM),
-            dropped_by: OverloadReason::ALL.map(|reason| {
+            dropped_by: Cause::ALL.map(|reason| {
                 metrics::counter!(names::SHED_DROPPED, LIMITER => name.clone(),
                     REASON => reason.label())
             }),

@@ -134,8 +134,9 @@ mod tests {
     use tonic::{Code, Status};
 
     use super::{GrpcResponder, REFUSAL_HEADER, RETRY_PUSHBACK};
+    use crate::shed::Overloaded;
     use crate::shed::error::ShedRejection;
-    use crate::shed::{OverloadReason, Overloaded};
+    use crate::signal::Cause;
     use crate::warmup::AcquireError;
 
     fn pushback(status: &Status) -> Option<&str> {
@@ -155,7 +156,7 @@ mod tests {
     #[test]
     fn refusals_become_statuses_with_pushback() {
         use std::error::Error;
-        let overloaded = Overloaded::new(OverloadReason::CoolOff, 1_500_000);
+        let overloaded = Overloaded::new(Cause::CoolOff, 1_500_000);
         let status = Status::from(overloaded);
         assert_eq!(status.code(), Code::ResourceExhausted);
         assert_eq!(pushback(&status), Some("2"));
@@ -187,7 +188,7 @@ mod tests {
 
     #[test]
     fn the_response_is_trailers_only() {
-        let overloaded = Overloaded::new(OverloadReason::Cpu, 100_000_000);
+        let overloaded = Overloaded::new(Cause::Cpu, 100_000_000);
         let response: http::Response<()> =
             super::Respond::<_, _, ()>::respond(&GrpcResponder::default(), overloaded).unwrap();
         assert_eq!(response.status(), 200);

@@ -117,9 +117,10 @@ mod tests {
     use http::Response;
 
     use super::HttpResponder;
-    use crate::shed::{OverloadReason, Overloaded};
+    use crate::shed::Overloaded;
+    use crate::signal::Cause;
 
-    fn reason_of(responder: HttpResponder, reason: OverloadReason) -> Option<String> {
+    fn reason_of(responder: HttpResponder, reason: Cause) -> Option<String> {
         let response: Response<()> = responder.response(Overloaded::new(reason, 1));
         assert_eq!(response.status(), 503);
         response
@@ -156,13 +157,13 @@ mod tests {
     fn the_reason_header_names_the_overload() {
         let responder = HttpResponder::default();
         for (reason, token) in [
-            (OverloadReason::Cpu, "cpu"),
-            (OverloadReason::CoolOff, "cool-off"),
-            (OverloadReason::Queue, "queue"),
-            (OverloadReason::QueueDelay, "queue-delay"),
-            (OverloadReason::RuntimeLag, "runtime-lag"),
+            (Cause::Cpu, "cpu"),
+            (Cause::CoolOff, "cool-off"),
+            (Cause::Queue, "queue"),
+            (Cause::QueueDelay, "queue-delay"),
+            (Cause::RuntimeLag, "runtime-lag"),
             // A signal's own name may be any string; the header names them all alike.
-            (OverloadReason::Signal("disk queue\n"), "signal"),
+            (Cause::Custom("disk queue\n"), "signal"),
         ] {
             assert_eq!(reason_of(responder, reason).as_deref(), Some(token));
         }
@@ -170,7 +171,7 @@ mod tests {
         assert_eq!(quiet.response::<_, ()>(Garbled).headers().len(), 1);
         let garbled: Response<()> = responder.response(Garbled);
         assert!(!garbled.headers().contains_key(super::REFUSAL_HEADER));
-        assert_eq!(reason_of(quiet, OverloadReason::QueueDelay), None);
+        assert_eq!(reason_of(quiet, Cause::QueueDelay), None);
         assert_eq!(quiet.status(), responder.status());
     }
 }

@@ -118,7 +118,7 @@ pub trait Refusal: Copy + Error + Send + Sync + 'static {
 
     /// Why the request was refused, as a short token that is a valid HTTP header value:
     /// `rate-limit` for the warm-up buckets, and for the shedder its
-    /// [`OverloadReason`](crate::shed::OverloadReason)'s (`cpu`, `cool-off`, `queue`,
+    /// [`Cause`](crate::signal::Cause)'s (`cpu`, `cool-off`, `queue`,
     /// `queue-delay`, `runtime-lag`, or `signal` for any added signal). [`HttpResponder`] and
     /// [`GrpcResponder`] send it as [`REFUSAL_HEADER`] (or leave it out if it is not a valid
     /// header value).

@@ -11,7 +11,7 @@ use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
 use crate::signal::OverloadSignal;
 use crate::signal::cpu::{CpuOverload, CpuSignal, Source, SystemCpu};
-use crate::signal::queue::{LagProbe, QueueGate};
+use crate::signal::queue::{LagProbe, QueueGate, QueueSignal};
 
 /// Configures a [`Shedder`]; created by [`Shedder::builder`].
 ///
@@ -171,7 +171,7 @@ impl<C: Clock> ShedderBuilder<C> {
     /// A runtime lag probe (default: none): while its timer fires late (the runtime's workers
     /// are busy with work done inline), the shedder refuses a share of requests that its
     /// controller raises as long as the lateness stays above target, whatever the
-    /// concurrency ([`OverloadReason::RuntimeLag`](super::OverloadReason::RuntimeLag)), unless
+    /// concurrency ([`Cause::RuntimeLag`](crate::signal::Cause::RuntimeLag)), unless
     /// a [queue gate](Self::queue_gate) has a verdict from measured waits. Spawn the probe's
     /// task on a copy of the shedder's [clock](Self::clock) (`tokio::spawn(probe.run(clock))`,
     /// feature `tokio`) for it to tick.
@@ -237,7 +237,12 @@ impl<C: Clock> ShedderBuilder<C> {
                 value: self.cool_off,
             })?;
         let cpu = self.cpu.unwrap_or_else(|| Source::new(SystemCpu::new()));
-        let cpu = CpuOverload::of(cpu, self.cpu_threshold)?;
+        let mut cpu = CpuOverload::of(cpu, self.cpu_threshold)?;
+        if self.queue.is_some() {
+            // The gate sees the queue the CPU's overload factor guesses at: a hot CPU makes
+            // the shedder hot, but does not lower the limit below what the service carries.
+            cpu = cpu.full_headroom();
+        }
         let config = Config {
             window: self.window,
             buckets: self.buckets,
@@ -254,9 +259,11 @@ impl<C: Clock> ShedderBuilder<C> {
             config,
             self.clock,
             cpu,
+            QueueSignal {
+                gate: self.queue,
+                probe: self.probe,
+            },
             self.signals.into_boxed_slice(),
-            self.queue,
-            self.probe,
             self.name,
         ))
     }

@@ -6,127 +6,29 @@ use std::time::Duration;
 
 use crate::signal::Cause;
 
-/// What made the shedder refuse.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum OverloadReason {
-    /// The CPU is at or above the threshold, and more requests are in flight than the service
-    /// has shown it can carry.
-    Cpu,
-    /// No signal is hot any more, but one was less than the cool-off period ago, and more
-    /// requests are in flight than the service has shown it can carry.
-    CoolOff,
-    /// A signal added with [`ShedderBuilder::signal`](super::ShedderBuilder::signal), by the
-    /// name its [`Cause::Custom`] gives, reports overload, and
-    /// more requests are in flight than the service has shown it can carry.
-    Signal(&'static str),
-    /// The shedder's [queue gate](super::ShedderBuilder::queue_gate) is hot (every request of
-    /// the last interval waited longer than its target), and more requests are in flight than
-    /// the service has shown it can carry.
-    Queue,
-    /// The queue gate is hot and this request waited more than twice its target: by the time
-    /// it would be served, its client has likely given up.
-    QueueDelay,
-    /// The shedder's [runtime lag probe](super::ShedderBuilder::runtime_probe) fires late: the
-    /// runtime is too busy to serve more (refused at random, in the share the probe's controller
-    /// sets, or all while the probe misses its heartbeat).
-    RuntimeLag,
-}
-
-impl OverloadReason {
-    /// The reason for a refusal while `cause` reports overload.
-    #[inline]
-    pub(crate) fn of(cause: Cause) -> OverloadReason {
-        match cause {
-            Cause::Cpu => OverloadReason::Cpu,
-            Cause::Queue => OverloadReason::Queue,
-            Cause::RuntimeLag => OverloadReason::RuntimeLag,
-            Cause::Custom(name) => OverloadReason::Signal(name),
-        }
-    }
-
-    /// A short name for logs and labels: `cpu`, `cool-off`, `queue`, `queue-delay`,
-    /// `runtime-lag`, or the signal's name.
-    ///
-    /// ```
-    /// use admit::shed::OverloadReason;
-    ///
-    /// assert_eq!(OverloadReason::CoolOff.as_str(), "cool-off");
-    /// assert_eq!(OverloadReason::Signal("queue").to_string(), "queue");
-    /// ```
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            OverloadReason::Cpu => "cpu",
-            OverloadReason::CoolOff => "cool-off",
-            OverloadReason::Signal(name) => name,
-            OverloadReason::Queue => "queue",
-            OverloadReason::QueueDelay => "queue-delay",
-            OverloadReason::RuntimeLag => "runtime-lag",
-        }
-    }
-}
-
-impl OverloadReason {
-    /// The reason as one of a fixed set of tokens: [`as_str`](Self::as_str), with every added
-    /// signal as `signal` (its name is the signal's own and may be any string).
-    #[cfg(any(feature = "tower", feature = "metrics"))]
-    pub(crate) fn label(&self) -> &'static str {
-        match self {
-            OverloadReason::Signal(_) => "signal",
-            reason => reason.as_str(),
-        }
-    }
-
-    /// How many reasons there are, counting every added signal as one.
-    pub(crate) const COUNT: usize = 6;
-
-    /// Every reason, an added signal's under an empty name, in the order of
-    /// [`index`](Self::index).
-    pub(crate) const ALL: [OverloadReason; Self::COUNT] = [
-        OverloadReason::Cpu,
-        OverloadReason::CoolOff,
-        OverloadReason::Signal(""),
-        OverloadReason::Queue,
-        OverloadReason::QueueDelay,
-        OverloadReason::RuntimeLag,
-    ];
-
-    /// The reason's counter among [`COUNT`](Self::COUNT).
-    #[inline]
-    pub(crate) fn index(&self) -> usize {
-        match self {
-            OverloadReason::Cpu => 0,
-            OverloadReason::CoolOff => 1,
-            OverloadReason::Signal(_) => 2,
-            OverloadReason::Queue => 3,
-            OverloadReason::QueueDelay => 4,
-            OverloadReason::RuntimeLag => 5,
-        }
-    }
-}
-
-/// How many requests a [`Shedder`](super::Shedder) refused, by reason
+/// How many requests a [`Shedder`](super::Shedder) refused, by cause
 /// ([`Shedder::dropped_by`](super::Shedder::dropped_by)); the refusals of all added signals
 /// count together.
 ///
 /// # Example
 ///
 /// ```
-/// use admit::shed::{OverloadReason, Shedder};
+/// use admit::shed::Shedder;
+/// use admit::signal::Cause;
 ///
 /// let shedder = Shedder::builder().build()?;
 /// let drops = shedder.dropped_by();
 /// assert_eq!(drops.total(), 0);
-/// assert_eq!(drops.get(OverloadReason::QueueDelay), 0);
+/// assert_eq!(drops.get(Cause::QueueDelay), 0);
 /// # Ok::<(), admit::ConfigError>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Drops(pub(crate) [u64; OverloadReason::COUNT]);
+pub struct Drops(pub(crate) [u64; Cause::COUNT]);
 
 impl Drops {
-    /// The refusals for `reason` (for an added signal, all added signals').
-    pub fn get(&self, reason: OverloadReason) -> u64 {
-        self.0[reason.index()]
+    /// The refusals for `cause` (for an added signal, all added signals').
+    pub fn get(&self, cause: Cause) -> u64 {
+        self.0[cause.index()]
     }
 
     /// All refusals.
@@ -134,17 +36,10 @@ impl Drops {
         self.0.iter().sum()
     }
 
-    /// `(reason, count)` for every reason; added signals appear once, as
-    /// `OverloadReason::Signal("")`, and label as `signal`.
-    pub fn iter(&self) -> impl Iterator<Item = (OverloadReason, u64)> + '_ {
-        OverloadReason::ALL.into_iter().zip(self.0)
-    }
-}
-
-/// [`as_str`](OverloadReason::as_str).
-impl fmt::Display for OverloadReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+    /// `(cause, count)` for every cause; added signals appear once, as `Cause::Custom("")`,
+    /// and label as `signal`.
+    pub fn iter(&self) -> impl Iterator<Item = (Cause, u64)> + '_ {
+        Cause::ALL.into_iter().zip(self.0)
     }
 }
 
@@ -159,7 +54,8 @@ impl fmt::Display for OverloadReason {
 /// use std::time::Duration;
 /// use admit::clock::ManualClock;
 /// use admit::signal::cpu::ManualCpu;
-/// use admit::shed::{OverloadReason, Shedder};
+/// use admit::shed::Shedder;
+/// use admit::signal::Cause;
 ///
 /// let cpu = ManualCpu::new(0);
 /// let shedder = Shedder::builder().clock(ManualClock::new()).cpu(cpu.clone()).build()?;
@@ -170,19 +66,19 @@ impl fmt::Display for OverloadReason {
 /// }
 /// cpu.set(1000);
 /// let overloaded = shedder.allow().unwrap_err();
-/// assert_eq!(overloaded.reason(), OverloadReason::Cpu);
+/// assert_eq!(overloaded.reason(), Cause::Cpu);
 /// assert_eq!(overloaded.retry_after(), Duration::from_millis(100)); // one bucket
 /// # Ok::<(), admit::ConfigError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Overloaded {
-    reason: OverloadReason,
+    reason: Cause,
     retry_after_nanos: u64,
 }
 
 impl Overloaded {
     #[inline]
-    pub(crate) fn new(reason: OverloadReason, retry_after_nanos: u64) -> Self {
+    pub(crate) fn new(reason: Cause, retry_after_nanos: u64) -> Self {
         Overloaded {
             reason,
             retry_after_nanos,
@@ -190,7 +86,7 @@ impl Overloaded {
     }
 
     /// Why the request was refused.
-    pub fn reason(&self) -> OverloadReason {
+    pub fn reason(&self) -> Cause {
         self.reason
     }
 
@@ -205,18 +101,16 @@ impl Overloaded {
 impl fmt::Display for Overloaded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.reason {
-            OverloadReason::Cpu => f.write_str("service overloaded: CPU at or above its threshold"),
-            OverloadReason::CoolOff => {
-                f.write_str("service overloaded: cooling off after an overload")
-            }
-            OverloadReason::Signal(name) => write!(f, "service overloaded: {name}"),
-            OverloadReason::Queue => {
+            Cause::Cpu => f.write_str("service overloaded: CPU at or above its threshold"),
+            Cause::CoolOff => f.write_str("service overloaded: cooling off after an overload"),
+            Cause::Custom(name) => write!(f, "service overloaded: {name}"),
+            Cause::Queue => {
                 f.write_str("service overloaded: requests wait longer than the queue target")
             }
-            OverloadReason::QueueDelay => {
+            Cause::QueueDelay => {
                 f.write_str("service overloaded: the request waited too long in the queue")
             }
-            OverloadReason::RuntimeLag => {
+            Cause::RuntimeLag => {
                 f.write_str("service overloaded: the runtime runs its timers late")
             }
         }

@@ -50,8 +50,8 @@
 //!
 //! - While the gate is hot (90 % of the waits of its last interval exceeded its target) the
 //!   shedder is hot, and a request that waited more than twice the target is refused whatever
-//!   the concurrency ([`OverloadReason::QueueDelay`]); other refusals follow go-zero's rule
-//!   ([`OverloadReason::Queue`]) and arm the cool-off.
+//!   the concurrency ([`Cause::QueueDelay`](crate::signal::Cause::QueueDelay)); other refusals follow go-zero's rule
+//!   ([`Cause::Queue`](crate::signal::Cause::Queue)) and arm the cool-off.
 //! - With a gate, go-zero's limit on requests in flight is not scaled down by the CPU's
 //!   overload factor (the gate sees the queue the factor guesses at; scaled, the limit holds
 //!   the CPU near its threshold, 5–10 % below what the service can do), and it is at least the
@@ -61,7 +61,7 @@
 //! - The probe decides only while the gate has no verdict (no gate, or no wait recorded in its
 //!   last interval): measured waits outrank its estimate. While it lags, a share of requests is
 //!   refused at random, set by its controller, or all of them while it misses its heartbeat
-//!   ([`OverloadReason::RuntimeLag`]).
+//!   ([`Cause::RuntimeLag`](crate::signal::Cause::RuntimeLag)).
 
 //! # Parity with go-zero
 //!
@@ -142,7 +142,7 @@ mod snapshot;
 mod window;
 
 pub use self::builder::ShedderBuilder;
-pub use self::error::{Drops, OverloadReason, Overloaded};
+pub use self::error::{Drops, Overloaded};
 pub use self::permit::{OwnedPermit, Permit};
 pub use self::shedder::Shedder;
 pub use self::snapshot::ShedSnapshot;

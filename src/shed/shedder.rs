@@ -8,14 +8,14 @@ use std::time::Duration;
 use crossbeam_utils::CachePadded;
 
 use super::builder::ShedderBuilder;
-use super::error::{Drops, OverloadReason, Overloaded};
+use super::error::{Drops, Overloaded};
 use super::permit::{OwnedPermit, Permit};
 use super::window::{RollingWindow, Totals, one_pass};
 use crate::Shared;
 use crate::clock::{Clock, MonotonicClock};
 use crate::signal::cpu::{CpuOverload, CpuSignal};
-use crate::signal::queue::{LagProbe, QueueGate, QueueState};
-use crate::signal::{OverloadSignal, Pressure};
+use crate::signal::queue::{LagProbe, QueueGate, QueueSignal};
+use crate::signal::{Arrival, Cause, OverloadSignal, Pressure};
 use crate::sync::{AtomicBool, AtomicU64, Ordering, SeqLock, Striped};
 
 /// go-zero's `flyingBeta`: the weight of the old smoothed concurrency.
@@ -81,12 +81,11 @@ pub struct Shedder<C: Clock = MonotonicClock> {
     pub(super) clock: C,
     /// go-zero's CPU signal.
     pub(super) cpu: CpuOverload,
-    /// Signals added with [`ShedderBuilder::signal`], consulted after the CPU.
+    /// The queue gate and runtime probe added with [`ShedderBuilder::queue_gate`] and
+    /// [`ShedderBuilder::runtime_probe`], if any.
+    pub(super) queue: QueueSignal,
+    /// Signals added with [`ShedderBuilder::signal`].
     pub(super) signals: Box<[Box<dyn OverloadSignal>]>,
-    /// The queue-delay gate added with [`ShedderBuilder::queue_gate`], if any.
-    pub(super) queue: Option<Arc<QueueGate>>,
-    /// The runtime lag probe added with [`ShedderBuilder::runtime_probe`], if any.
-    pub(super) probe: Option<LagProbe>,
     pub(super) name: Option<Cow<'static, str>>,
 }
 
@@ -119,8 +118,8 @@ pub(super) struct Heat {
     /// (0: never).
     pub(super) overloaded_at: AtomicU64,
     pub(super) dropped_recently: AtomicBool,
-    /// Refusals by reason ([`OverloadReason::index`]), striped by thread.
-    pub(super) dropped: Striped<{ OverloadReason::COUNT }>,
+    /// Refusals by cause ([`Cause::index`]), striped by thread.
+    pub(super) dropped: Striped<{ Cause::COUNT }>,
     /// The epoch (plus one, 0: none yet) and the `f64` bits of go-zero's `maxFlight` and of the
     /// queue floor for it.
     pub(super) limit: SeqLock<3>,
@@ -174,14 +173,13 @@ impl Shedder<MonotonicClock> {
 impl<C: Clock> Shedder<C> {
     /// A shedder with nothing counted yet, deciding with `config` (validated by the builder,
     /// its window aligned to `config.origin_nanos`), on `clock`, with the CPU signal `cpu`, the
-    /// `signals` added to it, and the queue `gate` and runtime `probe` if any.
+    /// `queue` signal and the `signals` added to it.
     pub(super) fn new(
         config: Config,
         clock: C,
         cpu: CpuOverload,
+        queue: QueueSignal,
         signals: Box<[Box<dyn OverloadSignal>]>,
-        gate: Option<Arc<QueueGate>>,
-        probe: Option<LagProbe>,
         name: Option<Cow<'static, str>>,
     ) -> Self {
         Shedder {
@@ -202,9 +200,8 @@ impl<C: Clock> Shedder<C> {
             config,
             clock,
             cpu,
+            queue,
             signals,
-            queue: gate,
-            probe,
             name,
         }
     }
@@ -238,7 +235,7 @@ impl<C: Clock> Shedder<C> {
     /// [`allow`](Self::allow) for a request that waited `waited` before reaching the shedder
     /// (in a proxy's queue, a socket backlog, a pool): the wait is recorded in the
     /// [queue gate](ShedderBuilder::queue_gate), and while the gate is hot a request that
-    /// waited more than twice its target is refused ([`OverloadReason::QueueDelay`]). Without a
+    /// waited more than twice its target is refused ([`Cause::QueueDelay`]). Without a
     /// gate it is [`allow`](Self::allow).
     ///
     /// # Errors
@@ -250,7 +247,8 @@ impl<C: Clock> Shedder<C> {
     /// ```
     /// use std::time::Duration;
     /// use admit::clock::ManualClock;
-    /// use admit::shed::{OverloadReason, Shedder};
+    /// use admit::shed::Shedder;
+    /// use admit::signal::Cause;
     /// use admit::signal::queue::QueueGate;
     ///
     /// let clock = ManualClock::new();
@@ -263,7 +261,7 @@ impl<C: Clock> Shedder<C> {
     /// shedder.allow_after(Duration::from_millis(40)).unwrap().pass();
     /// clock.set(Duration::from_millis(250));
     /// let refused = shedder.allow_after(Duration::from_millis(40)).unwrap_err();
-    /// assert_eq!(refused.reason(), OverloadReason::QueueDelay);
+    /// assert_eq!(refused.reason(), Cause::QueueDelay);
     /// // A request that waited little is served.
     /// shedder.allow_after(Duration::from_millis(2)).unwrap().pass();
     /// # Ok::<(), admit::ConfigError>(())
@@ -324,49 +322,39 @@ impl<C: Clock> Shedder<C> {
     /// The decision: on admission counts the request in flight and returns `now`.
     #[inline]
     fn admit(&self, now: u64, waited: Option<u64>) -> Result<u64, Overloaded> {
-        let queue = match &self.queue {
-            Some(gate) => gate.observe_state(now, waited),
-            None => QueueState::Unknown,
+        let arrival = match waited {
+            Some(waited) => Arrival::at(now).with_wait_nanos(waited),
+            None => Arrival::at(now),
         };
-        // Measured waits outrank the probe's estimate of them: it decides only while the gate
-        // has no verdict (no gate, or no wait recorded in its last interval).
-        let lagging = queue == QueueState::Unknown
-            && self
-                .probe
-                .as_ref()
-                .is_some_and(|probe| probe.should_drop(now).is_some());
-        let verdict = if lagging {
-            self.note_overload(now);
-            Some(OverloadReason::RuntimeLag)
-        } else {
-            let cpu = self.cpu.load_permille();
-            self.should_drop(now, self.pressure_with(now, cpu), queue, waited)
-        };
-        if let Some(reason) = verdict {
+        if let Some(cause) = self.should_drop(now, self.assess(&arrival)) {
             let heat = &self.heat;
             if !heat.dropped_recently.load(Ordering::Relaxed) {
-                self.start_shedding(reason);
+                self.start_shedding(cause);
             }
             // The epoch first: the first event of an epoch marks it before counting itself.
             self.epoch(now);
-            heat.dropped.add(reason.index(), 1);
-            return Err(Overloaded::new(reason, self.retry_after(now, reason)));
+            heat.dropped.add(cause.index(), 1);
+            return Err(Overloaded::new(cause, self.retry_after(now, cause)));
         }
         self.flight.admitted.fetch_add(1, Ordering::AcqRel);
         Ok(now)
     }
 
-    /// The pressure every signal reports at `now`, given the CPU's load (`None`: unknown): the
-    /// CPU's, then the others'. The first overloaded signal names the cause; the smallest
-    /// headroom applies, the CPU's only without a queue gate.
+    /// Every signal's reading for `arrival`, combined: the CPU's (read once), the queue's,
+    /// then the added signals'.
     #[inline]
-    pub(super) fn pressure_with(&self, now: u64, cpu: Option<u32>) -> Pressure {
-        let mut pressure = self.cpu.pressure_at(cpu);
-        if self.queue.is_some() {
-            // The gate sees the queue the CPU's overload factor guesses at: a hot CPU makes
-            // the shedder hot, but does not lower the limit below what the service carries.
-            pressure = pressure.with_headroom(1.0);
+    fn assess(&self, arrival: &Arrival) -> Pressure {
+        let mut pressure = self.cpu.assess(arrival).and(self.queue.assess(arrival));
+        for signal in &self.signals {
+            pressure = pressure.and(signal.assess(arrival));
         }
+        pressure
+    }
+
+    /// Every signal's reading at `now`, for no request, combined as [`assess`](Self::assess)
+    /// does, given the CPU's load (`None`: unknown).
+    pub(super) fn pressure_with(&self, now: u64, cpu: Option<u32>) -> Pressure {
+        let mut pressure = self.cpu.pressure_at(cpu).and(self.queue.pressure(now));
         for signal in &self.signals {
             pressure = pressure.and(signal.pressure(now));
         }
@@ -375,27 +363,18 @@ impl<C: Clock> Shedder<C> {
 
     /// go-zero's `shouldDrop`: `(systemOverloaded || stillHot) && highThroughput`, where
     /// "system overloaded" is any signal's overload and the limit is scaled by the headroom
-    /// (go-zero's overload factor, with the CPU alone).
-    ///
-    /// With a hot queue gate the shedder is hot too, and a request that `waited` more than
-    /// twice the gate's target is refused whatever the concurrency.
+    /// (go-zero's overload factor, with the CPU alone). A reading that refuses the request
+    /// refuses it whatever the concurrency.
     #[inline]
-    fn should_drop(
-        &self,
-        now: u64,
-        pressure: Pressure,
-        queue: QueueState,
-        waited: Option<u64>,
-    ) -> Option<OverloadReason> {
-        let queue_hot = queue == QueueState::Hot;
-        let reason = if let Some(cause) = pressure.cause() {
+    fn should_drop(&self, now: u64, pressure: Pressure) -> Option<Cause> {
+        let cause = if let Some(cause) = pressure.cause() {
             self.note_overload(now);
-            OverloadReason::of(cause)
-        } else if queue_hot {
-            self.note_overload(now);
-            OverloadReason::Queue
+            if pressure.refuses() {
+                return Some(cause);
+            }
+            cause
         } else if self.still_hot(now, true) {
-            OverloadReason::CoolOff
+            Cause::CoolOff
         } else {
             return None;
         };
@@ -403,18 +382,13 @@ impl<C: Clock> Shedder<C> {
         let limit = (max_flight * pressure.headroom()).max(floor);
         let avg_flying = f64::from_bits(self.flight.avg_flying.load(Ordering::Acquire));
         let flying = self.flight.flying() as f64;
-        if avg_flying > limit && flying > limit {
-            return Some(reason);
-        }
-        let too_late = |gate: &Arc<QueueGate>| waited.is_some_and(|ns| gate.too_late(ns));
-        (queue_hot && self.queue.as_ref().is_some_and(too_late))
-            .then_some(OverloadReason::QueueDelay)
+        (avg_flying > limit && flying > limit).then_some(cause)
     }
 
     /// The first drop since the shedder last cooled off: arms the cool-off (go-zero's
     /// `dropTime`), and with the `tracing` feature logs that shedding started, once.
     #[cold]
-    fn start_shedding(&self, _reason: OverloadReason) {
+    fn start_shedding(&self, _reason: Cause) {
         let _was = self.heat.dropped_recently.swap(true, Ordering::AcqRel);
         #[cfg(feature = "tracing")]
         if !_was {
@@ -567,18 +541,15 @@ impl<C: Clock> Shedder<C> {
         scan
     }
 
-    fn retry_after(&self, now: u64, reason: OverloadReason) -> u64 {
-        match reason {
-            OverloadReason::Cpu | OverloadReason::Signal(_) => self.config.bucket_nanos,
-            OverloadReason::RuntimeLag => self
-                .probe
-                .as_ref()
-                .map_or(self.config.bucket_nanos, |probe| nanos(probe.interval())),
-            OverloadReason::Queue | OverloadReason::QueueDelay => self
-                .queue
-                .as_ref()
-                .map_or(self.config.bucket_nanos, |gate| nanos(gate.interval())),
-            OverloadReason::CoolOff => {
+    fn retry_after(&self, now: u64, cause: Cause) -> u64 {
+        let interval =
+            |interval: Option<Duration>| interval.map_or(self.config.bucket_nanos, nanos);
+        match cause {
+            Cause::RuntimeLag => interval(self.queue.probe.as_ref().map(LagProbe::interval)),
+            Cause::Queue | Cause::QueueDelay => {
+                interval(self.queue.gate.as_ref().map(|gate| gate.interval()))
+            }
+            Cause::CoolOff => {
                 let since = now.saturating_sub(
                     self.heat
                         .overloaded_at
@@ -587,6 +558,7 @@ impl<C: Clock> Shedder<C> {
                 );
                 self.config.cool_off_nanos.saturating_sub(since).max(1)
             }
+            Cause::Cpu | Cause::Custom(_) => self.config.bucket_nanos,
         }
     }
 
@@ -643,17 +615,17 @@ impl<C: Clock> Shedder<C> {
     /// The queue-delay gate, if the shedder has one: record the waits of work queued inside
     /// the process into it (see [`QueueStamp`](crate::signal::queue::QueueStamp)).
     pub fn queue_gate(&self) -> Option<&Arc<QueueGate>> {
-        self.queue.as_ref()
+        self.queue.gate.as_ref()
     }
 
-    /// Requests refused since the shedder was built, by reason.
+    /// Requests refused since the shedder was built, by cause.
     pub fn dropped_by(&self) -> Drops {
         Drops(std::array::from_fn(|i| self.heat.dropped.sum(i)))
     }
 
     /// The runtime lag probe, if the shedder has one.
     pub fn runtime_probe(&self) -> Option<&LagProbe> {
-        self.probe.as_ref()
+        self.queue.probe.as_ref()
     }
 
     /// The CPU signal this shedder reads.
@@ -816,12 +788,7 @@ mod tests {
             set_flight(&shedder, avg_flying, flying);
             assert_eq!(
                 shedder
-                    .should_drop(
-                        now,
-                        shedder.cpu.pressure_at(Some(900)),
-                        QueueState::Unknown,
-                        None
-                    )
+                    .should_drop(now, shedder.cpu.pressure_at(Some(900)))
                     .is_some(),
                 drop,
                 "avg_flying {avg_flying}, flying {flying}"
@@ -830,20 +797,12 @@ mod tests {
         // 899 ‰ and no recent drop: not hot, whatever the concurrency.
         let (_, _, fresh) = self::shedder();
         set_flight(&fresh, 80.0, 80);
-        assert_eq!(
-            fresh.should_drop(
-                0,
-                fresh.cpu.pressure_at(Some(899)),
-                QueueState::Unknown,
-                None
-            ),
-            None
-        );
+        assert_eq!(fresh.should_drop(0, fresh.cpu.pressure_at(Some(899))), None);
         // 900 ‰: `allow` refuses and arms the cool-off.
         cpu.set(900);
         set_flight(&shedder, 80.0, 80);
         assert!(!shedder.heat.dropped_recently.load(Ordering::Acquire));
-        assert_eq!(shedder.allow().unwrap_err().reason(), OverloadReason::Cpu);
+        assert_eq!(shedder.allow().unwrap_err().reason(), Cause::Cpu);
         assert!(shedder.heat.dropped_recently.load(Ordering::Acquire));
     }
 
@@ -894,19 +853,27 @@ mod tests {
 
         let (_, hot) = queued(500, true);
         set_flight(&hot, 50.0, 50);
-        assert_eq!(decide(&hot, waited(3)), Some(OverloadReason::Queue));
+        assert_eq!(decide(&hot, waited(3)), Some(Cause::Queue));
+        assert_eq!(
+            decide(&hot, waited(30)),
+            Some(Cause::QueueDelay),
+            "a late request is refused as late, over the limit too"
+        );
 
         let (clock, hot) = queued(500, true);
         set_flight(&hot, 2.0, 2);
         assert_eq!(decide(&hot, waited(8)), None, "not twice the target");
         assert_eq!(decide(&hot, None), None, "no wait known");
-        assert_eq!(decide(&hot, waited(30)), Some(OverloadReason::QueueDelay));
+        assert_eq!(decide(&hot, waited(30)), Some(Cause::QueueDelay));
         // The drop armed the cool-off: half a second later, with the queue cold and the
         // concurrency over the limit, go-zero's cool-off refuses; a second later it is over.
         clock.set(Duration::from_millis(1550));
         set_flight(&hot, 50.0, 50);
-        assert!(!hot.queue_gate().unwrap().hot(hot.clock.now_nanos()));
-        assert_eq!(decide(&hot, None), Some(OverloadReason::CoolOff));
+        assert_ne!(
+            hot.queue_gate().unwrap().state(hot.clock.now_nanos()),
+            QueueState::Hot
+        );
+        assert_eq!(decide(&hot, None), Some(Cause::CoolOff));
         clock.set(Duration::from_millis(2050));
         assert_eq!(decide(&hot, None), None);
 
@@ -920,7 +887,7 @@ mod tests {
         set_flight(&busy, 50.0, 50);
         assert_eq!(
             decide(&busy, waited(3)),
-            Some(OverloadReason::Cpu),
+            Some(Cause::Cpu),
             "the gate knows nothing of the interval before: the CPU decides"
         );
 
@@ -931,7 +898,7 @@ mod tests {
         set_flight(&scorched, 20.0, 20);
         assert_eq!(decide(&scorched, None), None);
         set_flight(&scorched, 21.0, 21);
-        assert_eq!(decide(&scorched, None), Some(OverloadReason::Cpu));
+        assert_eq!(decide(&scorched, None), Some(Cause::Cpu));
     }
 
     /// With a gate the limit is never below the concurrency at which requests wait the gate's
@@ -958,7 +925,7 @@ mod tests {
         set_flight(&shedder, 5.0, 5);
         assert_eq!(decide(), None);
         set_flight(&shedder, 6.0, 6);
-        assert_eq!(decide(), Some(OverloadReason::Cpu));
+        assert_eq!(decide(), Some(Cause::Cpu));
     }
 
     /// Vector 11: go-zero's `stillHot`, with its state injected.

@@ -35,15 +35,7 @@ impl<C: Clock> Shedder<C> {
         let epoch = self.epoch(now);
         let cpu = self.cpu.load_permille();
         let pressure = self.pressure_with(now, cpu);
-        let queue_hot = self.queue.as_ref().is_some_and(|gate| gate.hot(now));
-        let lagging = self
-            .probe
-            .as_ref()
-            .is_some_and(|probe| probe.heartbeat_hot(now) || probe.drop_ppm() > 0);
-        let cause = pressure
-            .cause()
-            .or(queue_hot.then_some(Cause::Queue))
-            .or(lagging.then_some(Cause::RuntimeLag));
+        let cause = pressure.cause();
         let window = self.scan(epoch);
         let (max_pass, min_rt) = (window.max_pass, window.min_rt);
         let span = window.buckets as f64 * self.config.bucket_nanos as f64 / 1e9;
@@ -103,8 +95,9 @@ pub struct ShedSnapshot {
     /// Whether the shedder is in its shedding state: the CPU is at or above the threshold (or
     /// another signal, or the queue gate, reports overload), or it is cooling off after a drop.
     pub hot: bool,
-    /// The signal reporting overload now (the CPU first, then the other signals, the queue
-    /// gate and the runtime lag probe), if any; `None` while only cooling off or calm.
+    /// The signal reporting overload now, if any, ranked as decisions rank them (the CPU,
+    /// then the added signals, the queue gate, and the runtime lag probe where the gate has no
+    /// verdict); `None` while only cooling off or calm.
     pub cause: Option<Cause>,
     /// Requests that passed, since the shedder was built.
     pub passed: u64,

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::histogram::{WaitHistogram, WaitSource, Waits};
 use crate::ConfigError;
+use crate::signal::{Arrival, Cause, OverloadSignal, Pressure};
 use crate::sync::{AtomicU64, Ordering};
 
 /// The default target: sojourns above it make an interval count against the service.
@@ -30,12 +31,13 @@ const PPM: u64 = 1_000_000;
 /// target") on intervals aligned to a grid of the clock, lock-free and allocation-free.
 ///
 /// Each request [`record`](Self::record)s how long it waited (its *sojourn*). Time is cut into
-/// intervals of `interval` counted from the clock's zero; the gate is [hot](Self::hot) for a
-/// whole interval if the interval just before it had samples and at least the
-/// [hot share](QueueGateBuilder::hot_share) of them (90 %, by default) waited longer than
-/// `target`. While hot, a request that waited more than twice the target is not worth serving
-/// ([`check`](Self::check)): its client has probably given up, and serving it makes every
-/// request behind it later still.
+/// intervals of `interval` counted from the clock's zero; the gate is hot
+/// ([`state`](Self::state)) for a whole interval if the interval just before it had samples and
+/// at least the [hot share](QueueGateBuilder::hot_share) of them (90 %, by default) waited
+/// longer than `target`. While hot, a request that waited more than twice the target is not
+/// worth serving: as an [`OverloadSignal`], the gate refuses it
+/// ([`Cause::QueueDelay`]); its client has probably given up, and serving it makes every request
+/// behind it later still.
 ///
 /// CoDel and folly's `Codel` (the rule's reference) test the interval's *smallest* sojourn, a
 /// hot share of 1. A scheduler that does not serve in arrival order defeats that: tokio runs the
@@ -50,20 +52,24 @@ const PPM: u64 = 1_000_000;
 /// # Example
 ///
 /// ```
-/// use admit::signal::queue::QueueGate;
+/// use admit::signal::queue::{QueueGate, QueueState};
+/// use admit::signal::{Arrival, Cause, OverloadSignal};
 ///
 /// let gate = QueueGate::default(); // 5 ms target, 100 ms intervals, hot share 0.9
 /// let ms = |ms: u64| ms * 1_000_000;
+/// let waited = |at: u64, wait: u64| gate.assess(&Arrival::at(ms(at)).with_wait_nanos(ms(wait)));
 /// // The requests from 100 ms to 200 ms waited 30 ms or more: hot from 200 ms to 300 ms,
 /// // as soon as a sample of that interval closes the one before.
 /// gate.record(ms(110), ms(30));
 /// gate.record(ms(190), ms(40));
-/// assert!(gate.check(ms(210), ms(25)), "waited more than twice the target: shed");
-/// assert!(gate.hot(ms(220)));
-/// assert!(!gate.check(ms(230), ms(3)), "waited less: served");
+/// let late = waited(210, 25);
+/// assert!(late.refuses(), "waited more than twice the target: shed");
+/// assert_eq!(late.cause(), Some(Cause::QueueDelay));
+/// assert_eq!(gate.state(ms(220)), QueueState::Hot);
+/// assert!(!waited(230, 3).refuses(), "waited less: served");
 /// // Two of the three waits from 200 ms were short: cold again from 300 ms.
 /// gate.record(ms(300), ms(40));
-/// assert!(!gate.hot(ms(300)));
+/// assert_eq!(gate.state(ms(300)), QueueState::Cold);
 /// ```
 #[derive(Debug)]
 pub struct QueueGate {
@@ -135,8 +141,13 @@ impl QueueGate {
     /// ([`waits`](Self::waits)).
     #[inline]
     pub fn record_from(&self, source: WaitSource, now_ns: u64, sojourn_ns: u64) {
+        self.record_at(source, self.interval_of(now_ns), sojourn_ns);
+    }
+
+    #[inline]
+    fn record_at(&self, source: WaitSource, interval: u64, sojourn_ns: u64) {
         self.waits[source.index()].record(sojourn_ns);
-        self.record_in(self.interval_of(now_ns), sojourn_ns);
+        self.record_in(interval, sojourn_ns);
     }
 
     /// Every wait recorded from `source` since the gate was built, by bucket.
@@ -196,19 +207,6 @@ impl QueueGate {
             .fetch_max(interval << 2 | state as u64, Ordering::AcqRel);
     }
 
-    /// Whether the gate is hot at clock reading `now_ns`: the interval before this one had
-    /// samples, and at least the hot share of them exceeded the target. Known from the first
-    /// sample of this interval on.
-    #[inline]
-    pub fn hot(&self, now_ns: u64) -> bool {
-        self.hot_in(self.interval_of(now_ns))
-    }
-
-    #[inline]
-    fn hot_in(&self, interval: u64) -> bool {
-        self.state_in(interval) == QueueState::Hot
-    }
-
     #[inline]
     fn state_in(&self, interval: u64) -> QueueState {
         let verdict = self.verdict.load(Ordering::Acquire);
@@ -222,52 +220,37 @@ impl QueueGate {
         }
     }
 
-    /// What the gate knows at clock reading `now_ns` (see [`QueueState`]).
+    /// What the gate knows at clock reading `now_ns` (see [`QueueState`]): hot if the interval
+    /// before this one had samples and at least the hot share of them exceeded the target.
+    /// Known from the first sample of this interval on.
     #[inline]
     pub fn state(&self, now_ns: u64) -> QueueState {
         self.state_in(self.interval_of(now_ns))
     }
 
-    /// [`record`](Self::record)s the sojourn, if any, and returns the [`state`](Self::state).
+    /// Records the `sojourn_ns` of a request from `source`, if known, and judges it: the state
+    /// it was judged in, and the reading for it (refused if the gate is hot and it waited more
+    /// than twice the target).
     #[inline]
-    pub fn observe_state(&self, now_ns: u64, sojourn_ns: impl Into<Option<u64>>) -> QueueState {
-        self.observe_from(WaitSource::Request, now_ns, sojourn_ns.into())
-    }
-
-    #[inline]
-    pub(crate) fn observe_from(
+    pub(crate) fn judge(
         &self,
         source: WaitSource,
         now_ns: u64,
         sojourn_ns: Option<u64>,
-    ) -> QueueState {
+    ) -> (QueueState, Pressure) {
         let interval = self.interval_of(now_ns);
         if let Some(sojourn) = sojourn_ns {
-            self.waits[source.index()].record(sojourn);
-            self.record_in(interval, sojourn);
+            self.record_at(source, interval, sojourn);
         }
-        self.state_in(interval)
-    }
-
-    /// Whether a request that waited `sojourn_ns` waited too long to be worth serving while
-    /// the gate is hot: more than twice the target.
-    #[inline]
-    pub fn too_late(&self, sojourn_ns: u64) -> bool {
-        sojourn_ns > 2 * self.target_ns
-    }
-
-    /// [`record`](Self::record)s the sojourn, then says whether to shed the request: the gate
-    /// is hot and the request waited more than twice the target.
-    #[inline]
-    pub fn check(&self, now_ns: u64, sojourn_ns: u64) -> bool {
-        self.observe(now_ns, sojourn_ns) && self.too_late(sojourn_ns)
-    }
-
-    /// [`record`](Self::record)s the sojourn, if any, and returns [`hot`](Self::hot): one
-    /// interval computation for both.
-    #[inline]
-    pub fn observe(&self, now_ns: u64, sojourn_ns: impl Into<Option<u64>>) -> bool {
-        self.observe_state(now_ns, sojourn_ns) == QueueState::Hot
+        let state = self.state_in(interval);
+        let pressure = match state {
+            QueueState::Hot if sojourn_ns.is_some_and(|ns| ns > 2 * self.target_ns) => {
+                Pressure::refuse(Cause::QueueDelay)
+            }
+            QueueState::Hot => Pressure::overloaded(Cause::Queue),
+            QueueState::Cold | QueueState::Unknown => Pressure::CALM,
+        };
+        (state, pressure)
     }
 
     /// The waits recorded so far in the interval of `now_ns`, if any were.
@@ -412,6 +395,29 @@ pub enum QueueState {
     /// At least the hot share of the interval before waited longer than the target: a
     /// standing queue.
     Hot = 2,
+}
+
+/// Overloaded ([`Cause::Queue`]) while [hot](QueueGate::state). A request deciding records its
+/// wait, if known, and is refused ([`Cause::QueueDelay`]) if the gate is hot and it waited more
+/// than twice the target.
+impl OverloadSignal for QueueGate {
+    #[inline]
+    fn pressure(&self, now_nanos: u64) -> Pressure {
+        match self.state(now_nanos) {
+            QueueState::Hot => Pressure::overloaded(Cause::Queue),
+            QueueState::Cold | QueueState::Unknown => Pressure::CALM,
+        }
+    }
+
+    #[inline]
+    fn assess(&self, arrival: &Arrival) -> Pressure {
+        let (_, pressure) = self.judge(
+            WaitSource::Request,
+            arrival.now_nanos(),
+            arrival.wait_nanos(),
+        );
+        pressure
+    }
 }
 
 /// A 5 ms target over 100 ms intervals (CoDel's and folly's defaults), hot share 0.9.

@@ -22,6 +22,7 @@ mod probe;
 #[cfg(feature = "tokio")]
 mod probe_task;
 mod rng;
+mod signal;
 mod stamp;
 
 pub use self::gate::{
@@ -30,4 +31,5 @@ pub use self::gate::{
 };
 pub use self::histogram::{BOUNDS_NANOS, WaitSource, Waits};
 pub use self::probe::{LagProbe, LagProbeBuilder, LagVerdict};
+pub(crate) use self::signal::QueueSignal;
 pub use self::stamp::{Expired, QueueStamp};

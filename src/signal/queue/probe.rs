@@ -40,10 +40,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::gate::{DEFAULT_INTERVAL, DEFAULT_TARGET, QueueGate};
+use super::gate::{DEFAULT_INTERVAL, DEFAULT_TARGET, QueueGate, QueueState};
 use super::histogram::WaitSource;
 use super::rng::{draw_ppm, draw_shared_ppm};
 use crate::ConfigError;
+use crate::signal::{Arrival, Cause, OverloadSignal, Pressure};
 #[cfg(feature = "tokio")]
 use crate::sync::AtomicBool;
 use crate::sync::{AtomicU64, Ordering};
@@ -248,7 +249,7 @@ impl LagProbe {
     /// was later than the target.
     #[inline]
     pub fn lateness_hot(&self, now_ns: u64) -> bool {
-        self.state.gate.hot(now_ns)
+        self.state.gate.state(now_ns) == QueueState::Hot
     }
 
     /// The gate every tick's lateness is recorded into.
@@ -275,6 +276,28 @@ impl LagProbe {
 }
 
 /// A tick every 10 ms, a 5 ms target, 100 ms gate intervals.
+/// Overloaded ([`Cause::RuntimeLag`]) while the probe misses its heartbeat or drops a share of
+/// requests. A request deciding is refused as [`should_drop`](LagProbe::should_drop) draws;
+/// one it spares sees no pressure, so the probe never applies the shedder's concurrency rule.
+impl OverloadSignal for LagProbe {
+    #[inline]
+    fn pressure(&self, now_nanos: u64) -> Pressure {
+        if self.heartbeat_hot(now_nanos) || self.drop_ppm() > 0 {
+            Pressure::overloaded(Cause::RuntimeLag)
+        } else {
+            Pressure::CALM
+        }
+    }
+
+    #[inline]
+    fn assess(&self, arrival: &Arrival) -> Pressure {
+        match self.should_drop(arrival.now_nanos()) {
+            Some(_) => Pressure::refuse(Cause::RuntimeLag),
+            None => Pressure::CALM,
+        }
+    }
+}
+
 impl Default for LagProbe {
     fn default() -> Self {
         LagProbe::builder().build().expect("the defaults are valid")

@@ -4,7 +4,7 @@ use std::error::Error;
 use std::fmt;
 use std::time::Duration;
 
-use super::{QueueGate, QueueState, WaitSource};
+use super::{QueueGate, WaitSource};
 use crate::clock::Clock;
 
 /// When a job was queued inside the process (for `spawn_blocking`, a bounded pool, a permit
@@ -59,8 +59,8 @@ impl QueueStamp {
     /// [`Expired`], with the wait.
     pub fn started(self, gate: &QueueGate, now_ns: u64) -> Result<Duration, Expired> {
         let waited = now_ns.saturating_sub(self.0);
-        let hot = gate.observe_from(WaitSource::Pool, now_ns, Some(waited)) == QueueState::Hot;
-        if hot && gate.too_late(waited) {
+        let (_, pressure) = gate.judge(WaitSource::Pool, now_ns, Some(waited));
+        if pressure.refuses() {
             Err(Expired(waited))
         } else {
             Ok(Duration::from_nanos(waited))
