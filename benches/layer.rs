@@ -99,8 +99,9 @@ fn echo() -> ServiceFn<impl Fn(u64) -> Ready<Result<u64, Infallible>> + Clone + 
 }
 
 /// An inner service answering HTTP responses, for the `.http()` refusal.
-fn http_echo() -> ServiceFn<impl Fn(u64) -> Ready<Result<http::Response<()>, Infallible>> + Clone> {
-    service_fn(|_| ready(Ok(http::Response::new(()))))
+fn http_echo()
+-> ServiceFn<impl Fn(u64) -> Ready<Result<http::Response<String>, Infallible>> + Clone> {
+    service_fn(|_| ready(Ok(http::Response::new(String::new()))))
 }
 
 /// One request through `service`: `poll_ready` until ready, `call`, then the response future

@@ -26,17 +26,23 @@ use admit::shed::Shedder;
 use admit::shed::{ShedLayer, error::ShedRejection};
 use admit::warmup::sentinel::SentinelWarmUp;
 use admit::warmup::{WarmUp, WarmUpLayer, error::WarmUpRejection};
-use admit_testkit::poll::call_now;
+use admit_testkit::poll::{call_now, read_body_now};
+use bytes::Bytes;
 use counting_alloc::allocations_during;
 use http::Response;
+use http_body_util::Full;
 use rig::Rig;
 use tower::Layer;
 
 #[test]
 fn layers_allocate_nothing_per_request() {
-    // An inner service that allocates nothing: an empty `Response` has an unallocated header
-    // map.
-    let inner = tower::service_fn(|()| ready(Ok::<_, Infallible>(Response::new(()))));
+    // An inner service that allocates nothing: a `Response` has an unallocated header map, and
+    // its body is static bytes.
+    let inner = tower::service_fn(|()| {
+        ready(Ok::<_, Infallible>(Response::new(Full::new(
+            Bytes::from_static(b"ok"),
+        ))))
+    });
     let Rig {
         shedder,
         clock,
@@ -94,12 +100,13 @@ fn layers_allocate_nothing_per_request() {
                 clock.advance(Duration::from_millis(7));
             }
             call_now(&mut shed_boxed, ()).unwrap();
-            call_now(&mut shed_http, ()).unwrap();
+            // The HTTP layers hold their permits in the bodies until their last frames.
+            read_body_now(call_now(&mut shed_http, ()).unwrap().into_body());
             call_now(&mut warm_boxed, ()).unwrap();
-            call_now(&mut warm_http, ()).unwrap();
-            call_now(&mut shed_static, ()).unwrap();
+            read_body_now(call_now(&mut warm_http, ()).unwrap().into_body());
+            read_body_now(call_now(&mut shed_static, ()).unwrap().into_body());
             let mut fresh = per_request.clone().layer(inner);
-            call_now(&mut fresh, ()).unwrap();
+            read_body_now(call_now(&mut fresh, ()).unwrap().into_body());
             admitted += 6;
             call_now(&mut warm_outside, ()).unwrap();
             call_now(&mut shed_outside, ()).unwrap();

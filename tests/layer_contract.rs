@@ -65,12 +65,12 @@ fn answering(
     grpc_status: Option<&'static str>,
 ) -> impl Service<
     (),
-    Response = Response<()>,
+    Response = Response<String>,
     Error = Infallible,
-    Future = Ready<Result<Response<()>, Infallible>>,
+    Future = Ready<Result<Response<String>, Infallible>>,
 > + Clone {
     tower::service_fn(move |()| {
-        let mut response = Response::new(());
+        let mut response = Response::new(String::new());
         *response.status_mut() = status;
         if let Some(code) = grpc_status {
             response
@@ -278,7 +278,7 @@ fn the_go_zero_classifiers_take_a_reported_cpu_wait_off_the_latency() {
 /// `classifier` and reports whether it passed.
 fn outcome_of<K>(classifier: K, status: StatusCode, grpc_status: Option<&'static str>) -> Outcome
 where
-    K: admit::middleware::classify::Classify<Response<()>, Infallible> + Clone,
+    K: admit::middleware::classify::Classify<Response<String>, Infallible> + Clone,
 {
     let f = Rig::new();
     let mut service = ShedLayer::new(f.shedder.clone())
@@ -346,7 +346,7 @@ fn go_zero_grpc_fails_only_deadline_exceeded() {
 
 #[test]
 fn custom_closures_classify() {
-    let server_errors_fail = |result: Result<&Response<()>, &Infallible>| match result {
+    let server_errors_fail = |result: Result<&Response<String>, &Infallible>| match result {
         Ok(response) if response.status().is_server_error() => Outcome::Fail,
         _ => Outcome::Pass,
     };
@@ -399,7 +399,7 @@ fn the_http_responder_answers_503_with_retry_after_and_keeps_the_error_type() {
         .layer(answering(StatusCode::OK, None));
     assert_ready(&mut service);
     // `Error = Infallible`: the refusal is a response.
-    let response: Result<Response<()>, Infallible> = ready_now(service.call(()));
+    let response: Result<Response<_>, Infallible> = ready_now(service.call(()));
     let response = response.unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     // CPU refusal: retry after one bucket (100 ms), rounded up to a whole second.
@@ -513,7 +513,7 @@ fn grpc_statuses_from_admit_refusals_count_as_failures() {
     // What tonic makes of an interceptor's `Err(status)`: `status.into_http()`.
     let inner = tower::service_fn(move |()| {
         let response = match inner_limiter.try_acquire() {
-            Ok(()) => Response::new(()),
+            Ok(()) => Response::new(String::new()),
             Err(rejected) => tonic::Status::from(rejected).into_http(),
         };
         ready(Ok::<_, Infallible>(response))

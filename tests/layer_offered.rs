@@ -29,6 +29,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::routing::get;
 use http::{Request, Response, StatusCode};
+use http_body_util::BodyExt;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusRecorder};
 use rig::Rig;
 use tower::util::BoxCloneService;
@@ -67,14 +68,18 @@ macro_rules! stack {
     ($wiring:expr, $outer:expr, $inner:expr) => {
         match $wiring {
             Wiring::RouterLayer => App::new(routes().layer($inner).layer($outer)),
+            // The layers answer with their own body type (the permit rides in it): boxed as
+            // axum's, as a router would.
             Wiring::AroundRouter => App::new(
                 ServiceBuilder::new()
+                    .map_response(|response: Response<_>| response.map(Body::new))
                     .layer($outer)
                     .layer($inner)
                     .service(routes()),
             ),
             Wiring::Mixed => App::new(
                 ServiceBuilder::new()
+                    .map_response(|response: Response<_>| response.map(Body::new))
                     .layer($outer)
                     .service(routes().layer($inner)),
             ),
@@ -101,7 +106,10 @@ where
     S::Response: Into<Response<Body>>,
 {
     let response: Response<Body> = app.clone().oneshot(request).await.unwrap().into();
-    response.status()
+    let status = response.status();
+    // Read to its end, as a client does: an admitted request ends with its body.
+    response.into_body().collect().await.unwrap();
+    status
 }
 
 fn get_root() -> Request<Body> {

@@ -40,7 +40,7 @@ async fn stamped_waits_drive_the_gate() {
         .http()
         .queue_time(start.clone())
         .layer(tower::service_fn(|_: Request<()>| async {
-            Ok::<_, Infallible>(Response::new(()))
+            Ok::<_, Infallible>(Response::new(String::new()))
         }));
     // A request at `ms` on both clocks, stamped `waited_ms` earlier (None: no header).
     let send = |ms: u64, waited_ms: Option<u64>| {
@@ -53,7 +53,7 @@ async fn stamped_waits_drive_the_gate() {
         }
         service.clone().oneshot(request.body(()).unwrap())
     };
-    let status = |response: Result<Response<()>, Infallible>| match response {
+    let status = |response: Result<Response<_>, Infallible>| match response {
         Ok(response) => response.status(),
         Err(never) => match never {},
     };

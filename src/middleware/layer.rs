@@ -1,10 +1,12 @@
 //! The tower [`Layer`].
 
 use std::fmt;
+use std::marker::PhantomData;
 
 use tower_layer::Layer;
 
 use super::classify::ErrorsPass;
+use super::hold::AtResponse;
 use super::queue_time::NoQueueTime;
 use super::service::AdmitService;
 use super::{IntoShared, Limiter};
@@ -29,10 +31,13 @@ use crate::respond::BoxErrorResponder;
 /// the inner service either: the service replaces it with a fresh clone, dropping what its
 /// `poll_ready` reserved (a `ConcurrencyLimit`'s permit, a `Buffer`'s slot), so the inner
 /// service must be `Clone`. An admitted request holds the limiter's permit
-/// in the response future until the inner service answers; the [classifier](Self::classify)
-/// then records a pass or a failure (limiters that learn nothing from outcomes, such as the
-/// warm-up buckets, ignore it). Dropping the future first (a disconnected client, a timeout
-/// further out) ends the request as cancelled. The admitted path allocates nothing.
+/// in the response future until the inner service answers, or with [`http`](Self::http),
+/// [`grpc`](Self::grpc) or [`until_body_end`](Self::until_body_end) in the response body until
+/// its last frame ([`AtBodyEnd`](super::AtBodyEnd)), so that a streamed response counts in
+/// flight for as long as it streams. The [classifier](Self::classify) decides from the response
+/// whether the request passed or failed (limiters that learn nothing from outcomes, such as the
+/// warm-up buckets, ignore it). Dropping the future or the body first (a disconnected client, a
+/// timeout further out) ends the request as cancelled. The admitted path allocates nothing.
 ///
 /// What a refused request gets depends on the [responder](crate::respond):
 ///
@@ -59,16 +64,25 @@ use crate::respond::BoxErrorResponder;
 ///
 /// let response = app.oneshot(http::Request::new(Body::empty())).await?;
 /// assert_eq!(response.status(), 200);
-/// // The same shedder, for metrics: the request has completed and passed.
-/// assert_eq!(shedder.snapshot().passed, 1);
+/// // The same shedder, for metrics: the request is in flight until its body has been sent.
+/// assert_eq!(shedder.snapshot().flying, 1);
+/// axum::body::to_bytes(response.into_body(), usize::MAX).await?;
+/// assert_eq!((shedder.snapshot().flying, shedder.snapshot().passed), (0, 1));
 /// # Ok(())
 /// # }
 /// ```
-pub struct AdmitLayer<L: 'static, K = ErrorsPass, R = BoxErrorResponder, Q = NoQueueTime> {
+pub struct AdmitLayer<
+    L: 'static,
+    K = ErrorsPass,
+    R = BoxErrorResponder,
+    Q = NoQueueTime,
+    H = AtResponse,
+> {
     limiter: Shared<L>,
     classifier: K,
     responder: R,
     queue_time: Q,
+    hold: PhantomData<fn() -> H>,
 }
 
 impl<L: Limiter> AdmitLayer<L> {
@@ -82,69 +96,110 @@ impl<L: Limiter> AdmitLayer<L> {
             classifier: ErrorsPass,
             responder: BoxErrorResponder,
             queue_time: NoQueueTime,
+            hold: PhantomData,
         }
     }
 }
 
-impl<L: 'static, K, R, Q> AdmitLayer<L, K, R, Q> {
+impl<L: 'static, K, R, Q, H> AdmitLayer<L, K, R, Q, H> {
     /// Decide with `classifier` whether an admitted request passed or failed (see
     /// [`classify`](super::classify)).
-    pub fn classify<K2>(self, classifier: K2) -> AdmitLayer<L, K2, R, Q> {
+    pub fn classify<K2>(self, classifier: K2) -> AdmitLayer<L, K2, R, Q, H> {
         AdmitLayer {
             limiter: self.limiter,
             classifier,
             responder: self.responder,
             queue_time: self.queue_time,
+            hold: PhantomData,
         }
     }
 
     /// Answer refused requests with `responder` (see [`respond`](crate::respond)).
-    pub fn respond_with<R2>(self, responder: R2) -> AdmitLayer<L, K, R2, Q> {
+    pub fn respond_with<R2>(self, responder: R2) -> AdmitLayer<L, K, R2, Q, H> {
         AdmitLayer {
             limiter: self.limiter,
             classifier: self.classifier,
             responder,
             queue_time: self.queue_time,
+            hold: PhantomData,
         }
     }
 
     /// Where to read how long each request waited before reaching the layer (default:
     /// [`NoQueueTime`]). The shedder feeds the wait to its
     /// [queue gate](crate::shed::ShedderBuilder::queue_gate); the warm-up buckets ignore it.
-    pub fn queue_time<Q2>(self, queue_time: Q2) -> AdmitLayer<L, K, R, Q2> {
+    pub fn queue_time<Q2>(self, queue_time: Q2) -> AdmitLayer<L, K, R, Q2, H> {
         AdmitLayer {
             limiter: self.limiter,
             classifier: self.classifier,
             responder: self.responder,
             queue_time,
+            hold: PhantomData,
         }
+    }
+
+    /// End each admitted request as `H2` says (see [`Hold`](super::Hold)).
+    pub fn hold<H2>(self) -> AdmitLayer<L, K, R, Q, H2> {
+        AdmitLayer {
+            limiter: self.limiter,
+            classifier: self.classifier,
+            responder: self.responder,
+            queue_time: self.queue_time,
+            hold: PhantomData,
+        }
+    }
+
+    /// Hold each admitted request's permit in its response body until the body's last frame
+    /// ([`AtBodyEnd`](super::AtBodyEnd)): a streamed response counts in flight, and its latency
+    /// runs, until it has streamed. [`http`](Self::http) and [`grpc`](Self::grpc) do this.
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+    pub fn until_body_end(self) -> AdmitLayer<L, K, R, Q, super::AtBodyEnd> {
+        self.hold()
     }
 
     /// For HTTP services, as go-zero's REST server: refusals are answered with an empty
     /// `503 Service Unavailable` and `Retry-After`
-    /// ([`HttpResponder`](crate::respond::HttpResponder)), and admitted requests answered with
-    /// 503 fail ([`GoZeroHttp`](super::classify::GoZeroHttp)). For a per-client limiter,
+    /// ([`HttpResponder`](crate::respond::HttpResponder)), admitted requests answered with
+    /// 503 fail ([`GoZeroHttp`](super::classify::GoZeroHttp)), and a request ends with its
+    /// response body ([`until_body_end`](Self::until_body_end)). For a per-client limiter,
     /// answer 429 with `respond_with(HttpResponder::too_many_requests())` instead.
     #[cfg(feature = "http")]
     #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     pub fn http(
         self,
-    ) -> AdmitLayer<L, super::classify::GoZeroHttp, crate::respond::HttpResponder, Q> {
+    ) -> AdmitLayer<
+        L,
+        super::classify::GoZeroHttp,
+        crate::respond::HttpResponder,
+        Q,
+        super::AtBodyEnd,
+    > {
         self.classify(super::classify::GoZeroHttp)
             .respond_with(crate::respond::HttpResponder::service_unavailable())
+            .until_body_end()
     }
 
     /// For tonic servers, as go-zero's zRPC server: refusals are answered with
     /// `RESOURCE_EXHAUSTED` and `grpc-retry-pushback-ms`
     /// ([`GrpcResponder`](crate::respond::GrpcResponder)), and admitted requests answered with
-    /// `DEADLINE_EXCEEDED` fail ([`GoZeroGrpc`](super::classify::GoZeroGrpc)).
+    /// `DEADLINE_EXCEEDED` fail ([`GoZeroGrpc`](super::classify::GoZeroGrpc)), and a request
+    /// ends with its response body, so a server stream counts in flight until it ends
+    /// ([`until_body_end`](Self::until_body_end)).
     #[cfg(feature = "tonic")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
     pub fn grpc(
         self,
-    ) -> AdmitLayer<L, super::classify::GoZeroGrpc, crate::respond::GrpcResponder, Q> {
+    ) -> AdmitLayer<
+        L,
+        super::classify::GoZeroGrpc,
+        crate::respond::GrpcResponder,
+        Q,
+        super::AtBodyEnd,
+    > {
         self.classify(super::classify::GoZeroGrpc)
             .respond_with(crate::respond::GrpcResponder::resource_exhausted())
+            .until_body_end()
     }
 
     /// The limiter every service from this layer shares.
@@ -153,8 +208,8 @@ impl<L: 'static, K, R, Q> AdmitLayer<L, K, R, Q> {
     }
 }
 
-impl<Svc, L: Limiter, K: Clone, R: Clone, Q: Clone> Layer<Svc> for AdmitLayer<L, K, R, Q> {
-    type Service = AdmitService<Svc, L, K, R, Q>;
+impl<Svc, L: Limiter, K: Clone, R: Clone, Q: Clone, H> Layer<Svc> for AdmitLayer<L, K, R, Q, H> {
+    type Service = AdmitService<Svc, L, K, R, Q, H>;
 
     fn layer(&self, inner: Svc) -> Self::Service {
         AdmitService::new(
@@ -164,22 +219,24 @@ impl<Svc, L: Limiter, K: Clone, R: Clone, Q: Clone> Layer<Svc> for AdmitLayer<L,
             self.responder.clone(),
         )
         .with_queue_time(self.queue_time.clone())
+        .with_hold()
     }
 }
 
-impl<L: 'static, K: Clone, R: Clone, Q: Clone> Clone for AdmitLayer<L, K, R, Q> {
+impl<L: 'static, K: Clone, R: Clone, Q: Clone, H> Clone for AdmitLayer<L, K, R, Q, H> {
     fn clone(&self) -> Self {
         AdmitLayer {
             limiter: self.limiter.clone(),
             classifier: self.classifier.clone(),
             responder: self.responder.clone(),
             queue_time: self.queue_time.clone(),
+            hold: PhantomData,
         }
     }
 }
 
-impl<L: fmt::Debug + 'static, K: fmt::Debug, R: fmt::Debug, Q: fmt::Debug> fmt::Debug
-    for AdmitLayer<L, K, R, Q>
+impl<L: fmt::Debug + 'static, K: fmt::Debug, R: fmt::Debug, Q: fmt::Debug, H> fmt::Debug
+    for AdmitLayer<L, K, R, Q, H>
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AdmitLayer")
@@ -187,6 +244,7 @@ impl<L: fmt::Debug + 'static, K: fmt::Debug, R: fmt::Debug, Q: fmt::Debug> fmt::
             .field("classifier", &self.classifier)
             .field("responder", &self.responder)
             .field("queue_time", &self.queue_time)
+            .field("hold", &std::any::type_name::<H>())
             .finish()
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! A [`Limiter`] decides each request in `call`; an admitted request holds the limiter's
 //! permit in the [`ResponseFuture`] until the inner service answers, when a [classifier](classify)
-//! turns the answer into an [`Outcome`] the permit records; a refusal is answered by a
+//! turns the answer into an [`Outcome`] the permit records, or, with [`AtBodyEnd`], in the
+//! response's [`AdmitBody`] until its last frame; a refusal is answered by a
 //! [responder](crate::respond). [`ShedLayer`](crate::shed::ShedLayer) and
 //! [`WarmUpLayer`](crate::warmup::WarmUpLayer) are [`AdmitLayer`] with admit's limiters.
 //!
@@ -11,21 +12,32 @@
 //! | [`AdmitLayer`] | holds the [`Shared`](crate::Shared) limiter, the classifier and the responder |
 //! | [`AdmitService`] | decides in `call`; holds no reservation while idle or after a refusal |
 //! | [`ResponseFuture`] | holds the permit; finishes it with the outcome, or as cancelled when dropped |
+//! | [`Hold`]: [`AtResponse`], [`AtBodyEnd`] | when the permit ends: as the response arrives, or as its body ends ([`AdmitBody`]) |
 //! | [`Limiter`], [`Finish`] | what a limiter implements to be applied per request |
 //!
 //! Each request is counted once as offered, refusals included, by the first admit layer that
 //! sees it, whatever the order of the layers: see [`Limiter::count_offered`].
 
+#[cfg(feature = "http")]
+mod body;
 pub mod classify;
 mod future;
+mod hold;
 mod layer;
 mod limiter;
 pub(crate) mod offered;
 mod queue_time;
 mod service;
 
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use self::body::AdmitBody;
 pub use self::classify::{Classify, Outcome};
 pub use self::future::ResponseFuture;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use self::hold::AtBodyEnd;
+pub use self::hold::{AtResponse, Hold};
 pub use self::layer::AdmitLayer;
 pub use self::limiter::{Finish, IntoShared, Limiter};
 #[cfg(feature = "http")]

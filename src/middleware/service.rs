@@ -1,12 +1,14 @@
 //! The service [`AdmitLayer`](super::AdmitLayer) produces.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::task::{Context, Poll};
 
 use tower_service::Service;
 
 use super::classify::Classify;
 use super::future::ResponseFuture;
+use super::hold::{AtResponse, Hold};
 use super::offered;
 use super::queue_time::{NoQueueTime, QueueTime};
 use super::{IntoShared, Limiter};
@@ -17,12 +19,13 @@ use crate::respond::Respond;
 /// describe its behaviour.
 ///
 /// Cloning it is cheap and the clone shares the limiter.
-pub struct AdmitService<Svc, L: 'static, K, R, Q = NoQueueTime> {
+pub struct AdmitService<Svc, L: 'static, K, R, Q = NoQueueTime, H = AtResponse> {
     inner: Svc,
     limiter: Shared<L>,
     classifier: K,
     responder: R,
     queue_time: Q,
+    hold: PhantomData<fn() -> H>,
 }
 
 impl<Svc, L: Limiter, K, R> AdmitService<Svc, L, K, R> {
@@ -35,20 +38,34 @@ impl<Svc, L: Limiter, K, R> AdmitService<Svc, L, K, R> {
             classifier,
             responder,
             queue_time: NoQueueTime,
+            hold: PhantomData,
         }
     }
 }
 
-impl<Svc, L: Limiter, K, R, Q> AdmitService<Svc, L, K, R, Q> {
+impl<Svc, L: Limiter, K, R, Q, H> AdmitService<Svc, L, K, R, Q, H> {
     /// The service reading how long each request waited from `queue_time` (see
     /// [`AdmitLayer::queue_time`](super::AdmitLayer::queue_time)).
-    pub fn with_queue_time<Q2>(self, queue_time: Q2) -> AdmitService<Svc, L, K, R, Q2> {
+    pub fn with_queue_time<Q2>(self, queue_time: Q2) -> AdmitService<Svc, L, K, R, Q2, H> {
         AdmitService {
             inner: self.inner,
             limiter: self.limiter,
             classifier: self.classifier,
             responder: self.responder,
             queue_time,
+            hold: PhantomData,
+        }
+    }
+
+    /// The service ending each admitted request as `H2` says (see [`Hold`]).
+    pub fn with_hold<H2>(self) -> AdmitService<Svc, L, K, R, Q, H2> {
+        AdmitService {
+            inner: self.inner,
+            limiter: self.limiter,
+            classifier: self.classifier,
+            responder: self.responder,
+            queue_time: self.queue_time,
+            hold: PhantomData,
         }
     }
 
@@ -75,17 +92,18 @@ impl<Svc, L: Limiter, K, R, Q> AdmitService<Svc, L, K, R, Q> {
 
 /// `Svc: Clone` because a refusal swaps in a fresh clone of the inner service, dropping what
 /// its `poll_ready` reserved.
-impl<Svc, Req, L, K, R, Q> Service<Req> for AdmitService<Svc, L, K, R, Q>
+impl<Svc, Req, L, K, R, Q, H> Service<Req> for AdmitService<Svc, L, K, R, Q, H>
 where
     Svc: Service<Req> + Clone,
     L: Limiter,
     Q: QueueTime<Req>,
     K: Classify<Svc::Response, Svc::Error> + Clone,
     R: Respond<L::Refusal, Svc::Response, Svc::Error> + Clone,
+    H: Hold<Svc::Response, L::Permit>,
 {
-    type Response = Svc::Response;
+    type Response = H::Response;
     type Error = R::Error;
-    type Future = ResponseFuture<Svc::Future, L, K, R>;
+    type Future = ResponseFuture<Svc::Future, L, K, R, H>;
 
     /// The inner service's readiness. Reserves nothing itself: the limiter decides in `call`.
     #[inline]
@@ -123,7 +141,9 @@ pub(crate) fn release_readiness<S: Clone>(inner: &mut S) {
     drop(std::mem::replace(inner, fresh));
 }
 
-impl<Svc: Clone, L: 'static, K: Clone, R: Clone, Q: Clone> Clone for AdmitService<Svc, L, K, R, Q> {
+impl<Svc: Clone, L: 'static, K: Clone, R: Clone, Q: Clone, H> Clone
+    for AdmitService<Svc, L, K, R, Q, H>
+{
     fn clone(&self) -> Self {
         AdmitService {
             inner: self.inner.clone(),
@@ -131,12 +151,13 @@ impl<Svc: Clone, L: 'static, K: Clone, R: Clone, Q: Clone> Clone for AdmitServic
             classifier: self.classifier.clone(),
             responder: self.responder.clone(),
             queue_time: self.queue_time.clone(),
+            hold: PhantomData,
         }
     }
 }
 
-impl<Svc: fmt::Debug, L: fmt::Debug + 'static, K: fmt::Debug, R: fmt::Debug, Q: fmt::Debug>
-    fmt::Debug for AdmitService<Svc, L, K, R, Q>
+impl<Svc: fmt::Debug, L: fmt::Debug + 'static, K: fmt::Debug, R: fmt::Debug, Q: fmt::Debug, H>
+    fmt::Debug for AdmitService<Svc, L, K, R, Q, H>
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AdmitService")

@@ -7,7 +7,8 @@ use std::future::IntoFuture;
 
 use axum::Router;
 use axum::extract::Request;
-use axum::response::Response;
+use axum::response::IntoResponse;
+use tower::ServiceExt;
 use tower_service::Service;
 
 use crate::server::{TestServer, loopback};
@@ -29,17 +30,20 @@ pub async fn serve_router(router: Router) -> TestServer {
 
 /// Serves any request service through `axum::ServiceExt::into_make_service`: a `Router`
 /// wrapped by a layer is no longer a `Router`, and a `Router` served this way is one plain
-/// service shared by every connection.
+/// service shared by every connection. Its responses become axum's (`IntoResponse`), as
+/// `axum::serve` requires: a layer around the router may answer with a body of its own.
 ///
 /// # Panics
 ///
 /// Outside a tokio runtime, or if no loopback port can be bound.
 pub async fn serve_service<S>(service: S) -> TestServer
 where
-    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S: Service<Request, Error = Infallible> + Clone + Send + 'static,
+    S::Response: IntoResponse,
     S::Future: Send,
 {
     let (listener, addr) = loopback().await;
+    let service = service.map_response(IntoResponse::into_response);
     let make_service = axum::ServiceExt::<Request>::into_make_service(service);
     TestServer::start(addr, move |shutdown| {
         axum::serve(listener, make_service)
