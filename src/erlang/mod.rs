@@ -4,6 +4,8 @@
 //!   waiting, mean waits and queue lengths, occupancy, wait percentiles, and
 //!   [`min_servers`](MMc::min_servers) for a service-level or mean-wait [`Target`].
 //! - [`ErlangA`]: the M/M/N+M queue, whose customers abandon after an exponential patience.
+//! - [`QueueModel`]: what both answer a planner (service level, the fewest servers for one,
+//!   waits, occupancy), so that one staffing code serves either.
 //! - [`ReplicaPlanner`]: turns server counts into replica counts that do not flap.
 //!
 //! Feed it the arrival rate and mean service time a
@@ -47,9 +49,11 @@ mod abandon;
 mod error;
 mod loss;
 mod mmc;
+mod model;
 mod planner;
 
 pub use self::abandon::{ErlangA, ImpatientTarget, Work};
 pub use self::error::ErlangError;
 pub use self::mmc::{MMc, Staffed, StaffingOptions, Target};
+pub use self::model::QueueModel;
 pub use self::planner::{PlannerConfig, ReplicaPlanner};
