@@ -6,8 +6,9 @@
 //!    is inactive, and the service-time query may then be empty or NaN (an idle `sum/count`
 //!    ratio is 0/0); its other failures are still errors.
 //! 2. The service time `s` must be positive. The queue is M/M/c with μ = 1/s (Erlang C), or
-//!    Erlang A with abandonment rate 1/patience when the user gave a patience. An offered load
-//!    λ·s above [`MAX_OFFERED_LOAD`] is out of range.
+//!    Erlang A with abandonment rate 1/patience when the user gave a patience, asked through
+//!    admit's [`QueueModel`] either way. An offered load λ·s above [`MAX_OFFERED_LOAD`] is out
+//!    of range.
 //! 3. The servers the target needs (`up`) and those a target stricter by the tolerance needs
 //!    (`down`) go through admit's [`ReplicaPlanner`]: immediate scale-up with its step limits,
 //!    scale-down held and stepped. Idle, both are 0, so the planner falls to `minReplicas` once
@@ -22,7 +23,7 @@
 
 use std::time::Duration;
 
-use admit::erlang::{ErlangA, ErlangError, ImpatientTarget, MMc, ReplicaPlanner, Target};
+use admit::erlang::{ErlangA, ErlangError, MMc, QueueModel, ReplicaPlanner};
 
 use crate::excerpt::excerpt;
 use crate::metadata::ScalerConfig;
@@ -161,90 +162,38 @@ impl From<ErlangError> for DecisionError {
 /// limit, 10¹², would take several times it.
 pub const MAX_OFFERED_LOAD: f64 = 1e10;
 
-/// The queue the measurements describe.
-enum Queue {
-    C(MMc),
-    A(ErlangA),
+/// The queue the measurements describe: M/M/c with μ = 1/s (Erlang C), or Erlang A with
+/// θ = 1/patience when the user gave a patience; an offered load above [`MAX_OFFERED_LOAD`] is
+/// out of range.
+fn model(
+    config: &ScalerConfig,
+    arrival_rate: f64,
+    service_time: f64,
+) -> Result<Box<dyn QueueModel>, ErlangError> {
+    let service_rate = 1.0 / service_time;
+    let queue: Box<dyn QueueModel> = match config.patience {
+        None => Box::new(MMc::new(arrival_rate, service_rate)?),
+        Some(patience) => Box::new(ErlangA::new(
+            arrival_rate,
+            service_rate,
+            1.0 / patience.as_secs_f64(),
+        )?),
+    };
+    let load = queue.offered_load();
+    if load > MAX_OFFERED_LOAD {
+        return Err(ErlangError::OutOfRange {
+            field: "offered_load",
+            value: load,
+        });
+    }
+    Ok(queue)
 }
 
-impl Queue {
-    /// M/M/c with μ = 1/s, or Erlang A with θ = 1/patience when the user gave a patience; an
-    /// offered load above [`MAX_OFFERED_LOAD`] is out of range.
-    fn new(
-        config: &ScalerConfig,
-        arrival_rate: f64,
-        service_time: f64,
-    ) -> Result<Self, ErlangError> {
-        let service_rate = 1.0 / service_time;
-        let queue = match config.patience {
-            None => Queue::C(MMc::new(arrival_rate, service_rate)?),
-            Some(patience) => Queue::A(ErlangA::new(
-                arrival_rate,
-                service_rate,
-                1.0 / patience.as_secs_f64(),
-            )?),
-        };
-        let load = queue.offered_load();
-        if load > MAX_OFFERED_LOAD {
-            return Err(ErlangError::OutOfRange {
-                field: "offered_load",
-                value: load,
-            });
-        }
-        Ok(queue)
-    }
-
-    fn service_level_or_unstable(&self, servers: u64, within: f64) -> Result<f64, ErlangError> {
-        match self {
-            Queue::C(queue) => queue.service_level(servers, within),
-            Queue::A(queue) => queue.service_level(servers, within),
-        }
-    }
-
-    fn offered_load(&self) -> f64 {
-        match self {
-            Queue::C(queue) => queue.offered_load(),
-            Queue::A(queue) => queue.offered_load(),
-        }
-    }
-
-    /// The fewest servers for which at least `at_least` of arrivals wait at most `within`.
-    fn min_servers(&self, within: f64, at_least: f64) -> Result<u64, ErlangError> {
-        match self {
-            Queue::C(queue) => queue.min_servers(Target::ServiceLevel { within, at_least }),
-            Queue::A(queue) => {
-                queue.min_servers(ImpatientTarget::ServedWithin { within, at_least })
-            }
-        }
-    }
-
-    fn prob_wait(&self, servers: u64) -> Result<f64, ErlangError> {
-        match self {
-            Queue::C(queue) => queue.prob_wait(servers),
-            Queue::A(queue) => queue.prob_wait(servers),
-        }
-    }
-
-    fn mean_wait(&self, servers: u64) -> Result<f64, ErlangError> {
-        match self {
-            Queue::C(queue) => queue.mean_wait(servers),
-            Queue::A(queue) => queue.mean_wait(servers),
-        }
-    }
-
-    fn occupancy(&self, servers: u64) -> Result<f64, ErlangError> {
-        match self {
-            Queue::C(queue) => queue.occupancy(servers),
-            Queue::A(queue) => queue.occupancy(servers),
-        }
-    }
-
-    /// The service level at `servers`; 0 where the queue would never empty.
-    fn service_level(&self, servers: u64, within: f64) -> Result<f64, ErlangError> {
-        match self.service_level_or_unstable(servers, within) {
-            Err(ErlangError::Unstable { .. }) => Ok(0.0),
-            level => level,
-        }
+/// A value of the queue at a server count, `None` where the queue never empties.
+fn stable(value: Result<f64, ErlangError>) -> Result<Option<f64>, ErlangError> {
+    match value {
+        Err(ErlangError::Unstable { .. }) => Ok(None),
+        value => value.map(Some),
     }
 }
 
@@ -278,23 +227,19 @@ impl Decision {
         let Some(service_time) = self.service_time.filter(|_| self.arrival_rate > 0.0) else {
             return Ok(Vec::new());
         };
-        let queue = Queue::new(config, self.arrival_rate, service_time)?;
+        let queue = model(config, self.arrival_rate, service_time)?;
         let per_replica = config.concurrency_per_replica;
         let needed = self.required_servers.div_ceil(per_replica).max(1);
         let first = needed.saturating_sub(span).max(1);
         let last = needed.saturating_add(span);
         let within = config.wait_threshold_seconds;
-        let stable = |value: Result<f64, ErlangError>| match value {
-            Err(ErlangError::Unstable { .. }) => Ok(None),
-            value => value.map(Some),
-        };
         (first..=last)
             .map(|replicas| {
                 let servers = replicas.saturating_mul(per_replica);
                 Ok(Row {
                     servers,
                     replicas,
-                    service_level: stable(queue.service_level_or_unstable(servers, within))?,
+                    service_level: stable(queue.service_level(servers, within))?,
                     prob_wait: stable(queue.prob_wait(servers))?,
                     mean_wait: stable(queue.mean_wait(servers))?,
                     occupancy: stable(queue.occupancy(servers))?,
@@ -363,9 +308,9 @@ impl Evaluator {
         let stricter = planner_config.stricter_service_level(config.target_sl);
         let (queue, up, down) = match service_time {
             Some(seconds) if !idle => {
-                let queue = Queue::new(config, arrival_rate, seconds)?;
-                let up = queue.min_servers(within, config.target_sl)?;
-                let down = queue.min_servers(within, stricter)?;
+                let queue = model(config, arrival_rate, seconds)?;
+                let up = queue.min_servers_for_service_level(within, config.target_sl)?;
+                let down = queue.min_servers_for_service_level(within, stricter)?;
                 (Some(queue), up, down)
             }
             _ => (None, 0, 0),
@@ -381,14 +326,18 @@ impl Evaluator {
             }
         };
         let replicas = planner.observe(now, up, down);
+        // 0 where the queue would never empty.
         let predicted_service_level = match &queue {
-            Some(queue) => queue.service_level(replicas.saturating_mul(per_replica), within)?,
+            Some(queue) => {
+                stable(queue.service_level(replicas.saturating_mul(per_replica), within))?
+                    .unwrap_or(0.0)
+            }
             None => 1.0,
         };
         Ok(Decision {
             arrival_rate,
             service_time,
-            offered_load: queue.as_ref().map_or(0.0, Queue::offered_load),
+            offered_load: queue.as_ref().map_or(0.0, |queue| queue.offered_load()),
             required_servers: up,
             required_servers_strict: down.max(up),
             replicas,
