@@ -32,8 +32,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use metrics::{counter, gauge, histogram};
 
 use crate::decision::Decision;
-use crate::metadata::ScalerConfig;
-use crate::service::TriggerKey;
+use crate::metadata::{ScalerConfig, TriggerKey};
 
 /// The histogram metrics, for the exporter's bucket settings.
 pub const HISTOGRAMS: [&str; 2] = [

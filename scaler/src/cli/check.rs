@@ -4,8 +4,15 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use admit_scaler::metadata::{DEFAULT_METRIC_NAME, ScalerConfig};
+use clap::Args;
 
-use super::{CheckArgs, input};
+use super::input::{self, TriggerArgs};
+
+#[derive(Debug, Args)]
+pub(super) struct CheckArgs {
+    #[command(flatten)]
+    trigger: TriggerArgs,
+}
 
 pub(super) fn main(args: CheckArgs) -> ExitCode {
     let triggers = match input::triggers(&args.trigger) {

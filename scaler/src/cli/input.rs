@@ -3,10 +3,32 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Read;
+use std::path::PathBuf;
 
 use admit_scaler::manifest::{self, Trigger};
+use clap::Args;
 
-use super::TriggerArgs;
+/// Where a trigger's metadata comes from.
+#[derive(Debug, Args)]
+pub(super) struct TriggerArgs {
+    /// A file of Kubernetes manifests (`-` for stdin): every external trigger of its
+    /// ScaledObjects and ScaledJobs. Repeat the flag to read several files.
+    #[arg(
+        short = 'f',
+        long,
+        value_name = "PATH",
+        required_unless_present = "metadata",
+        conflicts_with = "metadata"
+    )]
+    file: Vec<PathBuf>,
+    /// The trigger's metadata, one `KEY=VALUE` per flag, as KEDA sends it.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = key_value)]
+    metadata: Vec<(String, String)>,
+    /// The value of an environment variable of the scale target, for `<key>FromEnv` keys
+    /// (KEDA resolves them from the target's containers; an unset or empty one drops the key).
+    #[arg(long, value_name = "NAME=VALUE", value_parser = key_value)]
+    env: Vec<(String, String)>,
+}
 
 /// `KEY=VALUE`, split at the first `=`; the value may be empty or contain `=`.
 pub(super) fn key_value(raw: &str) -> Result<(String, String), String> {

@@ -5,9 +5,40 @@ use std::process::ExitCode;
 use admit_scaler::metadata::ScalerConfig;
 use admit_scaler::offline::{self, parse_time};
 use admit_scaler::prometheus::PrometheusClient;
+use clap::Args;
 use http::Uri;
 
-use super::{OneTriggerArgs, PlanArgs, input, serve};
+use super::input::{self, TriggerArgs};
+use super::serve::{self, PrometheusArgs};
+
+/// Chooses one trigger of a manifest.
+#[derive(Debug, Args)]
+pub(super) struct OneTriggerArgs {
+    #[command(flatten)]
+    trigger: TriggerArgs,
+    /// Which external trigger of the file, as `NAME` (the ScaledObject) or `NAME/INDEX` (its
+    /// index in `spec.triggers`); needed when the file has more than one.
+    #[arg(long, value_name = "NAME[/INDEX]")]
+    select: Option<String>,
+    /// Query this Prometheus instead of the trigger's `prometheusURL` (e.g. a port-forward).
+    #[arg(long, value_name = "URL")]
+    prometheus_url: Option<Uri>,
+    #[command(flatten)]
+    prometheus: PrometheusArgs,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct PlanArgs {
+    #[command(flatten)]
+    one: OneTriggerArgs,
+    /// Evaluate at this time (Unix seconds or RFC 3339, e.g. 2026-11-23T10:00:00Z) instead of
+    /// now.
+    #[arg(long, value_name = "TIME")]
+    time: Option<String>,
+    /// Rows of the table on each side of the answer.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(0..=100))]
+    rows: u64,
+}
 
 pub(super) fn main(args: PlanArgs) -> ExitCode {
     let time = match args.time.as_deref().map(parse_time).transpose() {

@@ -1,12 +1,33 @@
 //! `admit-scaler replay`: the recommendations over a past time range.
 
 use std::fs;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use admit_scaler::offline::{self, parse_time};
+use clap::Args;
 
-use super::ReplayArgs;
-use super::plan::{prepare, runtime, usage};
+use super::duration;
+use super::plan::{OneTriggerArgs, prepare, runtime, usage};
+
+#[derive(Debug, Args)]
+pub(super) struct ReplayArgs {
+    #[command(flatten)]
+    one: OneTriggerArgs,
+    /// The first evaluation (Unix seconds or RFC 3339).
+    #[arg(long, value_name = "TIME")]
+    start: String,
+    /// The last evaluation is at or before this time.
+    #[arg(long, value_name = "TIME")]
+    end: String,
+    /// Time between evaluations.
+    #[arg(long, default_value = "1m", value_parser = duration::between("1s", "7d"), value_name = "DURATION")]
+    step: Duration,
+    /// Also write an SVG chart of the recommendations to this file.
+    #[arg(long, value_name = "PATH")]
+    svg: Option<PathBuf>,
+}
 
 pub(super) fn main(args: ReplayArgs) -> ExitCode {
     let range = parse_time(&args.start)

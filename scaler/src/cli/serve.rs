@@ -3,11 +3,15 @@
 
 use std::error::Error;
 use std::fs;
+use std::net::SocketAddr;
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use ::http::Uri;
 use admit_scaler::proto::external_scaler_server::ExternalScalerServer;
 use admit_scaler::service::{AllowList, ScalerService, ServiceOptions};
 use admit_scaler::telemetry;
@@ -18,13 +22,129 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
+use clap::Args;
+use clap::builder::TypedValueParser;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use metrics_util::MetricKindMask;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing_subscriber::EnvFilter;
 
-use super::{PrometheusArgs, ServeArgs};
+use super::duration;
+
+/// The largest `--max-concurrent-decisions`.
+const MAX_CONCURRENT_DECISIONS: usize = 256;
+
+/// `serve`'s flags. Each can also be set by the environment variable in brackets.
+#[derive(Debug, Args)]
+pub(super) struct ServeArgs {
+    /// Where the gRPC service (ExternalScaler and grpc.health.v1.Health) listens.
+    #[arg(long, env = "ADMIT_SCALER_GRPC_LISTEN", default_value = "0.0.0.0:6000")]
+    grpc_listen: SocketAddr,
+    /// Where the HTTP side listens: GET /metrics (Prometheus text), /healthz, /readyz.
+    #[arg(long, env = "ADMIT_SCALER_HTTP_LISTEN", default_value = "0.0.0.0:8080")]
+    http_listen: SocketAddr,
+    /// PEM certificate chain of the gRPC server: with --tls-key, gRPC is served over TLS
+    /// (TLS 1.2 and 1.3, ALPN h2). Its SAN must match the host of the triggers'
+    /// `scalerAddress`.
+    #[arg(
+        long,
+        env = "ADMIT_SCALER_TLS_CERT",
+        requires = "tls_key",
+        value_name = "PATH"
+    )]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key for --tls-cert.
+    #[arg(
+        long,
+        env = "ADMIT_SCALER_TLS_KEY",
+        requires = "tls_cert",
+        value_name = "PATH"
+    )]
+    tls_key: Option<PathBuf>,
+    /// PEM CA certificates: clients (KEDA) must present a certificate they signed (mutual TLS).
+    #[arg(
+        long,
+        env = "ADMIT_SCALER_TLS_CLIENT_CA",
+        requires = "tls_cert",
+        value_name = "PATH"
+    )]
+    tls_client_ca: Option<PathBuf>,
+    /// How often the TLS files are read again: a changed, valid set (cert-manager or a
+    /// Secret volume rotating them) is used for new connections without a restart.
+    #[arg(long, env = "ADMIT_SCALER_TLS_RELOAD_INTERVAL", default_value = "30s", value_parser = duration::between("1s", "1h"), value_name = "DURATION")]
+    tls_reload_interval: Duration,
+    /// A trigger's decision is reused for this long, so KEDA's repeated calls (three per poll,
+    /// plus the HPA's) query Prometheus once. Also StreamIsActive's evaluation period.
+    #[arg(long, env = "ADMIT_SCALER_DECISION_INTERVAL", default_value = "10s", value_parser = duration::between("100ms", "1h"), value_name = "DURATION")]
+    decision_interval: Duration,
+    /// A trigger not called for this long is forgotten (its planner and its metrics).
+    #[arg(long, env = "ADMIT_SCALER_STATE_TTL", default_value = "10m", value_parser = duration::between("1s", "7d"), value_name = "DURATION")]
+    state_ttl: Duration,
+    /// The most triggers tracked at once (a trigger under each configuration KEDA sends):
+    /// a new one beyond it gets RESOURCE_EXHAUSTED until an unused one is forgotten.
+    #[arg(long, env = "ADMIT_SCALER_MAX_TRIGGERS", default_value_t = admit_scaler::service::DEFAULT_MAX_TRIGGERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    max_triggers: usize,
+    /// The most decisions (two queries and the model) running at once; more wait their turn.
+    #[arg(long, env = "ADMIT_SCALER_MAX_CONCURRENT_DECISIONS", default_value_t = admit_scaler::service::DEFAULT_MAX_CONCURRENT_DECISIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_CONCURRENT_DECISIONS as u64))]
+    max_concurrent_decisions: usize,
+    /// The longest an RPC may take (a decision waiting for its turn and its queries); past it
+    /// the RPC fails with CANCELLED and its decision goes on for the next caller. At least
+    /// twice --query-timeout.
+    #[arg(long, env = "ADMIT_SCALER_REQUEST_TIMEOUT", default_value = "30s", value_parser = duration::between("1s", "10m"), value_name = "DURATION")]
+    request_timeout: Duration,
+    #[command(flatten)]
+    prometheus: PrometheusArgs,
+    /// How long a stop (SIGTERM, SIGINT) waits for RPCs in flight before closing.
+    #[arg(long, env = "ADMIT_SCALER_SHUTDOWN_GRACE", default_value = "10s", value_parser = duration::between("0s", "10m"), value_name = "DURATION")]
+    shutdown_grace: Duration,
+    /// Log filter (tracing's EnvFilter syntax), e.g. `info` or `admit_scaler=debug`.
+    #[arg(long, env = "ADMIT_SCALER_LOG", default_value = "info")]
+    log: String,
+}
+
+/// How Prometheus is queried.
+#[derive(Debug, Args)]
+pub(super) struct PrometheusArgs {
+    /// Each query's limit: connect, send and read. Also sent as the query's `timeout`.
+    #[arg(long, env = "ADMIT_SCALER_QUERY_TIMEOUT", default_value = "5s", value_parser = duration::between("1ms", "5m"), value_name = "DURATION")]
+    query_timeout: Duration,
+    /// Prometheus may only be queried under these base URLs (scheme, host, port and path
+    /// prefix); a trigger's other URL gets PERMISSION_DENIED. Repeat the flag, or separate with
+    /// commas in the variable. Unset: any URL, which a bearer token does not allow.
+    #[arg(
+        long,
+        env = "ADMIT_SCALER_ALLOW_PROMETHEUS",
+        value_delimiter = ',',
+        value_name = "URL"
+    )]
+    allow_prometheus: Vec<Uri>,
+    /// A file whose content (trimmed) is sent as `Authorization: Bearer <token>` to Prometheus,
+    /// read again before every query so that a rotated token is sent. Needs
+    /// --allow-prometheus, and is sent only to https:// URLs unless --prometheus-token-over-http.
+    #[arg(
+        long,
+        env = "ADMIT_SCALER_PROMETHEUS_BEARER_TOKEN_FILE",
+        value_name = "PATH"
+    )]
+    prometheus_bearer_token_file: Option<PathBuf>,
+    /// PEM certificate authorities trusted for an https Prometheus, besides Mozilla's roots
+    /// (a cluster's own CA).
+    #[arg(long, env = "ADMIT_SCALER_PROMETHEUS_CA_FILE", value_name = "PATH")]
+    prometheus_ca_file: Option<PathBuf>,
+    /// Send the bearer token to an http:// (plain text) Prometheus too: anyone on the path
+    /// can read it. Off: such a query fails unsent.
+    #[arg(long, env = "ADMIT_SCALER_PROMETHEUS_TOKEN_OVER_HTTP")]
+    prometheus_token_over_http: bool,
+    /// The largest answer read from Prometheus, in bytes: a bigger one fails the query and is
+    /// read no further.
+    #[arg(long, env = "ADMIT_SCALER_PROMETHEUS_MAX_BODY", default_value_t = admit_scaler::prometheus::DEFAULT_MAX_BODY_BYTES, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=(64 << 20)), value_name = "BYTES")]
+    prometheus_max_body: usize,
+    /// The most queries in flight to Prometheus at once (two per decision); more wait for a
+    /// slot within --query-timeout.
+    #[arg(long, env = "ADMIT_SCALER_PROMETHEUS_MAX_IN_FLIGHT", default_value_t = admit_scaler::prometheus::DEFAULT_MAX_IN_FLIGHT, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024).try_map(NonZeroUsize::try_from))]
+    prometheus_max_in_flight: NonZeroUsize,
+}
 
 /// How often triggers past their TTL are forgotten and the scaler-wide gauges refreshed.
 const SWEEP_PERIOD: Duration = Duration::from_secs(15);
@@ -32,7 +152,7 @@ const SWEEP_PERIOD: Duration = Duration::from_secs(15);
 /// The runtime's blocking threads: decisions' models take at most `--max-concurrent-decisions`
 /// (at most half of them, by the flag's range), so DNS lookups and bearer-token reads, which run
 /// there too, always find a thread.
-const BLOCKING_THREADS: usize = 2 * super::MAX_CONCURRENT_DECISIONS;
+const BLOCKING_THREADS: usize = 2 * MAX_CONCURRENT_DECISIONS;
 
 /// How long blocking work (a decision's model) may hold the process after the servers stop.
 const BLOCKING_GRACE: Duration = Duration::from_millis(100);

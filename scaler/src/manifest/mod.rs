@@ -66,49 +66,8 @@ mod tree;
 
 pub use self::error::ManifestError;
 use self::reader::Reader;
+pub use self::reader::{MAX_METADATA_BYTES, MAX_TRIGGERS, Trigger};
 use self::tree::Builder;
-
-/// The deepest nesting accepted, counting the levels that aliases add.
-const MAX_DEPTH: usize = 256;
-
-/// The most entries merge keys (`<<`) may copy in one stream.
-const MAX_MERGED: usize = 1 << 20;
-
-/// The most triggers one stream may list, counting each time an alias repeats one: aliases
-/// of aliased lists multiply, and a few kilobytes of YAML could otherwise ask for billions.
-pub const MAX_TRIGGERS: usize = 10_000;
-
-/// The most bytes of trigger metadata (keys and values) one stream may produce, counting
-/// each time an alias repeats them.
-pub const MAX_METADATA_BYTES: usize = 16 << 20;
-
-/// The handle `!!` stands for.
-const CORE_TAG: &str = "tag:yaml.org,2002:";
-
-/// The suffix KEDA resolves from the scale target's environment.
-const FROM_ENV: &str = "FromEnv";
-
-/// One external trigger of a manifest.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Trigger {
-    /// `ScaledObject` or `ScaledJob`.
-    pub kind: String,
-    /// `metadata.name`, never empty.
-    pub name: String,
-    /// `metadata.namespace`, if given and not empty.
-    pub namespace: Option<String>,
-    /// The index in `spec.triggers`, counting every trigger (KEDA names the HPA metric
-    /// `s<index>-<metricName>`).
-    pub index: usize,
-    /// `external` or `external-push`.
-    pub trigger_type: String,
-    /// The trigger's metadata as KEDA sends it: `<key>FromEnv` keys hold the variable's value,
-    /// or are absent when it is unset or empty.
-    pub metadata: BTreeMap<String, String>,
-    /// Every `<key>FromEnv` key and the environment variable it names, in manifest order;
-    /// those absent from [`metadata`](Self::metadata) were not resolved.
-    pub from_env: Vec<(String, String)>,
-}
 
 /// Reads the external triggers of every `ScaledObject` and `ScaledJob` in a YAML stream.
 ///

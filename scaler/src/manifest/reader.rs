@@ -6,8 +6,40 @@ use std::rc::Rc;
 use super::error::ManifestError;
 use super::scalar::Kind;
 use super::tree::{Entry, Node, Value};
-use super::{FROM_ENV, MAX_METADATA_BYTES, MAX_TRIGGERS, Trigger};
 use crate::excerpt::excerpt;
+
+/// The most triggers one stream may list, counting each time an alias repeats one: aliases
+/// of aliased lists multiply, and a few kilobytes of YAML could otherwise ask for billions.
+pub const MAX_TRIGGERS: usize = 10_000;
+
+/// The most bytes of trigger metadata (keys and values) one stream may produce, counting
+/// each time an alias repeats them.
+pub const MAX_METADATA_BYTES: usize = 16 << 20;
+
+/// The suffix KEDA resolves from the scale target's environment.
+const FROM_ENV: &str = "FromEnv";
+
+/// One external trigger of a manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trigger {
+    /// `ScaledObject` or `ScaledJob`.
+    pub kind: String,
+    /// `metadata.name`, never empty.
+    pub name: String,
+    /// `metadata.namespace`, if given and not empty.
+    pub namespace: Option<String>,
+    /// The index in `spec.triggers`, counting every trigger (KEDA names the HPA metric
+    /// `s<index>-<metricName>`).
+    pub index: usize,
+    /// `external` or `external-push`.
+    pub trigger_type: String,
+    /// The trigger's metadata as KEDA sends it: `<key>FromEnv` keys hold the variable's value,
+    /// or are absent when it is unset or empty.
+    pub metadata: BTreeMap<String, String>,
+    /// Every `<key>FromEnv` key and the environment variable it names, in manifest order;
+    /// those absent from [`metadata`](Self::metadata) were not resolved.
+    pub from_env: Vec<(String, String)>,
+}
 
 /// A trigger's metadata as KEDA sends it, and its `FromEnv` keys with their variables.
 pub(super) type Resolved = (BTreeMap<String, String>, Vec<(String, String)>);

@@ -3,7 +3,8 @@
 use yaml_rust2::parser::Tag;
 use yaml_rust2::scanner::TScalarStyle;
 
-use super::CORE_TAG;
+/// The handle `!!` stands for.
+const CORE_TAG: &str = "tag:yaml.org,2002:";
 
 /// What a scalar resolves to, as Kubernetes reads YAML (YAML 1.1, go-yaml v2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,7 +9,12 @@ use yaml_rust2::scanner::{Marker, TScalarStyle};
 
 use super::error::{ManifestError, Position};
 use super::scalar::{Kind, resolve};
-use super::{MAX_DEPTH, MAX_MERGED};
+
+/// The deepest nesting accepted, counting the levels that aliases add.
+const MAX_DEPTH: usize = 256;
+
+/// The most entries merge keys (`<<`) may copy in one stream.
+const MAX_MERGED: usize = 1 << 20;
 
 /// A mapping entry: the key's text and the value.
 pub(super) type Entry = (Rc<str>, Rc<Node>);

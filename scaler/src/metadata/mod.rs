@@ -1,4 +1,5 @@
-//! Strict parsing of a ScaledObject trigger's `metadata` map into a [`ScalerConfig`].
+//! Strict parsing of a ScaledObject trigger's `metadata` map into a [`ScalerConfig`], and the
+//! [`TriggerKey`] that names a trigger.
 //!
 //! Every value KEDA sends is a string. A key that is present but malformed is always an error,
 //! never replaced by its default, and parsing reports every problem it finds, not just the
@@ -355,6 +356,18 @@ impl ScalerConfig {
         hash.str(&self.metric_name);
         hash.0
     }
+}
+
+/// Which trigger a decision, its state and its metrics belong to: a ScaledObject's trigger,
+/// named by its `metricName`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TriggerKey {
+    /// The ScaledObject's namespace.
+    pub namespace: String,
+    /// The ScaledObject's name.
+    pub name: String,
+    /// The trigger's `metricName`.
+    pub metric: String,
 }
 
 /// Where a key's value is.

@@ -9,7 +9,7 @@ use crate::decision::{Decision, DecisionError, Evaluator, Row};
 use crate::metadata::ScalerConfig;
 use crate::prometheus::PrometheusClient;
 
-use super::format_time;
+use super::time::format_time;
 
 /// One evaluation: the decision of a fresh scaler and the queue around it.
 #[derive(Clone, Debug)]

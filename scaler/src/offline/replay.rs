@@ -10,7 +10,7 @@ use crate::decision::{Decision, DecisionError, Evaluator};
 use crate::metadata::ScalerConfig;
 use crate::prometheus::PrometheusClient;
 
-use super::format_time;
+use super::time::format_time;
 
 /// The most evaluations one replay makes (a week at one minute is 10080).
 pub const MAX_STEPS: u64 = 100_000;

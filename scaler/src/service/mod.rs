@@ -38,7 +38,7 @@ use tonic::{Request, Response, Status};
 
 use crate::decision::DecisionError;
 use crate::excerpt::excerpt;
-use crate::metadata::{DEFAULT_METRIC_NAME, ScalerConfig};
+use crate::metadata::{DEFAULT_METRIC_NAME, ScalerConfig, TriggerKey};
 use crate::prometheus::{ClientOptions, PrometheusClient};
 use crate::proto::external_scaler_server::{ExternalScaler, ExternalScalerServer};
 use crate::proto::{
@@ -48,7 +48,6 @@ use crate::proto::{
 use crate::telemetry;
 
 pub use self::allow::{AllowList, AllowListError};
-pub use self::registry::TriggerKey;
 use self::registry::{Limits, Outcome, Refused, Registry};
 
 /// The largest request message: a metadata map of every key at its longest fits many times.

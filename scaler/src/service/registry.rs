@@ -20,18 +20,7 @@ use tokio::sync::{Semaphore, watch};
 use tokio::time::Instant;
 
 use crate::decision::{Decision, DecisionError, Evaluator, Measured};
-use crate::metadata::ScalerConfig;
-
-/// Which trigger a piece of state belongs to.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TriggerKey {
-    /// The ScaledObject's namespace.
-    pub namespace: String,
-    /// The ScaledObject's name.
-    pub name: String,
-    /// The trigger's `metricName`.
-    pub metric: String,
-}
+use crate::metadata::{ScalerConfig, TriggerKey};
 
 /// A decision as the registry hands it out: shared by every call within the interval.
 pub(crate) type Outcome = Result<Decision, DecisionError>;

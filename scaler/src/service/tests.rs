@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use super::registry::{Limits, Outcome, Refused, Registry, TriggerKey};
+use super::registry::{Limits, Outcome, Refused, Registry};
 use crate::decision::Measured;
-use crate::metadata::ScalerConfig;
+use crate::metadata::{ScalerConfig, TriggerKey};
 
 const INTERVAL: Duration = Duration::from_secs(10);
 const TTL: Duration = Duration::from_secs(600);
