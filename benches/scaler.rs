@@ -12,11 +12,14 @@ use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::Duration;
 
-use admit_scaler::decision::{Evaluator, Measured};
+use admit_scaler::decision::{self, Evaluator};
 use admit_scaler::metadata::ScalerConfig;
-use admit_scaler::prometheus::parse_response;
+use admit_scaler::prometheus::{QueryError, parse_response};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
+
+/// What the scaler's queries give a decision.
+type Measured = decision::Measured<QueryError>;
 
 /// A trigger as the reference deployment writes it: T = 50 ms, p = 0.95, 16 per replica.
 fn metadata(extra: &[(&str, &str)]) -> BTreeMap<String, String> {

@@ -4,7 +4,7 @@
 //!
 //! 1. λ is a rate: a failed query is an error, and so is λ < 0. λ = 0 is *idle*: the target
 //!    is inactive, and the service-time query may then be empty or NaN (an idle `sum/count`
-//!    ratio is 0/0); its other failures are still errors.
+//!    ratio is 0/0; [`MeasurementError::is_idle`]); its other failures are still errors.
 //! 2. The service time `s` must be positive. The queue is M/M/c with μ = 1/s (Erlang C), or
 //!    Erlang A with abandonment rate 1/patience when the user gave a patience, asked through
 //!    admit's [`QueueModel`] either way. An offered load λ·s above [`MAX_OFFERED_LOAD`] is out
@@ -20,6 +20,11 @@
 //! [`MAX_OFFERED_LOAD`], Erlang A's series by admit's budgets (at most
 //! [`ErlangA::SEARCH_TERMS`] terms for each search, [`ErlangA::QUERY_TERMS`] for the service
 //! level at the replicas), beyond which it fails with [`DecisionError::Erlang`].
+//!
+//! This is the scaler's pure core: it knows the queueing math and the trigger's configuration,
+//! not where the numbers come from nor how a failure reaches KEDA. A failed measurement is any
+//! [`MeasurementError`] (the scaler's are Prometheus query errors), carried through as is; the
+//! gRPC service maps each failure to its code.
 
 use std::time::Duration;
 
@@ -27,16 +32,27 @@ use admit::erlang::{ErlangA, ErlangError, MMc, QueueModel, ReplicaPlanner};
 
 use crate::excerpt::excerpt;
 use crate::metadata::ScalerConfig;
-use crate::prometheus::QueryError;
 
 /// What the two queries gave, in the model's units: λ in requests per second, the mean
-/// service time in seconds.
+/// service time in seconds; `E` is why a query gave no number.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Measured {
+pub struct Measured<E> {
     /// The arrival rate λ (requests per second), or why it is not known.
-    pub arrival_rate: Result<f64, QueryError>,
+    pub arrival_rate: Result<f64, E>,
     /// The mean service time (seconds), or why it is not known.
-    pub service_time: Result<f64, QueryError>,
+    pub service_time: Result<f64, E>,
+}
+
+/// Why a measurement has no number, as far as a decision asks: the decision carries the
+/// failure through otherwise untouched ([`DecisionError::Query`]).
+pub trait MeasurementError {
+    /// Whether this is what an idle service reports for its service time: no series yet, or
+    /// the 0/0 (NaN) of a ratio over a window without requests. Idle (λ = 0), the decision
+    /// goes on without a service time; busy, it fails with this error.
+    fn is_idle(&self) -> bool;
+
+    /// A short label for the `kind` of the scaler's error counter.
+    fn kind(&self) -> &'static str;
 }
 
 /// One evaluation's answer: what KEDA is told and why.
@@ -62,12 +78,11 @@ pub struct Decision {
     pub active: bool,
 }
 
-/// Why an evaluation failed. [`code`](Self::code) is the gRPC code KEDA sees, so that its
-/// fallback engages.
+/// Why an evaluation failed, `E` being why a measurement did.
 #[derive(Clone, Debug, PartialEq)]
-pub enum DecisionError {
+pub enum DecisionError<E> {
     /// A query failed or gave no usable number.
-    Query(QueryError),
+    Query(E),
     /// A query gave a number outside the model's domain (λ < 0, service time ≤ 0).
     Domain {
         /// The PromQL text.
@@ -83,28 +98,19 @@ pub enum DecisionError {
     Erlang(ErlangError),
 }
 
-impl DecisionError {
-    /// The gRPC code: the query's own code, `FAILED_PRECONDITION` for a value outside the
-    /// domain, `OUT_OF_RANGE` for the model.
-    pub fn code(&self) -> tonic::Code {
-        match self {
-            DecisionError::Query(error) => error.kind.code(),
-            DecisionError::Domain { .. } => tonic::Code::FailedPrecondition,
-            DecisionError::Erlang(_) => tonic::Code::OutOfRange,
-        }
-    }
-
-    /// A short label for the `kind` of the scaler's error counter.
+impl<E: MeasurementError> DecisionError<E> {
+    /// A short label for the `kind` of the scaler's error counter: the measurement's own
+    /// ([`MeasurementError::kind`]), `out_of_domain` or `model`.
     pub fn kind(&self) -> &'static str {
         match self {
-            DecisionError::Query(error) => error.kind.as_str(),
+            DecisionError::Query(error) => error.kind(),
             DecisionError::Domain { .. } => "out_of_domain",
             DecisionError::Erlang(_) => "model",
         }
     }
 }
 
-impl std::fmt::Display for DecisionError {
+impl<E: std::fmt::Display> std::fmt::Display for DecisionError<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             DecisionError::Query(error) => error.fmt(f),
@@ -138,7 +144,7 @@ impl std::fmt::Display for DecisionError {
     }
 }
 
-impl std::error::Error for DecisionError {
+impl<E: std::error::Error + 'static> std::error::Error for DecisionError<E> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             DecisionError::Query(error) => Some(error),
@@ -148,7 +154,7 @@ impl std::error::Error for DecisionError {
     }
 }
 
-impl From<ErlangError> for DecisionError {
+impl<E> From<ErlangError> for DecisionError<E> {
     fn from(error: ErlangError) -> Self {
         DecisionError::Erlang(error)
     }
@@ -222,8 +228,8 @@ impl Decision {
     ///
     /// # Errors
     ///
-    /// The model's, as in [`Evaluator::decide`].
-    pub fn table(&self, config: &ScalerConfig, span: u64) -> Result<Vec<Row>, DecisionError> {
+    /// The model's, as in [`Evaluator::decide`] ([`DecisionError::Erlang`]).
+    pub fn table(&self, config: &ScalerConfig, span: u64) -> Result<Vec<Row>, ErlangError> {
         let Some(service_time) = self.service_time.filter(|_| self.arrival_rate > 0.0) else {
             return Ok(Vec::new());
         };
@@ -277,7 +283,11 @@ impl Evaluator {
     /// [`DecisionError`]: a failed query (for the service time, unless idle), a value outside
     /// the model's domain, or the model's own limits. A failed decision leaves the planner as
     /// it was.
-    pub fn decide(&mut self, now: Duration, measured: Measured) -> Result<Decision, DecisionError> {
+    pub fn decide<E: MeasurementError>(
+        &mut self,
+        now: Duration,
+        measured: Measured<E>,
+    ) -> Result<Decision, DecisionError<E>> {
         let config = &self.config;
         let arrival_rate = measured.arrival_rate.map_err(DecisionError::Query)?;
         if arrival_rate < 0.0 {
@@ -299,7 +309,7 @@ impl Evaluator {
             }
             // Idle: a zero, empty or NaN service time is what an idle service reports.
             Ok(_) => None,
-            Err(error) if idle && idle_service_time(&error) => None,
+            Err(error) if idle && error.is_idle() => None,
             Err(error) => return Err(DecisionError::Query(error)),
         };
 
@@ -346,14 +356,4 @@ impl Evaluator {
             active: arrival_rate > config.activation_arrival_rate,
         })
     }
-}
-
-/// Whether a failed service-time query is what an idle service gives: no series yet, or the
-/// 0/0 of a ratio over a window without requests.
-fn idle_service_time(error: &QueryError) -> bool {
-    use crate::prometheus::QueryErrorKind;
-    matches!(
-        error.kind,
-        QueryErrorKind::Empty | QueryErrorKind::NotFinite { .. }
-    )
 }

@@ -1,12 +1,13 @@
-//! Both queries of one decision, concurrently and timed.
+//! Both queries of one decision, concurrently and timed: where Prometheus meets the decision,
+//! whose failed measurements are Prometheus' [`QueryError`]s.
 
 use http::Uri;
 use tokio::time::Instant;
 
-use crate::decision::Measured;
+use crate::decision::{Measured, MeasurementError};
 use crate::excerpt::excerpt;
 use crate::metadata::ScalerConfig;
-use crate::prometheus::{PrometheusClient, QueryError};
+use crate::prometheus::{PrometheusClient, QueryError, QueryErrorKind};
 use crate::telemetry;
 
 /// λ and the service time from `base` (the trigger's Prometheus, unless overridden), queried
@@ -16,7 +17,7 @@ pub(crate) async fn measure(
     base: &Uri,
     config: &ScalerConfig,
     time: Option<f64>,
-) -> Measured {
+) -> Measured<QueryError> {
     let (arrival_rate, service_time) = tokio::join!(
         one(
             client,
@@ -65,4 +66,18 @@ async fn one(
         );
     }
     Ok(answer.sample.value)
+}
+
+impl MeasurementError for QueryError {
+    /// No series yet, or the 0/0 of a ratio over a window without requests.
+    fn is_idle(&self) -> bool {
+        matches!(
+            self.kind,
+            QueryErrorKind::Empty | QueryErrorKind::NotFinite { .. }
+        )
+    }
+
+    fn kind(&self) -> &'static str {
+        self.kind.as_str()
+    }
 }

@@ -4,9 +4,14 @@
 use std::time::Duration;
 
 use admit::erlang::{ErlangA, ErlangError, ImpatientTarget, MMc, ReplicaPlanner, Target, Work};
-use admit_scaler::decision::{Decision, DecisionError, Evaluator, MAX_OFFERED_LOAD, Measured};
+use admit_scaler::decision::{self, Decision, Evaluator, MAX_OFFERED_LOAD};
 use admit_scaler::metadata::ScalerConfig;
 use admit_scaler::prometheus::{QueryError, QueryErrorKind};
+use admit_scaler::service::code;
+
+/// What the scaler's queries give a decision, and how it fails.
+type Measured = decision::Measured<QueryError>;
+type DecisionError = decision::DecisionError<QueryError>;
 
 const LAMBDA: &str = "sum(rate(admit_requests_total[2m]))";
 const SERVICE: &str =
@@ -252,7 +257,7 @@ fn idle_accepts_an_empty_service_time_but_not_a_failed_one() {
     );
     let error = decide(config(), idle(Err(down.clone()))).unwrap_err();
     assert_eq!(error, DecisionError::Query(down));
-    assert_eq!(error.code(), tonic::Code::Unavailable);
+    assert_eq!(code(&error), tonic::Code::Unavailable);
 
     // Busy, an empty service time is an error.
     let busy = Measured {
@@ -261,7 +266,7 @@ fn idle_accepts_an_empty_service_time_but_not_a_failed_one() {
     };
     let error = decide(config(), busy).unwrap_err();
     assert_eq!(error, DecisionError::Query(empty));
-    assert_eq!(error.code(), tonic::Code::FailedPrecondition);
+    assert_eq!(code(&error), tonic::Code::FailedPrecondition);
 }
 
 #[test]
@@ -271,7 +276,7 @@ fn values_outside_the_model_are_failed_preconditions() {
     assert!(
         matches!(&error, DecisionError::Domain { query, value, .. } if query == LAMBDA && *value == -1.0)
     );
-    assert_eq!(error.code(), tonic::Code::FailedPrecondition);
+    assert_eq!(code(&error), tonic::Code::FailedPrecondition);
     assert!(error.to_string().contains("-1"), "{error}");
     for s in [0.0, -0.5] {
         let error = decide(config(), measured(3.0, s)).unwrap_err();
@@ -289,7 +294,7 @@ fn values_outside_the_model_are_failed_preconditions() {
                 value: lambda
             })
         );
-        assert_eq!(error.code(), tonic::Code::OutOfRange);
+        assert_eq!(code(&error), tonic::Code::OutOfRange);
     }
 }
 
@@ -327,7 +332,7 @@ fn the_arrival_rates_failure_is_the_decisions() {
         },
     )
     .unwrap_err();
-    assert_eq!(error.code(), tonic::Code::InvalidArgument);
+    assert_eq!(code(&error), tonic::Code::InvalidArgument);
     assert_eq!(error, DecisionError::Query(bad));
 }
 
@@ -460,7 +465,7 @@ fn a_huge_patience_is_decided_within_the_work_budget() {
             value: 1.0 / seconds,
         };
         assert_eq!(error, DecisionError::Erlang(too_patient), "{patience}");
-        assert_eq!(error.code(), tonic::Code::OutOfRange);
+        assert_eq!(code(&error), tonic::Code::OutOfRange);
         let (up, _, work) = erlang_a_searches(1e6, 0.1, seconds, 0.05, 0.95);
         assert_eq!(up, Err(too_patient));
         assert!(work.series_terms <= 2 * ErlangA::SEARCH_TERMS, "{work:?}");

@@ -58,7 +58,7 @@ pub(super) fn main(args: PlanArgs) -> ExitCode {
         Err(error) => {
             eprintln!(
                 "admit-scaler plan: {} ({}): {error}",
-                admit_scaler::telemetry::code_name(error.code()),
+                admit_scaler::telemetry::code_name(admit_scaler::service::code(&error)),
                 error.kind()
             );
             ExitCode::FAILURE

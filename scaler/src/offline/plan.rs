@@ -7,7 +7,7 @@ use http::Uri;
 
 use crate::decision::{Decision, DecisionError, Evaluator, Row};
 use crate::metadata::ScalerConfig;
-use crate::prometheus::PrometheusClient;
+use crate::prometheus::{PrometheusClient, QueryError};
 
 use super::time::format_time;
 
@@ -38,7 +38,7 @@ pub async fn plan(
     config: &ScalerConfig,
     time: Option<f64>,
     span: u64,
-) -> Result<Plan, DecisionError> {
+) -> Result<Plan, DecisionError<QueryError>> {
     let measured = crate::measure::measure(client, base, config, time).await;
     let decision = Evaluator::new(config.clone()).decide(Duration::ZERO, measured)?;
     let rows = decision.table(config, span)?;

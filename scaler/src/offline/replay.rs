@@ -8,7 +8,7 @@ use http::Uri;
 use crate::chart::{Chart, Series, Style, format_utc_range};
 use crate::decision::{Decision, DecisionError, Evaluator};
 use crate::metadata::ScalerConfig;
-use crate::prometheus::PrometheusClient;
+use crate::prometheus::{PrometheusClient, QueryError};
 
 use super::time::format_time;
 
@@ -21,7 +21,7 @@ pub struct ReplayStep {
     /// Unix seconds.
     pub time: f64,
     /// What the scaler would have answered.
-    pub outcome: Result<Decision, DecisionError>,
+    pub outcome: Result<Decision, DecisionError<QueryError>>,
 }
 
 /// A time range a replay cannot walk.
@@ -131,7 +131,7 @@ pub fn replay_table(config: &ScalerConfig, steps: &[ReplayStep]) -> String {
             Err(error) => writeln!(
                 out,
                 "{time:<20} error {}: {error}",
-                crate::telemetry::code_name(error.code())
+                crate::telemetry::code_name(crate::service::code(error))
             ),
         };
     }

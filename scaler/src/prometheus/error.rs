@@ -1,4 +1,4 @@
-//! The typed failures of one instant query, and the gRPC code each one maps to.
+//! The typed failures of one instant query.
 //!
 //! Every text a failure carries that the scaler did not write (Prometheus' `error`,
 //! `errorType` and `resultType`, label sets, values, the start of a body, the URL, the cause a
@@ -11,8 +11,8 @@ use crate::excerpt::excerpt;
 
 /// What went wrong with one query.
 ///
-/// [`code`](Self::code) is the gRPC code KEDA sees; [`as_str`](Self::as_str) is a short label
-/// for metrics.
+/// [`as_str`](Self::as_str) is a short label for metrics. The gRPC service decides which code
+/// KEDA sees for each.
 #[derive(Debug, Clone, PartialEq)]
 pub enum QueryErrorKind {
     /// Prometheus rejected the query or its parameters (HTTP 400, `bad_data`), or the
@@ -81,22 +81,6 @@ pub enum QueryErrorKind {
 }
 
 impl QueryErrorKind {
-    /// The gRPC code KEDA must see for this failure.
-    pub fn code(&self) -> tonic::Code {
-        match self {
-            Self::BadQuery { .. } => tonic::Code::InvalidArgument,
-            Self::Execution { .. }
-            | Self::Empty
-            | Self::MultipleSeries { .. }
-            | Self::WrongType { .. }
-            | Self::NotFinite { .. } => tonic::Code::FailedPrecondition,
-            Self::Timeout { .. } => tonic::Code::DeadlineExceeded,
-            Self::Unreachable { .. } | Self::Credentials { .. } | Self::BadResponse { .. } => {
-                tonic::Code::Unavailable
-            }
-        }
-    }
-
     /// A short snake_case label for metrics, e.g. `bad_query`, `empty`, `not_finite`.
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -153,13 +137,6 @@ pub struct QueryError {
     pub query: String,
     /// What went wrong.
     pub kind: QueryErrorKind,
-}
-
-impl QueryError {
-    /// The gRPC code KEDA must see: [`QueryErrorKind::code`].
-    pub fn code(&self) -> tonic::Code {
-        self.kind.code()
-    }
 }
 
 impl fmt::Display for QueryError {

@@ -2,8 +2,8 @@
 //!
 //! [`PrometheusClient::query`] sends one form-encoded `POST <base>/api/v1/query` and reads the
 //! answer with [`parse_response`], a pure function: an instant vector with exactly one sample,
-//! or a scalar, with a finite value, is an [`Answer`]; anything else is a [`QueryErrorKind`]
-//! whose [`code`](QueryErrorKind::code) is the gRPC code KEDA sees.
+//! or a scalar, with a finite value, is an [`Answer`]; anything else is a [`QueryErrorKind`].
+//! Nothing here knows gRPC: the service maps each failure to the code KEDA sees.
 //!
 //! A hostile or broken Prometheus (or a proxy in front of it) costs a bounded amount:
 //!
@@ -42,7 +42,7 @@
 //! let nan = br#"{"status":"success","data":{"resultType":"scalar","result":[1,"NaN"]}}"#;
 //! let error = parse_response(200, nan).unwrap_err();
 //! assert_eq!(error, QueryErrorKind::NotFinite { raw: "NaN".into() });
-//! assert_eq!(error.code(), tonic::Code::FailedPrecondition);
+//! assert_eq!(error.as_str(), "not_finite");
 //! # Ok::<(), QueryErrorKind>(())
 //! ```
 

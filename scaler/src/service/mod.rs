@@ -4,8 +4,8 @@
 //! answers the constant spec `{metricName, targetSize: 1}`. `GetMetrics`, `IsActive` and each
 //! tick of `StreamIsActive` share one decision per trigger (keyed by [`TriggerKey`]), made at
 //! most once per decision interval: KEDA's three calls per poll, and the HPA's own, query
-//! Prometheus once. A failed decision is a `tonic::Status` whose code says why (see
-//! [`ScalerService`]), so that KEDA's `fallback` engages.
+//! Prometheus once. A failed decision is a `tonic::Status` whose code says why ([`code`], and
+//! [`ScalerService`] for every refusal), so that KEDA's `fallback` engages.
 //!
 //! ```
 //! use std::time::Duration;
@@ -20,6 +20,7 @@
 //! ```
 
 mod allow;
+mod failure;
 mod names;
 mod registry;
 #[cfg(test)]
@@ -39,7 +40,7 @@ use tonic::{Request, Response, Status};
 use crate::decision::DecisionError;
 use crate::excerpt::excerpt;
 use crate::metadata::{DEFAULT_METRIC_NAME, ScalerConfig, TriggerKey};
-use crate::prometheus::{ClientOptions, PrometheusClient};
+use crate::prometheus::{ClientOptions, PrometheusClient, QueryError};
 use crate::proto::external_scaler_server::{ExternalScaler, ExternalScalerServer};
 use crate::proto::{
     GetMetricSpecResponse, GetMetricsRequest, GetMetricsResponse, IsActiveResponse, MetricSpec,
@@ -48,6 +49,7 @@ use crate::proto::{
 use crate::telemetry;
 
 pub use self::allow::{AllowList, AllowListError};
+pub use self::failure::code;
 use self::registry::{Limits, Outcome, Refused, Registry};
 
 /// The largest request message: a metadata map of every key at its longest fits many times.
@@ -94,6 +96,8 @@ impl Default for ServiceOptions {
 }
 
 /// The `ExternalScaler` implementation. Clones share their state.
+///
+/// A failed decision's code is [`code`]'s; the table below adds the service's own refusals.
 ///
 /// | failure | code |
 /// |---|---|
@@ -290,7 +294,7 @@ fn publish(key: &TriggerKey, config: &ScalerConfig, outcome: &Outcome) {
                 namespace = %key.namespace,
                 scaled_object = %key.name,
                 metric = %key.metric,
-                code = telemetry::code_name(error.code()),
+                code = telemetry::code_name(code(error)),
                 "no decision: {error}"
             );
         }
@@ -306,8 +310,8 @@ fn describe_key(key: &TriggerKey) -> String {
     describe(&key.namespace, &key.name, &key.metric)
 }
 
-fn decision_status(key: &TriggerKey, error: &DecisionError) -> Status {
-    Status::new(error.code(), format!("{}: {error}", describe_key(key)))
+fn decision_status(key: &TriggerKey, error: &DecisionError<QueryError>) -> Status {
+    Status::new(code(error), format!("{}: {error}", describe_key(key)))
 }
 
 /// Runs an RPC's body and counts it by method and code.

@@ -21,9 +21,10 @@ use tokio::time::Instant;
 
 use crate::decision::{Decision, DecisionError, Evaluator, Measured};
 use crate::metadata::{ScalerConfig, TriggerKey};
+use crate::prometheus::QueryError;
 
 /// A decision as the registry hands it out: shared by every call within the interval.
-pub(crate) type Outcome = Result<Decision, DecisionError>;
+pub(crate) type Outcome = Result<Decision, DecisionError<QueryError>>;
 
 /// What a finished decision is reported to, once, whoever asked for it: the service's metrics
 /// and logs.
@@ -124,7 +125,7 @@ impl Registry {
     ) -> Result<Outcome, Refused>
     where
         F: FnOnce() -> Fut + Send + 'static,
-        Fut: Future<Output = Measured> + Send + 'static,
+        Fut: Future<Output = Measured<QueryError>> + Send + 'static,
     {
         let entry = self.entry(key, config)?;
         let mut answer = {
@@ -161,7 +162,7 @@ impl Registry {
     ) -> impl Future<Output = ()> + Send + 'static
     where
         F: FnOnce() -> Fut + Send + 'static,
-        Fut: Future<Output = Measured> + Send + 'static,
+        Fut: Future<Output = Measured<QueryError>> + Send + 'static,
     {
         let decisions = Arc::clone(&self.decisions);
         let (epoch, publish) = (self.epoch, self.publish);

@@ -8,8 +8,11 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use super::registry::{Limits, Outcome, Refused, Registry};
-use crate::decision::Measured;
 use crate::metadata::{ScalerConfig, TriggerKey};
+use crate::prometheus::QueryError;
+
+/// What the tests' measurements give.
+type Measured = crate::decision::Measured<QueryError>;
 
 const INTERVAL: Duration = Duration::from_secs(10);
 const TTL: Duration = Duration::from_secs(600);

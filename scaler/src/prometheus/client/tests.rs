@@ -349,7 +349,6 @@ async fn an_unusable_token_file_fails_the_query_before_sending_it() {
         };
         assert!(message.contains(&path.display().to_string()), "{message}");
         assert!(message.contains(problem), "{message}");
-        assert_eq!(error.code(), tonic::Code::Unavailable);
         assert_eq!(error.kind.as_str(), "credentials");
     }
     assert!(fake.seen.try_recv().is_err(), "a request was sent");
@@ -393,7 +392,6 @@ async fn the_bearer_token_goes_over_plain_http_only_when_allowed() {
             message.contains("--prometheus-token-over-http"),
             "{message}"
         );
-        assert_eq!(error.code(), tonic::Code::Unavailable);
         assert!(fake.seen.try_recv().is_err(), "a request was sent");
         // Over https it is sent: here the handshake with the plain server fails first.
         let https: Uri = fake
@@ -428,7 +426,6 @@ async fn error_answers_name_the_query() {
             message: "parse error".into()
         }
     );
-    assert_eq!(error.code(), tonic::Code::InvalidArgument);
 }
 
 #[tokio::test]
@@ -440,7 +437,6 @@ async fn a_refused_connection_is_unreachable() {
     let prometheus = client(Duration::from_secs(5), None);
     let error = query_error(&prometheus, &base).await;
     assert_kind!(error, Unreachable);
-    assert_eq!(error.code(), tonic::Code::Unavailable);
 }
 
 #[tokio::test]
@@ -459,7 +455,6 @@ async fn a_server_that_never_answers_times_out() {
     let prometheus = client(Duration::from_millis(200), None);
     let error = query_error(&prometheus, &base).await;
     assert_kind!(error, Timeout);
-    assert_eq!(error.code(), tonic::Code::DeadlineExceeded);
     assert!(
         held.try_recv().is_ok(),
         "the server accepted the connection"
@@ -490,7 +485,6 @@ async fn a_body_declared_over_the_cap_is_a_bad_response() {
             message: format!("the body exceeds the cap of {cap} bytes (--prometheus-max-body)"),
         }
     );
-    assert_eq!(error.code(), tonic::Code::Unavailable);
 }
 
 /// A body of `left` bytes, sent in 64 KiB frames without a `Content-Length`, beginning with
