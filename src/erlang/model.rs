@@ -83,143 +83,90 @@ pub trait QueueModel {
     fn occupancy(&self, servers: u64) -> Result<f64, ErlangError>;
 }
 
-impl QueueModel for MMc {
-    fn offered_load(&self) -> f64 {
-        MMc::offered_load(self)
-    }
+/// Implements [`QueueModel`] for `$model` with its inherent methods of the same names, and
+/// its `min_servers` for the target `$target { within, at_least }`.
+macro_rules! queue_model {
+    ($model:ty, $($target:ident)::+) => {
+        impl QueueModel for $model {
+            fn offered_load(&self) -> f64 {
+                <$model>::offered_load(self)
+            }
 
-    fn service_level(&self, servers: u64, within: f64) -> Result<f64, ErlangError> {
-        MMc::service_level(self, servers, within)
-    }
+            fn service_level(&self, servers: u64, within: f64) -> Result<f64, ErlangError> {
+                <$model>::service_level(self, servers, within)
+            }
 
-    fn min_servers_for_service_level(
-        &self,
-        within: f64,
-        at_least: f64,
-    ) -> Result<u64, ErlangError> {
-        self.min_servers(Target::ServiceLevel { within, at_least })
-    }
+            fn min_servers_for_service_level(
+                &self,
+                within: f64,
+                at_least: f64,
+            ) -> Result<u64, ErlangError> {
+                self.min_servers($($target)::+ { within, at_least })
+            }
 
-    fn prob_wait(&self, servers: u64) -> Result<f64, ErlangError> {
-        MMc::prob_wait(self, servers)
-    }
+            fn prob_wait(&self, servers: u64) -> Result<f64, ErlangError> {
+                <$model>::prob_wait(self, servers)
+            }
 
-    fn mean_wait(&self, servers: u64) -> Result<f64, ErlangError> {
-        MMc::mean_wait(self, servers)
-    }
+            fn mean_wait(&self, servers: u64) -> Result<f64, ErlangError> {
+                <$model>::mean_wait(self, servers)
+            }
 
-    fn occupancy(&self, servers: u64) -> Result<f64, ErlangError> {
-        MMc::occupancy(self, servers)
-    }
+            fn occupancy(&self, servers: u64) -> Result<f64, ErlangError> {
+                <$model>::occupancy(self, servers)
+            }
+        }
+    };
 }
 
-impl QueueModel for ErlangA {
-    fn offered_load(&self) -> f64 {
-        ErlangA::offered_load(self)
-    }
-
-    fn service_level(&self, servers: u64, within: f64) -> Result<f64, ErlangError> {
-        ErlangA::service_level(self, servers, within)
-    }
-
-    fn min_servers_for_service_level(
-        &self,
-        within: f64,
-        at_least: f64,
-    ) -> Result<u64, ErlangError> {
-        self.min_servers(ImpatientTarget::ServedWithin { within, at_least })
-    }
-
-    fn prob_wait(&self, servers: u64) -> Result<f64, ErlangError> {
-        ErlangA::prob_wait(self, servers)
-    }
-
-    fn mean_wait(&self, servers: u64) -> Result<f64, ErlangError> {
-        ErlangA::mean_wait(self, servers)
-    }
-
-    fn occupancy(&self, servers: u64) -> Result<f64, ErlangError> {
-        ErlangA::occupancy(self, servers)
-    }
-}
+queue_model!(MMc, Target::ServiceLevel);
+queue_model!(ErlangA, ImpatientTarget::ServedWithin);
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A queue's service level, P(wait), mean wait and occupancy at a server count.
-    type Answers = [Result<f64, ErlangError>; 4];
-
-    /// Server counts from none through overload to well above the load of 10 erlangs.
-    const SERVERS: [u64; 7] = [0, 1, 8, 10, 11, 14, 40];
-
-    /// Asserts that `queue` answers through the trait as `inherent` (its own methods at a
-    /// server count and wait bound) and `min_servers` (its own search for a wait bound and a
-    /// level) do, errors included.
-    fn assert_same(
-        queue: &dyn QueueModel,
-        load: f64,
-        inherent: impl Fn(u64, f64) -> Answers,
-        min_servers: impl Fn(f64, f64) -> Result<u64, ErlangError>,
-    ) {
-        assert_eq!(queue.offered_load(), load);
-        for within in [0.0, 0.2, 1.5] {
-            for servers in SERVERS {
-                let answers = [
-                    queue.service_level(servers, within),
-                    queue.prob_wait(servers),
-                    queue.mean_wait(servers),
-                    queue.occupancy(servers),
-                ];
-                assert_eq!(answers, inherent(servers, within), "{servers}, {within}");
+    /// Asserts that `$queue` answers through the trait as through its inherent methods of the
+    /// same names, and its `min_servers` for `$target { within, at_least }`, errors included
+    /// (no servers, an unstable queue, a target out of range, work past a budget).
+    macro_rules! assert_same {
+        ($queue:expr, $($target:ident)::+) => {{
+            let queue = $queue;
+            let model: &dyn QueueModel = &queue;
+            assert_eq!(model.offered_load(), queue.offered_load());
+            for t in [0.0, 0.2, 1.5] {
+                for c in [0, 1, 8, 10, 11, 14, 40] {
+                    assert_eq!(model.service_level(c, t), queue.service_level(c, t), "{c}, {t}");
+                    assert_eq!(model.prob_wait(c), queue.prob_wait(c), "{c}");
+                    assert_eq!(model.mean_wait(c), queue.mean_wait(c), "{c}");
+                    assert_eq!(model.occupancy(c), queue.occupancy(c), "{c}");
+                }
+                for p in [0.0, 0.5, 0.8, 0.999_999, 1.0] {
+                    let target = $($target)::+ { within: t, at_least: p };
+                    let found = model.min_servers_for_service_level(t, p);
+                    assert_eq!(found, queue.min_servers(target), "{t}, {p}");
+                }
             }
-            for at_least in [0.0, 0.5, 0.8, 0.999_999, 1.0] {
-                assert_eq!(
-                    queue.min_servers_for_service_level(within, at_least),
-                    min_servers(within, at_least),
-                    "{within}, {at_least}"
-                );
-            }
-        }
+        }};
     }
 
     #[test]
     fn erlang_c_answers_as_its_inherent_methods() {
-        let queue = MMc::new(10.0, 1.0).unwrap();
-        assert_same(
-            &queue,
-            queue.offered_load(),
-            |c, t| {
-                [
-                    queue.service_level(c, t),
-                    queue.prob_wait(c),
-                    queue.mean_wait(c),
-                    queue.occupancy(c),
-                ]
-            },
-            |within, at_least| queue.min_servers(Target::ServiceLevel { within, at_least }),
-        );
+        assert_same!(MMc::new(10.0, 1.0).unwrap(), Target::ServiceLevel);
     }
 
     #[test]
     fn erlang_a_answers_as_its_inherent_methods() {
+        // Impatient customers, and customers so patient that overload is past the budget.
         for abandon_rate in [0.5, 1e-9] {
             let queue = ErlangA::new(10.0, 1.0, abandon_rate).unwrap();
-            assert_same(
-                &queue,
-                queue.offered_load(),
-                |c, t| {
-                    [
-                        queue.service_level(c, t),
-                        queue.prob_wait(c),
-                        queue.mean_wait(c),
-                        queue.occupancy(c),
-                    ]
-                },
-                |within, at_least| {
-                    queue.min_servers(ImpatientTarget::ServedWithin { within, at_least })
-                },
-            );
+            assert_same!(queue, ImpatientTarget::ServedWithin);
         }
+        let patient = ErlangA::new(10.0, 1.0, 1e-9).unwrap();
+        let past_budget = ErlangError::OutOfRange {
+            field: "abandon_rate",
+            value: 1e-9,
+        };
+        assert_eq!(patient.prob_wait(1), Err(past_budget));
     }
 }
