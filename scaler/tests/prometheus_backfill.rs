@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use admit::erlang::{MMc, Target};
 use admit_scaler::metadata::ScalerConfig;
-use admit_scaler::offline;
 use admit_scaler::prometheus::{ClientOptions, PrometheusClient};
+use admit_scaler::tools::offline;
 use admit_testkit::prometheus;
 
 const START: u64 = 1_700_000_000;

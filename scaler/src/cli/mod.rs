@@ -1,20 +1,17 @@
-//! The command line: one module per subcommand.
+//! The command line: `serve` here, the operator's `check`, `plan` and `replay` in [`tools`].
 
-mod check;
 mod duration;
-mod input;
-mod plan;
-mod replay;
 mod serve;
+mod tools;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use self::check::CheckArgs;
-use self::plan::PlanArgs;
-use self::replay::ReplayArgs;
 use self::serve::ServeArgs;
+use self::tools::check::{self, CheckArgs};
+use self::tools::plan::{self, PlanArgs};
+use self::tools::replay::{self, ReplayArgs};
 
 /// A KEDA external scaler that turns a wait-time service level into replicas with Erlang C.
 ///

@@ -6,7 +6,7 @@
 //! are dropped (x). The same chart always renders to the same bytes.
 //!
 //! ```
-//! use admit_scaler::chart::{Chart, Series, Style};
+//! use admit_scaler::tools::chart::{Chart, Series, Style};
 //!
 //! let chart = Chart {
 //!     title: "checkout: recommended replicas".into(),
@@ -25,7 +25,7 @@
 
 use std::fmt::{self, Write as _};
 
-use crate::calendar::civil_from_days;
+use super::calendar::civil_from_days;
 
 #[cfg(test)]
 mod tests;

@@ -9,12 +9,12 @@ use clap::Args;
 use super::input::{self, TriggerArgs};
 
 #[derive(Debug, Args)]
-pub(super) struct CheckArgs {
+pub(crate) struct CheckArgs {
     #[command(flatten)]
     trigger: TriggerArgs,
 }
 
-pub(super) fn main(args: CheckArgs) -> ExitCode {
+pub(crate) fn main(args: CheckArgs) -> ExitCode {
     let triggers = match input::triggers(&args.trigger) {
         Ok(triggers) => triggers,
         Err(error) => {

@@ -21,7 +21,8 @@
 //!
 //! ```
 //! use std::collections::BTreeMap;
-//! use admit_scaler::{manifest, metadata::ScalerConfig};
+//! use admit_scaler::metadata::ScalerConfig;
+//! use admit_scaler::tools::manifest;
 //!
 //! let yaml = r#"
 //! apiVersion: keda.sh/v1alpha1

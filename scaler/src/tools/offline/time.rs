@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use crate::calendar::{civil_from_days, days_from_civil, days_in_month};
 use crate::excerpt::excerpt;
+use crate::tools::calendar::{civil_from_days, days_from_civil, days_in_month};
 
 /// 9999-12-31T23:59:59Z: the last second RFC 3339 can write.
 const LAST_SECOND: f64 = 253_402_300_799.0;
@@ -31,13 +31,13 @@ impl std::error::Error for TimeError {}
 /// `±HH:MM` offset and optional fractional seconds, into Unix seconds.
 ///
 /// ```
-/// use admit_scaler::offline::parse_time;
+/// use admit_scaler::tools::offline::parse_time;
 ///
 /// assert_eq!(parse_time("1700000000")?, 1_700_000_000.0);
 /// assert_eq!(parse_time("2023-11-14T22:13:20Z")?, 1_700_000_000.0);
 /// assert_eq!(parse_time("2023-11-14T23:13:20.5+01:00")?, 1_700_000_000.5);
 /// assert!(parse_time("yesterday").is_err());
-/// # Ok::<(), admit_scaler::offline::TimeError>(())
+/// # Ok::<(), admit_scaler::tools::offline::TimeError>(())
 /// ```
 ///
 /// # Errors
@@ -121,7 +121,7 @@ fn rfc3339(raw: &str) -> Option<f64> {
 /// Unix seconds as RFC 3339 in UTC, to the second (fractions truncated).
 ///
 /// ```
-/// assert_eq!(admit_scaler::offline::format_time(1_700_000_000.9), "2023-11-14T22:13:20Z");
+/// assert_eq!(admit_scaler::tools::offline::format_time(1_700_000_000.9), "2023-11-14T22:13:20Z");
 /// ```
 pub fn format_time(seconds: f64) -> String {
     let whole = if seconds.is_finite() {

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use http::Uri;
 
-use crate::chart::{Chart, Series, Style, format_utc_range};
 use crate::decision::{Decision, DecisionError, Evaluator};
 use crate::metadata::ScalerConfig;
 use crate::prometheus::{PrometheusClient, QueryError};
+use crate::tools::chart::{Chart, Series, Style, format_utc_range};
 
 use super::time::format_time;
 

@@ -5,14 +5,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use admit_scaler::offline::{self, parse_time};
+use admit_scaler::tools::offline::{self, parse_time};
 use clap::Args;
 
-use super::duration;
 use super::plan::{OneTriggerArgs, prepare, runtime, usage};
+use crate::cli::duration;
 
 #[derive(Debug, Args)]
-pub(super) struct ReplayArgs {
+pub(crate) struct ReplayArgs {
     #[command(flatten)]
     one: OneTriggerArgs,
     /// The first evaluation (Unix seconds or RFC 3339).
@@ -29,7 +29,7 @@ pub(super) struct ReplayArgs {
     svg: Option<PathBuf>,
 }
 
-pub(super) fn main(args: ReplayArgs) -> ExitCode {
+pub(crate) fn main(args: ReplayArgs) -> ExitCode {
     let range = parse_time(&args.start)
         .map_err(|error| format!("--start: {error}"))
         .and_then(|start| {

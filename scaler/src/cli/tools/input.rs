@@ -5,7 +5,7 @@ use std::fs;
 use std::io::Read;
 use std::path::PathBuf;
 
-use admit_scaler::manifest::{self, Trigger};
+use admit_scaler::tools::manifest::{self, Trigger};
 use clap::Args;
 
 /// Where a trigger's metadata comes from.

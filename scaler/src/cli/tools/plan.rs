@@ -3,13 +3,13 @@
 use std::process::ExitCode;
 
 use admit_scaler::metadata::ScalerConfig;
-use admit_scaler::offline::{self, parse_time};
 use admit_scaler::prometheus::PrometheusClient;
+use admit_scaler::tools::offline::{self, parse_time};
 use clap::Args;
 use http::Uri;
 
 use super::input::{self, TriggerArgs};
-use super::serve::{self, PrometheusArgs};
+use crate::cli::serve::{self, PrometheusArgs};
 
 /// Chooses one trigger of a manifest.
 #[derive(Debug, Args)]
@@ -28,7 +28,7 @@ pub(super) struct OneTriggerArgs {
 }
 
 #[derive(Debug, Args)]
-pub(super) struct PlanArgs {
+pub(crate) struct PlanArgs {
     #[command(flatten)]
     one: OneTriggerArgs,
     /// Evaluate at this time (Unix seconds or RFC 3339, e.g. 2026-11-23T10:00:00Z) instead of
@@ -40,7 +40,7 @@ pub(super) struct PlanArgs {
     rows: u64,
 }
 
-pub(super) fn main(args: PlanArgs) -> ExitCode {
+pub(crate) fn main(args: PlanArgs) -> ExitCode {
     let time = match args.time.as_deref().map(parse_time).transpose() {
         Ok(time) => time,
         Err(error) => return usage("plan", &format!("--time: {error}")),
