@@ -53,8 +53,19 @@ pub struct ShedderBuilder<C> {
     name: Option<Cow<'static, str>>,
 }
 
+impl Shedder<MonotonicClock> {
+    /// Starts configuring a shedder with go-zero's defaults: a 5 s window of 50 buckets, a
+    /// 900 ‰ CPU threshold, a 1 s cool-off, the operating system's monotonic clock
+    /// ([`MonotonicClock`]) and the system CPU signal
+    /// ([`SystemCpu`]), unnamed. The signal is taken by
+    /// [`build`](ShedderBuilder::build), and only if no other is given.
+    pub fn builder() -> ShedderBuilder<MonotonicClock> {
+        ShedderBuilder::new()
+    }
+}
+
 impl ShedderBuilder<MonotonicClock> {
-    pub(super) fn new() -> Self {
+    fn new() -> Self {
         ShedderBuilder {
             window: Duration::from_secs(5),
             buckets: 50,

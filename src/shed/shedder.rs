@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use super::builder::ShedderBuilder;
 use super::error::{Drops, Overloaded};
 use super::permit::{OwnedPermit, Permit};
 use super::window::{RollingWindow, Totals, one_pass};
@@ -81,10 +80,11 @@ pub struct Shedder<C: Clock = MonotonicClock> {
     pub(super) clock: C,
     /// go-zero's CPU signal.
     pub(super) cpu: CpuOverload,
-    /// The queue gate and runtime probe added with [`ShedderBuilder::queue_gate`] and
-    /// [`ShedderBuilder::runtime_probe`], if any.
+    /// The queue gate and runtime probe added with
+    /// [`ShedderBuilder::queue_gate`](super::ShedderBuilder::queue_gate) and
+    /// [`ShedderBuilder::runtime_probe`](super::ShedderBuilder::runtime_probe), if any.
     pub(super) queue: QueueSignal,
-    /// Signals added with [`ShedderBuilder::signal`].
+    /// Signals added with [`ShedderBuilder::signal`](super::ShedderBuilder::signal).
     pub(super) signals: Box<[Box<dyn OverloadSignal>]>,
     pub(super) name: Option<Cow<'static, str>>,
 }
@@ -159,17 +159,6 @@ pub(super) struct Config {
     pub(super) origin_nanos: u64,
 }
 
-impl Shedder<MonotonicClock> {
-    /// Starts configuring a shedder with go-zero's defaults: a 5 s window of 50 buckets, a
-    /// 900 ‰ CPU threshold, a 1 s cool-off, the operating system's monotonic clock
-    /// ([`MonotonicClock`]) and the system CPU signal
-    /// ([`SystemCpu`](crate::signal::cpu::SystemCpu)), unnamed. The signal is taken by
-    /// [`build`](ShedderBuilder::build), and only if no other is given.
-    pub fn builder() -> ShedderBuilder<MonotonicClock> {
-        ShedderBuilder::new()
-    }
-}
-
 impl<C: Clock> Shedder<C> {
     /// A shedder with nothing counted yet, deciding with `config` (validated by the builder,
     /// its window aligned to `config.origin_nanos`), on `clock`, with the CPU signal `cpu`, the
@@ -234,7 +223,7 @@ impl<C: Clock> Shedder<C> {
 
     /// [`allow`](Self::allow) for a request that waited `waited` before reaching the shedder
     /// (in a proxy's queue, a socket backlog, a pool): the wait is recorded in the
-    /// [queue gate](ShedderBuilder::queue_gate), and while the gate is hot a request that
+    /// [queue gate](super::ShedderBuilder::queue_gate), and while the gate is hot a request that
     /// waited more than twice its target is refused ([`Cause::QueueDelay`]). Without a
     /// gate it is [`allow`](Self::allow).
     ///
@@ -633,7 +622,8 @@ impl<C: Clock> Shedder<C> {
         self.cpu.source()
     }
 
-    /// The name given with [`ShedderBuilder::name`], if any: for metric labels and logs.
+    /// The name given with [`ShedderBuilder::name`](super::ShedderBuilder::name), if any: for
+    /// metric labels and logs.
     pub fn name(&self) -> Option<&str> {
         self.name.as_deref()
     }

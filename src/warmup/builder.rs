@@ -51,8 +51,18 @@ pub struct WarmUpBuilder<C> {
     name: Option<Cow<'static, str>>,
 }
 
+impl WarmUp<MonotonicClock> {
+    /// Starts configuring a limiter that admits `permits_per_second` once warm.
+    ///
+    /// Defaults: a 10 s warm-up period, cold factor 3, paying now with a one-second
+    /// [burst](WarmUpBuilder::burst), a [`MonotonicClock`] starting now, a cold start, unnamed.
+    pub fn builder(permits_per_second: f64) -> WarmUpBuilder<MonotonicClock> {
+        WarmUpBuilder::new(permits_per_second)
+    }
+}
+
 impl WarmUpBuilder<MonotonicClock> {
-    pub(super) fn new(permits_per_second: f64) -> Self {
+    fn new(permits_per_second: f64) -> Self {
         WarmUpBuilder {
             permits_per_second,
             warm_up_period: Duration::from_secs(10),

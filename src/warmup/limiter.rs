@@ -4,7 +4,6 @@ use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
-use super::builder::WarmUpBuilder;
 use super::curve::{Curve, smooth_curve};
 use super::error::Rejected;
 use super::smooth::SmoothBucket;
@@ -49,16 +48,6 @@ pub struct WarmUp<C = MonotonicClock> {
     pub(super) watch: super::watch::RateWatch,
     #[cfg(feature = "tracing")]
     pub(super) full_rate: super::watch::FullRate,
-}
-
-impl WarmUp<MonotonicClock> {
-    /// Starts configuring a limiter that admits `permits_per_second` once warm.
-    ///
-    /// Defaults: a 10 s warm-up period, cold factor 3, paying now with a one-second
-    /// [burst](WarmUpBuilder::burst), a [`MonotonicClock`] starting now, a cold start, unnamed.
-    pub fn builder(permits_per_second: f64) -> WarmUpBuilder<MonotonicClock> {
-        WarmUpBuilder::new(permits_per_second)
-    }
 }
 
 impl<C: Clock> WarmUp<C> {
@@ -141,9 +130,9 @@ impl<C: Clock> WarmUp<C> {
     /// The reservation is made at once: sleep for the returned time, then serve the request.
     /// If you give up instead, the permits stay spent; nothing else waits for them, but the
     /// limiter counts them as used. The wait returned is the time until the request's turn less
-    /// the [burst](WarmUpBuilder::burst). With a cached clock a request due within the clock's
-    /// [resolution](crate::clock::Clock::resolution_nanos) passes too, and the wait returned
-    /// may exceed `max_wait` by up to that much: the clock's reading lags the true time by as
+    /// the [burst](super::WarmUpBuilder::burst). With a cached clock a request due within the
+    /// clock's [resolution](crate::clock::Clock::resolution_nanos) passes too, and the wait
+    /// returned may exceed `max_wait` by up to that much: the clock's reading lags the true time by as
     /// much.
     ///
     /// Reserving 0 permits always succeeds at once and changes nothing.
@@ -357,7 +346,8 @@ impl<C> WarmUp<C> {
         self.totals.get()
     }
 
-    /// The name given with [`WarmUpBuilder::name`], if any: for metric labels and logs.
+    /// The name given with [`WarmUpBuilder::name`](super::WarmUpBuilder::name), if any: for
+    /// metric labels and logs.
     pub fn name(&self) -> Option<&str> {
         self.name.as_deref()
     }

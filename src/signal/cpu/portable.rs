@@ -1,15 +1,8 @@
 //! CPU usage off Linux: the process's own CPU time on other Unix systems, nothing elsewhere.
 
 use super::sample::Sample;
-
-/// What a source measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-// Without Unix nothing is ever measured, so nothing is ever of this kind.
-#[cfg_attr(not(unix), allow(dead_code))]
-pub(crate) enum SourceKind {
-    /// `CLOCK_PROCESS_CPUTIME_ID` against the available parallelism.
-    ProcessTime,
-}
+#[cfg(unix)]
+use super::sample::SourceKind;
 
 /// The process's CPU time.
 #[derive(Debug)]

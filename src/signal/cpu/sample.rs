@@ -1,9 +1,20 @@
 //! One reading of a CPU usage source, on every platform.
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
-use super::linux::SourceKind;
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-use super::portable::SourceKind;
+/// What a source measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+// Without Unix nothing is ever measured, so nothing is ever of a kind.
+#[cfg_attr(not(unix), allow(dead_code))]
+pub(crate) enum SourceKind {
+    /// The unified (v2) cgroup hierarchy: `cpu.stat` `usage_usec`.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    CgroupV2,
+    /// A v1 `cpuacct` hierarchy: `cpuacct.usage`.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    CgroupV1,
+    /// This process only: `CLOCK_PROCESS_CPUTIME_ID`. No quota is known; the limit is the size of
+    /// the affinity mask (on Linux) or the available parallelism.
+    ProcessTime,
+}
 
 /// One reading.
 #[derive(Clone, Copy, Debug, PartialEq)]

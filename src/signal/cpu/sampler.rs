@@ -7,10 +7,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
-use super::linux::{CpuUsageSource, SourceKind};
+use super::linux::CpuUsageSource;
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
-use super::portable::{CpuUsageSource, SourceKind};
-use super::sample::Sample;
+use super::portable::CpuUsageSource;
+use super::sample::{Sample, SourceKind};
 use super::{CpuSignal, Smoother, Smoothing, UNKNOWN, decode, encode};
 
 /// How often the sampler reads the CPU usage (go-zero's `cpuRefreshInterval`).

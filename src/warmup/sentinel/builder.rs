@@ -47,8 +47,18 @@ pub struct SentinelBuilder<C> {
     name: Option<Cow<'static, str>>,
 }
 
+impl SentinelWarmUp<MonotonicClock> {
+    /// Starts configuring a limiter that admits `permits_per_second` once warm.
+    ///
+    /// Defaults: a 10 s warm-up period, cold factor 3, a [`MonotonicClock`] starting now, a
+    /// cold start, unnamed.
+    pub fn builder(permits_per_second: f64) -> SentinelBuilder<MonotonicClock> {
+        SentinelBuilder::new(permits_per_second)
+    }
+}
+
 impl SentinelBuilder<MonotonicClock> {
-    pub(super) fn new(permits_per_second: f64) -> Self {
+    fn new(permits_per_second: f64) -> Self {
         SentinelBuilder {
             permits_per_second,
             warm_up_period: Duration::from_secs(10),

@@ -4,7 +4,6 @@ use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
-use super::builder::SentinelBuilder;
 use super::curve::SentinelCurve;
 use super::snapshot::SentinelSnapshot;
 use super::window::SentinelWindow;
@@ -40,16 +39,6 @@ pub struct SentinelWarmUp<C = MonotonicClock> {
     pub(super) name: Option<Cow<'static, str>>,
     #[cfg(feature = "tracing")]
     pub(super) watch: crate::warmup::watch::RateWatch,
-}
-
-impl SentinelWarmUp<MonotonicClock> {
-    /// Starts configuring a limiter that admits `permits_per_second` once warm.
-    ///
-    /// Defaults: a 10 s warm-up period, cold factor 3, a [`MonotonicClock`] starting now, a
-    /// cold start, unnamed.
-    pub fn builder(permits_per_second: f64) -> SentinelBuilder<MonotonicClock> {
-        SentinelBuilder::new(permits_per_second)
-    }
 }
 
 impl<C: Clock> SentinelWarmUp<C> {
@@ -220,7 +209,8 @@ impl<C> SentinelWarmUp<C> {
         self.totals.get()
     }
 
-    /// The name given with [`SentinelBuilder::name`], if any: for metric labels and logs.
+    /// The name given with [`SentinelBuilder::name`](super::SentinelBuilder::name), if any: for
+    /// metric labels and logs.
     pub fn name(&self) -> Option<&str> {
         self.name.as_deref()
     }

@@ -6,8 +6,60 @@ use std::path::Path;
 
 use super::cgroupfs::{Quota, Usage};
 use super::location::{Location, v1_locations};
-use super::procfs::{CgroupEntry, Mount, has_item};
-use super::source::{CpuUsageSource, SourceKind};
+use super::procfs::{CgroupEntry, Mount, cgroup_entries, has_item, parse_mountinfo_line};
+use super::source::CpuUsageSource;
+use crate::signal::cpu::sample::SourceKind;
+
+impl CpuUsageSource {
+    /// The process's own cgroup.
+    ///
+    /// Parses `/proc/self/cgroup` and `/proc/self/mountinfo`; prefers a v1 `cpuacct` hierarchy,
+    /// else v2. If no cgroup accounting file can be opened, falls back to the process's own CPU
+    /// time ([`SourceKind::ProcessTime`], limited by the affinity mask). `None` only if nothing
+    /// works.
+    pub(crate) fn discover() -> Option<CpuUsageSource> {
+        // Unreadable /proc (a sandbox) leaves only the process clock.
+        let proc_cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        Self::discover_from(&proc_cgroup, &mountinfo, Path::new("/"))
+    }
+
+    /// Discovery from the texts of a `/proc/<pid>/cgroup` and a `/proc/<pid>/mountinfo`, with every
+    /// absolute path they name looked up under `root` (`Path::new("/")` for the real system).
+    ///
+    /// Tests use it with fake directory trees, and to measure another process's cgroup (by passing
+    /// that process's `/proc/<pid>/cgroup`). The affinity mask is always this process's.
+    pub(crate) fn discover_from(
+        proc_cgroup: &str,
+        mountinfo: &str,
+        root: &Path,
+    ) -> Option<CpuUsageSource> {
+        let entries: Vec<CgroupEntry<'_>> = cgroup_entries(proc_cgroup).collect();
+        let mounts: Vec<Mount> = mountinfo.lines().filter_map(parse_mountinfo_line).collect();
+        let fallback_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+
+        // A source is taken only if it can produce a sample now: a file that opens but does not
+        // parse (an old kernel's root `cpu.stat` without `usage_usec`) moves on to the next kind.
+        let with_online = |mut source: CpuUsageSource| {
+            source.online = File::open(root.join("sys/devices/system/cpu/online")).ok();
+            source.verified()
+        };
+        discover_v1(&entries, &mounts, root, fallback_cpus)
+            .and_then(with_online)
+            .or_else(|| discover_v2(&entries, &mounts, root, fallback_cpus).and_then(with_online))
+            .or_else(|| {
+                CpuUsageSource {
+                    kind: SourceKind::ProcessTime,
+                    usage: Usage::ProcessTime,
+                    quotas: Vec::new(),
+                    cpuset: None,
+                    fallback_cpus,
+                    online: None,
+                }
+                .verified()
+            })
+    }
+}
 
 /// Finds the process's v1 `cpuacct` hierarchy and, in the (possibly separate) `cpu` and `cpuset`
 /// hierarchies, its quota and cpuset files.

@@ -74,9 +74,10 @@ pub(super) fn v1_locations<'m>(
 
 #[cfg(test)]
 mod tests {
+    use crate::signal::cpu::linux::CpuUsageSource;
     use crate::signal::cpu::linux::test_support::FakeRoot;
-    use crate::signal::cpu::linux::{CpuUsageSource, SourceKind};
     use crate::signal::cpu::sample::Sample;
+    use crate::signal::cpu::sample::SourceKind;
 
     #[test]
     fn fake_mount_root_not_slash() {

@@ -16,12 +16,12 @@
 //! same container count, and so do other containers' processes only if they share the cgroup.
 //! Three sources, in order of preference:
 //!
-//! 1. [`SourceKind::CgroupV1`]: the `cpuacct` controller of a cgroup v1 hierarchy
+//! 1. [`SourceKind::CgroupV1`](crate::signal::cpu::sample::SourceKind::CgroupV1): the `cpuacct` controller of a cgroup v1 hierarchy
 //!    (`cpuacct.usage`, one integer in nanoseconds).
-//! 2. [`SourceKind::CgroupV2`]: the unified hierarchy (`cpu.stat`, line `usage_usec N`, in
+//! 2. [`SourceKind::CgroupV2`](crate::signal::cpu::sample::SourceKind::CgroupV2): the unified hierarchy (`cpu.stat`, line `usage_usec N`, in
 //!    microseconds). On current kernels the file exists in every v2 cgroup, the root included,
 //!    whether or not the `cpu` controller is enabled.
-//! 3. [`SourceKind::ProcessTime`]: `CLOCK_PROCESS_CPUTIME_ID`, the CPU time of this process
+//! 3. [`SourceKind::ProcessTime`](crate::signal::cpu::sample::SourceKind::ProcessTime): `CLOCK_PROCESS_CPUTIME_ID`, the CPU time of this process
 //!    alone, when no cgroup accounting file can be opened (no cgroupfs mounted, a sandbox that
 //!    hides it, a cgroup path that lies outside the visible mounts).
 //!
@@ -126,4 +126,4 @@ mod source;
 #[cfg(test)]
 mod test_support;
 
-pub(crate) use self::source::{CpuUsageSource, SourceKind};
+pub(crate) use self::source::CpuUsageSource;

@@ -1,29 +1,14 @@
 //! The source: found once from the process's `/proc` texts, then sampled from its open files.
 
 use std::fs::File;
-use std::path::Path;
 
 use super::cgroupfs::{Quota, READ_BUFFER, Usage, cpu_count, read_text};
-use super::discover::{discover_v1, discover_v2};
 use super::parse::{cpu_stat_usage_usec, parse_uint};
 use super::process::{affinity_cpus, process_cpu_nanos};
-use super::procfs::{CgroupEntry, Mount, cgroup_entries, parse_mountinfo_line};
-use crate::signal::cpu::sample::Sample;
+use crate::signal::cpu::sample::{Sample, SourceKind};
 
 /// Nanoseconds per microsecond (`cpu.stat` and `cpu.max` count microseconds).
 const NANOS_PER_MICRO: u64 = 1_000;
-
-/// What a source measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SourceKind {
-    /// The unified (v2) cgroup hierarchy: `cpu.stat` `usage_usec`.
-    CgroupV2,
-    /// A v1 `cpuacct` hierarchy: `cpuacct.usage`.
-    CgroupV1,
-    /// This process only: `CLOCK_PROCESS_CPUTIME_ID`. No quota is known; the limit is the size of
-    /// the affinity mask.
-    ProcessTime,
-}
 
 /// The CPU usage and CPU limit of a cgroup (or of this process), with its files kept open.
 #[derive(Debug)]
@@ -45,57 +30,8 @@ pub(crate) struct CpuUsageSource {
 }
 
 impl CpuUsageSource {
-    /// The process's own cgroup.
-    ///
-    /// Parses `/proc/self/cgroup` and `/proc/self/mountinfo`; prefers a v1 `cpuacct` hierarchy,
-    /// else v2. If no cgroup accounting file can be opened, falls back to the process's own CPU
-    /// time ([`SourceKind::ProcessTime`], limited by the affinity mask). `None` only if nothing
-    /// works.
-    pub(crate) fn discover() -> Option<CpuUsageSource> {
-        // Unreadable /proc (a sandbox) leaves only the process clock.
-        let proc_cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        Self::discover_from(&proc_cgroup, &mountinfo, Path::new("/"))
-    }
-
-    /// Discovery from the texts of a `/proc/<pid>/cgroup` and a `/proc/<pid>/mountinfo`, with every
-    /// absolute path they name looked up under `root` (`Path::new("/")` for the real system).
-    ///
-    /// Tests use it with fake directory trees, and to measure another process's cgroup (by passing
-    /// that process's `/proc/<pid>/cgroup`). The affinity mask is always this process's.
-    pub(crate) fn discover_from(
-        proc_cgroup: &str,
-        mountinfo: &str,
-        root: &Path,
-    ) -> Option<CpuUsageSource> {
-        let entries: Vec<CgroupEntry<'_>> = cgroup_entries(proc_cgroup).collect();
-        let mounts: Vec<Mount> = mountinfo.lines().filter_map(parse_mountinfo_line).collect();
-        let fallback_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-
-        // A source is taken only if it can produce a sample now: a file that opens but does not
-        // parse (an old kernel's root `cpu.stat` without `usage_usec`) moves on to the next kind.
-        let with_online = |mut source: CpuUsageSource| {
-            source.online = File::open(root.join("sys/devices/system/cpu/online")).ok();
-            source.verified()
-        };
-        discover_v1(&entries, &mounts, root, fallback_cpus)
-            .and_then(with_online)
-            .or_else(|| discover_v2(&entries, &mounts, root, fallback_cpus).and_then(with_online))
-            .or_else(|| {
-                CpuUsageSource {
-                    kind: SourceKind::ProcessTime,
-                    usage: Usage::ProcessTime,
-                    quotas: Vec::new(),
-                    cpuset: None,
-                    fallback_cpus,
-                    online: None,
-                }
-                .verified()
-            })
-    }
-
     /// `self` if it can take a sample.
-    fn verified(mut self) -> Option<CpuUsageSource> {
+    pub(super) fn verified(mut self) -> Option<CpuUsageSource> {
         self.sample().map(|_| self)
     }
 
@@ -167,10 +103,10 @@ impl CpuUsageSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::signal::cpu::linux::procfs::has_item;
+    use crate::signal::cpu::linux::procfs::{has_item, parse_mountinfo_line};
     use crate::signal::cpu::linux::test_support::{FakeRoot, V2_MOUNT, mask};
     use std::io;
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
     use std::time::{Duration, Instant};
 
     #[test]
