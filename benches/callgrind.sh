@@ -54,6 +54,7 @@ shed         admit               -          -
 shed         reject              -          -
 shed-layer   admit               tower-pair admit
 shed-layer   reject              tower-pair reject
+shed-http    admit               shed-layer admit
 warmup-layer admit               tower-pair admit
 warmup-layer reject              tower-pair reject
 drain-layer  admit               -          -

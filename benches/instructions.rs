@@ -18,6 +18,7 @@
 //! | `governor` | `saturated`, `light`, `stepped-reject` | the same with the clock advanced as in `smooth`'s rows: 10⁶/s and 1 µs, 100/s and 100 ms, 10/s and 1 µs |
 //! | `shed` | `admit`, `reject` | the shedder's `allow`, and `pass` when admitted |
 //! | `shed-layer`, `warmup-layer`, `tower-pair` | `admit`, `reject` | one request through `ShedLayer`, `WarmUpLayer` (boxed-error refusals; saturated at 10⁶/s, or 10/s) or tower's `load_shed` + `concurrency_limit`, over a `u64` echo that answers at once |
+//! | `shed-http` | `admit` | one HTTP request through `ShedLayer::http()`, whose permit ends with the response body: a service answering a static two-byte body at once, the body read to its end |
 //! | `drain-layer` | `admit`, `reject` | one HTTP request through `DrainLayer` (`503` refusals) over a service answering an empty response at once |
 //!
 //! The script runs it under `valgrind --tool=callgrind` with two call counts and divides the
@@ -46,8 +47,11 @@ use admit::shed::{OwnedPermit, ShedLayer, Shedder};
 use admit::signal::cpu::ManualCpu;
 use admit::warmup::sentinel::SentinelWarmUp;
 use admit::warmup::{WarmUp, WarmUpLayer};
+use admit_testkit::poll::read_body_now;
+use bytes::Bytes;
 use governor::clock::FakeRelativeClock;
 use governor::{Quota, RateLimiter};
+use http_body_util::Full;
 use tower::{Layer, Service, ServiceBuilder, service_fn};
 
 fn run_admit(rate: f64, calls: u64) -> u64 {
@@ -238,6 +242,26 @@ fn run_warm_up_layer(rate: f64, calls: u64) -> u64 {
         .sum()
 }
 
+fn run_shed_http(calls: u64) -> u64 {
+    let (shedder, _held) = shedder(false);
+    let inner = service_fn(|_: http::Request<()>| {
+        ready(Ok::<_, Infallible>(http::Response::new(Full::new(
+            Bytes::from_static(b"ok"),
+        ))))
+    });
+    let mut service = ShedLayer::new(shedder).http().layer(inner);
+    run_service(
+        &mut service,
+        calls,
+        || http::Request::new(()),
+        |response| {
+            let admitted = response.status() == 200;
+            read_body_now(response.into_body());
+            admitted
+        },
+    )
+}
+
 fn run_drain_layer(draining: bool, calls: u64) -> u64 {
     let drain = Drain::default();
     if draining {
@@ -311,6 +335,7 @@ fn run(limiter: &str, scenario: &str, calls: u64) -> Option<u64> {
         // The shedder and the layers: admitting, or refusing every call.
         ("shed", "admit" | "reject") => run_shed(reject, calls),
         ("shed-layer", "admit" | "reject") => run_shed_layer(reject, calls),
+        ("shed-http", "admit") => run_shed_http(calls),
         // As the saturated bucket: 10⁶/s (admitting) or 10/s (refusing), 1 µs steps.
         ("warmup-layer", "admit" | "reject") => {
             run_warm_up_layer(if reject { 10.0 } else { 1e6 }, calls)

@@ -75,16 +75,15 @@ impl<B: Body, P: Finish> Body for AdmitBody<B, P> {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        let mut this = self.project();
-        let polled = this.inner.as_mut().poll_frame(cx);
-        let failed = matches!(polled, Poll::Ready(Some(Err(_))));
-        let ended = match &polled {
-            Poll::Ready(None | Some(Err(_))) => true,
-            Poll::Ready(Some(Ok(_))) => this.inner.is_end_stream(),
-            Poll::Pending => false,
-        };
-        if ended && let Some(mut held) = this.held.take() {
-            let outcome = if failed { Outcome::Fail } else { held.outcome };
+        let this = self.project();
+        let (polled, end) = poll_to_end(this.inner, cx);
+        if let Some(end) = end
+            && let Some(mut held) = this.held.take()
+        {
+            let outcome = match end {
+                End::Last => held.outcome,
+                End::Error => Outcome::Fail,
+            };
             held.permit.finish_after(outcome, held.cpu_wait);
         }
         polled
@@ -97,6 +96,35 @@ impl<B: Body, P: Finish> Body for AdmitBody<B, P> {
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
     }
+}
+
+/// How a body ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum End {
+    /// Its last frame (or the end of its frames).
+    Last,
+    /// An error.
+    Error,
+}
+
+/// What polling a body for a frame gives.
+pub(crate) type Polled<B> = Poll<Option<Result<Frame<<B as Body>::Data>, <B as Body>::Error>>>;
+
+/// Polls `body` for a frame, and says whether that ended it: no more frames, an error, or a
+/// frame after which the body reports its end.
+#[inline]
+pub(crate) fn poll_to_end<B: Body>(
+    mut body: Pin<&mut B>,
+    cx: &mut Context<'_>,
+) -> (Polled<B>, Option<End>) {
+    let polled = body.as_mut().poll_frame(cx);
+    let end = match &polled {
+        Poll::Ready(None) => Some(End::Last),
+        Poll::Ready(Some(Err(_))) => Some(End::Error),
+        Poll::Ready(Some(Ok(_))) => body.is_end_stream().then_some(End::Last),
+        Poll::Pending => None,
+    };
+    (polled, end)
 }
 
 impl<B: fmt::Debug, P> fmt::Debug for AdmitBody<B, P> {

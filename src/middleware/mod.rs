@@ -32,6 +32,9 @@ mod service;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use self::body::AdmitBody;
+// The drain's body ends the same way.
+#[cfg(all(feature = "http", feature = "tokio"))]
+pub(crate) use self::body::poll_to_end;
 pub use self::classify::{Classify, Outcome};
 pub use self::future::ResponseFuture;
 #[cfg(feature = "http")]

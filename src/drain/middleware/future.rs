@@ -8,7 +8,6 @@ use http::header::CONNECTION;
 use http::{HeaderValue, Response, StatusCode};
 use pin_project_lite::pin_project;
 
-use super::body::drain_body;
 use super::{DrainBody, Draining};
 use crate::drain::{Phase, RequestGuard};
 use crate::middleware::offered;
@@ -82,7 +81,7 @@ where
                 // An upgrade's request ends with its 101; the socket and any session outlive it.
                 let switching = response.status() == StatusCode::SWITCHING_PROTOCOLS;
                 let guard = guard.filter(|_| !switching);
-                let mut response = response.map(|body| drain_body(body, guard));
+                let mut response = response.map(|body| DrainBody::new(body, guard));
                 if http1 && announced && !switching {
                     close(&mut response);
                 }
