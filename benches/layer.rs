@@ -309,7 +309,7 @@ fn refuse_group(group: &mut BenchmarkGroup<'_, WallTime>) {
         group,
         "admit ShedLayer (boxed error)",
         ShedLayer::new(shedder(MonotonicClock::new(), true)).layer(echo()),
-        |answer| answer.is_err_and(|error| error.is::<admit::shed::error::ShedRejection>()),
+        |answer| answer.is_err_and(|error| error.is::<admit::respond::Refused>()),
     );
     one_thread(
         group,
@@ -323,7 +323,7 @@ fn refuse_group(group: &mut BenchmarkGroup<'_, WallTime>) {
         group,
         "admit WarmUpLayer (boxed error)",
         WarmUpLayer::new(drained_bucket()).layer(echo()),
-        |answer| answer.is_err_and(|error| error.is::<admit::warmup::error::WarmUpRejection>()),
+        |answer| answer.is_err_and(|error| error.is::<admit::respond::Refused>()),
     );
     let refusing = tower_pair(echo(), 1);
     // A clone ready to call holds the only permit, for as long as it lives.

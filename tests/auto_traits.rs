@@ -51,10 +51,8 @@ mod layers {
     use admit::clock::ManualClock;
     use admit::middleware::classify::{ErrorsFail, ErrorsPass, GoZeroGrpc, GoZeroHttp};
     use admit::middleware::{AdmitService, ResponseFuture};
-    use admit::respond::{BoxErrorResponder, GrpcResponder, HttpResponder};
-    use admit::shed::error::ShedRejection;
+    use admit::respond::{BoxErrorResponder, GrpcResponder, HttpResponder, Refused};
     use admit::shed::{ShedLayer, Shedder};
-    use admit::warmup::error::WarmUpRejection;
     use admit::warmup::{WarmUp, WarmUpInterceptor, WarmUpLayer};
 
     use super::{boxable_error, shareable};
@@ -81,10 +79,8 @@ mod layers {
     }
 
     #[test]
-    fn rejections_are_zero_sized_errors() {
-        boxable_error::<ShedRejection>();
-        boxable_error::<WarmUpRejection>();
-        assert_eq!(size_of::<ShedRejection>(), 0);
-        assert_eq!(size_of::<WarmUpRejection>(), 0);
+    fn the_boxed_refusal_is_a_zero_sized_error() {
+        boxable_error::<Refused>();
+        assert_eq!(size_of::<Refused>(), 0);
     }
 }

@@ -22,10 +22,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use admit::clock::ManualClock;
+use admit::respond::Refused;
+use admit::shed::ShedLayer;
 use admit::shed::Shedder;
-use admit::shed::{ShedLayer, error::ShedRejection};
 use admit::warmup::sentinel::SentinelWarmUp;
-use admit::warmup::{WarmUp, WarmUpLayer, error::WarmUpRejection};
+use admit::warmup::{WarmUp, WarmUpLayer};
 use admit_testkit::poll::{call_now, read_body_now};
 use bytes::Bytes;
 use counting_alloc::allocations_during;
@@ -120,7 +121,7 @@ fn layers_allocate_nothing_per_request() {
                 match answer {
                     Ok(_) => admitted += 1,
                     Err(error) => {
-                        assert!(error.is::<WarmUpRejection>());
+                        assert!(error.is::<Refused>());
                         refused_warm += 1;
                     }
                 }
@@ -139,7 +140,7 @@ fn layers_allocate_nothing_per_request() {
                 call_now(&mut warm_outside, ()),
                 call_now(&mut shed_outside, ()),
             ] {
-                assert!(answer.unwrap_err().is::<ShedRejection>());
+                assert!(answer.unwrap_err().is::<Refused>());
                 refused_shed += 1;
             }
         }

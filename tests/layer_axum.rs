@@ -13,9 +13,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use admit::clock::ManualClock;
-use admit::respond::{BoxError, HttpResponder};
+use admit::respond::{BoxError, HttpResponder, Refused};
 use admit::shed::ShedLayer;
-use admit::shed::error::ShedRejection;
 use admit::warmup::WarmUpLayer;
 use admit::warmup::sentinel::SentinelWarmUp;
 use admit_testkit::TestServer;
@@ -391,14 +390,14 @@ async fn warm_up_layer_answers_429_when_asked() {
 }
 
 async fn answer_refusal(error: BoxError) -> (StatusCode, &'static str) {
-    if error.is::<ShedRejection>() {
+    if error.is::<Refused>() {
         (StatusCode::SERVICE_UNAVAILABLE, "shed")
     } else {
         (StatusCode::INTERNAL_SERVER_ERROR, "unexpected error")
     }
 }
 
-/// The default, tower-style layer (refusals are boxed `ShedRejection` errors) in axum, with a
+/// The default, tower-style layer (refusals are boxed `Refused` errors) in axum, with a
 /// `HandleErrorLayer` above it turning them into 503s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn box_error_shed_layer_with_handle_error_layer() {
@@ -418,7 +417,7 @@ async fn box_error_shed_layer_with_handle_error_layer() {
     let refused = http.get("/").await;
     assert_eq!(
         refused.status, 503,
-        "HandleErrorLayer saw a ShedRejection: {refused:?}"
+        "HandleErrorLayer saw a refusal: {refused:?}"
     );
     assert_eq!(refused.body, "shed", "{refused:?}");
     assert_eq!(

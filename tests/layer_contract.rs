@@ -19,13 +19,11 @@ use std::time::Duration;
 
 use admit::clock::ManualClock;
 use admit::middleware::classify::{ErrorsFail, ErrorsPass, GoZeroGrpc, GoZeroHttp, Outcome};
-use admit::respond::{BoxError, HttpResponder, Refusal};
-use admit::shed::error::ShedRejection;
+use admit::respond::{BoxError, HttpResponder, Refusal, Refused};
 use admit::shed::{ShedLayer, Shedder};
 use admit::signal::Cause;
 use admit::signal::cpu::{CpuWait, ManualCpu};
 use admit::warmup::WarmUpLayer;
-use admit::warmup::error::WarmUpRejection;
 use admit::warmup::sentinel::SentinelWarmUp;
 use http::{Response, StatusCode};
 use tower::{Layer, Service};
@@ -161,7 +159,7 @@ fn a_refused_call_never_reaches_the_inner_service() {
 
     assert_ready(&mut service);
     let error: BoxError = ready_now(service.call(())).unwrap_err();
-    assert!(error.is::<ShedRejection>(), "got {error}");
+    assert!(error.is::<Refused>(), "got {error}");
     assert!(
         handle.poll_request().is_pending(),
         "the inner service was called"
@@ -183,7 +181,7 @@ fn a_refused_call_never_reaches_the_inner_service() {
     assert!(ready_now(first).is_ok());
     assert_ready(&mut service);
     let error = ready_now(service.call(())).unwrap_err();
-    assert!(error.is::<WarmUpRejection>(), "got {error}");
+    assert!(error.is::<Refused>(), "got {error}");
     assert!(handle.poll_request().is_pending());
 }
 
@@ -380,7 +378,7 @@ fn inner_errors_are_classified_and_passed_through() {
     let (outcome, error) = error_outcome(ErrorsPass);
     assert_eq!(outcome, Outcome::Pass, "go-zero parity: errors pass");
     assert_eq!(error.to_string(), "inner failure");
-    assert!(!error.is::<ShedRejection>());
+    assert!(!error.is::<Refused>());
     assert_eq!(error_outcome(ErrorsFail).0, Outcome::Fail);
     assert_eq!(
         error_outcome(GoZeroHttp).0,
@@ -571,7 +569,7 @@ fn refusals_downcast_to_their_documented_type_and_are_recognised_generically() {
         ready(Err::<(), BoxError>("inner failure".into()))
     }));
     let refused: BoxError = ready_now(shed.call(())).unwrap_err();
-    assert!(refused.downcast_ref::<ShedRejection>().is_some());
+    assert!(refused.downcast_ref::<Refused>().is_some());
     assert!(admit::respond::is_refusal(&*refused));
     // The refusal values themselves are recognised too.
     assert!(admit::respond::is_refusal(&f.shedder.allow().unwrap_err()));
@@ -583,6 +581,6 @@ fn refusals_downcast_to_their_documented_type_and_are_recognised_generically() {
     let inner: BoxError = ready_now(warm.call(())).unwrap_err();
     assert!(!admit::respond::is_refusal(&*inner), "{inner}");
     let refused: BoxError = ready_now(warm.call(())).unwrap_err();
-    assert!(refused.downcast_ref::<WarmUpRejection>().is_some());
+    assert!(refused.downcast_ref::<Refused>().is_some());
     assert!(admit::respond::is_refusal(&*refused));
 }

@@ -19,11 +19,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit::respond::BoxError;
+use admit::respond::{BoxError, Refused};
 use admit::shed::ShedLayer;
-use admit::shed::error::ShedRejection;
 use admit::warmup::WarmUpLayer;
-use admit::warmup::error::WarmUpRejection;
 use admit::warmup::sentinel::SentinelWarmUp;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -91,7 +89,7 @@ where
 
     let held = f.force_overload();
     let error = send(&mut refused).await.unwrap_err();
-    assert!(error.is::<ShedRejection>(), "got {error}");
+    assert!(error.is::<Refused>(), "got {error}");
 
     // The overload ends: the CPU cools, the held requests end, the cool-off passes.
     f.cpu.set(0);
@@ -130,7 +128,7 @@ where
     let first = send(&mut refused).await.unwrap();
     assert_eq!(first.status(), StatusCode::OK);
     let error = send(&mut refused).await.unwrap_err();
-    assert!(error.is::<WarmUpRejection>(), "got {error}");
+    assert!(error.is::<Refused>(), "got {error}");
 
     clock.advance(Duration::from_secs(1));
     let response = send(&mut other).await.unwrap();

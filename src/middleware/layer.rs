@@ -42,8 +42,7 @@ use crate::respond::BoxErrorResponder;
 /// What a refused request gets depends on the [responder](crate::respond):
 ///
 /// - by default the service's error becomes a [`BoxError`](crate::respond::BoxError) holding
-///   the refusal's zero-sized error ([`ShedRejection`](crate::shed::error::ShedRejection),
-///   [`WarmUpRejection`](crate::warmup::error::WarmUpRejection));
+///   the zero-sized [`Refused`](crate::respond::Refused), whichever limiter refused;
 /// - [`http`](Self::http) answers `503 Service Unavailable` with `Retry-After` itself;
 /// - [`grpc`](Self::grpc) answers a `RESOURCE_EXHAUSTED` status with `grpc-retry-pushback-ms`.
 ///

@@ -65,15 +65,14 @@ impl GrpcResponder {
     /// The status for `refusal`: this responder's code, the refusal's message, the retry hint
     /// as `grpc-retry-pushback-ms` and the reason as `admit-refusal`.
     ///
-    /// The status's [`source`](Error::source) is the refusal's zero-sized boxed error
-    /// ([`Refusal::Boxed`]), which [`is_refusal`](super::is_refusal) and the go-zero
-    /// classifiers recognise.
+    /// The status's [`source`](Error::source) is [`Refused`], which
+    /// [`is_refusal`](super::is_refusal) and the go-zero classifiers recognise.
     pub fn status<F: Refusal>(&self, refusal: F) -> Status {
         status(
             self.code,
             refusal.to_string(),
             Some((refusal.retry_after_millis(), refusal.reason())),
-            Arc::new(F::Boxed::default()),
+            Arc::new(Refused),
         )
     }
 }
@@ -98,14 +97,17 @@ impl<F: Refusal, B: Default, E> Respond<F, http::Response<B>, E> for GrpcRespond
     }
 }
 
-/// `RESOURCE_EXHAUSTED` for a boxed refusal, which carries no retry hint: no pushback.
-pub(crate) fn rejection_status<E: Error + Send + Sync + 'static>(rejection: E) -> Status {
-    status(
-        Code::ResourceExhausted,
-        rejection.to_string(),
-        None,
-        Arc::new(rejection),
-    )
+/// `RESOURCE_EXHAUSTED` for a boxed refusal, which knows neither its reason nor a retry hint:
+/// no pushback, no `admit-refusal`.
+impl From<Refused> for Status {
+    fn from(refused: Refused) -> Status {
+        status(
+            Code::ResourceExhausted,
+            refused.to_string(),
+            None,
+            Arc::new(refused),
+        )
+    }
 }
 
 /// A status with `code`, `message`, when known the retry pushback in milliseconds and the
@@ -135,7 +137,6 @@ mod tests {
 
     use super::{GrpcResponder, REFUSAL_HEADER, RETRY_PUSHBACK};
     use crate::shed::Overloaded;
-    use crate::shed::error::ShedRejection;
     use crate::signal::Cause;
     use crate::warmup::AcquireError;
 
@@ -173,7 +174,7 @@ mod tests {
         });
         assert_eq!(pushback(&never), Some("-1"), "do not retry");
         assert_eq!(reason(&never), Some("rate-limit"));
-        let boxed = Status::from(ShedRejection::new());
+        let boxed = Status::from(crate::respond::Refused);
         assert_eq!(boxed.code(), Code::ResourceExhausted);
         assert_eq!(pushback(&boxed), None);
         assert_eq!(

@@ -142,8 +142,6 @@ mod tests {
     impl std::error::Error for Garbled {}
 
     impl crate::respond::Refusal for Garbled {
-        type Boxed = crate::respond::Refused;
-
         fn retry_after(&self) -> std::time::Duration {
             std::time::Duration::from_secs(1)
         }

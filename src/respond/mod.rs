@@ -7,7 +7,7 @@
 //!
 //! | responder | service error | a refusal becomes | for |
 //! |---|---|---|---|
-//! | [`BoxErrorResponder`] (default) | [`BoxError`] | `Err` of a zero-sized [`ShedRejection`] or [`WarmUpRejection`] | any tower stack; axum with `HandleErrorLayer` |
+//! | [`BoxErrorResponder`] (default) | [`BoxError`] | `Err` of the zero-sized [`Refused`], whichever layer refused | any tower stack; axum with `HandleErrorLayer` |
 //! | [`HttpResponder`] (`http` feature) | unchanged | an empty response, 503 (or 429) with `Retry-After` and [`admit-refusal`](REFUSAL_HEADER) | axum, hyper, tower-http stacks |
 //! | [`GrpcResponder`] (`tonic` feature) | unchanged | a gRPC status response, `RESOURCE_EXHAUSTED` (or `UNAVAILABLE`) with `grpc-retry-pushback-ms` and [`admit-refusal`](REFUSAL_HEADER) | tonic servers |
 //!
@@ -15,17 +15,17 @@
 //!
 //! # Which one
 //!
-//! A boxed error is tower's convention and works everywhere, but it carries no retry hint
-//! (boxing a value that carries one would allocate on every refusal) and it needs a handler:
+//! A boxed error is tower's convention (tower's own `Overloaded` is one zero-sized type too)
+//! and works everywhere, but it carries neither the reason nor a retry hint (boxing a value
+//! that carries them would allocate on every refusal) and it needs a handler:
 //! axum answers an error that reaches it by closing the connection, so put a
 //! `HandleErrorLayer` above the layer, and tonic resets the stream for an error it does not
 //! recognise. [`HttpResponder`] and [`GrpcResponder`] answer the client themselves, keep the
-//! inner service's error type, and include the retry hint.
+//! inner service's error type, and include the reason ([`REFUSAL_HEADER`]) and the retry hint.
+//! A [`Respond`] of your own receives the whole refusal.
 //!
 //! [`Overloaded`]: crate::shed::Overloaded
 //! [`Rejected`]: crate::warmup::Rejected
-//! [`ShedRejection`]: crate::shed::error::ShedRejection
-//! [`WarmUpRejection`]: crate::warmup::error::WarmUpRejection
 
 #[cfg(feature = "tonic")]
 mod grpc;
@@ -39,17 +39,20 @@ use std::time::Duration;
 #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
 pub use self::grpc::GrpcResponder;
 #[cfg(feature = "tonic")]
-pub(crate) use self::grpc::{rejection_status, status};
+pub(crate) use self::grpc::status;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use self::http::HttpResponder;
 
-/// Marks an admit refusal.
+/// An admit refusal: the one error [`BoxErrorResponder`] returns, boxed, for a request any
+/// admit layer refused, and the mark of one elsewhere.
 ///
-/// [`HttpResponder`] and [`GrpcResponder`] insert it into the extensions of the responses they
-/// build, and every refusal's zero-sized boxed error ([`Refusal::Boxed`]) reports it as its
-/// [`source`](Error::source), so [`is_refusal`] recognises any admit refusal, including the
-/// gRPC statuses made from one. The go-zero classifiers ([`GoZeroHttp`], [`GoZeroGrpc`])
+/// It is zero-sized, so boxing it allocates nothing: refusing stays cheap exactly when the
+/// service is overloaded. Test for it with `error.is::<Refused>()`. [`HttpResponder`] and
+/// [`GrpcResponder`] insert it into the extensions of the responses they build, every refusal
+/// ([`Overloaded`](crate::shed::Overloaded), [`Rejected`](crate::warmup::Rejected), the
+/// drain's `Draining`) reports it as its [`source`](Error::source), and so do the gRPC statuses
+/// made from one, so [`is_refusal`] recognises any admit refusal. The go-zero classifiers ([`GoZeroHttp`], [`GoZeroGrpc`])
 /// count such responses as failures, so an admit limiter placed inside a [`ShedLayer`] cannot
 /// teach the shedder a false capacity with its instant refusals. Custom classifiers can check
 /// for it too.
@@ -75,10 +78,9 @@ impl Error for Refused {}
 /// # Example
 ///
 /// ```
-/// use admit::respond::{BoxError, is_refusal};
-/// use admit::shed::error::ShedRejection;
+/// use admit::respond::{BoxError, Refused, is_refusal};
 ///
-/// let refused: BoxError = Box::new(ShedRejection::new());
+/// let refused: BoxError = Box::new(Refused);
 /// assert!(is_refusal(&*refused));
 /// let other: BoxError = "broken pipe".into();
 /// assert!(!is_refusal(&*other));
@@ -107,12 +109,6 @@ pub type BoxError = Box<dyn Error + Send + Sync>;
 /// [`Rejected`](crate::warmup::Rejected) (the warm-up buckets); write a responder generic over
 /// `Refusal` to serve every layer.
 pub trait Refusal: Copy + Error + Send + Sync + 'static {
-    /// The zero-sized error [`BoxErrorResponder`] boxes for this refusal (boxing it allocates
-    /// nothing), such as [`ShedRejection`](crate::shed::error::ShedRejection) or
-    /// [`WarmUpRejection`](crate::warmup::error::WarmUpRejection). Its
-    /// [`source`](Error::source) must be [`Refused`], so that [`is_refusal`] recognises it.
-    type Boxed: Error + Default + Send + Sync + 'static;
-
     /// How long the client should wait before trying again.
     fn retry_after(&self) -> Duration;
 
@@ -196,25 +192,24 @@ pub trait Respond<F, T, E> {
 }
 
 /// Refusals become errors, tower style: the service's error is a [`BoxError`], and a refusal
-/// is the refusal's boxed zero-sized error ([`Refusal::Boxed`]: [`ShedRejection`] or
-/// [`WarmUpRejection`]; boxing them allocates nothing). Inner errors are boxed with
-/// `Into<BoxError>`.
+/// is the boxed zero-sized [`Refused`] (boxing it allocates nothing), whichever limiter refused.
+/// Inner errors are boxed with `Into<BoxError>`.
 ///
-/// Test for a refusal with `error.is::<ShedRejection>()`, or for any admit refusal with
-/// [`is_refusal`]. The boxed error carries no retry hint; use [`HttpResponder`] or
-/// [`GrpcResponder`] to send one.
+/// Test for a refusal with `error.is::<Refused>()`, or with [`is_refusal`], which also finds one
+/// in an error's source chain. The boxed error carries neither the reason nor a retry hint; use
+/// [`HttpResponder`] or [`GrpcResponder`] to send them.
 ///
 /// With axum, answer the error in a `HandleErrorLayer` placed above the layer:
 ///
 /// ```
 /// use std::sync::Arc;
 /// use axum::{Router, error_handling::HandleErrorLayer, http::StatusCode, routing::get};
-/// use admit::respond::BoxError;
-/// use admit::shed::{ShedLayer, Shedder, error::ShedRejection};
+/// use admit::respond::{BoxError, Refused};
+/// use admit::shed::{ShedLayer, Shedder};
 /// use tower::ServiceBuilder;
 ///
 /// async fn refused(error: BoxError) -> StatusCode {
-///     if error.is::<ShedRejection>() {
+///     if error.is::<Refused>() {
 ///         StatusCode::SERVICE_UNAVAILABLE
 ///     } else {
 ///         StatusCode::INTERNAL_SERVER_ERROR
@@ -230,9 +225,6 @@ pub trait Respond<F, T, E> {
 /// # let _ = app;
 /// # Ok::<(), admit::ConfigError>(())
 /// ```
-///
-/// [`ShedRejection`]: crate::shed::error::ShedRejection
-/// [`WarmUpRejection`]: crate::warmup::error::WarmUpRejection
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BoxErrorResponder;
 
@@ -240,7 +232,7 @@ impl<F: Refusal, T, E: Into<BoxError>> Respond<F, T, E> for BoxErrorResponder {
     type Error = BoxError;
 
     fn respond(&self, _refusal: F) -> Result<T, BoxError> {
-        Err(Box::new(F::Boxed::default()))
+        Err(Box::new(Refused))
     }
 
     fn inner_error(error: E) -> BoxError {
@@ -267,8 +259,6 @@ mod tests {
     impl std::error::Error for Hint {}
 
     impl Refusal for Hint {
-        type Boxed = super::Refused;
-
         fn retry_after(&self) -> Duration {
             Duration::from_nanos(self.0)
         }

@@ -128,8 +128,6 @@ impl Error for Overloaded {
 
 #[cfg(feature = "tower")]
 impl crate::respond::Refusal for Overloaded {
-    type Boxed = ShedRejection;
-
     fn retry_after(&self) -> Duration {
         Overloaded::retry_after(self)
     }
@@ -144,74 +142,5 @@ impl crate::respond::Refusal for Overloaded {
 impl From<Overloaded> for tonic::Status {
     fn from(overloaded: Overloaded) -> tonic::Status {
         crate::respond::GrpcResponder::default().status(overloaded)
-    }
-}
-
-#[cfg(feature = "tower")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
-pub use self::rejection::ShedRejection;
-
-#[cfg(feature = "tower")]
-mod rejection {
-    use std::error::Error;
-    use std::fmt;
-
-    /// The error a [`ShedLayer`](crate::shed::ShedLayer) service returns, boxed, for a request
-    /// it refused (with the default [`BoxErrorResponder`](crate::respond::BoxErrorResponder)).
-    ///
-    /// It is zero-sized, so boxing it into a [`BoxError`](crate::respond::BoxError) allocates
-    /// nothing: shedding stays cheap exactly when the service is overloaded. Test for it with
-    /// `error.is::<ShedRejection>()`; its [`source`](Error::source) is
-    /// [`Refused`](crate::respond::Refused), like every admit refusal's. It carries no retry
-    /// hint; the
-    /// [`HttpResponder`](crate::respond::HttpResponder) and
-    /// [`GrpcResponder`](crate::respond::GrpcResponder) send one.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use admit::respond::BoxError;
-    /// use admit::shed::error::ShedRejection;
-    ///
-    /// let error: BoxError = Box::new(ShedRejection::new());
-    /// assert!(error.is::<ShedRejection>());
-    /// assert_eq!(error.to_string(), "service overloaded");
-    /// ```
-    #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
-    pub struct ShedRejection {
-        _private: (),
-    }
-
-    impl ShedRejection {
-        /// A rejection.
-        pub const fn new() -> Self {
-            ShedRejection { _private: () }
-        }
-    }
-
-    impl fmt::Debug for ShedRejection {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("ShedRejection")
-        }
-    }
-
-    impl fmt::Display for ShedRejection {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("service overloaded")
-        }
-    }
-
-    impl Error for ShedRejection {
-        fn source(&self) -> Option<&(dyn Error + 'static)> {
-            Some(&crate::respond::Refused)
-        }
-    }
-
-    /// `RESOURCE_EXHAUSTED`, without a pushback (the boxed error carries no retry hint).
-    #[cfg(feature = "tonic")]
-    impl From<ShedRejection> for tonic::Status {
-        fn from(rejection: ShedRejection) -> tonic::Status {
-            crate::respond::rejection_status(rejection)
-        }
     }
 }

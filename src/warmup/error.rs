@@ -78,8 +78,6 @@ impl Error for Rejected {
 
 #[cfg(feature = "tower")]
 impl crate::respond::Refusal for Rejected {
-    type Boxed = WarmUpRejection;
-
     fn retry_after(&self) -> Duration {
         Rejected::retry_after(self)
     }
@@ -108,7 +106,7 @@ impl From<AcquireError> for tonic::Status {
                 tonic::Code::ResourceExhausted,
                 error.to_string(),
                 Some((-1, "rate-limit")),
-                std::sync::Arc::new(WarmUpRejection::new()),
+                std::sync::Arc::new(crate::respond::Refused),
             ),
         }
     }
@@ -182,74 +180,6 @@ impl Error for AcquireError {
         match self {
             AcquireError::Rejected(rejected) => Some(rejected),
             AcquireError::ExceedsCapacity { .. } => None,
-        }
-    }
-}
-
-#[cfg(feature = "tower")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
-pub use self::rejection::WarmUpRejection;
-
-#[cfg(feature = "tower")]
-mod rejection {
-    use std::error::Error;
-    use std::fmt;
-
-    /// The error a [`WarmUpLayer`](crate::warmup::WarmUpLayer) service returns, boxed, for a request it
-    /// refused (with the default [`BoxErrorResponder`](crate::respond::BoxErrorResponder)).
-    ///
-    /// It is zero-sized, so boxing it into a [`BoxError`](crate::respond::BoxError) allocates
-    /// nothing. Test for it with `error.is::<WarmUpRejection>()`; its
-    /// [`source`](Error::source) is [`Refused`](crate::respond::Refused), like every admit
-    /// refusal's. It carries no retry hint; the
-    /// [`HttpResponder`](crate::respond::HttpResponder) and
-    /// [`GrpcResponder`](crate::respond::GrpcResponder) send one.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use admit::respond::BoxError;
-    /// use admit::warmup::error::WarmUpRejection;
-    ///
-    /// let error: BoxError = Box::new(WarmUpRejection::new());
-    /// assert!(error.is::<WarmUpRejection>());
-    /// assert_eq!(error.to_string(), "rate limit reached");
-    /// ```
-    #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
-    pub struct WarmUpRejection {
-        _private: (),
-    }
-
-    impl WarmUpRejection {
-        /// A rejection.
-        pub const fn new() -> Self {
-            WarmUpRejection { _private: () }
-        }
-    }
-
-    impl fmt::Debug for WarmUpRejection {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("WarmUpRejection")
-        }
-    }
-
-    impl fmt::Display for WarmUpRejection {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("rate limit reached")
-        }
-    }
-
-    impl Error for WarmUpRejection {
-        fn source(&self) -> Option<&(dyn Error + 'static)> {
-            Some(&crate::respond::Refused)
-        }
-    }
-
-    /// `RESOURCE_EXHAUSTED`, without a pushback (the boxed error carries no retry hint).
-    #[cfg(feature = "tonic")]
-    impl From<WarmUpRejection> for tonic::Status {
-        fn from(rejection: WarmUpRejection) -> tonic::Status {
-            crate::respond::rejection_status(rejection)
         }
     }
 }

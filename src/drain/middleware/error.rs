@@ -33,30 +33,11 @@ impl Error for Draining {
 }
 
 impl Refusal for Draining {
-    type Boxed = DrainRejection;
-
     fn retry_after(&self) -> Duration {
         self.retry_after
     }
 
     fn reason(&self) -> &'static str {
         "draining"
-    }
-}
-
-/// The zero-sized boxed error of a [`Draining`] refusal (`BoxErrorResponder`); its source is
-/// [`Refused`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DrainRejection;
-
-impl fmt::Display for DrainRejection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the server is draining")
-    }
-}
-
-impl Error for DrainRejection {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        Some(&Refused)
     }
 }

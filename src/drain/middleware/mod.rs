@@ -8,7 +8,7 @@ mod layer;
 mod service;
 
 pub use self::body::DrainBody;
-pub use self::error::{DrainRejection, Draining};
+pub use self::error::Draining;
 pub use self::future::DrainFuture;
 pub(crate) use self::future::close;
 pub use self::layer::DrainLayer;
