@@ -331,7 +331,7 @@ impl<C: Clock> Shedder<C> {
 
     /// Every signal's reading for `arrival`, combined: the CPU's (read once), the queue's,
     /// then the added signals'.
-    #[inline]
+    #[inline(always)]
     fn assess(&self, arrival: &Arrival) -> Pressure {
         let mut pressure = self.cpu.assess(arrival).and(self.queue.assess(arrival));
         for signal in &self.signals {

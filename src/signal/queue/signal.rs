@@ -34,7 +34,8 @@ impl OverloadSignal for QueueSignal {
         }
     }
 
-    #[inline]
+    // Inlined into every decision, where without a gate and a probe it folds away.
+    #[inline(always)]
     fn assess(&self, arrival: &Arrival) -> Pressure {
         let Some(gate) = &self.gate else {
             return self.probe(arrival);
