@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Shedder;
-use super::shedder::{Config, MAX_BUCKETS, NANOS_PER_MS};
+use super::ledger::NANOS_PER_MS;
+use super::shedder::{Config, MAX_BUCKETS};
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
 use crate::signal::OverloadSignal;

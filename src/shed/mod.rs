@@ -136,6 +136,7 @@
 
 mod builder;
 pub mod error;
+mod ledger;
 mod permit;
 mod shedder;
 mod snapshot;

@@ -8,30 +8,18 @@ use std::time::Duration;
 use crossbeam_utils::CachePadded;
 
 use super::error::{Drops, Overloaded};
+use super::ledger::Ledger;
 use super::permit::{OwnedPermit, Permit};
-use super::window::{RollingWindow, Totals, one_pass};
+use super::window::RollingWindow;
 use crate::Shared;
 use crate::clock::{Clock, MonotonicClock};
 use crate::signal::cpu::{CpuOverload, CpuSignal};
 use crate::signal::queue::{LagProbe, QueueGate, QueueSignal};
 use crate::signal::{Arrival, Cause, OverloadSignal, Pressure};
-use crate::sync::{AtomicBool, AtomicU64, Ordering, SeqLock, Striped};
+use crate::sync::{AtomicBool, AtomicU64, Ordering, SeqLock};
 
-/// go-zero's `flyingBeta`: the weight of the old smoothed concurrency.
-const FLYING_BETA: f64 = 0.9;
-/// `1 − FLYING_BETA` as Go folds it: exactly 0.1 (`1.0 - 0.9` is 0.09999999999999998).
-const FLYING_WEIGHT: f64 = 0.1;
 /// The default `min_rt` when the window holds no latency, in ms.
 const DEFAULT_MIN_RT_MS: u64 = 1000;
-pub(super) const NANOS_PER_MS: u64 = 1_000_000;
-const NANOS_PER_MICRO: u64 = 1_000;
-
-/// The striped lifetime totals: service time in µs of every completion, the passes'
-/// [codes](super::window::pass_code) (pass count and latency sum in ms), and the requests a
-/// layer offered to this shedder first.
-pub(super) const SERVICE_MICROS: usize = 0;
-pub(super) const PASS_CODE: usize = 1;
-pub(super) const OFFERED: usize = 2;
 
 /// A duration in ns, saturating (584 years).
 #[inline]
@@ -68,14 +56,10 @@ pub(super) const MAX_BUCKETS: u32 = 65_536;
 /// # Ok::<(), admit::ConfigError>(())
 /// ```
 pub struct Shedder<C: Clock = MonotonicClock> {
-    /// Written by every admission and completion.
-    pub(super) flight: CachePadded<Flight>,
     /// Written while the service is hot.
     pub(super) heat: CachePadded<Heat>,
-    /// go-zero's window, as marks on the lifetime totals.
+    /// go-zero's window, and the lifetime counts it marks.
     pub(super) window: RollingWindow,
-    /// Lifetime totals striped by thread: [`SERVICE_MICROS`], [`PASS_CODE`] and [`OFFERED`].
-    pub(super) service: Striped<3>,
     pub(super) config: Config,
     pub(super) clock: C,
     /// go-zero's CPU signal.
@@ -89,37 +73,12 @@ pub struct Shedder<C: Clock = MonotonicClock> {
     pub(super) name: Option<Cow<'static, str>>,
 }
 
-/// Requests in flight and their lifetime totals.
-///
-/// The number in flight is `admitted − passed − failed`: an admitted request that passes costs
-/// two atomic additions, not the three an in-flight counter plus a pass total would.
-#[derive(Debug)]
-pub(super) struct Flight {
-    pub(super) admitted: AtomicU64,
-    pub(super) passed: AtomicU64,
-    pub(super) failed: AtomicU64,
-    /// `f64` bits of go-zero's `avgFlying`.
-    pub(super) avg_flying: AtomicU64,
-}
-
-impl Flight {
-    /// Requests admitted and not yet completed. The completions are read before the
-    /// admissions: every completion counted follows its own admission, so the difference
-    /// is never negative.
-    pub(super) fn flying(&self) -> u64 {
-        let ended = self.passed.load(Ordering::Acquire) + self.failed.load(Ordering::Acquire);
-        self.admitted.load(Ordering::Acquire).saturating_sub(ended)
-    }
-}
-
 #[derive(Debug)]
 pub(super) struct Heat {
     /// The latest clock reading at which a signal reported overload, plus one
     /// (0: never).
     pub(super) overloaded_at: AtomicU64,
     pub(super) dropped_recently: AtomicBool,
-    /// Refusals by cause ([`Cause::index`]), striped by thread.
-    pub(super) dropped: Striped<{ Cause::COUNT }>,
     /// The epoch (plus one, 0: none yet) and the `f64` bits of go-zero's `maxFlight` and of the
     /// queue floor for it.
     pub(super) limit: SeqLock<3>,
@@ -172,20 +131,12 @@ impl<C: Clock> Shedder<C> {
         name: Option<Cow<'static, str>>,
     ) -> Self {
         Shedder {
-            flight: CachePadded::new(Flight {
-                admitted: AtomicU64::new(0),
-                passed: AtomicU64::new(0),
-                failed: AtomicU64::new(0),
-                avg_flying: AtomicU64::new(0.0f64.to_bits()),
-            }),
             heat: CachePadded::new(Heat {
                 overloaded_at: AtomicU64::new(0),
                 dropped_recently: AtomicBool::new(false),
-                dropped: Striped::new(),
                 limit: SeqLock::new([0, 0, 0]),
             }),
             window: RollingWindow::new(config.buckets as usize, config.bucket_nanos),
-            service: Striped::new(),
             config,
             clock,
             cpu,
@@ -322,10 +273,10 @@ impl<C: Clock> Shedder<C> {
             }
             // The epoch first: the first event of an epoch marks it before counting itself.
             self.epoch(now);
-            heat.dropped.add(cause.index(), 1);
+            self.ledger().refuse(cause);
             return Err(Overloaded::new(cause, self.retry_after(now, cause)));
         }
-        self.flight.admitted.fetch_add(1, Ordering::AcqRel);
+        self.ledger().admit();
         Ok(now)
     }
 
@@ -369,8 +320,8 @@ impl<C: Clock> Shedder<C> {
         };
         let (max_flight, floor) = self.max_flight(now);
         let limit = (max_flight * pressure.headroom()).max(floor);
-        let avg_flying = f64::from_bits(self.flight.avg_flying.load(Ordering::Acquire));
-        let flying = self.flight.flying() as f64;
+        let ledger = self.ledger();
+        let (avg_flying, flying) = (ledger.avg_flying(), ledger.flying() as f64);
         (avg_flying > limit && flying > limit).then_some(cause)
     }
 
@@ -385,7 +336,7 @@ impl<C: Clock> Shedder<C> {
                 target: "admit::shed",
                 limiter = self.name().unwrap_or_default(),
                 reason = %_reason,
-                in_flight = self.flight.flying(),
+                in_flight = self.ledger().flying(),
                 "shedding started"
             );
         }
@@ -440,25 +391,14 @@ impl<C: Clock> Shedder<C> {
     /// in a new bucket marks it in the window: call this before counting an event.
     #[inline]
     pub(super) fn epoch(&self, now: u64) -> u64 {
-        let elapsed = now.saturating_sub(self.config.origin_nanos);
-        self.window.epoch(elapsed, || self.totals())
+        self.window
+            .epoch(now.saturating_sub(self.config.origin_nanos))
     }
 
-    /// The lifetime totals the window's marks record. Each is read once, passes before their
-    /// code; the window resolves what completions land between the two.
-    pub(super) fn totals(&self) -> Totals {
-        let flight = &self.flight;
-        let passes = flight.passed.load(Ordering::Acquire);
-        let pass_code = self.service.sum(PASS_CODE);
-        let others = flight
-            .failed
-            .load(Ordering::Acquire)
-            .wrapping_add(self.dropped_by().total());
-        Totals {
-            passes,
-            pass_code,
-            others,
-        }
+    /// What the shedder has counted since it was built.
+    #[inline]
+    pub(super) fn ledger(&self) -> &Ledger {
+        self.window.ledger()
     }
 
     /// go-zero's `maxFlight` and the [queue floor](Config::queue_floor_ms) beside it, cached
@@ -510,23 +450,21 @@ impl<C: Clock> Shedder<C> {
             min_rt: DEFAULT_MIN_RT_MS,
             ..WindowScan::default()
         };
-        let live = || self.totals();
-        self.window
-            .for_each_visible(epoch, true, live, |_, bucket| {
-                scan.max_pass = scan.max_pass.max(bucket.passes);
-                scan.passes += bucket.passes;
-                scan.others += bucket.others;
-                scan.buckets += 1;
-                if let Some(latency) = bucket.latency_ms
-                    && bucket.passes > 0
-                    && latency >= bucket.passes
-                {
-                    let mean = (latency as f64 / bucket.passes as f64).round() as u64;
-                    scan.min_rt = scan.min_rt.min(mean);
-                    scan.timed += bucket.passes;
-                    scan.latency_ms += latency;
-                }
-            });
+        self.window.for_each_visible(epoch, true, |_, bucket| {
+            scan.max_pass = scan.max_pass.max(bucket.passes);
+            scan.passes += bucket.passes;
+            scan.others += bucket.others;
+            scan.buckets += 1;
+            if let Some(latency) = bucket.latency_ms
+                && bucket.passes > 0
+                && latency >= bucket.passes
+            {
+                let mean = (latency as f64 / bucket.passes as f64).round() as u64;
+                scan.min_rt = scan.min_rt.min(mean);
+                scan.timed += bucket.passes;
+                scan.latency_ms += latency;
+            }
+        });
         scan
     }
 
@@ -557,43 +495,8 @@ impl<C: Clock> Shedder<C> {
         let now = self.clock.now_nanos();
         // The epoch first: the first event of an epoch marks it before counting itself.
         self.epoch(now);
-        let elapsed = now.saturating_sub(admitted_at);
-        let micros = elapsed.saturating_add(NANOS_PER_MICRO / 2) / NANOS_PER_MICRO;
-        let flight = &self.flight;
-        let (own, other) = if passed {
-            // Whole milliseconds, rounded up, as go-zero's `math.Ceil` of float milliseconds,
-            // and at least 1: go-zero reads 0 only for exactly 0 ns, which a coarse clock
-            // reports for every request shorter than its tick (and a zero `min_rt` would cap
-            // the concurrency at 1).
-            let rt_ms = elapsed
-                .saturating_sub(cpu_wait_nanos)
-                .div_ceil(NANOS_PER_MS)
-                .max(1);
-            self.service
-                .add_two((SERVICE_MICROS, micros), (PASS_CODE, one_pass(rt_ms)));
-            (&flight.passed, &flight.failed)
-        } else {
-            self.service.add(SERVICE_MICROS, micros);
-            (&flight.failed, &flight.passed)
-        };
-        // How many remain in flight once this completion counts (completions read before
-        // admissions), then the count: the average's arithmetic overlaps the locked add, and
-        // its store does not hold up the next locked instruction. A completion racing this one
-        // between the loads and the add is seen one completion late, like the average's lost
-        // update below.
-        let ended = own.load(Ordering::Acquire) + 1 + other.load(Ordering::Acquire);
-        let flying = flight
-            .admitted
-            .load(Ordering::Acquire)
-            .saturating_sub(ended);
-        own.fetch_add(1, Ordering::AcqRel);
-        // A load and a store, not a compare-and-swap loop: two completions at the same instant
-        // may both start from the same average, and one update is then lost (go-zero takes a
-        // lock here). The average is a smoothing, and the lost sample is one of two
-        // simultaneous ones; an atomic read-modify-write would cost every request.
-        let avg = f64::from_bits(flight.avg_flying.load(Ordering::Acquire)) * FLYING_BETA
-            + flying as f64 * FLYING_WEIGHT;
-        flight.avg_flying.store(avg.to_bits(), Ordering::Release);
+        self.ledger()
+            .complete(now.saturating_sub(admitted_at), passed, cpu_wait_nanos);
     }
 
     /// The clock this shedder reads.
@@ -609,7 +512,7 @@ impl<C: Clock> Shedder<C> {
 
     /// Requests refused since the shedder was built, by cause.
     pub fn dropped_by(&self) -> Drops {
-        Drops(std::array::from_fn(|i| self.heat.dropped.sum(i)))
+        self.ledger().dropped_by()
     }
 
     /// The runtime lag probe, if the shedder has one.
@@ -684,12 +587,13 @@ impl<C: Clock + 'static> crate::middleware::Limiter for Shedder<C> {
 
     #[inline]
     fn count_offered(this: &Shared<Self>) {
-        this.service.add(OFFERED, 1);
+        this.ledger().offer();
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::ledger::NANOS_PER_MS;
     use super::*;
     use crate::clock::ManualClock;
     use crate::signal::cpu::ManualCpu;
@@ -711,22 +615,14 @@ mod tests {
     fn record(shedder: &Shedder<ManualClock>, epoch: u64, passes: u64, latency_ms: u64) {
         let bucket_start = shedder.config.origin_nanos + epoch * shedder.config.bucket_nanos;
         shedder.epoch(bucket_start);
-        shedder.service.add(
-            PASS_CODE,
-            super::super::window::pass_code(passes, latency_ms),
-        );
-        shedder.flight.passed.fetch_add(passes, Ordering::AcqRel);
+        shedder.ledger().add_passes(passes, latency_ms);
     }
 
     fn set_flight(shedder: &Shedder<ManualClock>, avg_flying: f64, flying: u64) {
-        let ended = shedder.flight.passed.load(Ordering::Acquire)
-            + shedder.flight.failed.load(Ordering::Acquire);
-        shedder
-            .flight
-            .admitted
-            .store(ended + flying, Ordering::Release);
-        shedder
-            .flight
+        let flight = &shedder.ledger().flight;
+        let ended = flight.passed.load(Ordering::Acquire) + flight.failed.load(Ordering::Acquire);
+        flight.admitted.store(ended + flying, Ordering::Release);
+        flight
             .avg_flying
             .store(avg_flying.to_bits(), Ordering::Release);
     }
@@ -989,7 +885,7 @@ mod loom_tests {
             let reader = {
                 let shedder = Arc::clone(&shedder);
                 thread::spawn(move || {
-                    let flight = &shedder.flight;
+                    let flight = &shedder.ledger().flight;
                     let ended = flight.passed.load(Ordering::Acquire)
                         + flight.failed.load(Ordering::Acquire);
                     (ended, flight.admitted.load(Ordering::Acquire))
@@ -1003,7 +899,7 @@ mod loom_tests {
             for worker in workers {
                 worker.join().unwrap();
             }
-            let flight = &shedder.flight;
+            let flight = &shedder.ledger().flight;
             assert_eq!(flight.flying(), 0);
             assert_eq!(flight.passed.load(Ordering::Acquire), 1);
             assert_eq!(flight.failed.load(Ordering::Acquire), 1);

@@ -3,10 +3,8 @@
 use std::time::Duration;
 
 use super::Shedder;
-use super::shedder::{OFFERED, SERVICE_MICROS};
 use crate::clock::Clock;
 use crate::signal::Cause;
-use crate::sync::Ordering;
 
 impl<C: Clock> Shedder<C> {
     /// The shedder's state now. Reads the CPU load once, consults the other signals, and reads
@@ -38,23 +36,25 @@ impl<C: Clock> Shedder<C> {
         let cause = pressure.cause();
         let window = self.scan(epoch);
         let (max_pass, min_rt) = (window.max_pass, window.min_rt);
+        let ledger = self.ledger();
+        let (passed, failed) = ledger.ended();
         let span = window.buckets as f64 * self.config.bucket_nanos as f64 / 1e9;
         ShedSnapshot {
             cpu_permille: cpu,
             cpu_threshold: self.cpu.threshold(),
-            flying: self.flight.flying(),
-            avg_flying: f64::from_bits(self.flight.avg_flying.load(Ordering::Acquire)),
+            flying: ledger.flying(),
+            avg_flying: ledger.avg_flying(),
             max_pass,
             min_rt_ms: min_rt,
             max_flight: self.max_flight_of(max_pass, min_rt),
             overload_factor: pressure.headroom(),
             hot: cause.is_some() || self.still_hot(now, false),
             cause,
-            passed: self.flight.passed.load(Ordering::Acquire),
-            failed: self.flight.failed.load(Ordering::Acquire),
+            passed,
+            failed,
             dropped: self.dropped_by().total(),
-            service_time: Duration::from_micros(self.service.sum(SERVICE_MICROS)),
-            offered: self.service.sum(OFFERED),
+            service_time: Duration::from_micros(ledger.service_micros()),
+            offered: ledger.offered(),
             arrival_rate: if span > 0.0 {
                 (window.passes + window.others) as f64 / span
             } else {

@@ -18,42 +18,13 @@
 //! `e + 1` (0: none), each slot under the crate's sequence lock. A mark is written once, by the
 //! first thread to see its epoch; later ones find it and write nothing.
 //!
-//! Passes and their latencies share one word ([`pass_code`]): a reading of the totals never
+//! Passes and their latencies share one word ([`pass_code`](super::ledger::pass_code)): a reading of the totals never
 //! splits a pass from its latency, which would understate a bucket's mean (down to 0 in a
 //! bucket of one pass, and with it the limit). The word's pass field wraps every 2^20 passes; the
 //! exact pass count, read beside it, tells how many times.
 
+use super::ledger::{Ledger, MAX_LATENCY_MS, PASS_BITS, PASS_MASK, Totals};
 use crate::sync::{AtomicU64, Ordering, SeqLock};
-
-/// Bits of the pass field in [`pass_code`]; the latency field has the rest.
-const PASS_BITS: u32 = 20;
-const PASS_MASK: u64 = (1 << PASS_BITS) - 1;
-/// The largest latency one pass can add: 2^44 − 1 ms, 557 years.
-const MAX_LATENCY_MS: u64 = u64::MAX >> PASS_BITS;
-
-/// `passes` passes whose latencies sum to `latency_ms`, as one linear code
-/// `passes + latency_ms · 2^20` (wrapping): codes add up as the passes do.
-#[inline]
-pub(crate) fn pass_code(passes: u64, latency_ms: u64) -> u64 {
-    passes.wrapping_add(latency_ms << PASS_BITS)
-}
-
-/// One pass of `latency_ms` (capped at 2^44 − 1 ms).
-#[inline]
-pub(crate) fn one_pass(latency_ms: u64) -> u64 {
-    pass_code(1, latency_ms.min(MAX_LATENCY_MS))
-}
-
-/// The shedder's lifetime totals at some instant: what a mark records.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Totals {
-    /// Passes, counted exactly.
-    pub(crate) passes: u64,
-    /// The sum of every pass's [`one_pass`] code.
-    pub(crate) pass_code: u64,
-    /// Failures and refusals.
-    pub(crate) others: u64,
-}
 
 impl Totals {
     /// The values counted from `start` to `self`.
@@ -110,23 +81,67 @@ impl Bucket {
     };
 }
 
-/// `size` epoch marks and the newest epoch marked.
+/// go-zero's window over the shedder's [`Ledger`], which it owns: the marks, and what they
+/// mark.
 #[derive(Debug)]
-pub(crate) struct RollingWindow {
+pub(super) struct RollingWindow {
+    marks: Marks,
+    ledger: Ledger,
+}
+
+impl RollingWindow {
+    /// A window of `size` buckets (`size >= 1`) of `bucket_nanos` each (`>= 1`) over a ledger
+    /// with nothing counted yet.
+    pub(super) fn new(size: usize, bucket_nanos: u64) -> Self {
+        RollingWindow {
+            marks: Marks::new(size, bucket_nanos),
+            ledger: Ledger::new(),
+        }
+    }
+
+    /// The counts the window marks.
+    #[inline]
+    pub(super) fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// The epoch `elapsed` ns after the window's origin falls in. The first caller in a new
+    /// epoch marks it: call this before counting an event.
+    #[inline]
+    pub(super) fn epoch(&self, elapsed: u64) -> u64 {
+        self.marks.epoch(elapsed, || self.ledger.totals())
+    }
+
+    /// Each bucket visible at epoch `current` (that one too unless `ignore_current`), from the
+    /// newest, with its epoch.
+    pub(super) fn for_each_visible(
+        &self,
+        current: u64,
+        ignore_current: bool,
+        each: impl FnMut(u64, Bucket),
+    ) {
+        self.marks
+            .for_each_visible(current, ignore_current, || self.ledger.totals(), each);
+    }
+}
+
+/// `size` epoch marks and the newest epoch marked, read against totals the caller gives.
+#[derive(Debug)]
+struct Marks {
     marks: Box<[SeqLock<4>]>,
     /// The newest epoch marked: most events fall in it and need no division.
     newest: AtomicU64,
     bucket_nanos: u64,
 }
 
-impl RollingWindow {
-    /// A window of `size` buckets (`size >= 1`) of `bucket_nanos` each (`>= 1`), whose epoch 0
-    /// starts with every total at zero.
-    pub(crate) fn new(size: usize, bucket_nanos: u64) -> Self {
+impl Marks {
+    /// `size` marks (`size >= 1`) of epochs of `bucket_nanos` each (`>= 1`), epoch 0 starting
+    /// with every total at zero.
+    fn new(size: usize, bucket_nanos: u64) -> Self {
         let marks = (0..size)
             .map(|slot| SeqLock::new(if slot == 0 { [1, 0, 0, 0] } else { [0; 4] }))
             .collect();
-        RollingWindow {
+        Marks {
             marks,
             newest: AtomicU64::new(0),
             bucket_nanos,
@@ -144,7 +159,7 @@ impl RollingWindow {
     /// The epoch `elapsed` ns after construction falls in. The first caller in an epoch later
     /// than any before marks it with `totals()`: call this before counting an event.
     #[inline]
-    pub(crate) fn epoch(&self, elapsed: u64, totals: impl FnOnce() -> Totals) -> u64 {
+    fn epoch(&self, elapsed: u64, totals: impl FnOnce() -> Totals) -> u64 {
         let newest = self.newest.load(Ordering::Relaxed);
         // `newest` is some earlier `elapsed / bucket_nanos`: the product cannot overflow.
         let start = newest * self.bucket_nanos;
@@ -188,7 +203,7 @@ impl RollingWindow {
     /// values, newest first: the `size − 1` before `current`, and `current` itself unless
     /// `ignore_current` (epochs before construction are skipped). `live` gives the totals now,
     /// and is called only if the newest visible epoch's values run up to now.
-    pub(crate) fn for_each_visible(
+    fn for_each_visible(
         &self,
         current: u64,
         ignore_current: bool,
@@ -221,12 +236,13 @@ impl RollingWindow {
 
 #[cfg(all(test, not(admit_loom)))]
 mod tests {
+    use super::super::ledger::{one_pass, pass_code};
     use super::*;
 
     /// go-zero's `RollingWindow` test helper, on marks: a window whose epochs are derived from
     /// milliseconds since construction, over totals it keeps itself.
     struct Window {
-        inner: RollingWindow,
+        inner: Marks,
         ignore_current: bool,
         now_ms: u64,
         totals: Totals,
@@ -235,7 +251,7 @@ mod tests {
     impl Window {
         fn new(size: usize, interval_ms: u64, ignore_current: bool) -> Self {
             Window {
-                inner: RollingWindow::new(size, interval_ms),
+                inner: Marks::new(size, interval_ms),
                 ignore_current,
                 now_ms: 0,
                 totals: Totals::default(),
@@ -383,7 +399,7 @@ mod tests {
 
     #[test]
     fn passes_beyond_the_code_field_are_recovered_from_the_exact_count() {
-        let w = RollingWindow::new(3, 10);
+        let w = Marks::new(3, 10);
         let many = 3 << PASS_BITS | 5; // 3 · 2^20 + 5 passes of 2 ms each
         let totals = Totals {
             passes: many,
@@ -453,6 +469,7 @@ mod loom_tests {
     use loom::sync::Arc;
     use loom::thread;
 
+    use super::super::ledger::pass_code;
     use super::*;
 
     /// Totals whose latency sum is 5 ms a pass and whose others equal the passes: any mix of two
@@ -471,7 +488,7 @@ mod loom_tests {
 
     /// The bucket before epoch 1, read at epoch 1: its end is epoch 1's mark, or the live
     /// totals (9 passes) while there is none.
-    fn bucket_zero(window: &RollingWindow) -> Bucket {
+    fn bucket_zero(window: &Marks) -> Bucket {
         let mut seen = None;
         window.for_each_visible(1, true, || totals(9), |_, bucket| seen = Some(bucket));
         seen.expect("epoch 0 is visible")
@@ -483,7 +500,7 @@ mod loom_tests {
     #[test]
     fn loom_an_epoch_is_marked_once_and_whole() {
         loom::model(|| {
-            let window = Arc::new(RollingWindow::new(2, 10));
+            let window = Arc::new(Marks::new(2, 10));
             let mut openers = [1, 2].map(|passes| {
                 let window = Arc::clone(&window);
                 Some(thread::spawn(move || window.epoch(10, || totals(passes))))
@@ -508,7 +525,7 @@ mod loom_tests {
         static SAW_MARK: AtomicBool = AtomicBool::new(false);
         static SAW_NONE: AtomicBool = AtomicBool::new(false);
         loom::model(|| {
-            let window = Arc::new(RollingWindow::new(2, 10));
+            let window = Arc::new(Marks::new(2, 10));
             let opener = {
                 let window = Arc::clone(&window);
                 thread::spawn(move || window.epoch(10, || totals(1)))
