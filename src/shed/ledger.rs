@@ -112,6 +112,7 @@ impl Ledger {
     }
 
     /// Counts a request a layer offered to this shedder first.
+    #[cfg(feature = "tower")]
     #[inline]
     pub(super) fn offer(&self) {
         self.service.add(OFFERED, 1);
