@@ -135,3 +135,92 @@ impl<B: fmt::Debug, P> fmt::Debug for AdmitBody<B, P> {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::collections::VecDeque;
+    use std::rc::Rc;
+    use std::task::Waker;
+
+    use super::*;
+
+    /// How a permit ended: `None` while held, `Some(None)` dropped unfinished (cancelled).
+    type Ending = Rc<Cell<Option<Option<Outcome>>>>;
+
+    struct Recorder(Ending);
+
+    impl Finish for Recorder {
+        fn finish(&mut self, outcome: Outcome) {
+            self.0.set(Some(Some(outcome)));
+        }
+    }
+
+    impl Drop for Recorder {
+        fn drop(&mut self) {
+            if self.0.get().is_none() {
+                self.0.set(Some(None));
+            }
+        }
+    }
+
+    /// Frames given up front, then the end; ends early after an error.
+    struct Frames(VecDeque<Result<&'static [u8], &'static str>>);
+
+    impl Body for Frames {
+        type Data = &'static [u8];
+        type Error = &'static str;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+            Poll::Ready(self.0.pop_front().map(|frame| frame.map(Frame::data)))
+        }
+    }
+
+    fn body(
+        frames: &[Result<&'static [u8], &'static str>],
+    ) -> (AdmitBody<Frames, Recorder>, Ending) {
+        let ending = Ending::default();
+        let body = AdmitBody::new(
+            Frames(frames.iter().copied().collect()),
+            Recorder(Rc::clone(&ending)),
+            Outcome::Pass,
+            CpuWait::NONE,
+        );
+        (body, ending)
+    }
+
+    fn poll(body: &mut AdmitBody<Frames, Recorder>) -> Polled<Frames> {
+        Pin::new(body).poll_frame(&mut Context::from_waker(Waker::noop()))
+    }
+
+    #[test]
+    fn the_permit_ends_with_the_last_frame_as_classified() {
+        let (mut body, ending) = body(&[Ok(b"a"), Ok(b"b")]);
+        assert!(matches!(poll(&mut body), Poll::Ready(Some(Ok(_)))));
+        assert!(body.in_flight());
+        assert!(matches!(poll(&mut body), Poll::Ready(Some(Ok(_)))));
+        assert!(matches!(poll(&mut body), Poll::Ready(None)));
+        assert!(!body.in_flight());
+        assert_eq!(ending.get(), Some(Some(Outcome::Pass)));
+    }
+
+    #[test]
+    fn a_body_error_ends_the_request_as_failed() {
+        let (mut body, ending) = body(&[Ok(b"a"), Err("reset")]);
+        assert!(matches!(poll(&mut body), Poll::Ready(Some(Ok(_)))));
+        assert_eq!(ending.get(), None, "still streaming");
+        assert!(matches!(poll(&mut body), Poll::Ready(Some(Err("reset")))));
+        assert_eq!(ending.get(), Some(Some(Outcome::Fail)));
+    }
+
+    #[test]
+    fn a_body_dropped_before_its_end_is_cancelled() {
+        let (mut body, ending) = body(&[Ok(b"a"), Ok(b"b")]);
+        assert!(matches!(poll(&mut body), Poll::Ready(Some(Ok(_)))));
+        drop(body);
+        assert_eq!(ending.get(), Some(None));
+    }
+}
