@@ -188,8 +188,13 @@ fn echo() -> impl Service<u64, Response = u64, Error = Infallible> + Clone {
 
 /// The drain layer's inner service: an empty HTTP response, at once.
 fn http_inner()
--> impl Service<http::Request<()>, Response = http::Response<()>, Error = Infallible> + Clone {
-    service_fn(|_: http::Request<()>| ready(Ok::<_, Infallible>(http::Response::new(()))))
+-> impl Service<http::Request<()>, Response = http::Response<Full<Bytes>>, Error = Infallible> + Clone
+{
+    service_fn(|_: http::Request<()>| {
+        ready(Ok::<_, Infallible>(http::Response::new(Full::new(
+            Bytes::from_static(b"ok"),
+        ))))
+    })
 }
 
 /// `calls` requests made by `request` through `service`, each driven to its answer with a

@@ -82,8 +82,10 @@ use admit::shed::ShedLayer;
 use admit::warmup::sentinel::SentinelWarmUp;
 use admit::warmup::{WarmUp, WarmUpLayer};
 use admit_benches::{coarse_clock, named_shedder, shedder};
+use bytes::Bytes;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
+use http_body_util::Full;
 use little_loadshedder::{LoadShed as LittleLoadShed, LoadShedResponse};
 use metrics_exporter_prometheus::PrometheusBuilder;
 use tower::load_shed::error::Overloaded;
@@ -504,8 +506,13 @@ fn serve_http<S: Service<http::Request<()>>>(service: &mut S) -> bool {
 /// `DrainLayer` while serving (counting each request until its response is dropped), beside
 /// tower's in-flight counter (`ConcurrencyLimit` with room to spare, under `LoadShed`).
 fn drain_group(group: &mut BenchmarkGroup<'_, WallTime>) {
-    let http =
-        || service_fn(|_: http::Request<()>| ready(Ok::<_, Infallible>(http::Response::new(()))));
+    let http = || {
+        service_fn(|_: http::Request<()>| {
+            ready(Ok::<_, Infallible>(http::Response::new(Full::new(
+                Bytes::from_static(b"ok"),
+            ))))
+        })
+    };
     let mut bare = http();
     group.bench_function("bare", |b| b.iter(|| serve_http(&mut bare)));
     let drain = admit::drain::Drain::default();

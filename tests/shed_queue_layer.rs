@@ -38,7 +38,7 @@ async fn stamped_waits_drive_the_gate() {
         .clock(clock.clone());
     let service = ShedLayer::new(shedder.clone())
         .http()
-        .queue_time(start.clone())
+        .inspect(start.clone())
         .layer(tower::service_fn(|_: Request<()>| async {
             Ok::<_, Infallible>(Response::new(String::new()))
         }));

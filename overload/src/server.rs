@@ -268,7 +268,7 @@ fn protect(
             app.layer(
                 ServiceBuilder::new()
                     .layer(WarmUpLayer::new(limiter).http())
-                    .layer(ShedLayer::new(shedder).http().queue_time(start)),
+                    .layer(ShedLayer::new(shedder).http().inspect(start)),
             )
         }
     })

@@ -38,14 +38,17 @@ mod builder;
 mod connection;
 mod gate;
 mod handle;
+#[cfg(feature = "http")]
+mod layer;
 #[cfg(feature = "axum")]
 mod listener;
 #[cfg(feature = "http")]
-#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub mod middleware;
+mod permit;
 mod phase;
 #[cfg(feature = "http")]
 mod readiness;
+#[cfg(feature = "http")]
+mod refusal;
 #[cfg(all(feature = "signal", any(unix, windows)))]
 mod signals;
 #[cfg(test)]
@@ -54,12 +57,19 @@ mod tests;
 pub use self::builder::DrainBuilder;
 pub use self::connection::Tracked;
 pub use self::handle::{ConnectionGuard, Drain, RequestGuard, Session};
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use self::layer::{DrainBody, DrainLayer, DrainService};
 #[cfg(feature = "axum")]
 #[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
 pub use self::listener::DrainListener;
 #[cfg(feature = "http")]
-pub use self::middleware::{DrainBody, DrainLayer};
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use self::permit::DrainPermit;
 pub use self::phase::{DrainSnapshot, Outcome, Phase};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use self::readiness::Readiness;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use self::refusal::Draining;

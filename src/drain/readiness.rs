@@ -74,7 +74,7 @@ impl Readiness {
         );
         headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
         if phase >= Phase::Announced && version <= Version::HTTP_11 {
-            super::middleware::close(&mut response);
+            crate::respond::close_connection(response.headers_mut());
         }
         response
     }

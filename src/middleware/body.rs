@@ -100,7 +100,7 @@ impl<B: Body, P: Finish> Body for AdmitBody<B, P> {
 
 /// How a body ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum End {
+enum End {
     /// Its last frame (or the end of its frames).
     Last,
     /// An error.
@@ -108,15 +108,12 @@ pub(crate) enum End {
 }
 
 /// What polling a body for a frame gives.
-pub(crate) type Polled<B> = Poll<Option<Result<Frame<<B as Body>::Data>, <B as Body>::Error>>>;
+type Polled<B> = Poll<Option<Result<Frame<<B as Body>::Data>, <B as Body>::Error>>>;
 
 /// Polls `body` for a frame, and says whether that ended it: no more frames, an error, or a
 /// frame after which the body reports its end.
 #[inline]
-pub(crate) fn poll_to_end<B: Body>(
-    mut body: Pin<&mut B>,
-    cx: &mut Context<'_>,
-) -> (Polled<B>, Option<End>) {
+fn poll_to_end<B: Body>(mut body: Pin<&mut B>, cx: &mut Context<'_>) -> (Polled<B>, Option<End>) {
     let polled = body.as_mut().poll_frame(cx);
     let end = match &polled {
         Poll::Ready(None) => Some(End::Last),

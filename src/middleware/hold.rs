@@ -64,7 +64,8 @@ mod body_end {
 
     /// Ends a request when its response body ends (its last frame, an error, or its drop,
     /// which counts as cancelled): the layer returns the response with an [`AdmitBody`]
-    /// holding the permit. A body that is empty from the start ends with the response head.
+    /// holding the permit. A body that is empty from the start ends with the response head, as
+    /// does a request whose permit says so ([`Finish::on_head`]).
     /// A body error ends the request as failed.
     ///
     /// The response's body type is the layer's own: inside axum's `Router::layer` axum turns
@@ -78,20 +79,20 @@ mod body_end {
 
         #[inline]
         fn hold(
-            response: Response<B>,
+            mut response: Response<B>,
             permit: &mut Option<P>,
             outcome: Outcome,
             cpu_wait: CpuWait,
         ) -> Self::Response {
-            match permit.take() {
-                Some(permit) if !response.body().is_end_stream() => {
-                    response.map(|body| AdmitBody::new(body, permit, outcome, cpu_wait))
-                }
-                Some(mut permit) => {
-                    permit.finish_after(outcome, cpu_wait);
-                    response.map(AdmitBody::bare)
-                }
-                None => response.map(AdmitBody::bare),
+            let Some(mut permit) = permit.take() else {
+                return response.map(AdmitBody::bare);
+            };
+            let status = response.status();
+            if permit.on_head(status, response.headers_mut()) && !response.body().is_end_stream() {
+                response.map(|body| AdmitBody::new(body, permit, outcome, cpu_wait))
+            } else {
+                permit.finish_after(outcome, cpu_wait);
+                response.map(AdmitBody::bare)
             }
         }
 

@@ -80,7 +80,7 @@ pub struct AdmitLayer<
     limiter: Shared<L>,
     classifier: K,
     responder: R,
-    queue_time: Q,
+    reader: Q,
     hold: PhantomData<fn() -> H>,
 }
 
@@ -94,7 +94,7 @@ impl<L: Limiter> AdmitLayer<L> {
             limiter: limiter.into_shared(),
             classifier: ErrorsPass,
             responder: BoxErrorResponder,
-            queue_time: NoQueueTime,
+            reader: NoQueueTime,
             hold: PhantomData,
         }
     }
@@ -108,7 +108,7 @@ impl<L: 'static, K, R, Q, H> AdmitLayer<L, K, R, Q, H> {
             limiter: self.limiter,
             classifier,
             responder: self.responder,
-            queue_time: self.queue_time,
+            reader: self.reader,
             hold: PhantomData,
         }
     }
@@ -119,20 +119,23 @@ impl<L: 'static, K, R, Q, H> AdmitLayer<L, K, R, Q, H> {
             limiter: self.limiter,
             classifier: self.classifier,
             responder,
-            queue_time: self.queue_time,
+            reader: self.reader,
             hold: PhantomData,
         }
     }
 
-    /// Where to read how long each request waited before reaching the layer (default:
-    /// [`NoQueueTime`]). The shedder feeds the wait to its
-    /// [queue gate](crate::shed::ShedderBuilder::queue_gate); the warm-up buckets ignore it.
-    pub fn queue_time<Q2>(self, queue_time: Q2) -> AdmitLayer<L, K, R, Q2, H> {
+    /// Read each request with `reader` (default: [`NoQueueTime`], which reads nothing) and
+    /// give what it read ([`Inbound`](super::Inbound)) to the limiter. A
+    /// [`QueueTime`](super::QueueTime) reads how long the request waited before reaching the
+    /// layer, such as [`RequestStart`](super::RequestStart) from a proxy's header: the shedder
+    /// feeds the wait to its [queue gate](crate::shed::ShedderBuilder::queue_gate), and the
+    /// warm-up buckets ignore it.
+    pub fn inspect<Q2>(self, reader: Q2) -> AdmitLayer<L, K, R, Q2, H> {
         AdmitLayer {
             limiter: self.limiter,
             classifier: self.classifier,
             responder: self.responder,
-            queue_time,
+            reader,
             hold: PhantomData,
         }
     }
@@ -143,7 +146,7 @@ impl<L: 'static, K, R, Q, H> AdmitLayer<L, K, R, Q, H> {
             limiter: self.limiter,
             classifier: self.classifier,
             responder: self.responder,
-            queue_time: self.queue_time,
+            reader: self.reader,
             hold: PhantomData,
         }
     }
@@ -217,7 +220,7 @@ impl<Svc, L: Limiter, K: Clone, R: Clone, Q: Clone, H> Layer<Svc> for AdmitLayer
             self.classifier.clone(),
             self.responder.clone(),
         )
-        .with_queue_time(self.queue_time.clone())
+        .with_inspect(self.reader.clone())
         .with_hold()
     }
 }
@@ -228,7 +231,7 @@ impl<L: 'static, K: Clone, R: Clone, Q: Clone, H> Clone for AdmitLayer<L, K, R, 
             limiter: self.limiter.clone(),
             classifier: self.classifier.clone(),
             responder: self.responder.clone(),
-            queue_time: self.queue_time.clone(),
+            reader: self.reader.clone(),
             hold: PhantomData,
         }
     }
@@ -242,7 +245,7 @@ impl<L: fmt::Debug + 'static, K: fmt::Debug, R: fmt::Debug, Q: fmt::Debug, H> fm
             .field("limiter", &self.limiter)
             .field("classifier", &self.classifier)
             .field("responder", &self.responder)
-            .field("queue_time", &self.queue_time)
+            .field("reader", &self.reader)
             .field("hold", &std::any::type_name::<H>())
             .finish()
     }

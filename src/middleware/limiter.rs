@@ -1,8 +1,7 @@
 //! What the middleware needs from a limiter.
 
-use std::time::Duration;
-
 use super::classify::Outcome;
+use super::inbound::Inbound;
 use crate::Shared;
 use crate::respond::Refusal;
 use crate::signal::cpu::CpuWait;
@@ -13,7 +12,8 @@ use crate::signal::cpu::CpuWait;
 ///
 /// Implemented by [`Shedder`](crate::shed::Shedder) (its permit records a pass or a failure),
 /// [`WarmUp`](crate::warmup::WarmUp) and
-/// [`SentinelWarmUp`](crate::warmup::sentinel::SentinelWarmUp) (their permits hold nothing).
+/// [`SentinelWarmUp`](crate::warmup::sentinel::SentinelWarmUp) (their permits hold nothing),
+/// and [`Drain`](crate::drain::Drain) (its permit counts the request in flight).
 /// Implement it for a limiter of your own to get the same tower glue.
 ///
 /// # Example
@@ -21,7 +21,7 @@ use crate::signal::cpu::CpuWait;
 /// ```
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use admit::Shared;
-/// use admit::middleware::{AdmitLayer, Limiter};
+/// use admit::middleware::{AdmitLayer, Inbound, Limiter};
 /// use admit::shed::Overloaded;
 ///
 /// /// Counts the requests it sees and refuses none.
@@ -32,7 +32,7 @@ use crate::signal::cpu::CpuWait;
 ///     type Permit = ();
 ///     type Refusal = Overloaded;
 ///
-///     fn admit(this: &Shared<Self>) -> Result<(), Overloaded> {
+///     fn admit(this: &Shared<Self>, _request: &Inbound) -> Result<(), Overloaded> {
 ///         this.0.fetch_add(1, Ordering::Relaxed);
 ///         Ok(())
 ///     }
@@ -48,29 +48,16 @@ pub trait Limiter: Send + Sync + 'static {
     /// Why a request was refused.
     type Refusal: Refusal;
 
-    /// Decides a request arriving now. `this` is the shared handle, so a permit can keep the
-    /// limiter alive (a clone of the `Arc`, or the `&'static` reference).
+    /// Decides a request arriving now, knowing what the layer read from it (its
+    /// [reader](super::Inspect)'s [`Inbound`]). `this` is the shared handle, so a permit can
+    /// keep the limiter alive (a clone of the `Arc`, or the `&'static` reference).
     ///
     /// # Errors
     ///
     /// The refusal, answered by the layer's [responder](crate::respond).
-    fn admit(this: &Shared<Self>) -> Result<Self::Permit, Self::Refusal>
+    fn admit(this: &Shared<Self>, request: &Inbound) -> Result<Self::Permit, Self::Refusal>
     where
         Self: Sized;
-
-    /// [`admit`](Self::admit) for a request known to have waited `waited` before reaching the
-    /// layer (see [`QueueTime`](super::QueueTime)). The default ignores the wait.
-    #[inline]
-    fn admit_after(
-        this: &Shared<Self>,
-        waited: Option<Duration>,
-    ) -> Result<Self::Permit, Self::Refusal>
-    where
-        Self: Sized,
-    {
-        let _ = waited;
-        Self::admit(this)
-    }
 
     /// Counts a request offered to this limiter's layer first: the layer calls it before
     /// deciding, for each request no admit layer outside it is handling, whether it then
@@ -78,7 +65,7 @@ pub trait Limiter: Send + Sync + 'static {
     /// published as `admit_offered_requests_total`, which summed over a service's series counts
     /// every arrival once, refusals included, however the layers are stacked.
     ///
-    /// Every admit layer ([`AdmitLayer`](super::AdmitLayer), the drain's layer, the tonic
+    /// Every admit layer ([`AdmitLayer`](super::AdmitLayer) with any limiter, the tonic
     /// `WarmUpInterceptor`) counts only the requests it sees first: it knows it is nested when it
     /// runs while a layer outside it calls its inner service or polls that service's future.
     /// That is exact when what lies between them calls inward synchronously: directly, axum's
@@ -147,6 +134,19 @@ pub trait Finish {
     fn finish_after(&mut self, outcome: Outcome, cpu_wait: CpuWait) {
         let _ = cpu_wait;
         self.finish(outcome);
+    }
+
+    /// Sees an admitted response's head before its body takes the permit, and says whether
+    /// the request goes on until the body ends: when it does not, the layer finishes the permit
+    /// at once. [`AtBodyEnd`](super::AtBodyEnd) calls it; the default changes nothing and goes
+    /// on. The drain's permit closes HTTP/1 connections here, and ends an upgrade's request
+    /// with its `101`.
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+    #[inline]
+    fn on_head(&mut self, status: http::StatusCode, headers: &mut http::HeaderMap) -> bool {
+        let _ = (status, headers);
+        true
     }
 }
 

@@ -4,8 +4,9 @@
 //! permit in the [`ResponseFuture`] until the inner service answers, when a [classifier](classify)
 //! turns the answer into an [`Outcome`] the permit records, or, with [`AtBodyEnd`], in the
 //! response's [`AdmitBody`] until its last frame; a refusal is answered by a
-//! [responder](crate::respond). [`ShedLayer`](crate::shed::ShedLayer) and
-//! [`WarmUpLayer`](crate::warmup::WarmUpLayer) are [`AdmitLayer`] with admit's limiters.
+//! [responder](crate::respond). [`ShedLayer`](crate::shed::ShedLayer),
+//! [`WarmUpLayer`](crate::warmup::WarmUpLayer) and [`DrainLayer`](crate::drain::DrainLayer) are
+//! [`AdmitLayer`] with admit's limiters.
 //!
 //! | piece | role |
 //! |---|---|
@@ -13,6 +14,7 @@
 //! | [`AdmitService`] | decides in `call`; holds no reservation while idle or after a refusal |
 //! | [`ResponseFuture`] | holds the permit; finishes it with the outcome, or as cancelled when dropped |
 //! | [`Hold`]: [`AtResponse`], [`AtBodyEnd`] | when the permit ends: as the response arrives, or as its body ends ([`AdmitBody`]) |
+//! | [`Inspect`]: [`QueueTime`], [`HttpVersion`] | what the layer reads from each request for its limiter ([`Inbound`]) |
 //! | [`Limiter`], [`Finish`] | what a limiter implements to be applied per request |
 //!
 //! Each request is counted once as offered, refusals included, by the first admit layer that
@@ -23,6 +25,7 @@ mod body;
 pub mod classify;
 mod future;
 mod hold;
+mod inbound;
 mod layer;
 mod limiter;
 pub(crate) mod offered;
@@ -32,15 +35,16 @@ mod service;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use self::body::AdmitBody;
-// The drain's body ends the same way.
-#[cfg(all(feature = "http", feature = "tokio"))]
-pub(crate) use self::body::poll_to_end;
 pub use self::classify::{Classify, Outcome};
 pub use self::future::ResponseFuture;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use self::hold::AtBodyEnd;
 pub use self::hold::{AtResponse, Hold};
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use self::inbound::HttpVersion;
+pub use self::inbound::{Inbound, Inspect};
 pub use self::layer::AdmitLayer;
 pub use self::limiter::{Finish, IntoShared, Limiter};
 #[cfg(feature = "http")]
@@ -48,6 +52,3 @@ pub use self::limiter::{Finish, IntoShared, Limiter};
 pub use self::queue_time::RequestStart;
 pub use self::queue_time::{NoQueueTime, QueueTime};
 pub use self::service::AdmitService;
-// The drain layer's refusals release the inner service's reservation the same way.
-#[cfg(all(feature = "http", feature = "tokio"))]
-pub(crate) use self::service::release_readiness;

@@ -9,8 +9,9 @@ use tower_service::Service;
 use super::classify::Classify;
 use super::future::ResponseFuture;
 use super::hold::{AtResponse, Hold};
+use super::inbound::Inspect;
 use super::offered;
-use super::queue_time::{NoQueueTime, QueueTime};
+use super::queue_time::NoQueueTime;
 use super::{IntoShared, Limiter};
 use crate::Shared;
 use crate::respond::Respond;
@@ -24,7 +25,7 @@ pub struct AdmitService<Svc, L: 'static, K, R, Q = NoQueueTime, H = AtResponse> 
     limiter: Shared<L>,
     classifier: K,
     responder: R,
-    queue_time: Q,
+    reader: Q,
     hold: PhantomData<fn() -> H>,
 }
 
@@ -37,22 +38,22 @@ impl<Svc, L: Limiter, K, R> AdmitService<Svc, L, K, R> {
             limiter: limiter.into_shared(),
             classifier,
             responder,
-            queue_time: NoQueueTime,
+            reader: NoQueueTime,
             hold: PhantomData,
         }
     }
 }
 
 impl<Svc, L: Limiter, K, R, Q, H> AdmitService<Svc, L, K, R, Q, H> {
-    /// The service reading how long each request waited from `queue_time` (see
-    /// [`AdmitLayer::queue_time`](super::AdmitLayer::queue_time)).
-    pub fn with_queue_time<Q2>(self, queue_time: Q2) -> AdmitService<Svc, L, K, R, Q2, H> {
+    /// The service reading each request with `reader` (see
+    /// [`AdmitLayer::inspect`](super::AdmitLayer::inspect)).
+    pub fn with_inspect<Q2>(self, reader: Q2) -> AdmitService<Svc, L, K, R, Q2, H> {
         AdmitService {
             inner: self.inner,
             limiter: self.limiter,
             classifier: self.classifier,
             responder: self.responder,
-            queue_time,
+            reader,
             hold: PhantomData,
         }
     }
@@ -64,7 +65,7 @@ impl<Svc, L: Limiter, K, R, Q, H> AdmitService<Svc, L, K, R, Q, H> {
             limiter: self.limiter,
             classifier: self.classifier,
             responder: self.responder,
-            queue_time: self.queue_time,
+            reader: self.reader,
             hold: PhantomData,
         }
     }
@@ -96,7 +97,7 @@ impl<Svc, Req, L, K, R, Q, H> Service<Req> for AdmitService<Svc, L, K, R, Q, H>
 where
     Svc: Service<Req> + Clone,
     L: Limiter,
-    Q: QueueTime<Req>,
+    Q: Inspect<Req>,
     K: Classify<Svc::Response, Svc::Error> + Clone,
     R: Respond<L::Refusal, Svc::Response, Svc::Error> + Clone,
     H: Hold<Svc::Response, L::Permit>,
@@ -112,12 +113,12 @@ where
     }
 
     /// Counts the request as offered if no admit layer outside has seen it, and asks the
-    /// limiter; calls the inner service only if the request is admitted, and otherwise replaces
+    /// limiter with what the reader read from the request; calls the inner service only if the request is admitted, and otherwise replaces
     /// it with a fresh clone, releasing what its `poll_ready` reserved.
     #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
         offered::count_if_first(|| L::count_offered(&self.limiter));
-        match L::admit_after(&self.limiter, self.queue_time.waited(&request)) {
+        match L::admit(&self.limiter, &self.reader.inspect(&request)) {
             Ok(permit) => {
                 let inside = offered::Inside::enter();
                 let future = self.inner.call(request);
@@ -150,7 +151,7 @@ impl<Svc: Clone, L: 'static, K: Clone, R: Clone, Q: Clone, H> Clone
             limiter: self.limiter.clone(),
             classifier: self.classifier.clone(),
             responder: self.responder.clone(),
-            queue_time: self.queue_time.clone(),
+            reader: self.reader.clone(),
             hold: PhantomData,
         }
     }
@@ -165,7 +166,7 @@ impl<Svc: fmt::Debug, L: fmt::Debug + 'static, K: fmt::Debug, R: fmt::Debug, Q: 
             .field("limiter", &self.limiter)
             .field("classifier", &self.classifier)
             .field("responder", &self.responder)
-            .field("queue_time", &self.queue_time)
+            .field("reader", &self.reader)
             .finish()
     }
 }

@@ -1,14 +1,15 @@
 //! Refusals answered as HTTP responses.
 
-use http::header::RETRY_AFTER;
-use http::{HeaderValue, Response, StatusCode};
+use http::header::{CONNECTION, RETRY_AFTER};
+use http::{HeaderMap, HeaderValue, Response, StatusCode};
 
 use super::{REFUSAL_HEADER, Refusal, Refused, Respond};
 
 /// Refusals become an empty HTTP response with a status (503 Service Unavailable by default),
 /// a `Retry-After` header (the retry hint in whole seconds, rounded up, at least 1) and an
 /// [`admit-refusal`](REFUSAL_HEADER) header naming the [reason](Refusal::reason), such as
-/// `queue-delay` (leave it out with [`without_reason`](Self::without_reason)). The
+/// `queue-delay` (leave it out with [`without_reason`](Self::without_reason)), and
+/// `Connection: close` when the refusal [says so](Refusal::closes_connection). The
 /// service keeps the inner service's error type, so axum needs no `HandleErrorLayer`.
 ///
 /// Which status: 503 says the *server* is temporarily overloaded (RFC 9110 §15.6.4), right for
@@ -89,8 +90,25 @@ impl HttpResponder {
         if let (true, Ok(reason)) = (self.reason, HeaderValue::from_str(refusal.reason())) {
             headers.insert(REFUSAL_HEADER, reason);
         }
+        if refusal.closes_connection() {
+            close_connection(headers);
+        }
         response.extensions_mut().insert(Refused);
         response
+    }
+}
+
+/// Adds `Connection: close` unless `headers` already close their connection: on HTTP/1, how a
+/// server retires a keep-alive connection after this response.
+pub(crate) fn close_connection(headers: &mut HeaderMap) {
+    let closes = headers
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|token| token.trim().eq_ignore_ascii_case("close"));
+    if !closes {
+        headers.append(CONNECTION, HeaderValue::from_static("close"));
     }
 }
 

@@ -43,6 +43,8 @@ pub(crate) use self::grpc::status;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use self::http::HttpResponder;
+#[cfg(all(feature = "http", feature = "tokio"))]
+pub(crate) use self::http::close_connection;
 
 /// An admit refusal: the one error [`BoxErrorResponder`] returns, boxed, for a request any
 /// admit layer refused, and the mark of one elsewhere.
@@ -51,7 +53,7 @@ pub use self::http::HttpResponder;
 /// service is overloaded. Test for it with `error.is::<Refused>()`. [`HttpResponder`] and
 /// [`GrpcResponder`] insert it into the extensions of the responses they build, every refusal
 /// ([`Overloaded`](crate::shed::Overloaded), [`Rejected`](crate::warmup::Rejected), the
-/// drain's `Draining`) reports it as its [`source`](Error::source), and so do the gRPC statuses
+/// drain's [`Draining`](crate::drain::Draining)) reports it as its [`source`](Error::source), and so do the gRPC statuses
 /// made from one, so [`is_refusal`] recognises any admit refusal. The go-zero classifiers ([`GoZeroHttp`], [`GoZeroGrpc`])
 /// count such responses as failures, so an admit limiter placed inside a [`ShedLayer`] cannot
 /// teach the shedder a false capacity with its instant refusals. Custom classifiers can check
@@ -105,8 +107,9 @@ pub type BoxError = Box<dyn Error + Send + Sync>;
 
 /// A limiter's refusal of one request, as the layers hand it to a [`Respond`]er.
 ///
-/// Implemented by [`Overloaded`](crate::shed::Overloaded) (the shedder) and
-/// [`Rejected`](crate::warmup::Rejected) (the warm-up buckets); write a responder generic over
+/// Implemented by [`Overloaded`](crate::shed::Overloaded) (the shedder),
+/// [`Rejected`](crate::warmup::Rejected) (the warm-up buckets) and
+/// [`Draining`](crate::drain::Draining) (the drain); write a responder generic over
 /// `Refusal` to serve every layer.
 pub trait Refusal: Copy + Error + Send + Sync + 'static {
     /// How long the client should wait before trying again.
@@ -119,6 +122,15 @@ pub trait Refusal: Copy + Error + Send + Sync + 'static {
     /// [`GrpcResponder`] send it as [`REFUSAL_HEADER`] (or leave it out if it is not a valid
     /// header value).
     fn reason(&self) -> &'static str;
+
+    /// Whether the answer should also close the HTTP/1 connection the request came on, so
+    /// that the client's next request opens a connection to another replica: true for the
+    /// drain's refusals of HTTP/1 requests ([`Draining`](crate::drain::Draining)), false by
+    /// default. [`HttpResponder`] then adds `Connection: close`; a responder of your own should
+    /// too.
+    fn closes_connection(&self) -> bool {
+        false
+    }
 
     /// The [`Retry-After`](https://www.rfc-editor.org/rfc/rfc9110#section-10.2.3) value for this
     /// refusal: the retry hint in whole seconds, rounded up, at least 1.

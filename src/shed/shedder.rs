@@ -573,16 +573,11 @@ impl<C: Clock + 'static> crate::middleware::Limiter for Shedder<C> {
     type Refusal = Overloaded;
 
     #[inline]
-    fn admit(this: &Shared<Self>) -> Result<OwnedPermit<C>, Overloaded> {
-        Shedder::allow_shared(this)
-    }
-
-    #[inline]
-    fn admit_after(
+    fn admit(
         this: &Shared<Self>,
-        waited: Option<Duration>,
+        request: &crate::middleware::Inbound,
     ) -> Result<OwnedPermit<C>, Overloaded> {
-        Shedder::allow_shared_after(this, waited)
+        Shedder::allow_shared_after(this, request.waited())
     }
 
     #[inline]

@@ -360,7 +360,10 @@ impl<C: Clock + 'static> crate::middleware::Limiter for WarmUp<C> {
     type Refusal = Rejected;
 
     #[inline]
-    fn admit(this: &crate::Shared<Self>) -> Result<(), Rejected> {
+    fn admit(
+        this: &crate::Shared<Self>,
+        _request: &crate::middleware::Inbound,
+    ) -> Result<(), Rejected> {
         this.try_acquire()
     }
 

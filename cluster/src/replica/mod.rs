@@ -179,7 +179,7 @@ async fn serve(args: ReplicaArgs) -> Result<ExitCode, BoxError> {
     let waits = RequestStart::new(HeaderConfig::default())?;
     let app = Router::new()
         .route("/work", get(work))
-        .layer(ShedLayer::new(shedder).http().queue_time(waits))
+        .layer(ShedLayer::new(shedder).http().inspect(waits))
         .layer(WarmUpLayer::new(bucket).http())
         .route("/session", get(session))
         .layer(DrainLayer::new(drain.clone()))

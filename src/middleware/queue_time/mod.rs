@@ -10,7 +10,7 @@ mod request_start;
 pub use self::request_start::RequestStart;
 
 /// Where an [`AdmitLayer`](super::AdmitLayer) reads how long a request waited before it
-/// arrived: in a proxy's queue, or a socket's backlog. The shedder records the wait in its
+/// arrived (given with [`AdmitLayer::inspect`](super::AdmitLayer::inspect)): in a proxy's queue, or a socket's backlog. The shedder records the wait in its
 /// [queue gate](crate::shed::ShedderBuilder::queue_gate) and refuses requests that waited too
 /// long while the gate is hot; other limiters ignore it.
 ///

@@ -19,7 +19,7 @@ const KINDS: usize = 6;
 /// Reads how long a request waited from the request-start header a proxy stamped on it
 /// (`X-Request-Start` by default; see [`header`](crate::signal::queue::header) for the formats), less the
 /// clocks' offset ([`SkewFloor`]). Give it to a layer with
-/// [`AdmitLayer::queue_time`](crate::middleware::AdmitLayer::queue_time).
+/// [`AdmitLayer::inspect`](crate::middleware::AdmitLayer::inspect).
 ///
 /// Two clocks: the wall clock ([`SystemWallClock`] by default), which the stamps are compared
 /// with, and a monotonic [`Clock`] ([`MonotonicClock`] by default) for the floor's half

@@ -223,7 +223,10 @@ impl<C: Clock + 'static> crate::middleware::Limiter for SentinelWarmUp<C> {
     type Refusal = Rejected;
 
     #[inline]
-    fn admit(this: &crate::Shared<Self>) -> Result<(), Rejected> {
+    fn admit(
+        this: &crate::Shared<Self>,
+        _request: &crate::middleware::Inbound,
+    ) -> Result<(), Rejected> {
         this.try_acquire()
     }
 

@@ -2,22 +2,26 @@
 
 use tower_layer::Layer;
 
-use super::DrainService;
-use crate::drain::Drain;
+use super::{Drain, DrainPermit};
+use crate::middleware::classify::ErrorsPass;
+use crate::middleware::{AdmitBody, AdmitLayer, AdmitService, AtBodyEnd, HttpVersion};
 use crate::respond::HttpResponder;
 
 /// A tower layer that counts each request in flight until its response body ends, closes
 /// HTTP/1 connections after their response once the drain is announced, and refuses new
-/// requests once it is draining, without calling the inner service.
+/// requests once it is draining, without calling the inner service: the
+/// [`AdmitLayer`] with the [`Drain`] as its limiter, reading each request's
+/// [HTTP version](HttpVersion) and holding its permit until the [body ends](AtBodyEnd).
 ///
 /// A refused request leaves nothing reserved in the inner service: the service replaces it
 /// with a fresh clone, dropping what its `poll_ready` reserved (a `ConcurrencyLimit`'s permit,
 /// a `Buffer`'s slot), so the inner service must be `Clone`.
 ///
-/// Refusals go to a [`Respond`](crate::respond::Respond)er: by default [`HttpResponder`]
-/// (`503` with `Retry-After` and `admit-refusal: draining`), to which the layer adds
-/// `Connection: close` on HTTP/1; [`grpc`](Self::grpc) answers `UNAVAILABLE`. Refusals carry
-/// the [`Refused`](crate::respond::Refused) mark, so go-zero classifiers count them as failures.
+/// Refusals ([`Draining`](super::Draining)) go to a
+/// [`Respond`](crate::respond::Respond)er: by default [`HttpResponder`] (`503` with
+/// `Retry-After`, `admit-refusal: draining` and, on HTTP/1, `Connection: close`);
+/// [`grpc`](Self::grpc) answers `UNAVAILABLE`. Refusals carry the
+/// [`Refused`](crate::respond::Refused) mark, so go-zero classifiers count them as failures.
 ///
 /// Outermost, it counts every request as offered
 /// ([`DrainSnapshot::offered`](crate::drain::DrainSnapshot::offered)) and the admit layers
@@ -48,16 +52,26 @@ use crate::respond::HttpResponder;
 /// ```
 #[derive(Clone, Debug)]
 pub struct DrainLayer<R = HttpResponder> {
-    drain: Drain,
-    responder: R,
+    admit: AdmitLayer<Drain, ErrorsPass, R, HttpVersion, AtBodyEnd>,
 }
+
+/// The service a [`DrainLayer`] makes of `S`.
+pub type DrainService<S, R = HttpResponder> =
+    AdmitService<S, Drain, ErrorsPass, R, HttpVersion, AtBodyEnd>;
+
+/// The body of a response a [`DrainLayer`] passed: the inner body, holding the request's
+/// in-flight count until its last frame, an error, or its drop. Refusals and
+/// `101 Switching Protocols` hold none.
+pub type DrainBody<B> = AdmitBody<B, DrainPermit>;
 
 impl DrainLayer {
     /// Refusals answered with `503 Service Unavailable`.
     pub fn new(drain: Drain) -> Self {
         DrainLayer {
-            drain,
-            responder: HttpResponder::service_unavailable(),
+            admit: AdmitLayer::new(drain)
+                .respond_with(HttpResponder::service_unavailable())
+                .inspect(HttpVersion)
+                .until_body_end(),
         }
     }
 }
@@ -66,8 +80,7 @@ impl<R> DrainLayer<R> {
     /// Refusals answered by `responder`.
     pub fn respond_with<R2>(self, responder: R2) -> DrainLayer<R2> {
         DrainLayer {
-            drain: self.drain,
-            responder,
+            admit: self.admit.respond_with(responder),
         }
     }
 
@@ -81,7 +94,7 @@ impl<R> DrainLayer<R> {
 
     /// The drain.
     pub fn drain(&self) -> &Drain {
-        &self.drain
+        self.admit.limiter()
     }
 }
 
@@ -89,6 +102,6 @@ impl<S, R: Clone> Layer<S> for DrainLayer<R> {
     type Service = DrainService<S, R>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        DrainService::new(inner, self.drain.clone(), self.responder.clone())
+        self.admit.layer(inner)
     }
 }

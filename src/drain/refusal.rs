@@ -8,15 +8,17 @@ use crate::respond::{Refusal, Refused};
 
 /// A request refused because the server is draining: the [`Refusal`] the
 /// [`DrainLayer`](super::DrainLayer) hands its responder. Its [`reason`](Refusal::reason) is
-/// `draining`.
+/// `draining`, and it [closes the connection](Refusal::closes_connection) of a request that
+/// came over HTTP/1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Draining {
     retry_after: Duration,
+    http1: bool,
 }
 
 impl Draining {
-    pub(crate) fn new(retry_after: Duration) -> Self {
-        Draining { retry_after }
+    pub(crate) fn new(retry_after: Duration, http1: bool) -> Self {
+        Draining { retry_after, http1 }
     }
 }
 
@@ -39,5 +41,9 @@ impl Refusal for Draining {
 
     fn reason(&self) -> &'static str {
         "draining"
+    }
+
+    fn closes_connection(&self) -> bool {
+        self.http1
     }
 }
