@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use admit::clock::{Clock, ManualClock};
 use admit::shed::Shedder;
-use admit::signal::Cause;
 use admit::signal::cpu::ManualCpu;
 use admit::signal::queue::LagProbe;
+use admit::signal::{Cause, OverloadSignal};
 
 const MS: u64 = 1_000_000;
 
@@ -56,7 +56,10 @@ fn the_probe_sheds_while_the_runtime_lags() {
     // The probe misses its heartbeat (its last tick over 10 + 4·5 ms ago): every request is
     // refused until it ticks again.
     clock.set(Duration::from_nanos(now + 31 * MS));
-    assert!(probe.heartbeat_hot(clock.now_nanos()));
+    assert_eq!(
+        probe.pressure(clock.now_nanos()).cause(),
+        Some(Cause::RuntimeLag)
+    );
     assert_eq!(shedder.allow().unwrap_err().reason(), Cause::RuntimeLag);
     // It ticks, 21 ms late: only the controller's share (one late tick: 5 %) may refuse now.
     probe.tick(now + 10 * MS, now + 31 * MS);

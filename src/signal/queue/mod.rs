@@ -21,6 +21,8 @@ mod histogram;
 mod probe;
 #[cfg(feature = "tokio")]
 mod probe_task;
+#[cfg(all(test, not(admit_loom)))]
+mod probe_tests;
 mod rng;
 mod signal;
 mod stamp;
@@ -30,6 +32,6 @@ pub use self::gate::{
     QueueGateBuilder, QueueState,
 };
 pub use self::histogram::{BOUNDS_NANOS, WaitSource, Waits};
-pub use self::probe::{LagProbe, LagProbeBuilder, LagVerdict};
+pub use self::probe::{LagProbe, LagProbeBuilder};
 pub(crate) use self::signal::QueueSignal;
 pub use self::stamp::{Expired, QueueStamp};

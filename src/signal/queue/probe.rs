@@ -40,7 +40,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::gate::{DEFAULT_INTERVAL, DEFAULT_TARGET, QueueGate, QueueState};
+use super::gate::{DEFAULT_INTERVAL, DEFAULT_TARGET, QueueGate};
 use super::histogram::WaitSource;
 use super::rng::{draw_ppm, draw_shared_ppm};
 use crate::ConfigError;
@@ -64,10 +64,9 @@ const HEARTBEAT_TARGETS: u64 = 4;
 /// `last_tick` of a probe whose task has not started: its heartbeat is never missed.
 const NEVER: u64 = u64::MAX;
 
-/// Why [`LagProbe::should_drop`] drops a request.
+/// Why the probe drops a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum LagVerdict {
+pub(super) enum LagVerdict {
     /// The probe missed its heartbeat: its last tick is more than `interval + 4·target` old,
     /// so the runtime has not run it since.
     Stalled,
@@ -81,8 +80,9 @@ pub enum LagVerdict {
 ///
 /// Each tick ([`tick`](Self::tick)) records the lateness into the probe's [`QueueGate`] and
 /// moves the drop probability: up 5 % after a tick later than the target, down 1 % otherwise.
-/// [`should_drop`](Self::should_drop) drops with that probability, or at once if the probe
-/// missed its heartbeat (no tick for `interval + 4·target`).
+/// As an [`OverloadSignal`], it refuses a request with that probability
+/// ([`assess`](OverloadSignal::assess), drawn from the thread's generator), or every request if
+/// the probe missed its heartbeat (no tick for `interval + 4·target`).
 ///
 /// Clones share one probe. Run its task with [`run`](Self::run) (feature `tokio`); it stops
 /// once the last clone is dropped. Until the task starts the probe is cold.
@@ -90,19 +90,20 @@ pub enum LagVerdict {
 /// # Example
 ///
 /// ```
-/// use admit::signal::queue::{LagProbe, LagVerdict};
+/// use admit::signal::queue::LagProbe;
+/// use admit::signal::{Arrival, Cause, OverloadSignal};
 ///
 /// let probe = LagProbe::default(); // a tick every 10 ms, 5 ms target
 /// let ms = |ms: u64| ms * 1_000_000;
-/// // Three ticks 22 ms late: 15 % of requests are dropped.
+/// assert!(!probe.assess(&Arrival::at(ms(5))).refuses());
+/// // Three ticks 22 ms late: 15 % of requests are refused.
 /// for tick in 1..=3 {
 ///     probe.tick(ms(10 * tick), ms(10 * tick + 22));
 /// }
 /// assert_eq!(probe.drop_ppm(), 150_000);
-/// assert_eq!(probe.should_drop_with(ms(55), 149_999), Some(LagVerdict::Lagging));
-/// assert_eq!(probe.should_drop_with(ms(55), 150_000), None);
-/// // No tick for 31 ms: the heartbeat is missed, every request is dropped.
-/// assert_eq!(probe.should_drop_with(ms(83), 999_999), Some(LagVerdict::Stalled));
+/// assert_eq!(probe.pressure(ms(55)).cause(), Some(Cause::RuntimeLag));
+/// // No tick for 31 ms: the heartbeat is missed, every request is refused.
+/// assert!((0..100).all(|_| probe.assess(&Arrival::at(ms(83))).refuses()));
 /// ```
 #[derive(Clone, Debug)]
 pub struct LagProbe {
@@ -195,7 +196,7 @@ impl LagProbe {
     /// How overdue the next tick is at `now_ns`: `max(0, now − last tick − interval)`; 0 before
     /// the first tick.
     #[inline]
-    pub fn lag_now(&self, now_ns: u64) -> u64 {
+    pub(super) fn lag_now(&self, now_ns: u64) -> u64 {
         let last = self.state.last_tick.load(Ordering::Relaxed);
         now_ns
             .saturating_sub(last)
@@ -205,7 +206,7 @@ impl LagProbe {
     /// Whether the probe missed its heartbeat at `now_ns`: [`lag_now`](Self::lag_now) is above
     /// four targets. Never before the task starts.
     #[inline]
-    pub fn heartbeat_hot(&self, now_ns: u64) -> bool {
+    pub(super) fn heartbeat_hot(&self, now_ns: u64) -> bool {
         self.lag_now(now_ns) > self.state.target_ns.saturating_mul(HEARTBEAT_TARGETS)
     }
 
@@ -215,7 +216,7 @@ impl LagProbe {
     /// once per thread; drawn only while the probability is above zero). Lock-free and
     /// allocation-free.
     #[inline]
-    pub fn should_drop(&self, now_ns: u64) -> Option<LagVerdict> {
+    pub(super) fn should_drop(&self, now_ns: u64) -> Option<LagVerdict> {
         match &self.state.seeded {
             None => self.decide(now_ns, draw_ppm),
             Some(state) => self.decide(now_ns, || draw_shared_ppm(state)),
@@ -224,8 +225,8 @@ impl LagProbe {
 
     /// [`should_drop`](Self::should_drop) with the draw given: `u` in `0..1_000_000` drops iff
     /// `u` is below the drop probability (a larger `u` never drops but on the heartbeat).
-    #[inline]
-    pub fn should_drop_with(&self, now_ns: u64, u: u32) -> Option<LagVerdict> {
+    #[cfg(test)]
+    pub(super) fn should_drop_with(&self, now_ns: u64, u: u32) -> Option<LagVerdict> {
         self.decide(now_ns, || u)
     }
 
@@ -245,14 +246,8 @@ impl LagProbe {
         self.state.drop_ppm.load(Ordering::Relaxed) as u32
     }
 
-    /// Whether the lateness gate is hot at `now_ns`: every tick of the previous gate interval
-    /// was later than the target.
-    #[inline]
-    pub fn lateness_hot(&self, now_ns: u64) -> bool {
-        self.state.gate.state(now_ns) == QueueState::Hot
-    }
-
-    /// The gate every tick's lateness is recorded into.
+    /// The gate every tick's lateness is recorded into: [`Hot`](super::QueueState::Hot) once
+    /// every tick of the previous gate interval was later than the target.
     pub fn gate(&self) -> &QueueGate {
         &self.state.gate
     }
@@ -277,8 +272,9 @@ impl LagProbe {
 
 /// A tick every 10 ms, a 5 ms target, 100 ms gate intervals.
 /// Overloaded ([`Cause::RuntimeLag`]) while the probe misses its heartbeat or drops a share of
-/// requests. A request deciding is refused as [`should_drop`](LagProbe::should_drop) draws;
-/// one it spares sees no pressure, so the probe never applies the shedder's concurrency rule.
+/// requests. A request deciding is refused with the drop probability (every request while the
+/// heartbeat is missed); one it spares sees no pressure, so the probe never applies the
+/// shedder's concurrency rule.
 impl OverloadSignal for LagProbe {
     #[inline]
     fn pressure(&self, now_nanos: u64) -> Pressure {

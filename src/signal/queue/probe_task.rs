@@ -34,6 +34,7 @@ impl LagProbe {
     /// use std::time::Duration;
     /// use admit::clock::{Clock, MonotonicClock};
     /// use admit::signal::queue::LagProbe;
+    /// use admit::signal::{Arrival, OverloadSignal};
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
@@ -42,7 +43,7 @@ impl LagProbe {
     /// tokio::spawn(probe.run(clock));
     /// tokio::time::sleep(Duration::from_millis(30)).await;
     /// assert!(probe.last_tick().is_some());
-    /// if probe.should_drop(clock.now_nanos()).is_some() {
+    /// if probe.assess(&Arrival::at(clock.now_nanos())).refuses() {
     ///     // Refuse the request: the runtime is lagging.
     /// }
     /// # }
