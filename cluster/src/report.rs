@@ -10,7 +10,8 @@ use admit_loadgen::Trace;
 use plotters::prelude::*;
 
 use crate::fleet::ScaleIn;
-use crate::run::{PolicyRun, Second, Setup, lost};
+use crate::run::one::{PolicyRun, Second, lost};
+use crate::run::setup::{Balance, Setup};
 
 /// One run's figures.
 #[derive(Debug, serde::Serialize)]
@@ -64,7 +65,7 @@ pub struct Report {
     /// Each replica's CPU quota (none: no cgroups, less realistic).
     pub cpus: Option<f64>,
     /// How the proxy balanced.
-    pub balance: crate::run::Balance,
+    pub balance: Balance,
     /// A replica's capacity once warm, requests per second.
     pub replica_capacity: f64,
     /// The replicas the trace's peak needs at 70 % utilisation.
@@ -223,29 +224,6 @@ fn summarise(
         missed_syncs: run.missed_syncs.0,
         idle_share: idle,
     }
-}
-
-/// The machine's CPU counters now (`/proc/stat`'s first line): idle and total jiffies.
-pub fn idle_share_now() -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let fields: Vec<u64> = stat
-        .lines()
-        .next()?
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|field| field.parse().ok())
-        .collect();
-    // idle and iowait are the 4th and 5th fields.
-    let idle = fields.get(3)? + fields.get(4).copied().unwrap_or(0);
-    Some((idle, fields.iter().sum()))
-}
-
-/// The idle share since `before` ([`idle_share_now`]).
-pub fn idle_share_since(before: Option<(u64, u64)>) -> Option<f64> {
-    let (idle_before, total_before) = before?;
-    let (idle, total) = idle_share_now()?;
-    let total = total.checked_sub(total_before)?;
-    (total > 0).then(|| idle.saturating_sub(idle_before) as f64 / total as f64)
 }
 
 /// Draws one panel per run: ready replicas and the offered and refused load (in replicas'

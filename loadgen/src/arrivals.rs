@@ -122,3 +122,11 @@ impl Iterator for Arrivals {
         }
     }
 }
+
+impl Trace {
+    /// Open-loop Poisson arrivals over this trace, reproducible from `seed`: see
+    /// [`Arrivals`].
+    pub fn arrivals(&self, seed: u64) -> Arrivals {
+        Arrivals::new(self.clone(), seed)
+    }
+}

@@ -4,8 +4,6 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::arrivals::Arrivals;
-
 /// One piece of a [`Trace`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Segment {
@@ -232,12 +230,6 @@ impl Trace {
             return 0.0;
         }
         self.mass_until(to) - self.mass_until(from)
-    }
-
-    /// Open-loop Poisson arrivals over this trace, reproducible from `seed`: see
-    /// [`Arrivals`].
-    pub fn arrivals(&self, seed: u64) -> Arrivals {
-        Arrivals::new(self.clone(), seed)
     }
 
     /// The expected number of arrivals from the start to `t`.

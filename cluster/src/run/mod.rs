@@ -6,22 +6,23 @@
 //! divided by the time-compression factor; the trace is already in compressed time. CPU work
 //! per request is not compressed.
 
-mod one;
+mod idle;
+pub(crate) mod one;
 mod scaler;
 mod sessions;
+pub(crate) mod setup;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use admit_loadgen::{Segment, Trace};
-use admit_testkit::haproxy;
+use admit_loadgen::Trace;
 
 pub use self::one::{PolicyRun, Reconcile, ScalerInputs, Second, lost};
 pub use self::sessions::SessionCounts;
+pub use self::setup::{Balance, Setup};
 use crate::fleet::ScaleIn;
-use crate::policy::{Kind, window};
+use crate::policy::Kind;
 use crate::replica::Distribution;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -132,178 +133,6 @@ pub struct RunArgs {
     pub scaler: Option<PathBuf>,
 }
 
-/// How the proxy picks a replica for each request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Balance {
-    /// Each replica in turn (HAProxy's `roundrobin`, its default): a queue per replica.
-    RoundRobin,
-    /// The replica with the fewest connections (HAProxy's `leastconn`): closer to one queue for
-    /// the fleet, Erlang C's model.
-    LeastConn,
-}
-
-impl From<Balance> for haproxy::Balance {
-    fn from(balance: Balance) -> Self {
-        match balance {
-            Balance::RoundRobin => haproxy::Balance::RoundRobin,
-            Balance::LeastConn => haproxy::Balance::LeastConn,
-        }
-    }
-}
-
-/// What every policy's run shares.
-#[derive(Debug, Clone)]
-pub struct Setup {
-    /// This executable, whose `replica` command the replicas run.
-    pub binary: PathBuf,
-    /// The `admit-scaler` executable.
-    pub scaler: Option<PathBuf>,
-    /// The time-compression factor.
-    pub compression: f64,
-    /// Each replica's quota, or none.
-    pub cpus: Option<f64>,
-    /// How the proxy balances.
-    pub balance: Balance,
-    /// The replicas' work.
-    pub work_mean: Duration,
-    /// Their distribution.
-    pub distribution: Distribution,
-    /// Their cold factor.
-    pub cold_factor: f64,
-    /// Their cold phase, compressed.
-    pub cold: Duration,
-    /// `burn` iterations per ms.
-    pub iterations_per_ms: f64,
-    /// Client deadline.
-    pub deadline: Duration,
-    /// Session clients.
-    pub sessions: usize,
-    /// Their mean session lifetime.
-    pub session_lifetime: Duration,
-    /// Replica bounds.
-    pub min_replicas: u32,
-    /// Replica bounds.
-    pub max_replicas: u32,
-    /// admit-scaler's target.
-    pub wait_threshold: Duration,
-    /// admit-scaler's target.
-    pub target_sl: f64,
-    /// Seed.
-    pub seed: u64,
-}
-
-impl Setup {
-    /// A replica's capacity once warm: its CPUs over the mean work.
-    pub fn replica_capacity(&self) -> f64 {
-        self.cpus.unwrap_or(1.0) / self.work_mean.as_secs_f64()
-    }
-
-    /// `replica`'s flags, but its name, seed and SIGTERM behaviour.
-    pub fn replica_args(&self) -> Vec<String> {
-        let ms = |d: Duration| format!("{}ms", d.as_millis());
-        let compressed = |d: Duration| d.div_f64(self.compression);
-        vec![
-            "--work-mean".to_owned(),
-            format!("{}ms", self.work_mean.as_secs_f64() * 1e3),
-            "--distribution".to_owned(),
-            clap::ValueEnum::to_possible_value(&self.distribution)
-                .map(|v| v.get_name().to_owned())
-                .unwrap_or_default(),
-            "--cold-factor".to_owned(),
-            self.cold_factor.to_string(),
-            "--cold".to_owned(),
-            ms(self.cold),
-            "--iterations-per-ms".to_owned(),
-            format!("{:.0}", self.iterations_per_ms),
-            "--capacity".to_owned(),
-            format!("{:.3}", self.replica_capacity()),
-            "--drain-delay".to_owned(),
-            ms(compressed(Duration::from_secs(5))),
-            "--drain-deadline".to_owned(),
-            ms(compressed(Duration::from_secs(25))),
-            "--reconnect-spread".to_owned(),
-            ms(compressed(Duration::from_secs(10))),
-        ]
-    }
-
-    /// A PromQL rate window of one minute, compressed.
-    fn minute(&self) -> String {
-        window(Duration::from_secs(60), self.compression)
-    }
-
-    /// admit-scaler's metadata: the queries of `deploy/README.md` for a CPU-bound service over
-    /// `prometheus`.
-    pub fn admit_metadata(&self, prometheus: &str) -> BTreeMap<String, String> {
-        let w = self.minute();
-        [
-            ("scalerAddress", "admit-scaler:6000".to_owned()),
-            ("prometheusURL", prometheus.to_owned()),
-            // Every arrival once, at whichever admit layer saw it first (here the drain's).
-            (
-                "arrivalRateQuery",
-                format!("sum(irate(admit_offered_requests_total[{w}]))"),
-            ),
-            // The handler is CPU-bound: s is CPU time per request over a server's CPUs (one
-            // server per replica), as `deploy/README.md` says for such services.
-            (
-                "serviceTimeQuery",
-                format!(
-                    "sum(rate(container_cpu_usage_seconds_total{{job=\"cadvisor\"}}[{w}])) / \
-                     sum(rate(admit_shed_requests_total{{limiter=\"work\",outcome!=\"dropped\"}}[{w}])) / {}",
-                    self.cpus.unwrap_or(1.0)
-                ),
-            ),
-            (
-                "waitThresholdSeconds",
-                self.wait_threshold.as_secs_f64().to_string(),
-            ),
-            ("targetSL", self.target_sl.to_string()),
-            ("minReplicas", self.min_replicas.to_string()),
-            ("maxReplicas", self.max_replicas.to_string()),
-        ]
-        .into_iter()
-        .map(|(key, value)| (key.to_owned(), value))
-        .collect()
-    }
-
-    /// A KEDA Prometheus trigger's query and threshold for `kind`.
-    pub fn prometheus_trigger(&self, kind: Kind) -> (String, f64) {
-        let w = self.minute();
-        match kind {
-            Kind::Concurrency => (
-                "sum(admit_shed_requests_in_flight{limiter=\"work\"})".to_owned(),
-                100.0,
-            ),
-            Kind::QueueTime => (
-                format!(
-                    "histogram_quantile(0.9, sum(rate(admit_queue_wait_seconds_bucket{{source=\"request\"}}[{w}])) by (le))"
-                ),
-                0.05,
-            ),
-            Kind::Sessions => (
-                "sum(admit_active_sessions) / count(up{job=\"admit\"} == 1)".to_owned(),
-                500.0,
-            ),
-            Kind::Admit | Kind::Cpu | Kind::Fixed => (String::new(), 1.0),
-        }
-    }
-
-    /// The fixed policy's replicas: the trace's peak at 70 % of a replica's capacity.
-    pub fn fixed_replicas(&self, trace: &Trace) -> u32 {
-        let peak = trace
-            .segments()
-            .iter()
-            .map(|segment| match *segment {
-                Segment::Constant { rate, .. } => rate,
-                Segment::Ramp { from, to, .. } => from.max(to),
-            })
-            .fold(0.0, f64::max);
-        ((peak / (0.7 * self.replica_capacity())).ceil() as u32)
-            .clamp(self.min_replicas, self.max_replicas)
-    }
-}
-
 /// The trace `kind` around `base` requests per second, in compressed seconds.
 pub fn trace(kind: TraceKind, base: f64) -> Result<Trace, admit_loadgen::TraceError> {
     let s = Duration::from_secs;
@@ -399,9 +228,9 @@ async fn compare(args: RunArgs) -> Result<(), BoxError> {
             .map(|&variant| (Kind::Admit, variant)),
     );
     for (kind, scale_in) in plan {
-        let idle_before = crate::report::idle_share_now();
+        let idle_before = idle::idle_share_now();
         let run = one::run(&setup, kind, scale_in, &trace).await?;
-        let idle = crate::report::idle_share_since(idle_before);
+        let idle = idle::idle_share_since(idle_before);
         runs.push((run, idle));
     }
     let report = crate::report::Report::new(&setup, &trace, args.slo, runs);

@@ -17,9 +17,10 @@ use hyper_util::rt::TokioExecutor;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::BoxError;
 use super::scaler::ScalerProcess;
 use super::sessions::{SessionCounts, Sessions};
-use super::{BoxError, Setup};
+use super::setup::Setup;
 use crate::fleet::{Fleet, FleetConfig, FleetEvents, Phase, ScaleIn};
 use crate::hpa::{Hpa, HpaSpec};
 use crate::keda::ExternalTrigger;
