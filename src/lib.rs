@@ -93,6 +93,7 @@ compile_error!(
 );
 
 pub mod clock;
+pub mod criticality;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod drain;

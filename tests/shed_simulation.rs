@@ -33,6 +33,8 @@ fn simulate_with(
         smoothing,
         seed,
         retries: 0,
+        critical_share: 0.0,
+        fixed_cpu: None,
     };
     let run = server_model::simulate(phases, model);
     (run.seconds, run.first_shed)

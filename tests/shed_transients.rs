@@ -23,6 +23,8 @@ fn run(phases: &[Phase], protection: Protection, retries: u32) -> Run {
         smoothing: Smoothing::default(),
         seed: 11,
         retries,
+        critical_share: 0.0,
+        fixed_cpu: None,
     };
     let run = server_model::simulate(phases, model);
     print(&format!("{protection:?}, {retries} retries"), &run.seconds);

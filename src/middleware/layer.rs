@@ -7,7 +7,7 @@ use tower_layer::Layer;
 
 use super::classify::ErrorsPass;
 use super::hold::AtResponse;
-use super::queue_time::NoQueueTime;
+use super::read::ReadNothing;
 use super::service::AdmitService;
 use super::{IntoShared, Limiter};
 use crate::Shared;
@@ -74,7 +74,7 @@ pub struct AdmitLayer<
     L: 'static,
     K = ErrorsPass,
     R = BoxErrorResponder,
-    Q = NoQueueTime,
+    Q = ReadNothing,
     H = AtResponse,
 > {
     limiter: Shared<L>,
@@ -94,7 +94,7 @@ impl<L: Limiter> AdmitLayer<L> {
             limiter: limiter.into_shared(),
             classifier: ErrorsPass,
             responder: BoxErrorResponder,
-            reader: NoQueueTime,
+            reader: ReadNothing,
             hold: PhantomData,
         }
     }
@@ -124,12 +124,12 @@ impl<L: 'static, K, R, Q, H> AdmitLayer<L, K, R, Q, H> {
         }
     }
 
-    /// Read each request with `reader` (default: [`NoQueueTime`], which reads nothing) and
-    /// give what it read ([`Inbound`](super::Inbound)) to the limiter. A
-    /// [`QueueTime`](super::QueueTime) reads how long the request waited before reaching the
-    /// layer, such as [`RequestStart`](super::RequestStart) from a proxy's header: the shedder
-    /// feeds the wait to its [queue gate](crate::shed::ShedderBuilder::queue_gate), and the
-    /// warm-up buckets ignore it.
+    /// Read each request with `reader` (default: [`ReadNothing`]) and give what it read
+    /// ([`Inbound`](super::Inbound)) to the limiter: how long the request waited before
+    /// reaching the layer ([`RequestStart`](super::RequestStart), from a proxy's header), which
+    /// the shedder feeds to its [queue gate](crate::shed::ShedderBuilder::queue_gate); its class
+    /// ([`CriticalityHeader`](super::CriticalityHeader)); or both, as a pair (see
+    /// [`Inspect`](super::Inspect)).
     pub fn inspect<Q2>(self, reader: Q2) -> AdmitLayer<L, K, R, Q2, H> {
         AdmitLayer {
             limiter: self.limiter,

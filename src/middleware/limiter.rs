@@ -1,7 +1,7 @@
 //! What the middleware needs from a limiter.
 
 use super::classify::Outcome;
-use super::inbound::Inbound;
+use super::read::Inbound;
 use crate::Shared;
 use crate::respond::Refusal;
 use crate::signal::cpu::CpuWait;

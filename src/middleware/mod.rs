@@ -14,7 +14,7 @@
 //! | [`AdmitService`] | decides in `call`; holds no reservation while idle or after a refusal |
 //! | [`ResponseFuture`] | holds the permit; finishes it with the outcome, or as cancelled when dropped |
 //! | [`Hold`]: [`AtResponse`], [`AtBodyEnd`] | when the permit ends: as the response arrives, or as its body ends ([`AdmitBody`]) |
-//! | [`Inspect`]: [`QueueTime`], [`HttpVersion`] | what the layer reads from each request for its limiter ([`Inbound`]) |
+//! | [`Inspect`]: [`ReadNothing`], [`RequestStart`], [`HttpVersion`], [`CriticalityHeader`], [`CriticalityFrom`] | what the layer reads from each request for its limiter ([`Inbound`]: its wait, class, HTTP version) |
 //! | [`Limiter`], [`Finish`] | what a limiter implements to be applied per request |
 //!
 //! Each request is counted once as offered, refusals included, by the first admit layer that
@@ -25,11 +25,10 @@ mod body;
 pub mod classify;
 mod future;
 mod hold;
-mod inbound;
 mod layer;
 mod limiter;
 pub(crate) mod offered;
-mod queue_time;
+mod read;
 mod service;
 
 #[cfg(feature = "http")]
@@ -41,14 +40,10 @@ pub use self::future::ResponseFuture;
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use self::hold::AtBodyEnd;
 pub use self::hold::{AtResponse, Hold};
-#[cfg(feature = "http")]
-#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub use self::inbound::HttpVersion;
-pub use self::inbound::{Inbound, Inspect};
 pub use self::layer::AdmitLayer;
 pub use self::limiter::{Finish, IntoShared, Limiter};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub use self::queue_time::RequestStart;
-pub use self::queue_time::{NoQueueTime, QueueTime};
+pub use self::read::{CRITICALITY_HEADER, CriticalityHeader, HttpVersion, RequestStart};
+pub use self::read::{CriticalityFrom, Inbound, Inspect, ReadNothing};
 pub use self::service::AdmitService;

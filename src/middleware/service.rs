@@ -9,9 +9,9 @@ use tower_service::Service;
 use super::classify::Classify;
 use super::future::ResponseFuture;
 use super::hold::{AtResponse, Hold};
-use super::inbound::Inspect;
 use super::offered;
-use super::queue_time::NoQueueTime;
+use super::read::Inspect;
+use super::read::ReadNothing;
 use super::{IntoShared, Limiter};
 use crate::Shared;
 use crate::respond::Respond;
@@ -20,7 +20,7 @@ use crate::respond::Respond;
 /// describe its behaviour.
 ///
 /// Cloning it is cheap and the clone shares the limiter.
-pub struct AdmitService<Svc, L: 'static, K, R, Q = NoQueueTime, H = AtResponse> {
+pub struct AdmitService<Svc, L: 'static, K, R, Q = ReadNothing, H = AtResponse> {
     inner: Svc,
     limiter: Shared<L>,
     classifier: K,
@@ -38,7 +38,7 @@ impl<Svc, L: Limiter, K, R> AdmitService<Svc, L, K, R> {
             limiter: limiter.into_shared(),
             classifier,
             responder,
-            reader: NoQueueTime,
+            reader: ReadNothing,
             hold: PhantomData,
         }
     }

@@ -63,6 +63,23 @@
 //!   refused at random, set by its controller, or all of them while it misses its heartbeat
 //!   ([`Cause::RuntimeLag`](crate::signal::Cause::RuntimeLag)).
 
+//! # Request criticality
+//!
+//! A request may carry a [`Criticality`](crate::criticality::Criticality) (through the layer,
+//! read by [`CriticalityHeader`](crate::middleware::CriticalityHeader) or
+//! [`CriticalityFrom`](crate::middleware::CriticalityFrom); by hand,
+//! [`allow_as`](Shedder::allow_as)). While the shedder is hot, one class is *marginal*: it is
+//! decided by the rule above, the less important classes are refused outright and the more
+//! important ones are served, so the marginal class gets the capacity they leave. The marginal
+//! class moves up one class when every request of it was refused for two steps (buckets) in a
+//! row while a more important class was in use, and down one after three steps in which at
+//! most one in 64 of its requests was refused ([`ShedSnapshot::cut`] says which class it is).
+//! The signals that refuse a request outright (a request that waited too long while the queue
+//! gate is hot, the runtime probe's draws) refuse only the marginal class's requests too.
+//! With one class in use, every request is of the marginal class: the decisions are go-zero's.
+//! A service that sets no class is such a service, as a request without one is
+//! [`Critical`](crate::criticality::Criticality::Critical).
+//!
 //! # Parity with go-zero
 //!
 //! With no signal besides the CPU (no queue gate, no probe), the decision reproduces go-zero's
@@ -105,7 +122,9 @@
 //! has moved on), reads the cached limit (a sequence-locked read of two words), and, for the
 //! first hot decision of each bucket, scans the window (a sequence-locked read of four words per
 //! bucket). A refusal counts itself on a stripe the calling thread owns (a plain load and
-//! store). Completing a permit is a clock read, one atomic add, the smoothed concurrency's load
+//! store); with more than one request class in use, a hot decision also counts itself by class
+//! on such a stripe, and the first one of each bucket moves the cut. Completing a permit is a
+//! clock read, one atomic add, the smoothed concurrency's load
 //! and store, and plain loads and stores adding its service time and latency to the caller's
 //! stripe. The first event of each bucket also records the lifetime totals (summing the
 //! stripes) as the bucket's start. Nothing allocates, [`allow_owned`] included.
@@ -135,6 +154,7 @@
 //! [`allow_owned`]: Shedder::allow_owned
 
 mod builder;
+mod cut;
 pub mod error;
 mod ledger;
 mod permit;
@@ -173,5 +193,5 @@ pub type ShedLayer<
     C = crate::clock::MonotonicClock,
     K = crate::middleware::classify::ErrorsPass,
     R = crate::respond::BoxErrorResponder,
-    Q = crate::middleware::NoQueueTime,
+    Q = crate::middleware::ReadNothing,
 > = crate::middleware::AdmitLayer<Shedder<C>, K, R, Q>;

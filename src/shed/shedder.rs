@@ -7,12 +7,14 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
+use super::cut::{Cut, Place};
 use super::error::{Drops, Overloaded};
 use super::ledger::Ledger;
 use super::permit::{OwnedPermit, Permit};
 use super::window::RollingWindow;
 use crate::Shared;
 use crate::clock::{Clock, MonotonicClock};
+use crate::criticality::Criticality;
 use crate::signal::cpu::{CpuOverload, CpuSignal};
 use crate::signal::queue::{LagProbe, QueueGate, QueueSignal};
 use crate::signal::{Arrival, Cause, OverloadSignal, Pressure};
@@ -71,6 +73,8 @@ pub struct Shedder<C: Clock = MonotonicClock> {
     /// Signals added with [`ShedderBuilder::signal`](super::ShedderBuilder::signal).
     pub(super) signals: Box<[Box<dyn OverloadSignal>]>,
     pub(super) name: Option<Cow<'static, str>>,
+    /// Which request classes are served while overloaded.
+    pub(super) cut: Cut,
 }
 
 #[derive(Debug)]
@@ -143,6 +147,7 @@ impl<C: Clock> Shedder<C> {
             queue,
             signals,
             name,
+            cut: Cut::new(),
         }
     }
 
@@ -168,7 +173,35 @@ impl<C: Clock> Shedder<C> {
     /// ```
     #[inline]
     pub fn allow(&self) -> Result<Permit<'_, C>, Overloaded> {
-        let now = self.admit(self.clock.now_nanos(), None)?;
+        self.allow_as(Criticality::Critical)
+    }
+
+    /// [`allow`](Self::allow) for a request of `class`. While hot, the shedder refuses the
+    /// classes below a marginal class outright, serves the ones above it, and decides the
+    /// marginal one as it decides every request without classes (see
+    /// [Request criticality](super#request-criticality)). [`allow`] is this for
+    /// [`Critical`](Criticality::Critical), the default class.
+    ///
+    /// ```
+    /// use admit::criticality::Criticality;
+    /// use admit::shed::Shedder;
+    /// use admit::signal::cpu::ManualCpu;
+    ///
+    /// let shedder = Shedder::builder().cpu(ManualCpu::new(200)).build()?;
+    /// // Calm: every class is served.
+    /// shedder.allow_as(Criticality::Sheddable).unwrap().pass();
+    /// assert_eq!(shedder.snapshot().cut, None);
+    /// # Ok::<(), admit::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Overloaded`], with the reason and a retry hint.
+    ///
+    /// [`allow`]: Self::allow
+    #[inline]
+    pub fn allow_as(&self, class: Criticality) -> Result<Permit<'_, C>, Overloaded> {
+        let now = self.admit(self.clock.now_nanos(), None, class)?;
         Ok(Permit::new(self, now))
     }
 
@@ -208,7 +241,8 @@ impl<C: Clock> Shedder<C> {
     /// ```
     #[inline]
     pub fn allow_after(&self, waited: Duration) -> Result<Permit<'_, C>, Overloaded> {
-        let now = self.admit(self.clock.now_nanos(), Some(nanos(waited)))?;
+        let class = Criticality::Critical;
+        let now = self.admit(self.clock.now_nanos(), Some(nanos(waited)), class)?;
         Ok(Permit::new(self, now))
     }
 
@@ -223,7 +257,8 @@ impl<C: Clock> Shedder<C> {
     where
         C: 'static,
     {
-        let now = self.admit(self.clock.now_nanos(), None)?;
+        let class = Criticality::Critical;
+        let now = self.admit(self.clock.now_nanos(), None, class)?;
         Ok(OwnedPermit::new(Shared::Arc(Arc::clone(self)), now))
     }
 
@@ -238,35 +273,38 @@ impl<C: Clock> Shedder<C> {
     where
         C: 'static,
     {
-        Shedder::allow_shared_after(this, None)
+        Shedder::allow_shared_for(this, None, Criticality::Critical)
     }
 
-    /// [`allow_shared`](Self::allow_shared) for a request that waited `waited` (see
-    /// [`allow_after`](Self::allow_after)); `None` if the wait is unknown.
+    /// [`allow_shared`](Self::allow_shared) for a request of `class` (see
+    /// [`allow_as`](Self::allow_as)) that waited `waited` (see [`allow_after`](Self::allow_after);
+    /// `None` if the wait is unknown): what the tower layer calls.
     ///
     /// # Errors
     ///
     /// [`Overloaded`], with the reason and a retry hint.
     #[inline]
-    pub fn allow_shared_after(
+    pub fn allow_shared_for(
         this: &Shared<Self>,
         waited: Option<Duration>,
+        class: Criticality,
     ) -> Result<OwnedPermit<C>, Overloaded>
     where
         C: 'static,
     {
-        let now = this.admit(this.clock.now_nanos(), waited.map(nanos))?;
+        let now = this.admit(this.clock.now_nanos(), waited.map(nanos), class)?;
         Ok(OwnedPermit::new(this.clone(), now))
     }
 
-    /// The decision: on admission counts the request in flight and returns `now`.
+    /// The decision for a request of `class`: on admission counts the request in flight and
+    /// returns `now`.
     #[inline]
-    fn admit(&self, now: u64, waited: Option<u64>) -> Result<u64, Overloaded> {
+    fn admit(&self, now: u64, waited: Option<u64>, class: Criticality) -> Result<u64, Overloaded> {
         let arrival = match waited {
             Some(waited) => Arrival::at(now).with_wait_nanos(waited),
             None => Arrival::at(now),
         };
-        if let Some(cause) = self.should_drop(now, self.assess(&arrival)) {
+        if let Some(cause) = self.should_drop(now, self.assess(&arrival), class) {
             let heat = &self.heat;
             if !heat.dropped_recently.load(Ordering::Relaxed) {
                 self.start_shedding(cause);
@@ -304,25 +342,37 @@ impl<C: Clock> Shedder<C> {
     /// go-zero's `shouldDrop`: `(systemOverloaded || stillHot) && highThroughput`, where
     /// "system overloaded" is any signal's overload and the limit is scaled by the headroom
     /// (go-zero's overload factor, with the CPU alone). A reading that refuses the request
-    /// refuses it whatever the concurrency.
+    /// refuses it whatever the concurrency. That decides a request of the
+    /// [cut](super::cut)'s marginal class, which with one class in use is every request; under
+    /// pressure, the classes below it are refused and the ones above it served.
     #[inline]
-    fn should_drop(&self, now: u64, pressure: Pressure) -> Option<Cause> {
+    fn should_drop(&self, now: u64, pressure: Pressure, class: Criticality) -> Option<Cause> {
         let cause = if let Some(cause) = pressure.cause() {
             self.note_overload(now);
-            if pressure.refuses() {
-                return Some(cause);
-            }
             cause
         } else if self.still_hot(now, true) {
             Cause::CoolOff
         } else {
             return None;
         };
-        let (max_flight, floor) = self.max_flight(now);
-        let limit = (max_flight * pressure.headroom()).max(floor);
-        let ledger = self.ledger();
-        let (avg_flying, flying) = (ledger.avg_flying(), ledger.flying() as f64);
-        (avg_flying > limit && flying > limit).then_some(cause)
+        let (place, counted) = self.cut.place(class, || self.epoch(now));
+        let refused = match place {
+            Place::Below => true,
+            Place::Above => false,
+            Place::Marginal => {
+                pressure.refuses() || {
+                    let (max_flight, floor) = self.max_flight(now);
+                    let limit = (max_flight * pressure.headroom()).max(floor);
+                    let ledger = self.ledger();
+                    let (avg_flying, flying) = (ledger.avg_flying(), ledger.flying() as f64);
+                    avg_flying > limit && flying > limit
+                }
+            }
+        };
+        if counted {
+            self.cut.count(class, refused);
+        }
+        refused.then_some(cause)
     }
 
     /// The first drop since the shedder last cooled off: arms the cool-off (go-zero's
@@ -577,7 +627,11 @@ impl<C: Clock + 'static> crate::middleware::Limiter for Shedder<C> {
         this: &Shared<Self>,
         request: &crate::middleware::Inbound,
     ) -> Result<OwnedPermit<C>, Overloaded> {
-        Shedder::allow_shared_after(this, request.waited())
+        Shedder::allow_shared_for(
+            this,
+            request.waited(),
+            request.criticality().unwrap_or_default(),
+        )
     }
 
     #[inline]
@@ -669,7 +723,11 @@ mod tests {
             set_flight(&shedder, avg_flying, flying);
             assert_eq!(
                 shedder
-                    .should_drop(now, shedder.cpu.pressure_at(Some(900)))
+                    .should_drop(
+                        now,
+                        shedder.cpu.pressure_at(Some(900)),
+                        Criticality::Critical
+                    )
                     .is_some(),
                 drop,
                 "avg_flying {avg_flying}, flying {flying}"
@@ -678,7 +736,10 @@ mod tests {
         // 899 ‰ and no recent drop: not hot, whatever the concurrency.
         let (_, _, fresh) = self::shedder();
         set_flight(&fresh, 80.0, 80);
-        assert_eq!(fresh.should_drop(0, fresh.cpu.pressure_at(Some(899))), None);
+        assert_eq!(
+            fresh.should_drop(0, fresh.cpu.pressure_at(Some(899)), Criticality::Critical),
+            None
+        );
         // 900 ‰: `allow` refuses and arms the cool-off.
         cpu.set(900);
         set_flight(&shedder, 80.0, 80);
@@ -719,7 +780,7 @@ mod tests {
         let decide = |shedder: &Shedder<ManualClock>, waited: Option<Duration>| {
             let now = shedder.clock.now_nanos();
             shedder
-                .admit(now, waited.map(nanos))
+                .admit(now, waited.map(nanos), Criticality::Critical)
                 .err()
                 .map(|e| e.reason())
         };
@@ -801,7 +862,10 @@ mod tests {
         assert_eq!(shedder.max_flight(shedder.clock.now_nanos()), (1.0, 5.0));
         let decide = || {
             let now = shedder.clock.now_nanos();
-            shedder.admit(now, None).err().map(|e| e.reason())
+            shedder
+                .admit(now, None, Criticality::Critical)
+                .err()
+                .map(|e| e.reason())
         };
         set_flight(&shedder, 5.0, 5);
         assert_eq!(decide(), None);

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::Shedder;
 use crate::clock::Clock;
+use crate::criticality::Criticality;
 use crate::signal::Cause;
 
 impl<C: Clock> Shedder<C> {
@@ -34,6 +35,7 @@ impl<C: Clock> Shedder<C> {
         let cpu = self.cpu.load_permille();
         let pressure = self.pressure_with(now, cpu);
         let cause = pressure.cause();
+        let hot = cause.is_some() || self.still_hot(now, false);
         let window = self.scan(epoch);
         let (max_pass, min_rt) = (window.max_pass, window.min_rt);
         let ledger = self.ledger();
@@ -48,8 +50,9 @@ impl<C: Clock> Shedder<C> {
             min_rt_ms: min_rt,
             max_flight: self.max_flight_of(max_pass, min_rt),
             overload_factor: pressure.headroom(),
-            hot: cause.is_some() || self.still_hot(now, false),
+            hot,
             cause,
+            cut: hot.then(|| self.cut.level()),
             passed,
             failed,
             dropped: self.dropped_by().total(),
@@ -99,6 +102,10 @@ pub struct ShedSnapshot {
     /// then the added signals, the queue gate, and the runtime lag probe where the gate has no
     /// verdict); `None` while only cooling off or calm.
     pub cause: Option<Cause>,
+    /// While hot, the marginal request class (see [`Shedder::allow_as`](super::Shedder::allow_as)):
+    /// less important classes are refused outright, more important ones served, and this one
+    /// gets what they leave. With one class in use, that class. `None` while not hot.
+    pub cut: Option<Criticality>,
     /// Requests that passed, since the shedder was built.
     pub passed: u64,
     /// Requests that failed or were cancelled, since the shedder was built.

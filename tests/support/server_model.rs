@@ -17,6 +17,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::time::Duration;
 
 use admit::clock::ManualClock;
+use admit::criticality::Criticality;
 use admit::shed::{Permit, Shedder};
 use admit::signal::cpu::{CpuSignal, Smoother, Smoothing};
 use admit::signal::queue::{QueueGate, QueueStamp};
@@ -61,6 +62,12 @@ pub struct Second {
     pub queued: usize,
     /// The CPU signal at the end of the second, in ‰.
     pub cpu: u32,
+    /// Of the attempts that arrived, the critical ones (with [`Model::critical_share`]).
+    pub critical_arrived: u32,
+    /// Of the critical ones, those refused or dropped.
+    pub critical_shed: u32,
+    /// Of the critical ones, those completed within the deadline.
+    pub critical_goodput: u32,
 }
 
 /// How the model's server is protected.
@@ -83,6 +90,11 @@ pub struct Model {
     pub seed: u64,
     /// How many times a client sends a request again (0: never).
     pub retries: u32,
+    /// The share of requests that are critical; the others are sheddable. At 0 every request
+    /// is of the default class and none is drawn.
+    pub critical_share: f64,
+    /// A CPU signal held at this reading (‰) instead of the workers' utilisation.
+    pub fixed_cpu: Option<u32>,
 }
 
 /// What a model run produced.
@@ -127,6 +139,7 @@ enum Event {
 struct Request<'a> {
     id: u64,
     attempt: u32,
+    class: Criticality,
     arrived_at: u64,
     permit: Option<Permit<'a, ManualClock>>,
 }
@@ -162,6 +175,8 @@ pub fn simulate(phases: &[Phase], model: Model) -> Run {
     let mut last_tick: u64 = 0;
     // Per request: the attempt its client waits for (`None` once it has its last answer).
     let mut waiting_on: Vec<Option<u32>> = Vec::new();
+    // Per request: its class.
+    let mut classes: Vec<Criticality> = Vec::new();
 
     let total_seconds: u64 = phases.iter().map(|phase| phase.seconds).sum();
     let end = total_seconds * 1_000_000_000;
@@ -218,6 +233,14 @@ pub fn simulate(phases: &[Phase], model: Model) -> Run {
                 second.arrived += 1;
                 let id = if attempt == 0 {
                     waiting_on.push(Some(0));
+                    let class = if model.critical_share <= 0.0 {
+                        Criticality::default()
+                    } else if random.uniform() < model.critical_share {
+                        Criticality::Critical
+                    } else {
+                        Criticality::Sheddable
+                    };
+                    classes.push(class);
                     let next = Event::Arrival { attempt: 0, id: 0 };
                     events.push(Reverse((at + random.exponential(mean_gap(at)), next)));
                     waiting_on.len() as u64 - 1
@@ -225,11 +248,15 @@ pub fn simulate(phases: &[Phase], model: Model) -> Run {
                     second.retries += 1;
                     id
                 };
+                let class = classes[id as usize];
+                let critical = model.critical_share > 0.0 && class == Criticality::Critical;
+                second.critical_arrived += u32::from(critical);
                 let permit = if shed {
-                    match shedder.allow() {
+                    match shedder.allow_as(class) {
                         Ok(permit) => Some(permit),
                         Err(_) => {
                             second.shed += 1;
+                            second.critical_shed += u32::from(critical);
                             first_shed.get_or_insert(at);
                             retry(&mut events, &mut waiting_on, at, id, attempt);
                             None
@@ -242,6 +269,7 @@ pub fn simulate(phases: &[Phase], model: Model) -> Run {
                     queue.push_back(Request {
                         id,
                         attempt,
+                        class,
                         arrived_at: at,
                         permit,
                     });
@@ -260,6 +288,9 @@ pub fn simulate(phases: &[Phase], model: Model) -> Run {
                 second.completed += 1;
                 if latency <= deadline {
                     second.goodput += 1;
+                    second.critical_goodput += u32::from(
+                        model.critical_share > 0.0 && request.class == Criticality::Critical,
+                    );
                     goodput_at.push(at);
                     if waiting_on[request.id as usize] == Some(request.attempt) {
                         waiting_on[request.id as usize] = None;
@@ -277,7 +308,8 @@ pub fn simulate(phases: &[Phase], model: Model) -> Run {
                 }
                 let window = at - last_tick;
                 let raw = (busy_nanos * 1000 / (window * SERVERS as u64)) as u32;
-                cpu.set(smoother.update(raw.min(1000), Duration::from_nanos(window)));
+                let smoothed = smoother.update(raw.min(1000), Duration::from_nanos(window));
+                cpu.set(model.fixed_cpu.unwrap_or(smoothed));
                 busy_nanos = 0;
                 last_tick = at;
                 events.push(Reverse((at + CPU_TICK.as_nanos() as u64, Event::CpuTick)));
@@ -298,6 +330,9 @@ pub fn simulate(phases: &[Phase], model: Model) -> Run {
                 if expired {
                     // Waited too long while the queue is overloaded: dropped, not served.
                     second.shed += 1;
+                    second.critical_shed += u32::from(
+                        model.critical_share > 0.0 && request.class == Criticality::Critical,
+                    );
                     first_shed.get_or_insert(at);
                     if let Some(permit) = request.permit {
                         permit.fail();

@@ -29,7 +29,7 @@ const SUM: usize = BUCKETS;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum WaitSource {
-    /// Before a request reached the shedder: a layer's `QueueTime` (a proxy's header), or
+    /// Before a request reached the shedder: a layer's reader (`RequestStart`, a proxy's header), or
     /// [`Shedder::allow_after`](crate::shed::Shedder::allow_after).
     Request,
     /// In a pool inside the process ([`QueueStamp`](super::QueueStamp)).

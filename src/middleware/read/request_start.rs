@@ -7,7 +7,7 @@ use std::time::Duration;
 use http::HeaderName;
 use http::header::InvalidHeaderName;
 
-use super::QueueTime;
+use super::{Inbound, Inspect};
 use crate::clock::{Clock, MonotonicClock, SystemWallClock, WallClock};
 use crate::signal::queue::floor::SkewFloor;
 use crate::signal::queue::header::{HeaderConfig, HeaderError, parse_request_start_values};
@@ -43,7 +43,7 @@ const KINDS: usize = 6;
 /// ```
 /// use std::time::Duration;
 /// use admit::clock::ManualClock;
-/// use admit::middleware::{QueueTime, RequestStart};
+/// use admit::middleware::RequestStart;
 /// use admit::signal::queue::header::HeaderConfig;
 ///
 /// let wall = ManualClock::new();
@@ -140,8 +140,11 @@ impl<W, C> RequestStart<W, C> {
 /// Every error, in the order of the counts.
 const ERRORS: [HeaderError; KINDS] = HeaderError::ALL;
 
-impl<W: WallClock, C: Clock, B> QueueTime<http::Request<B>> for RequestStart<W, C> {
-    fn waited(&self, request: &http::Request<B>) -> Option<Duration> {
+impl<W: WallClock, C: Clock> RequestStart<W, C> {
+    /// How long `request` waited before reaching the layer: its stamp's age less the clocks'
+    /// offset. `None` without the header, or with a malformed value (counted in
+    /// [`errors`](Self::errors)).
+    pub fn waited<B>(&self, request: &http::Request<B>) -> Option<Duration> {
         let mut values = request.headers().get_all(&self.name).iter().peekable();
         values.peek()?;
         let wall = self.wall.unix_nanos();
@@ -156,6 +159,14 @@ impl<W: WallClock, C: Clock, B> QueueTime<http::Request<B>> for RequestStart<W, 
                 None
             }
         }
+    }
+}
+
+/// Reads the request's [wait](RequestStart::waited).
+impl<W: WallClock, C: Clock, B> Inspect<http::Request<B>> for RequestStart<W, C> {
+    #[inline]
+    fn inspect(&self, request: &http::Request<B>) -> Inbound {
+        Inbound::new().with_waited(self.waited(request))
     }
 }
 

@@ -1,0 +1,13 @@
+//! Request criticality: how important a request is, so that under overload the least
+//! important work is refused first.
+//!
+//! Four ordered classes, with Google's names ([`Criticality`]). A layer reads each request's
+//! class (from a header or gRPC metadata with
+//! [`CriticalityHeader`](crate::middleware::CriticalityHeader), or from a function of the
+//! request with [`CriticalityFrom`](crate::middleware::CriticalityFrom)), with a default for
+//! requests that carry none and a cap on what a caller may claim. The shedder then refuses
+//! lower classes first: see [`Shedder`](crate::shed::Shedder).
+
+mod class;
+
+pub use self::class::{Criticality, ParseCriticalityError};

@@ -1,0 +1,103 @@
+//! A request's class reaches the limiter through the layer: read from a header (gRPC metadata
+//! is the same on the wire) by `CriticalityHeader`, capped and defaulted, or from a function of
+//! the request; and a pair of readers gives the limiter both the wait and the class.
+
+#![cfg(feature = "http")]
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use admit::Shared;
+use admit::criticality::Criticality;
+use admit::middleware::{
+    AdmitLayer, CriticalityFrom, CriticalityHeader, Inbound, Inspect, Limiter,
+};
+use admit::shed::Overloaded;
+use axum::Router;
+use axum::body::Body;
+use axum::routing::get;
+use tower::ServiceExt;
+
+/// Records what each request told it, and refuses none.
+#[derive(Debug, Default)]
+struct Recorder(Mutex<Vec<Inbound>>);
+
+impl Limiter for Recorder {
+    type Permit = ();
+    type Refusal = Overloaded;
+
+    fn admit(this: &Shared<Self>, request: &Inbound) -> Result<(), Overloaded> {
+        this.0.lock().unwrap().push(*request);
+        Ok(())
+    }
+}
+
+/// Sends one request with `class` in the header `admit-criticality` through `reader`'s layer,
+/// and returns what the limiter saw.
+async fn seen<Q>(reader: Q, class: Option<&str>) -> Inbound
+where
+    Q: Inspect<http::Request<Body>> + Clone + Send + Sync + 'static,
+{
+    let recorder = std::sync::Arc::new(Recorder::default());
+    let app: Router = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .layer(AdmitLayer::new(recorder.clone()).inspect(reader).http());
+    let mut request = http::Request::get("/");
+    if let Some(class) = class {
+        request = request.header("admit-criticality", class);
+    }
+    let response = app
+        .oneshot(request.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let seen = recorder.0.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    seen[0]
+}
+
+#[tokio::test]
+async fn the_header_gives_the_limiter_the_class() {
+    let header = CriticalityHeader::new();
+    for (value, class) in [
+        (Some("sheddable"), Criticality::Sheddable),
+        (Some("SHEDDABLE_PLUS"), Criticality::SheddablePlus),
+        (Some("critical_plus"), Criticality::Critical), // capped
+        (Some("nonsense"), Criticality::Critical),
+        (None, Criticality::Critical),
+    ] {
+        assert_eq!(seen(header.clone(), value).await.criticality(), Some(class));
+    }
+    assert_eq!(header.invalid(), 1);
+    let trusted = CriticalityHeader::new().with_cap(Criticality::CriticalPlus);
+    assert_eq!(
+        seen(trusted, Some("critical_plus")).await.criticality(),
+        Some(Criticality::CriticalPlus)
+    );
+}
+
+#[tokio::test]
+async fn a_function_or_a_pair_of_readers_gives_the_class_and_the_wait() {
+    let by_path = CriticalityFrom(|_: &http::Request<Body>| Criticality::SheddablePlus);
+    assert_eq!(
+        seen(by_path, Some("critical")).await.criticality(),
+        Some(Criticality::SheddablePlus)
+    );
+
+    /// A wait of 4 ms for every request.
+    #[derive(Clone)]
+    struct Waited;
+    impl Inspect<http::Request<Body>> for Waited {
+        fn inspect(&self, _: &http::Request<Body>) -> Inbound {
+            Inbound::new().with_waited(Some(Duration::from_millis(4)))
+        }
+    }
+    let both = seen((Waited, CriticalityHeader::new()), Some("sheddable")).await;
+    assert_eq!(both.waited(), Some(Duration::from_millis(4)));
+    assert_eq!(both.criticality(), Some(Criticality::Sheddable));
+    // No reader: nothing known, and the shedder takes the request as critical.
+    assert_eq!(
+        seen(admit::middleware::ReadNothing, Some("sheddable")).await,
+        Inbound::new()
+    );
+}
