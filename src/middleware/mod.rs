@@ -28,6 +28,7 @@ mod hold;
 mod layer;
 mod limiter;
 pub(crate) mod offered;
+pub mod propagate;
 mod read;
 mod service;
 

@@ -99,7 +99,9 @@ pub fn is_refusal(error: &(dyn Error + 'static)) -> bool {
 }
 
 /// The response header (HTTP) or metadata key (gRPC) that names why admit refused a request:
-/// its [`Refusal::reason`], such as `queue-delay`.
+/// its [`Refusal::reason`], such as `queue-delay`. An answer that carries it was refused before
+/// the service ran any of the request: nothing was processed, so a caller may send it again to
+/// another replica (after the retry hint) without doing the work twice.
 pub const REFUSAL_HEADER: &str = "admit-refusal";
 
 /// tower's boxed error type: what [`BoxErrorResponder`] services return.
