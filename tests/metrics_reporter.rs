@@ -136,6 +136,22 @@ fn a_known_workload_renders_exactly() {
         snapshot.max_flight
     );
     assert_eq!(scrape.value(&api(names::SHED_HEADROOM)), 0.1);
+    // Every request is critical here: all admitted and refused ones are the class's, and
+    // the class is the cut while hot.
+    let class = |class: &str, outcome: &str| {
+        format!(
+            r#"admit_shed_class_requests_total{{limiter="api",class="{class}",outcome="{outcome}"}}"#
+        )
+    };
+    assert_eq!(
+        scrape.value(&class("critical", "admitted")),
+        11.0 + 2.0 + 16.0
+    );
+    assert_eq!(scrape.value(&class("critical", "refused")), 7.0);
+    assert_eq!(scrape.value(&class("sheddable", "refused")), 0.0);
+    let cut = |class: &str| format!(r#"admit_shed_cut{{limiter="api",class="{class}"}}"#);
+    assert_eq!(scrape.value(&cut("critical")), 1.0);
+    assert_eq!(scrape.value(&cut("sheddable")), 0.0);
 
     let decisions = |outcome: &str| {
         format!(r#"admit_warmup_requests_total{{limiter="api",outcome="{outcome}"}}"#)
@@ -166,6 +182,7 @@ fn a_known_workload_renders_exactly() {
             names::OFFERED_REQUESTS,
             names::SHED_REQUESTS,
             names::SHED_DROPPED,
+            names::SHED_CLASS_REQUESTS,
             names::WARMUP_REQUESTS,
         ];
         let expected = if counters.contains(&name.as_str()) {
@@ -181,7 +198,7 @@ fn a_known_workload_renders_exactly() {
         );
         assert!(name.starts_with("admit_"), "{name}");
     }
-    assert_eq!(scrape.types.len(), 15, "{:?}", scrape.types.keys());
+    assert_eq!(scrape.types.len(), 17, "{:?}", scrape.types.keys());
     drop((open, held));
 }
 

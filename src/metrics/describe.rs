@@ -41,6 +41,14 @@ pub(super) fn shedder() {
         "Concurrency the service has proven it carries"
     );
     describe_gauge!(names::SHED_HEADROOM, "Share of max_flight admitted now");
+    describe_counter!(
+        names::SHED_CLASS_REQUESTS,
+        "Requests the shedder decided, by class and outcome (admitted, refused)"
+    );
+    describe_gauge!(
+        names::SHED_CUT,
+        "1 for the marginal class while the shedder is hot, else 0"
+    );
 }
 
 /// Describes the warm-up buckets' series.

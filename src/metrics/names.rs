@@ -22,6 +22,9 @@ pub const LE: &str = "le";
 /// Label: how a request ended (`passed`, `failed`, `dropped` for a shedder; `admitted`,
 /// `refused` for a warm-up bucket).
 pub const OUTCOME: &str = "outcome";
+/// Label: a request's [`Criticality`](crate::criticality::Criticality) (`sheddable`,
+/// `sheddable_plus`, `critical`, `critical_plus`).
+pub const CLASS: &str = "class";
 /// Label: which kind of admit layer counted an offered request (`shed`, `warmup`, `drain`), so
 /// that a shedder and a warm-up bucket of one name publish two series.
 pub const KIND: &str = "kind";
@@ -54,6 +57,13 @@ pub const SHED_MAX_FLIGHT: &str = "admit_shed_max_flight";
 /// Gauge: the share of `max_flight` admitted now (0.1 to 1 from the CPU; go-zero's overload
 /// factor).
 pub const SHED_HEADROOM: &str = "admit_shed_headroom_ratio";
+/// Counter: requests a shedder decided, by [`CLASS`] and [`OUTCOME`] (`admitted`, `refused`).
+/// A request without a class counts as `critical`. Their rate by class is the load each class
+/// offers: size a service for the classes it must serve.
+pub const SHED_CLASS_REQUESTS: &str = "admit_shed_class_requests_total";
+/// Gauge, by [`CLASS`]: 1 for the marginal class while the shedder is hot (less important
+/// classes are refused, more important ones served), else 0.
+pub const SHED_CUT: &str = "admit_shed_cut";
 
 /// Counter: requests a shedder refused, by [`REASON`]: the breakdown of the `dropped`
 /// outcome.

@@ -5,11 +5,12 @@ use std::sync::OnceLock;
 
 use metrics::{Counter, Gauge, SharedString};
 
-use super::names::{self, KIND, LIMITER, OUTCOME, REASON};
+use super::names::{self, CLASS, KIND, LIMITER, OUTCOME, REASON};
 use super::queue::{GateSeries, WaitSeries};
 use super::{MetricsError, Source};
 use crate::Shared;
 use crate::clock::Clock;
+use crate::criticality::Criticality;
 use crate::shed::Shedder;
 use crate::signal::Cause;
 use crate::signal::queue::WaitSource;
@@ -53,6 +54,10 @@ pub struct ShedderMetrics<C: Clock + 'static> {
     max_flight: Gauge,
     headroom: Gauge,
     dropped_by: [Counter; Cause::COUNT],
+    /// Admitted and refused, by class.
+    by_class: [(Counter, Counter); Criticality::COUNT],
+    /// The cut's gauge, by class.
+    cut: [Gauge; Criticality::COUNT],
     gate: Option<GateSeries>,
     probe: Option<(WaitSeries, Gauge)>,
 }
@@ -89,6 +94,16 @@ impl<C: Clock + 'static> ShedderMetrics<C> {
             dropped_by: Cause::ALL.map(|reason| {
                 metrics::counter!(names::SHED_DROPPED, LIMITER => name.clone(),
                     REASON => reason.label())
+            }),
+            by_class: Criticality::ALL.map(|class| {
+                let counter = |outcome: &'static str| {
+                    metrics::counter!(names::SHED_CLASS_REQUESTS, LIMITER => name.clone(),
+                        CLASS => class.as_str(), OUTCOME => outcome)
+                };
+                (counter("admitted"), counter("refused"))
+            }),
+            cut: Criticality::ALL.map(|class| {
+                metrics::gauge!(names::SHED_CUT, LIMITER => name.clone(), CLASS => class.as_str())
             }),
             gate: shedder.queue_gate().map(|_| GateSeries::new(&name)),
             probe: shedder.runtime_probe().map(|_| {
@@ -129,6 +144,17 @@ impl<C: Clock + 'static> ShedderMetrics<C> {
         self.headroom.set(snapshot.overload_factor);
         for (counter, (_, count)) in self.dropped_by.iter().zip(self.shedder.dropped_by().iter()) {
             counter.absolute(count);
+        }
+        for ((admitted, refused), counts) in self.by_class.iter().zip(snapshot.by_class) {
+            admitted.absolute(counts.admitted);
+            refused.absolute(counts.refused);
+        }
+        for (gauge, class) in self.cut.iter().zip(Criticality::ALL) {
+            gauge.set(if snapshot.cut == Some(class) {
+                1.0
+            } else {
+                0.0
+            });
         }
         let now = self.shedder.clock().now_nanos();
         if let (Some(series), Some(gate)) = (&self.gate, self.shedder.queue_gate()) {

@@ -4,6 +4,8 @@
 use crossbeam_utils::CachePadded;
 
 use super::error::Drops;
+use super::snapshot::ClassCounts;
+use crate::criticality::Criticality;
 use crate::signal::Cause;
 use crate::sync::{AtomicU64, Ordering, Striped};
 
@@ -60,6 +62,10 @@ pub(super) struct Ledger {
     service: Striped<3>,
     /// Refusals by cause ([`Cause::index`]), striped by thread.
     dropped: Striped<{ Cause::COUNT }>,
+    /// Decisions by class, but for the default class, [`Critical`](Criticality::Critical),
+    /// whose counts are what the others leave of the totals: admitted at `2·index`, refused at
+    /// `2·index + 1`, striped by thread. A service that sets no class writes none of them.
+    classed: Striped<{ 2 * Criticality::COUNT }>,
 }
 
 /// Requests in flight and their lifetime totals.
@@ -96,6 +102,7 @@ impl Ledger {
             }),
             service: Striped::new(),
             dropped: Striped::new(),
+            classed: Striped::new(),
         }
     }
 
@@ -109,6 +116,38 @@ impl Ledger {
     #[inline]
     pub(super) fn refuse(&self, cause: Cause) {
         self.dropped.add(cause.index(), 1);
+    }
+
+    /// Counts a decision for a request of `class`, unless of the default class.
+    #[inline]
+    pub(super) fn decide(&self, class: Criticality, refused: bool) {
+        if class != Criticality::Critical {
+            self.classed
+                .add(2 * class.index() + usize::from(refused), 1);
+        }
+    }
+
+    /// Requests admitted and refused by class, since the shedder was built. The default
+    /// class's are the totals less the other classes'.
+    pub(super) fn by_class(&self) -> [ClassCounts; Criticality::COUNT] {
+        let mut counts = Criticality::ALL.map(|class| ClassCounts {
+            admitted: self.classed.sum(2 * class.index()),
+            refused: self.classed.sum(2 * class.index() + 1),
+        });
+        let others = counts
+            .iter()
+            .fold((0u64, 0u64), |(admitted, refused), count| {
+                (admitted + count.admitted, refused + count.refused)
+            });
+        counts[Criticality::Critical.index()] = ClassCounts {
+            admitted: self
+                .flight
+                .admitted
+                .load(Ordering::Acquire)
+                .saturating_sub(others.0),
+            refused: self.dropped_by().total().saturating_sub(others.1),
+        };
+        counts
     }
 
     /// Counts a request a layer offered to this shedder first.

@@ -166,7 +166,7 @@ pub use self::builder::ShedderBuilder;
 pub use self::error::{Drops, Overloaded};
 pub use self::permit::{OwnedPermit, Permit};
 pub use self::shedder::Shedder;
-pub use self::snapshot::ShedSnapshot;
+pub use self::snapshot::{ClassCounts, ShedSnapshot};
 
 /// [`AdmitLayer`](crate::middleware::AdmitLayer) applying a [`Shedder`]: requests arriving while
 /// the service is overloaded are refused before they reach it.

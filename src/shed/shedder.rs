@@ -312,9 +312,11 @@ impl<C: Clock> Shedder<C> {
             // The epoch first: the first event of an epoch marks it before counting itself.
             self.epoch(now);
             self.ledger().refuse(cause);
+            self.ledger().decide(class, true);
             return Err(Overloaded::new(cause, self.retry_after(now, cause)));
         }
         self.ledger().admit();
+        self.ledger().decide(class, false);
         Ok(now)
     }
 
@@ -674,6 +676,46 @@ mod tests {
         flight
             .avg_flying
             .store(avg_flying.to_bits(), Ordering::Release);
+    }
+
+    /// Decisions are counted by class, a request without one as critical; the snapshot says
+    /// the cut while hot.
+    #[test]
+    fn decisions_are_counted_by_class() {
+        use crate::shed::ClassCounts;
+
+        let (clock, cpu, shedder) = shedder();
+        for i in 0..10u64 {
+            record(&shedder, i, (i + 1) * 100, (i + 1) * (1000 * i + 550));
+        }
+        clock.set(Duration::from_millis(950));
+        cpu.set(900);
+        set_flight(&shedder, 80.0, 80);
+        assert!(shedder.allow().is_err());
+        assert!(shedder.allow_as(Criticality::Sheddable).is_err());
+        let snapshot = shedder.snapshot();
+        assert_eq!(snapshot.cut, Some(Criticality::Sheddable));
+        // The injected history counts as critical admissions: only the refusals are new.
+        let [sheddable, sheddable_plus, critical, critical_plus] = snapshot.by_class;
+        let refused = ClassCounts {
+            admitted: 0,
+            refused: 1,
+        };
+        assert_eq!((sheddable, critical.refused), (refused, 1));
+        assert_eq!((sheddable_plus, critical_plus), Default::default());
+        // Calm again, and cooled off.
+        cpu.set(100);
+        clock.set(Duration::from_secs(3));
+        shedder.allow_as(Criticality::SheddablePlus).unwrap().pass();
+        shedder.allow().unwrap().pass();
+        let after = shedder.snapshot();
+        assert_eq!(after.cut, None);
+        let served = ClassCounts {
+            admitted: 1,
+            refused: 0,
+        };
+        assert_eq!(after.by_class[1], served);
+        assert_eq!(after.by_class[2].admitted, critical.admitted + 1);
     }
 
     /// A pass reported with a CPU wait teaches its latency less the wait, and at least 1 ms;

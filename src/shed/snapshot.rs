@@ -53,6 +53,7 @@ impl<C: Clock> Shedder<C> {
             hot,
             cause,
             cut: hot.then(|| self.cut.level()),
+            by_class: ledger.by_class(),
             passed,
             failed,
             dropped: self.dropped_by().total(),
@@ -106,6 +107,10 @@ pub struct ShedSnapshot {
     /// less important classes are refused outright, more important ones served, and this one
     /// gets what they leave. With one class in use, that class. `None` while not hot.
     pub cut: Option<Criticality>,
+    /// Requests admitted and refused, by class (in [`Criticality::ALL`]'s order), since the
+    /// shedder was built. A request without a class counts as
+    /// [`Critical`](Criticality::Critical).
+    pub by_class: [ClassCounts; Criticality::COUNT],
     /// Requests that passed, since the shedder was built.
     pub passed: u64,
     /// Requests that failed or were cancelled, since the shedder was built.
@@ -126,4 +131,13 @@ pub struct ShedSnapshot {
     /// Mean latency of the requests that passed in the visible window, in ms (whole
     /// milliseconds per request, rounded up); `None` if none did.
     pub mean_service_time_ms: Option<f64>,
+}
+
+/// A class's decisions (see [`ShedSnapshot::by_class`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClassCounts {
+    /// Requests admitted.
+    pub admitted: u64,
+    /// Requests refused.
+    pub refused: u64,
 }
