@@ -413,7 +413,9 @@ fn the_http_responder_answers_503_with_retry_after_and_keeps_the_error_type() {
     let response = ready_now(service.call(())).unwrap();
     assert_eq!(response.headers()["retry-after"], "1");
     assert_eq!(response.headers()["admit-refusal"], "cool-off");
-    assert_eq!(response.headers().len(), 2);
+    // The request carried no class: the shedder took it as critical.
+    assert_eq!(response.headers()["admit-criticality"], "critical");
+    assert_eq!(response.headers().len(), 3);
 
     // And a warm-up refusal with a 429.
     let limiter = sentinel_bucket(3.0, &f.clock);

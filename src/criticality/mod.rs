@@ -11,3 +11,8 @@
 mod class;
 
 pub use self::class::{Criticality, ParseCriticalityError};
+
+/// The header (HTTP) or metadata key (gRPC) that carries a request's class: what
+/// [`CriticalityHeader`](crate::middleware::CriticalityHeader) reads by default, the
+/// propagation layer writes, and admit's refusals answer with.
+pub const CRITICALITY_HEADER: &str = "admit-criticality";

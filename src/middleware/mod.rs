@@ -43,8 +43,8 @@ pub use self::hold::AtBodyEnd;
 pub use self::hold::{AtResponse, Hold};
 pub use self::layer::AdmitLayer;
 pub use self::limiter::{Finish, IntoShared, Limiter};
+pub use self::read::{CriticalityFrom, Inbound, Inspect, ReadNothing};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub use self::read::{CRITICALITY_HEADER, CriticalityHeader, HttpVersion, RequestStart};
-pub use self::read::{CriticalityFrom, Inbound, Inspect, ReadNothing};
+pub use self::read::{CriticalityHeader, HttpVersion, RequestStart};
 pub use self::service::AdmitService;

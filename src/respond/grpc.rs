@@ -7,6 +7,7 @@ use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::{Code, Status};
 
 use super::{REFUSAL_HEADER, Refusal, Refused, Respond};
+use crate::criticality::CRITICALITY_HEADER;
 
 /// The trailer that tells gRPC clients when to retry (gRPC proposal A6): signed 32-bit
 /// milliseconds; a negative value means "do not retry".
@@ -63,17 +64,25 @@ impl GrpcResponder {
     }
 
     /// The status for `refusal`: this responder's code, the refusal's message, the retry hint
-    /// as `grpc-retry-pushback-ms` and the reason as `admit-refusal`.
+    /// as `grpc-retry-pushback-ms`, the reason as `admit-refusal` and, where known, the
+    /// request's class as `admit-criticality`.
     ///
     /// The status's [`source`](Error::source) is [`Refused`], which
     /// [`is_refusal`](super::is_refusal) and the go-zero classifiers recognise.
     pub fn status<F: Refusal>(&self, refusal: F) -> Status {
-        status(
+        let mut status = status(
             self.code,
             refusal.to_string(),
             Some((refusal.retry_after_millis(), refusal.reason())),
             Arc::new(Refused),
-        )
+        );
+        if let Some(class) = refusal.criticality() {
+            status.metadata_mut().insert(
+                CRITICALITY_HEADER,
+                MetadataValue::from_static(class.as_str()),
+            );
+        }
+        status
     }
 }
 
@@ -136,6 +145,7 @@ mod tests {
     use tonic::{Code, Status};
 
     use super::{GrpcResponder, REFUSAL_HEADER, RETRY_PUSHBACK};
+    use crate::criticality::Criticality;
     use crate::shed::Overloaded;
     use crate::signal::Cause;
     use crate::warmup::AcquireError;
@@ -157,12 +167,19 @@ mod tests {
     #[test]
     fn refusals_become_statuses_with_pushback() {
         use std::error::Error;
-        let overloaded = Overloaded::new(Cause::CoolOff, 1_500_000);
+        let overloaded = Overloaded::new(Cause::CoolOff, Criticality::Critical, 1_500_000);
         let status = Status::from(overloaded);
         assert_eq!(status.code(), Code::ResourceExhausted);
         assert_eq!(pushback(&status), Some("2"));
         assert_eq!(reason(&status), Some("cool-off"));
         assert_eq!(status.message(), overloaded.to_string());
+        let class = |status: &Status| {
+            status
+                .metadata()
+                .get("admit-criticality")
+                .map(|value| value.to_str().unwrap().to_owned())
+        };
+        assert_eq!(class(&status).as_deref(), Some("critical"));
 
         let status = GrpcResponder::unavailable().status(overloaded);
         assert_eq!(status.code(), Code::Unavailable);
@@ -174,6 +191,7 @@ mod tests {
         });
         assert_eq!(pushback(&never), Some("-1"), "do not retry");
         assert_eq!(reason(&never), Some("rate-limit"));
+        assert_eq!(class(&never), None, "a bucket does not know the class");
         let boxed = Status::from(crate::respond::Refused);
         assert_eq!(boxed.code(), Code::ResourceExhausted);
         assert_eq!(pushback(&boxed), None);
@@ -189,7 +207,7 @@ mod tests {
 
     #[test]
     fn the_response_is_trailers_only() {
-        let overloaded = Overloaded::new(Cause::Cpu, 100_000_000);
+        let overloaded = Overloaded::new(Cause::Cpu, Criticality::Sheddable, 100_000_000);
         let response: http::Response<()> =
             super::Respond::<_, _, ()>::respond(&GrpcResponder::default(), overloaded).unwrap();
         assert_eq!(response.status(), 200);

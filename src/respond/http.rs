@@ -4,12 +4,15 @@ use http::header::{CONNECTION, RETRY_AFTER};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 
 use super::{REFUSAL_HEADER, Refusal, Refused, Respond};
+use crate::criticality::CRITICALITY_HEADER;
 
 /// Refusals become an empty HTTP response with a status (503 Service Unavailable by default),
 /// a `Retry-After` header (the retry hint in whole seconds, rounded up, at least 1) and an
 /// [`admit-refusal`](REFUSAL_HEADER) header naming the [reason](Refusal::reason), such as
-/// `queue-delay` (leave it out with [`without_reason`](Self::without_reason)), and
-/// `Connection: close` when the refusal [says so](Refusal::closes_connection). The
+/// `queue-delay`, and the refused request's class as
+/// [`admit-criticality`](crate::criticality::CRITICALITY_HEADER) where the refusal knows it
+/// (leave both out with [`without_reason`](Self::without_reason)), and `Connection: close`
+/// when the refusal [says so](Refusal::closes_connection). The
 /// service keeps the inner service's error type, so axum needs no `HandleErrorLayer`.
 ///
 /// Which status: 503 says the *server* is temporarily overloaded (RFC 9110 §15.6.4), right for
@@ -56,8 +59,8 @@ impl HttpResponder {
         }
     }
 
-    /// Responses leave out the [`admit-refusal`](REFUSAL_HEADER) header, for services that do
-    /// not tell clients why they were refused.
+    /// Responses leave out the [`admit-refusal`](REFUSAL_HEADER) and `admit-criticality`
+    /// headers, for services that do not tell clients why they were refused.
     pub const fn without_reason(self) -> Self {
         HttpResponder {
             reason: false,
@@ -89,6 +92,9 @@ impl HttpResponder {
         // A custom `Refusal` whose reason is not a valid header value goes without.
         if let (true, Ok(reason)) = (self.reason, HeaderValue::from_str(refusal.reason())) {
             headers.insert(REFUSAL_HEADER, reason);
+        }
+        if let (true, Some(class)) = (self.reason, refusal.criticality()) {
+            headers.insert(CRITICALITY_HEADER, HeaderValue::from_static(class.as_str()));
         }
         if refusal.closes_connection() {
             close_connection(headers);
@@ -135,11 +141,13 @@ mod tests {
     use http::Response;
 
     use super::HttpResponder;
+    use crate::criticality::Criticality;
     use crate::shed::Overloaded;
     use crate::signal::Cause;
 
     fn reason_of(responder: HttpResponder, reason: Cause) -> Option<String> {
-        let response: Response<()> = responder.response(Overloaded::new(reason, 1));
+        let response: Response<()> =
+            responder.response(Overloaded::new(reason, Criticality::Critical, 1));
         assert_eq!(response.status(), 503);
         response
             .headers()
@@ -189,5 +197,22 @@ mod tests {
         assert!(!garbled.headers().contains_key(super::REFUSAL_HEADER));
         assert_eq!(reason_of(quiet, Cause::QueueDelay), None);
         assert_eq!(quiet.status(), responder.status());
+    }
+
+    #[test]
+    fn a_shedder_refusal_names_the_class_and_a_quiet_responder_does_not() {
+        let refusal = Overloaded::new(Cause::Cpu, Criticality::SheddablePlus, 1);
+        let class = |responder: HttpResponder| {
+            let response: Response<()> = responder.response(refusal);
+            response
+                .headers()
+                .get("admit-criticality")
+                .map(|value| value.to_str().unwrap().to_owned())
+        };
+        assert_eq!(
+            class(HttpResponder::default()).as_deref(),
+            Some("sheddable_plus")
+        );
+        assert_eq!(class(HttpResponder::default().without_reason()), None);
     }
 }

@@ -134,6 +134,14 @@ pub trait Refusal: Copy + Error + Send + Sync + 'static {
         false
     }
 
+    /// The refused request's class, if the limiter knows it: the shedder's refusals
+    /// ([`Overloaded::class`](crate::shed::Overloaded::class)). [`HttpResponder`] and
+    /// [`GrpcResponder`] send it as [`CRITICALITY_HEADER`](crate::criticality::CRITICALITY_HEADER)
+    /// beside the reason. `None` by default.
+    fn criticality(&self) -> Option<crate::criticality::Criticality> {
+        None
+    }
+
     /// The [`Retry-After`](https://www.rfc-editor.org/rfc/rfc9110#section-10.2.3) value for this
     /// refusal: the retry hint in whole seconds, rounded up, at least 1.
     fn retry_after_secs(&self) -> u64 {

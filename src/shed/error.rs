@@ -4,6 +4,7 @@ use std::error::Error;
 use std::fmt;
 use std::time::Duration;
 
+use crate::criticality::Criticality;
 use crate::signal::Cause;
 
 /// How many requests a [`Shedder`](super::Shedder) refused, by cause
@@ -73,16 +74,24 @@ impl Drops {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Overloaded {
     reason: Cause,
+    class: Criticality,
     retry_after_nanos: u64,
 }
 
 impl Overloaded {
     #[inline]
-    pub(crate) fn new(reason: Cause, retry_after_nanos: u64) -> Self {
+    pub(crate) fn new(reason: Cause, class: Criticality, retry_after_nanos: u64) -> Self {
         Overloaded {
             reason,
+            class,
             retry_after_nanos,
         }
+    }
+
+    /// The class of the refused request ([`Critical`](Criticality::Critical) for one that
+    /// carried none).
+    pub fn class(&self) -> Criticality {
+        self.class
     }
 
     /// Why the request was refused.
@@ -134,6 +143,10 @@ impl crate::respond::Refusal for Overloaded {
 
     fn reason(&self) -> &'static str {
         self.reason.label()
+    }
+
+    fn criticality(&self) -> Option<Criticality> {
+        Some(self.class)
     }
 }
 

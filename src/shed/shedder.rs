@@ -313,7 +313,7 @@ impl<C: Clock> Shedder<C> {
             self.epoch(now);
             self.ledger().refuse(cause);
             self.ledger().decide(class, true);
-            return Err(Overloaded::new(cause, self.retry_after(now, cause)));
+            return Err(Overloaded::new(cause, class, self.retry_after(now, cause)));
         }
         self.ledger().admit();
         self.ledger().decide(class, false);

@@ -7,8 +7,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::current;
-use crate::criticality::Criticality;
-use crate::middleware::CRITICALITY_HEADER;
+use crate::criticality::{CRITICALITY_HEADER, Criticality};
 
 /// A tower layer for clients: writes the class in scope ([`current`]) onto each outbound
 /// request as a header (HTTP) or metadata (gRPC), [`CRITICALITY_HEADER`] by default, unless the

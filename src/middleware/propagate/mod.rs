@@ -4,7 +4,7 @@
 //! as [`CriticalityHeader`](super::CriticalityHeader)) and keeps it in scope while the inner
 //! service handles the request: [`current`] returns it from the handler's code, on whatever
 //! thread polls it. On the client, [`PropagateLayer`] (feature `http`) writes the class in
-//! scope onto each outbound request as the [`CRITICALITY_HEADER`](super::CRITICALITY_HEADER)
+//! scope onto each outbound request as the [`CRITICALITY_HEADER`](crate::criticality::CRITICALITY_HEADER)
 //! header, which is also gRPC metadata, unless the request already carries one.
 //!
 //! The scope is a thread-local mark set while the inner service is called and while its future

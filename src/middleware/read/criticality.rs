@@ -40,7 +40,7 @@ impl<F> fmt::Debug for CriticalityFrom<F> {
 }
 
 #[cfg(feature = "http")]
-pub use self::header::{CRITICALITY_HEADER, CriticalityHeader};
+pub use self::header::CriticalityHeader;
 
 #[cfg(feature = "http")]
 mod header {
@@ -52,11 +52,7 @@ mod header {
     use http::header::InvalidHeaderName;
 
     use super::super::{Inbound, Inspect};
-    use crate::criticality::Criticality;
-
-    /// The header (HTTP) or metadata key (gRPC) [`CriticalityHeader`] reads by default, and
-    /// the propagation layer writes.
-    pub const CRITICALITY_HEADER: &str = "admit-criticality";
+    use crate::criticality::{CRITICALITY_HEADER, Criticality};
 
     /// Reads a request's class from a header, or from gRPC metadata (the same thing on the
     /// wire): [`CRITICALITY_HEADER`] by default, a [`Criticality`] name such as `sheddable`

@@ -13,7 +13,7 @@ mod request_start;
 
 pub use self::criticality::CriticalityFrom;
 #[cfg(feature = "http")]
-pub use self::criticality::{CRITICALITY_HEADER, CriticalityHeader};
+pub use self::criticality::CriticalityHeader;
 #[cfg(feature = "http")]
 pub use self::http_version::HttpVersion;
 #[cfg(feature = "http")]
