@@ -17,8 +17,8 @@
 //! - **up** one class when its every request was refused for [`RISE_STEPS`] steps in a row
 //!   while a more important class was in use: the classes above do not fit beside it, so the
 //!   next class becomes marginal;
-//! - **down** one class after [`CALM_STEPS`] steps in a row in which none of its requests was
-//!   refused;
+//! - **down** one class after [`CALM_STEPS`] steps in a row in which at most one in
+//!   [`CALM_SHARE`] of its requests was refused: it fits;
 //! - back to the least important class when the shedder was not under pressure for a while.
 //!
 //! Only decisions made under pressure touch the cut, so a calm shedder pays nothing for it.
@@ -150,7 +150,7 @@ impl Cut {
         }
     }
 
-    /// The cut now, as a class: the least important class served while overloaded.
+    /// The marginal class now.
     pub(super) fn level(&self) -> Criticality {
         let seen = self.seen.load(Ordering::Relaxed) | self.seen_before.load(Ordering::Relaxed);
         Criticality::ALL[self.marginal(seen)]

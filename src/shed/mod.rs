@@ -143,6 +143,11 @@
 //!   (`a_bucket_never_shows_a_pass_without_its_latency` races readers against completions).
 //! - **The limit cache** is two words under the crate's sequence lock: a reader uses the value
 //!   only for the bucket it was computed for, and a torn read is discarded (loom-checked).
+//! - **The cut.** One thread moves it at each step (a compare-and-swap of the step); the
+//!   others read its words with relaxed loads and may decide by the cut of the step before for
+//!   that long. Decisions by class are `Relaxed` statistics on the callers' stripes, read as
+//!   differences at each step, so a step may miss a decision racing its end (it counts in the
+//!   next one).
 //! - **Overload and cool-off.** The time of the last hot reading only moves forward (a
 //!   compare-and-swap), and the first refusal sets the drop mark with an `AcqRel` swap (its
 //!   clearing is a swap too, so exactly one thread sees each transition: the `tracing`
