@@ -206,13 +206,7 @@ async fn a_grpc_server_stream_is_in_flight_until_it_ends() {
         .add_service(health)
         .serve_with_incoming(incoming);
     let server = spawn_server(addr, serve);
-    let channel = bounded(
-        "connect",
-        Channel::from_shared(server.url()).unwrap().connect(),
-    )
-    .await
-    .unwrap();
-    let client = HealthClient::new(channel);
+    let client = HealthClient::new(admit_testkit::tonic::connect(&server).await);
 
     // To the end: in flight while it streams, then one pass (the trailers carry OK).
     let (mut stream, messages) = open_watch(&client, &feed).await;

@@ -46,11 +46,7 @@ async fn reporter() -> HealthReporter {
 
 /// A client connected to `server`.
 async fn client(server: &TestServer) -> HealthClient<Channel> {
-    let endpoint = Channel::from_shared(server.url()).expect("a valid URI");
-    let channel = bounded("connect", endpoint.connect())
-        .await
-        .expect("connect to the test server");
-    HealthClient::new(channel)
+    HealthClient::new(admit_testkit::tonic::connect(server).await)
 }
 
 /// One health check of `service`, bounded.

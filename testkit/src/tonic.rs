@@ -14,9 +14,11 @@
 use std::future::Future;
 use std::net::SocketAddr;
 
+use tonic::transport::Channel;
 use tonic::transport::server::TcpIncoming;
 
 use crate::server::{TestServer, loopback};
+use crate::wait::bounded;
 
 /// A listener on a free loopback port, as `serve_with_incoming` takes it, and its address.
 ///
@@ -46,6 +48,18 @@ where
             () = shutdown => Ok(()),
         }
     })
+}
+
+/// A channel connected to `server`, within the test kit's bound.
+///
+/// # Panics
+///
+/// If it cannot connect: a test has nothing to do without its server.
+pub async fn connect(server: &TestServer) -> Channel {
+    let endpoint = Channel::from_shared(server.url()).expect("a valid URI");
+    bounded("connect", endpoint.connect())
+        .await
+        .expect("connect to the test server")
 }
 
 #[cfg(test)]
