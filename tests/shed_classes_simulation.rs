@@ -1,8 +1,8 @@
 //! Request criticality in the server model (`support/server_model.rs`): 20 % critical and 80 %
 //! sheddable requests, Poisson arrivals at 2×, 4× and 10× of the capacity, the shedder with
-//! the CPU signal, on `ManualClock`. The critical requests keep being served while the
-//! sheddable ones take what capacity is left; with every request of one class the run is the
-//! unclassed one.
+//! its CPU signal held at the threshold, on `ManualClock`. The critical requests keep being
+//! served while the sheddable ones take what capacity is left; with every request of one class
+//! the shedder refuses as many as without classes.
 
 use admit::signal::cpu::Smoothing;
 use server_model::{CAPACITY, Model, Phase, Protection, Second, print};
@@ -15,8 +15,8 @@ mod rig;
 mod server_model;
 
 /// 5 s at half the capacity, then `load` × the capacity for 20 s, with the CPU signal held
-/// hot (900 ‰, the threshold): the shedder is under pressure throughout, so the runs show what the classes
-/// change in its decisions, not how fast a CPU average turns.
+/// hot (900 ‰, the threshold): the shedder is under pressure throughout, so the runs show
+/// what the classes change in its decisions, not how fast a CPU average turns.
 fn run(load: f64, critical_share: f64) -> Vec<Second> {
     let phases = [
         Phase {
@@ -38,7 +38,8 @@ fn run(load: f64, critical_share: f64) -> Vec<Second> {
     seconds
 }
 
-/// The seconds summed over: the last 10 of the overload, once the CPU signal has settled.
+/// The seconds summed over: the last 10 of the overload, once the backlog of its start is
+/// gone.
 const SETTLED: usize = 10;
 
 /// Sums `field` over the last [`SETTLED`] seconds.
