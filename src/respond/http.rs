@@ -1,10 +1,10 @@
 //! Refusals answered as HTTP responses.
 
 use http::header::{CONNECTION, RETRY_AFTER};
-use http::{HeaderMap, HeaderValue, Response, StatusCode};
+use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 
 use super::{REFUSAL_HEADER, Refusal, Refused, Respond};
-use crate::criticality::CRITICALITY_HEADER;
+use crate::criticality::{CRITICALITY_HEADER, Criticality};
 
 /// Refusals become an empty HTTP response with a status (503 Service Unavailable by default),
 /// a `Retry-After` header (the retry hint in whole seconds, rounded up, at least 1) and an
@@ -91,10 +91,10 @@ impl HttpResponder {
         headers.insert(RETRY_AFTER, HeaderValue::from(refusal.retry_after_secs()));
         // A custom `Refusal` whose reason is not a valid header value goes without.
         if let (true, Ok(reason)) = (self.reason, HeaderValue::from_str(refusal.reason())) {
-            headers.insert(REFUSAL_HEADER, reason);
+            headers.insert(REFUSAL, reason);
         }
         if let (true, Some(class)) = (self.reason, refusal.criticality()) {
-            headers.insert(CRITICALITY_HEADER, HeaderValue::from_static(class.as_str()));
+            headers.insert(CRITICALITY, CLASSES[class.index()].clone());
         }
         if refusal.closes_connection() {
             close_connection(headers);
@@ -103,6 +103,20 @@ impl HttpResponder {
         response
     }
 }
+
+/// [`REFUSAL_HEADER`], parsed once.
+const REFUSAL: HeaderName = HeaderName::from_static(REFUSAL_HEADER);
+
+/// [`CRITICALITY_HEADER`], parsed once.
+const CRITICALITY: HeaderName = HeaderName::from_static(CRITICALITY_HEADER);
+
+/// Every class's name as a header value, in [`Criticality::ALL`]'s order.
+const CLASSES: [HeaderValue; Criticality::COUNT] = [
+    HeaderValue::from_static(Criticality::ALL[0].as_str()),
+    HeaderValue::from_static(Criticality::ALL[1].as_str()),
+    HeaderValue::from_static(Criticality::ALL[2].as_str()),
+    HeaderValue::from_static(Criticality::ALL[3].as_str()),
+];
 
 /// Adds `Connection: close` unless `headers` already close their connection: on HTTP/1, how a
 /// server retires a keep-alive connection after this response.

@@ -624,7 +624,7 @@ impl<C: Clock + 'static> crate::middleware::Limiter for Shedder<C> {
     type Permit = OwnedPermit<C>;
     type Refusal = Overloaded;
 
-    #[inline]
+    #[inline(always)]
     fn admit(
         this: &Shared<Self>,
         request: &crate::middleware::Inbound,
