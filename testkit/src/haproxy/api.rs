@@ -89,6 +89,10 @@ mod tests {
             line.truncate(read);
             stream.write_all(b"New server ").await.expect("answer");
             stream.write_all(b"registered.\n\n").await.expect("answer");
+            // Closed before the task ends, so that once it has, connecting is refused (were
+            // it dropped with the finished task, a connection could race the drop and be
+            // reset instead).
+            drop(listener);
             line
         });
         let answer = exchange(&socket, "add server be/s 127.0.0.1:1")
