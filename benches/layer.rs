@@ -21,7 +21,10 @@
 //!     shedder is in an `Arc` (a reference-count increment and decrement per request), or,
 //!     `&'static`, leaked at start-up as a process-wide shedder can be;
 //!   - `admit WarmUpLayer (…)`: a warm-up bucket at 10⁹ permits/s that starts warm, so every
-//!     call takes a permit (a compare-and-swap), with either clock, the default `WarmUp` (Guava's smooth model);
+//!     call takes a permit (a compare-and-swap), with either clock, the default `WarmUp` (Guava's smooth model),
+//!     half its burst kept for the critical classes;
+//!   - `(…, two classes)`: the layer reads each request's class with `CriticalityFrom`, one
+//!     request in five critical and the others sheddable;
 //!   - `tower load_shed+concurrency_limit`: `ServiceBuilder::new().load_shed()
 //!     .concurrency_limit(2^20)`, the usual tower stack for shedding;
 //!   - `little-loadshedder`: its `LoadShed` (EWMA 0.25, 10 ms target latency), whose every
@@ -39,6 +42,8 @@
 //!   - `admit ShedLayer (boxed error)`: an overloaded shedder (CPU at 1000 ‰, 1000 requests
 //!     held in flight) answering with the default responder, a boxed zero-sized error (no
 //!     allocation);
+//!   - `admit ShedLayer (boxed error, two classes)`: the same with two classes in use, as in
+//!     `layer/admit`;
 //!   - `admit ShedLayer .http()`: the same, answering with a 503 response, its `Retry-After`
 //!     header and its `Refused` extension (building and dropping the response's header map and
 //!     extensions allocates);
@@ -78,10 +83,11 @@ use std::time::{Duration, Instant};
 
 use admit::clock::{Clock, MonotonicClock};
 use admit::metrics::Reporter;
+use admit::middleware::CriticalityFrom;
 use admit::shed::ShedLayer;
 use admit::warmup::sentinel::SentinelWarmUp;
 use admit::warmup::{WarmUp, WarmUpLayer};
-use admit_benches::{coarse_clock, named_shedder, shedder};
+use admit_benches::{coarse_clock, named_shedder, shedder, two_classes};
 use bytes::Bytes;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
@@ -160,6 +166,7 @@ fn forever<T>(shared: Arc<T>) -> &'static T {
 fn open_bucket<C: Clock>(clock: C) -> WarmUp<C> {
     WarmUp::builder(1e9)
         .warm_up_period(Duration::from_secs(1))
+        .critical_share(0.5)
         .start_warm(true)
         .clock(clock)
         .build()
@@ -259,8 +266,24 @@ fn admit_group(group: &mut BenchmarkGroup<'_, WallTime>) {
     );
     one_thread(
         group,
+        "admit ShedLayer (MonotonicClock, two classes)",
+        ShedLayer::new(shedder(MonotonicClock::new(), false))
+            .inspect(CriticalityFrom(|_: &u64| two_classes()))
+            .layer(echo()),
+        admitted,
+    );
+    one_thread(
+        group,
         "admit WarmUpLayer (MonotonicClock)",
         WarmUpLayer::new(open_bucket(MonotonicClock::new())).layer(echo()),
+        admitted,
+    );
+    one_thread(
+        group,
+        "admit WarmUpLayer (MonotonicClock, two classes)",
+        WarmUpLayer::new(open_bucket(MonotonicClock::new()))
+            .inspect(CriticalityFrom(|_: &u64| two_classes()))
+            .layer(echo()),
         admitted,
     );
     one_thread(
@@ -311,6 +334,14 @@ fn refuse_group(group: &mut BenchmarkGroup<'_, WallTime>) {
         group,
         "admit ShedLayer (boxed error)",
         ShedLayer::new(shedder(MonotonicClock::new(), true)).layer(echo()),
+        |answer| answer.is_err_and(|error| error.is::<admit::respond::Refused>()),
+    );
+    one_thread(
+        group,
+        "admit ShedLayer (boxed error, two classes)",
+        ShedLayer::new(shedder(MonotonicClock::new(), true))
+            .inspect(CriticalityFrom(|_: &u64| two_classes()))
+            .layer(echo()),
         |answer| answer.is_err_and(|error| error.is::<admit::respond::Refused>()),
     );
     one_thread(

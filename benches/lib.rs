@@ -1,6 +1,7 @@
 //! Benchmarks for `admit`; run them with `cargo bench -p admit-benches`. This library holds what
 //! the benchmark files share.
 
+use std::cell::Cell;
 use std::hint::black_box;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -8,6 +9,7 @@ use std::time::{Duration, Instant};
 use std::sync::Arc;
 
 use admit::clock::{Clock, CoarseClock};
+use admit::criticality::Criticality;
 use admit::shed::Shedder;
 use admit::signal::cpu::ManualCpu;
 
@@ -36,6 +38,23 @@ pub fn on_threads(threads: usize, work: &(dyn Fn() + Sync)) -> Duration {
         Instant::now()
     })
     .elapsed()
+}
+
+/// The class of each call on this thread: one in five critical, the others sheddable, so that
+/// the limiters decide with two classes in use.
+pub fn two_classes() -> Criticality {
+    thread_local! {
+        static NEXT: Cell<u8> = const { Cell::new(0) };
+    }
+    NEXT.with(|next| {
+        let n = next.get();
+        next.set((n + 1) % 5);
+        if n == 0 {
+            Criticality::Critical
+        } else {
+            Criticality::Sheddable
+        }
+    })
 }
 
 /// A coarse clock ticking every millisecond.

@@ -10,6 +10,10 @@
 //! - **overloaded**: the CPU reads 1000 ‰ and many requests are in flight, so every request is
 //!   refused. The semaphore has no permit left.
 //!
+//! `admit, two classes/…` is the same shedder called with `allow_as`, one call in five
+//! critical and the others sheddable: the decision with two classes in use (overloaded, the
+//! sheddable calls are refused outright and the critical ones decided by go-zero's rule).
+//!
 //! `admit+queue/…` is the same shedder with a queue gate attached (5 ms target, 100 ms
 //! intervals), called with `allow_after(2 ms)`: each admission also records its wait.
 //!
@@ -21,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use admit::clock::MonotonicClock;
-use admit_benches::{coarse_clock, on_two_threads, queued_shedder, shedder};
+use admit_benches::{coarse_clock, on_two_threads, queued_shedder, shedder, two_classes};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use tokio::sync::Semaphore;
@@ -50,6 +54,17 @@ fn register(group: &mut BenchmarkGroup<'_, WallTime>, overloaded: bool, threads:
         }
         Err(_) => false,
     });
+    let classed = shedder(MonotonicClock::new(), overloaded);
+    bench!(
+        "admit, two classes/MonotonicClock",
+        || match classed.allow_as(two_classes()) {
+            Ok(permit) => {
+                permit.pass();
+                true
+            }
+            Err(_) => false,
+        }
+    );
     let cached = shedder(coarse_clock(), overloaded);
     bench!("admit/CoarseClock", || match cached.allow() {
         Ok(permit) => {

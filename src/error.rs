@@ -156,6 +156,12 @@ pub enum ConfigError {
         /// The share that was given.
         hot_share: f64,
     },
+    /// A warm-up bucket's `critical_share` is not in `[0, 1]` (NaN included): it is the share
+    /// of the burst that only the critical classes may use.
+    CriticalShareOutOfRange {
+        /// The share that was given.
+        critical_share: f64,
+    },
     /// A drain's `deadline` is not after its `propagation_delay`: the drain would expire before
     /// it refused a single request.
     DeadlineNotAfterDelay {
@@ -196,6 +202,7 @@ impl ConfigError {
             ConfigError::EmptyName => "name",
             ConfigError::QueueTargetOutOfRange { .. } => "target",
             ConfigError::HotShareOutOfRange { .. } => "hot_share",
+            ConfigError::CriticalShareOutOfRange { .. } => "critical_share",
             ConfigError::DeadlineNotAfterDelay { .. } => "deadline",
             ConfigError::ReconnectSpreadTooLong { .. } => "reconnect_spread",
         }
@@ -300,6 +307,10 @@ impl fmt::Display for ConfigError {
             ConfigError::HotShareOutOfRange { hot_share } => write!(
                 f,
                 "invalid `hot_share` ({hot_share}): must be above 0 and at most 1"
+            ),
+            ConfigError::CriticalShareOutOfRange { critical_share } => write!(
+                f,
+                "invalid `critical_share` ({critical_share}): must be between 0 and 1"
             ),
             ConfigError::DeadlineNotAfterDelay {
                 deadline,

@@ -101,3 +101,40 @@ async fn a_function_or_a_pair_of_readers_gives_the_class_and_the_wait() {
         Inbound::new()
     );
 }
+
+#[tokio::test]
+async fn the_warm_up_layer_keeps_its_critical_share_for_critical_requests() {
+    use admit::clock::ManualClock;
+    use admit::warmup::{WarmUp, WarmUpLayer};
+
+    // Cold at 10 per second, half the one-second burst kept for the critical classes.
+    let limiter = std::sync::Arc::new(
+        WarmUp::builder(30.0)
+            .critical_share(0.5)
+            .clock(ManualClock::new())
+            .build()
+            .unwrap(),
+    );
+    let app: Router = Router::new().route("/", get(|| async { "ok" })).layer(
+        WarmUpLayer::new(limiter)
+            .inspect(CriticalityHeader::new())
+            .http(),
+    );
+    let status = |class: &'static str| {
+        let app = app.clone();
+        async move {
+            let request = http::Request::get("/").header("admit-criticality", class);
+            let response = app.oneshot(request.body(Body::empty()).unwrap()).await;
+            response.unwrap().status().as_u16()
+        }
+    };
+    // The sheddable requests stop halfway through the burst; the critical ones pass on.
+    let mut sheddable = 0;
+    while status("sheddable").await == 200 {
+        sheddable += 1;
+        assert!(sheddable < 100, "the sheddable requests were never refused");
+    }
+    assert_eq!(status("critical").await, 200);
+    assert_eq!(status("sheddable").await, 503);
+    assert!(sheddable >= 2, "{sheddable}");
+}

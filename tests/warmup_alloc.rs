@@ -1,6 +1,7 @@
-//! `try_acquire`, `try_acquire_n`, `reserve` and `snapshot` never touch the heap, in both
-//! buckets: admitted, rejected, across window and second boundaries (where Sentinel's token
-//! sync and window sealing run), and when the smooth bucket marks unmet demand.
+//! `try_acquire`, `try_acquire_as`, `try_acquire_n`, `reserve` and `snapshot` never touch the
+//! heap, in both buckets: admitted, rejected, across window and second boundaries (where
+//! Sentinel's token sync and window sealing run), and when the smooth bucket marks unmet
+//! demand.
 //!
 //! Allocations are counted per thread, so the test harness's own threads cannot disturb the
 //! count; one test in this file all the same.
@@ -27,6 +28,7 @@ fn deciding_and_observing_never_allocate() {
     let smooth = |payment| {
         WarmUp::builder(10.0)
             .payment(payment)
+            .critical_share(0.5)
             .clock(clock.clone())
             .build()
             .unwrap()
@@ -72,6 +74,10 @@ fn deciding_and_observing_never_allocate() {
                         std::hint::black_box(e.retry_after());
                         rejected += 1;
                     }
+                }
+                if ms % 3 == 0 {
+                    let class = admit::criticality::Criticality::ALL[ms as usize % 4];
+                    std::hint::black_box(smooth.try_acquire_as(class).is_ok());
                 }
                 if ms % 100 == 0 {
                     std::hint::black_box(smooth.reserve(3, Duration::from_millis(50)).is_ok());

@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::curve::smooth_curve;
 use super::limiter::WarmUp;
 use super::payment::Payment;
+use super::reserve::CriticalReserve;
 use super::smooth::SmoothBucket;
 use super::totals::Counters;
 use crate::ConfigError;
@@ -46,6 +47,7 @@ pub struct WarmUpBuilder<C> {
     cold_factor: f64,
     payment: Payment,
     burst: Duration,
+    critical_share: f64,
     start_warm: bool,
     clock: C,
     name: Option<Cow<'static, str>>,
@@ -69,6 +71,7 @@ impl WarmUpBuilder<MonotonicClock> {
             cold_factor: 3.0,
             payment: Payment::Now,
             burst: DEFAULT_BURST,
+            critical_share: 0.0,
             start_warm: false,
             clock: MonotonicClock::new(),
             name: None,
@@ -121,6 +124,53 @@ impl<C: Clock> WarmUpBuilder<C> {
         self
     }
 
+    /// The share of the [burst](Self::burst) kept for the critical classes (default 0), so
+    /// that a cold or saturated bucket admits `Critical` and `CriticalPlus` requests before
+    /// the others.
+    ///
+    /// Requests reach the bucket's classes through the tower glue (see
+    /// [`Inbound`](crate::middleware::Inbound)) or [`WarmUp::try_acquire_as`]. A `Sheddable`
+    /// request passes only while the schedule runs less than `(1 − share) · burst` ahead of the
+    /// clock, a `SheddablePlus` one `(1 − share / 2) · burst`; the critical classes may use the
+    /// whole burst. While lower classes keep the schedule full, a critical request still
+    /// passes, and each one it admits holds the lower classes back by its spacing: the critical
+    /// classes take the rate first, all of it if they need it, and the lower classes get the
+    /// rest. Their bursts up to `share · burst` of the current spacing pass at once. With a
+    /// zero burst there is nothing to keep.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use admit::clock::ManualClock;
+    /// use admit::criticality::Criticality;
+    /// use admit::warmup::WarmUp;
+    ///
+    /// let clock = ManualClock::new();
+    /// let limiter = WarmUp::builder(300.0)
+    ///     .critical_share(0.5)
+    ///     .clock(clock.clone())
+    ///     .build()?;
+    /// // Cold: 100 per second. A flood of prefetches takes half the burst, no more.
+    /// let prefetches = (0..1000)
+    ///     .filter(|_| limiter.try_acquire_as(Criticality::Sheddable).is_ok())
+    ///     .count();
+    /// // The checkouts behind it still pass, with the other half.
+    /// let checkouts = (0..1000)
+    ///     .filter(|_| limiter.try_acquire_as(Criticality::Critical).is_ok())
+    ///     .count();
+    /// assert_eq!((prefetches, checkouts), (42, 52));
+    /// // Then each second's rate goes to the checkouts first.
+    /// clock.advance(Duration::from_millis(100));
+    /// assert!(limiter.try_acquire_as(Criticality::Sheddable).is_err());
+    /// assert!(limiter.try_acquire_as(Criticality::Critical).is_ok());
+    /// # Ok::<(), admit::ConfigError>(())
+    /// ```
+    pub fn critical_share(mut self, share: f64) -> Self {
+        self.critical_share = share;
+        self
+    }
+
     /// Start warm (an empty bucket, full rate) instead of cold (default `false`).
     ///
     /// Useful when the service is already warm, for example when a limiter is rebuilt with a new
@@ -147,6 +197,7 @@ impl<C: Clock> WarmUpBuilder<C> {
             cold_factor: self.cold_factor,
             payment: self.payment,
             burst: self.burst,
+            critical_share: self.critical_share,
             start_warm: self.start_warm,
             clock,
             name: self.name,
@@ -162,8 +213,9 @@ impl<C: Clock> WarmUpBuilder<C> {
     /// the curve leaves the range of a double),
     /// [`ColdFactorTooSmall`](ConfigError::ColdFactorTooSmall) (factor 0),
     /// [`ZeroWarmUpPeriod`](ConfigError::ZeroWarmUpPeriod),
-    /// [`DurationTooLong`](ConfigError::DurationTooLong) (a burst beyond 584 years) or
-    /// [`EmptyName`](ConfigError::EmptyName).
+    /// [`DurationTooLong`](ConfigError::DurationTooLong) (a burst beyond 584 years),
+    /// [`CriticalShareOutOfRange`](ConfigError::CriticalShareOutOfRange) (a share outside
+    /// `[0, 1]`) or [`EmptyName`](ConfigError::EmptyName).
     pub fn build(self) -> Result<WarmUp<C>, ConfigError> {
         let now = self.clock.now_nanos();
         let burst_nanos =
@@ -176,8 +228,10 @@ impl<C: Clock> WarmUpBuilder<C> {
             self.warm_up_period,
             self.cold_factor,
         )?;
+        let reserve = CriticalReserve::new(self.critical_share, burst_nanos)?;
         crate::error::check_name(self.name.as_deref())?;
         Ok(WarmUp {
+            reserve,
             bucket: SmoothBucket::new(curve, self.payment, now, self.start_warm, burst_nanos),
             clock: self.clock,
             warm_up_period: self.warm_up_period,

@@ -6,11 +6,13 @@ use std::time::Duration;
 
 use super::curve::{Curve, smooth_curve};
 use super::error::Rejected;
+use super::reserve::CriticalReserve;
 use super::smooth::SmoothBucket;
 use super::snapshot::{Phase, Totals, WarmUpSnapshot};
 use super::totals::Counters;
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
+use crate::criticality::Criticality;
 
 /// A warm-up token bucket: Guava's smooth warm-up in nanoseconds (see the
 /// [module docs](super)). Build one with [`WarmUp::builder`].
@@ -39,6 +41,7 @@ use crate::clock::{Clock, MonotonicClock};
 /// ```
 pub struct WarmUp<C = MonotonicClock> {
     pub(super) bucket: SmoothBucket,
+    pub(super) reserve: CriticalReserve,
     pub(super) clock: C,
     pub(super) warm_up_period: Duration,
     pub(super) cold_factor: f64,
@@ -80,10 +83,31 @@ impl<C: Clock> WarmUp<C> {
     /// ```
     #[inline]
     pub fn try_acquire(&self) -> Result<(), Rejected> {
+        self.try_acquire_within(self.tolerance())
+    }
+
+    /// Takes one permit for a request of `class`, as [`try_acquire`](Self::try_acquire), within
+    /// the part of the burst the class may use (see
+    /// [`critical_share`](super::WarmUpBuilder::critical_share)).
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`], with how long until the request's turn for its class.
+    #[inline]
+    pub fn try_acquire_as(&self, class: Criticality) -> Result<(), Rejected> {
+        self.try_acquire_within(
+            self.tolerance()
+                .saturating_sub(self.reserve.kept_from(class)),
+        )
+    }
+
+    /// Takes one permit if the request's turn comes within `tolerance` ns.
+    #[inline]
+    fn try_acquire_within(&self, tolerance: u64) -> Result<(), Rejected> {
         let now = self.clock.now_nanos();
         let decision = self
             .bucket
-            .reserve(now, 1.0, self.tolerance())
+            .reserve(now, 1.0, tolerance)
             .map(|(_, fill)| self.observe_fill(fill))
             .map_err(Rejected::new);
         self.totals.count(decision)
@@ -362,9 +386,9 @@ impl<C: Clock + 'static> crate::middleware::Limiter for WarmUp<C> {
     #[inline]
     fn admit(
         this: &crate::Shared<Self>,
-        _request: &crate::middleware::Inbound,
+        request: &crate::middleware::Inbound,
     ) -> Result<(), Rejected> {
-        this.try_acquire()
+        this.try_acquire_as(request.criticality().unwrap_or_default())
     }
 
     #[inline]

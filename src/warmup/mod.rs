@@ -53,6 +53,9 @@
 //!   turn ([`WarmUpBuilder::burst`]), so requests arriving together pass up to a second's
 //!   worth of the current rate at once without changing the long-run rate. With a zero burst
 //!   requests are spaced exactly, which suits pacing.
+//! - **Critical requests first.** [`WarmUpBuilder::critical_share`] keeps a share of the burst
+//!   for the `Critical` and `CriticalPlus` [classes](crate::criticality): a cold replica serves
+//!   checkouts before prefetches.
 //! - **Any period, any rate.** Fractions of a second are fine, and rates far below one per
 //!   second work: 1 rps with factor 3 first spaces requests 2 to 3 s apart, then warms up, where
 //!   Sentinel admits nothing. A factor of 1 is a plain rate limiter.
@@ -127,6 +130,7 @@ pub mod error;
 mod interceptor;
 mod limiter;
 mod payment;
+mod reserve;
 pub mod sentinel;
 mod smooth;
 mod snapshot;
