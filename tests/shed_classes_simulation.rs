@@ -56,11 +56,11 @@ fn critical_requests_are_served_through_an_overload_of_sheddable_ones() {
     // The load; the least share of the servable critical requests served in time (they need
     // 0.2 × load of the capacity: 40 % at 2×, 80 % at 4×, twice the capacity at 10×, when at
     // most the capacity can be served); the least goodput against the run without classes.
-    // At 4× the critical requests alone keep the workers 80 % busy, and their bursts overfill
-    // go-zero's limit (throughput × the fastest latency) while the CPU signal stays hot: for
-    // those 200 ms steps the cut rises to them and the rule refuses some.
+    // At 4× the critical requests alone keep the workers 80 % busy: the cut stays below them
+    // because they are admitted fewer than the shedder has seen complete in a step, and the
+    // few of them not served in time waited behind a burst.
     for (load, critical_served, goodput_kept) in
-        [(2.0, 0.999, 0.95), (4.0, 0.95, 0.9), (10.0, 0.98, 0.95)]
+        [(2.0, 0.999, 0.95), (4.0, 0.995, 0.95), (10.0, 0.98, 0.95)]
     {
         let unclassed = settled(&run(load, 0.0), |s| s.goodput) / SETTLED as f64;
         let seconds = run(load, 0.2);

@@ -15,8 +15,9 @@
 //! The cut moves once a step, from what happened to the marginal class during the step before:
 //!
 //! - **up** one class when its every request was refused for [`RISE_STEPS`] steps in a row
-//!   while a more important class was in use: the classes above do not fit beside it, so the
-//!   next class becomes marginal;
+//!   while the classes above it were admitted, in each of those steps, at least as many
+//!   requests as the shedder has seen complete in its best step (go-zero's `maxPass`): the
+//!   classes above do not fit, even alone, so the next class becomes marginal;
 //! - **down** one class after [`CALM_STEPS`] steps in a row in which at most one in
 //!   [`CALM_SHARE`] of its requests was refused: it fits;
 //! - back to the least important class when the shedder was not under pressure for a while.
@@ -26,8 +27,8 @@
 use crate::criticality::Criticality;
 use crate::sync::{AtomicU64, Ordering, Striped};
 
-/// Steps in a row in which every request of the marginal class was refused before the cut
-/// moves up one class.
+/// Steps in a row in which every request of the marginal class was refused, and the classes
+/// above it were admitted at least the capacity, before the cut moves up one class.
 pub(super) const RISE_STEPS: u64 = 2;
 /// Steps in a row in which at most one in [`CALM_SHARE`] of the marginal class's decisions
 /// refused (none, for fewer than that many) before the cut moves down one class.
@@ -87,10 +88,16 @@ impl Cut {
 
     /// Where a request of `class`, decided under pressure during the step `step` gives, stands,
     /// and whether to [`count`](Self::count) its decision (while more than one class is in
-    /// use). While only one class has ever been decided under pressure, every request is of
-    /// the marginal class, and this is a load.
+    /// use). `capacity` gives the most requests the shedder has seen complete in one step; it
+    /// is called only when the step is new. While only one class has ever been decided under
+    /// pressure, every request is of the marginal class, and this is a load.
     #[inline]
-    pub(super) fn place(&self, class: Criticality, step: impl FnOnce() -> u64) -> (Place, bool) {
+    pub(super) fn place(
+        &self,
+        class: Criticality,
+        step: impl FnOnce() -> u64,
+        capacity: impl FnOnce() -> u64,
+    ) -> (Place, bool) {
         let bit = 1 << class.index();
         let ever = self.ever.load(Ordering::Relaxed);
         if ever == bit {
@@ -99,18 +106,23 @@ impl Cut {
         if ever & bit == 0 {
             self.ever.fetch_or(bit, Ordering::AcqRel);
         }
-        let (place, classes) = self.place_at(class, step());
+        let (place, classes) = self.place_at(class, step(), capacity);
         (place, classes > 1)
     }
 
     /// Where a request of `class`, decided under pressure during `step`, stands, and how many
     /// classes are in use: moves the cut first if `step` is new.
     #[inline]
-    fn place_at(&self, class: Criticality, step: u64) -> (Place, u32) {
+    fn place_at(
+        &self,
+        class: Criticality,
+        step: u64,
+        capacity: impl FnOnce() -> u64,
+    ) -> (Place, u32) {
         let tag = step.wrapping_add(1).max(1);
         let current = self.step.load(Ordering::Acquire);
         if current != tag {
-            self.roll(current, tag);
+            self.roll(current, tag, capacity());
         }
         let bit = 1 << class.index();
         let seen = self.seen.load(Ordering::Relaxed);
@@ -158,9 +170,9 @@ impl Cut {
 
     /// Moves from the step tagged `current` to the one tagged `tag`, if this thread is the
     /// first to see it: the cut moves by what happened to the marginal class during the step
-    /// before.
+    /// before, and to the classes above it against `capacity` (requests a step).
     #[cold]
-    fn roll(&self, current: u64, tag: u64) {
+    fn roll(&self, current: u64, tag: u64, capacity: u64) {
         if self
             .step
             .compare_exchange(current, tag, Ordering::AcqRel, Ordering::Acquire)
@@ -186,9 +198,11 @@ impl Cut {
         let in_use = seen | before;
         let marginal = self.marginal(in_use);
         let (admitted, refused) = (counts[2 * marginal], counts[2 * marginal + 1]);
-        let above = seen >> (marginal + 1) != 0;
+        let above: u64 = (marginal + 1..Criticality::COUNT)
+            .map(|index| counts[2 * index])
+            .sum();
         let below = in_use & ((1 << marginal) - 1);
-        let (full, calm) = if refused > 0 && admitted == 0 && above {
+        let (full, calm) = if refused > 0 && admitted == 0 && above >= capacity.max(1) {
             (self.full.fetch_add(1, Ordering::AcqRel) + 1, 0)
         } else if refused <= admitted / CALM_SHARE {
             (0, self.calm.fetch_add(1, Ordering::AcqRel) + 1)
@@ -217,10 +231,13 @@ mod tests {
     use super::{CALM_STEPS, Cut, Place, RISE_STEPS};
     use crate::criticality::Criticality::{self, *};
 
+    /// The most requests the tests' shedder has seen complete in a step.
+    const CAPACITY: u64 = 5;
+
     /// Decides `admitted` and `refused` requests of `class` at `step`, returning the place of
     /// the first.
     fn decide(cut: &Cut, step: u64, class: Criticality, admitted: u32, refused: u32) -> Place {
-        let (place, _) = cut.place_at(class, step);
+        let (place, _) = cut.place_at(class, step, || CAPACITY);
         for _ in 0..admitted {
             cut.count(class, false);
         }
@@ -293,11 +310,34 @@ mod tests {
     }
 
     #[test]
+    fn classes_above_that_fit_keep_the_cut() {
+        let cut = Cut::new();
+        // Every sheddable request refused, but critical ones admitted below the capacity: the
+        // refusals are not for want of room for the critical class.
+        for step in 0..10 * RISE_STEPS {
+            assert_eq!(decide(&cut, step, Sheddable, 0, 10), Place::Marginal);
+            assert_eq!(
+                decide(&cut, step, Critical, CAPACITY as u32 - 1, 0),
+                Place::Above
+            );
+        }
+        // Two classes above, together at the capacity: the cut rises.
+        let cut = Cut::new();
+        for step in 0..RISE_STEPS {
+            decide(&cut, step, Sheddable, 0, 10);
+            decide(&cut, step, Critical, 3, 0);
+            decide(&cut, step, CriticalPlus, 2, 0);
+        }
+        assert_eq!(decide(&cut, RISE_STEPS, Sheddable, 0, 1), Place::Below);
+        assert_eq!(cut.level(), Critical);
+    }
+
+    #[test]
     fn the_cut_never_leaves_the_classes_in_use() {
         let cut = Cut::new();
         for step in 0..RISE_STEPS {
             decide(&cut, step, Sheddable, 0, 10);
-            decide(&cut, step, SheddablePlus, 0, 10);
+            decide(&cut, step, SheddablePlus, 5, 0);
         }
         decide(&cut, RISE_STEPS, SheddablePlus, 0, 10);
         assert_eq!(cut.level(), SheddablePlus);
@@ -339,7 +379,7 @@ mod tests {
             }
             let places: Vec<Place> = Criticality::ALL
                 .into_iter()
-                .map(|class| cut.place_at(class, step).0)
+                .map(|class| cut.place_at(class, step, || CAPACITY).0)
                 .collect();
             let rank = |place: &Place| match place {
                 Place::Below => 0,

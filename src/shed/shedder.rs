@@ -357,7 +357,11 @@ impl<C: Clock> Shedder<C> {
         } else {
             return None;
         };
-        let (place, counted) = self.cut.place(class, || self.epoch(now));
+        let (place, counted) = self.cut.place(
+            class,
+            || self.epoch(now),
+            || self.scan(self.epoch(now)).max_pass,
+        );
         let refused = match place {
             Place::Below => true,
             Place::Above => false,
