@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::BoxError;
+use crate::classes::ClassesArgs;
 use crate::demo::DemoArgs;
 use crate::process::pin_self_to_cpu;
 use crate::protocol::ProtocolArgs;
@@ -26,6 +27,9 @@ enum Command {
     /// The overload protocol: goodput and latency from 0.5x to 10x capacity, a step and a
     /// retry storm, for every peer.
     Protocol(ProtocolArgs),
+    /// Critical and sheddable requests together at 2x, 4x and 10x capacity and a spike of
+    /// the sheddable class, for admit without and with classes.
+    Classes(ClassesArgs),
     /// Runs the server under test (the child process).
     #[command(hide = true)]
     Serve(ServeArgs),
@@ -38,6 +42,9 @@ pub fn main() -> ExitCode {
         Some(Command::Serve(args)) => serve(&args),
         Some(Command::Protocol(args)) => drive(args.pin(), |pinned, burn| {
             crate::protocol::run(args, pinned, burn)
+        }),
+        Some(Command::Classes(args)) => drive(args.pin(), |pinned, burn| {
+            crate::classes::run(args, pinned, burn)
         }),
         None => drive(!cli.demo.no_pin(), |pinned, burn| {
             crate::demo::run(cli.demo, pinned, burn)

@@ -13,6 +13,10 @@ pub(crate) enum Policy {
     Admit,
     /// admit's defaults, the handler reporting each request's CPU wait (`CpuWait`).
     AdmitCpuWait,
+    /// admit's defaults reading each request's class from `admit-criticality`: the shedder
+    /// refuses the lower classes first, and the warm-up bucket keeps half its burst for the
+    /// critical ones.
+    AdmitClasses,
     /// admit's shedder with the CPU signal alone (go-zero's shedder), and the warm-up layer.
     GoZero,
     /// tower's `load_shed` + `concurrency_limit(k)`.
@@ -32,6 +36,7 @@ impl Policy {
             Policy::Unprotected => "unprotected".to_owned(),
             Policy::Admit => "admit".to_owned(),
             Policy::AdmitCpuWait => "admit + CpuWait".to_owned(),
+            Policy::AdmitClasses => "admit with classes".to_owned(),
             Policy::GoZero => "admit CPU only".to_owned(),
             Policy::Tower(k) => format!("tower k={k}"),
             Policy::LittleLoadShedder => "little-loadshedder".to_owned(),
@@ -40,14 +45,15 @@ impl Policy {
     }
 }
 
-/// The command-line name: `unprotected`, `admit`, `admit-cpu-wait`, `go-zero`, `tower:<k>`,
-/// `little-loadshedder` or `tower-acc`.
+/// The command-line name: `unprotected`, `admit`, `admit-cpu-wait`, `admit-classes`,
+/// `go-zero`, `tower:<k>`, `little-loadshedder` or `tower-acc`.
 impl fmt::Display for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Policy::Unprotected => f.write_str("unprotected"),
             Policy::Admit => f.write_str("admit"),
             Policy::AdmitCpuWait => f.write_str("admit-cpu-wait"),
+            Policy::AdmitClasses => f.write_str("admit-classes"),
             Policy::GoZero => f.write_str("go-zero"),
             Policy::Tower(k) => write!(f, "tower:{k}"),
             Policy::LittleLoadShedder => f.write_str("little-loadshedder"),
@@ -64,14 +70,15 @@ impl FromStr for Policy {
             "unprotected" => Ok(Policy::Unprotected),
             "admit" => Ok(Policy::Admit),
             "admit-cpu-wait" => Ok(Policy::AdmitCpuWait),
+            "admit-classes" => Ok(Policy::AdmitClasses),
             "go-zero" => Ok(Policy::GoZero),
             "little-loadshedder" => Ok(Policy::LittleLoadShedder),
             "tower-acc" => Ok(Policy::TowerAcc),
             other => match other.strip_prefix("tower:").map(str::parse::<usize>) {
                 Some(Ok(k)) if k > 0 => Ok(Policy::Tower(k)),
                 _ => Err(format!(
-                    "unknown policy `{other}`: unprotected, admit, admit-cpu-wait, go-zero, \
-                     tower:<k> (k > 0), little-loadshedder or tower-acc"
+                    "unknown policy `{other}`: unprotected, admit, admit-cpu-wait, \
+                     admit-classes, go-zero, tower:<k> (k > 0), little-loadshedder or tower-acc"
                 )),
             },
         }
@@ -94,6 +101,7 @@ mod tests {
             Policy::Unprotected,
             Policy::Admit,
             Policy::AdmitCpuWait,
+            Policy::AdmitClasses,
             Policy::GoZero,
             Policy::Tower(64),
             Policy::LittleLoadShedder,

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use admit::clock::MonotonicClock;
-use admit::middleware::RequestStart;
+use admit::middleware::{CriticalityHeader, RequestStart};
 use admit::shed::{ShedLayer, Shedder};
 use admit::signal::cpu::{CpuSignal, CpuWait, Smoothing, SystemCpu};
 use admit::signal::queue::header::HeaderConfig;
@@ -101,6 +101,7 @@ struct Server {
     style: Style,
     cpu: SystemCpu,
     limiter: Option<Arc<WarmUp>>,
+    shedder: Option<Arc<Shedder>>,
     /// Whether the handler reports how long its work waited for the CPU.
     reports_cpu_wait: bool,
 }
@@ -160,6 +161,15 @@ async fn stats(State(server): State<Arc<Server>>) -> String {
     format!("{} {cpu} {limit}", server.in_flight.load(Ordering::Relaxed))
 }
 
+/// The shedder's cut: the marginal class while it sheds, `-` otherwise.
+async fn cut(State(server): State<Arc<Server>>) -> &'static str {
+    server
+        .shedder
+        .as_ref()
+        .and_then(|shedder| shedder.snapshot().cut)
+        .map_or("-", |class| class.as_str())
+}
+
 /// Serves until killed, printing `listening <addr>` once bound.
 pub(crate) fn serve(args: &ServeArgs) -> Result<(), BoxError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -172,14 +182,31 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), BoxError> {
         let limiter = match args.policy {
             // Twice the nominal capacity once warm, a sixth of that (a third of the capacity,
             // matching the cold penalty) while cold, warming up over the cold period.
-            Policy::Admit | Policy::AdmitCpuWait | Policy::GoZero => Some(Arc::new(
-                WarmUp::builder(2.0 * args.nominal_capacity())
-                    .cold_factor(6)
-                    .warm_up_period(cold.max(Duration::from_millis(1)))
-                    .build()?,
-            )),
+            // The classed run keeps half the burst for the critical requests.
+            Policy::Admit | Policy::AdmitCpuWait | Policy::AdmitClasses | Policy::GoZero => {
+                Some(Arc::new(
+                    WarmUp::builder(2.0 * args.nominal_capacity())
+                        .cold_factor(6)
+                        .warm_up_period(if cold.is_zero() {
+                            Duration::from_secs(10)
+                        } else {
+                            cold
+                        })
+                        .start_warm(cold.is_zero())
+                        .critical_share(if args.policy == Policy::AdmitClasses {
+                            0.5
+                        } else {
+                            0.0
+                        })
+                        .build()?,
+                ))
+            }
             _ => None,
         };
+        let shedder = limiter
+            .is_some()
+            .then(|| shedder(args, cpu.clone()))
+            .transpose()?;
         let server = Arc::new(Server {
             started: Instant::now(),
             work: Work {
@@ -193,11 +220,18 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), BoxError> {
             style: args.style,
             cpu: cpu.clone(),
             limiter: limiter.clone(),
+            shedder: shedder.clone(),
             reports_cpu_wait: args.policy == Policy::AdmitCpuWait,
         });
-        let app = protect(Router::new().route("/work", get(work)), args, cpu, limiter)?;
+        let app = protect(
+            Router::new().route("/work", get(work)),
+            args,
+            limiter,
+            shedder,
+        )?;
         let app = app
             .route("/stats", get(stats))
+            .route("/cut", get(cut))
             .with_state(Arc::clone(&server));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         println!("listening {}", listener.local_addr()?);
@@ -210,8 +244,8 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), BoxError> {
 fn protect(
     app: Router<Arc<Server>>,
     args: &ServeArgs,
-    cpu: SystemCpu,
     limiter: Option<Arc<WarmUp>>,
+    shedder: Option<Arc<Shedder>>,
 ) -> Result<Router<Arc<Server>>, BoxError> {
     Ok(match args.policy {
         Policy::Unprotected => app,
@@ -245,31 +279,46 @@ fn protect(
                 ))
                 .map_err(|never: Infallible| match never {}),
         ),
-        Policy::Admit | Policy::AdmitCpuWait | Policy::GoZero => {
+        Policy::Admit | Policy::AdmitCpuWait | Policy::AdmitClasses | Policy::GoZero => {
             let limiter = limiter.ok_or("admit's policies have a warm-up bucket")?;
-            // One clock for the decisions and the probe's ticks.
-            let clock = MonotonicClock::new();
-            let mut shedder = Shedder::builder().clock(clock).cpu(cpu);
-            if args.policy != Policy::GoZero {
-                // The queue-time signals at their defaults: the waits the load generator
-                // stamps as `X-Request-Start` (as a proxy would), and the runtime's timer
-                // lateness.
-                let probe = LagProbe::default();
-                tokio::spawn(probe.run(clock));
-                shedder = shedder
-                    .queue_gate(QueueGate::default())
-                    .runtime_probe(probe);
-            }
-            let shedder = Arc::new(shedder.build()?);
+            let shedder = shedder.ok_or("admit's policies have a shedder")?;
             let start = RequestStart::new(HeaderConfig::default())?;
             // The README's recipe, the bucket outside (the shedder learns only from the
             // requests it lets through): each answers a refusal itself, a 503 with
             // `Retry-After` and its reason in `admit-refusal`.
-            app.layer(
-                ServiceBuilder::new()
-                    .layer(WarmUpLayer::new(limiter).http())
-                    .layer(ShedLayer::new(shedder).http().inspect(start)),
-            )
+            if args.policy == Policy::AdmitClasses {
+                // Each layer also reads the request's class from `admit-criticality`.
+                let class = CriticalityHeader::new();
+                app.layer(
+                    ServiceBuilder::new()
+                        .layer(WarmUpLayer::new(limiter).inspect(class.clone()).http())
+                        .layer(ShedLayer::new(shedder).http().inspect((start, class))),
+                )
+            } else {
+                app.layer(
+                    ServiceBuilder::new()
+                        .layer(WarmUpLayer::new(limiter).http())
+                        .layer(ShedLayer::new(shedder).http().inspect(start)),
+                )
+            }
         }
     })
+}
+
+/// admit's shedder for `args.policy`: the CPU signal, and for all but go-zero's the queue-time
+/// signals at their defaults.
+fn shedder(args: &ServeArgs, cpu: SystemCpu) -> Result<Arc<Shedder>, BoxError> {
+    // One clock for the decisions and the probe's ticks.
+    let clock = MonotonicClock::new();
+    let mut shedder = Shedder::builder().clock(clock).cpu(cpu);
+    if args.policy != Policy::GoZero {
+        // The waits the load generator stamps as `X-Request-Start` (as a proxy would), and
+        // the runtime's timer lateness.
+        let probe = LagProbe::default();
+        tokio::spawn(probe.run(clock));
+        shedder = shedder
+            .queue_gate(QueueGate::default())
+            .runtime_probe(probe);
+    }
+    Ok(Arc::new(shedder.build()?))
 }

@@ -1,4 +1,4 @@
-//! Short runs of the demo and the protocol, end to end: real servers in child processes on
+//! Short runs of the demo, the protocol and the classes run, end to end: real servers in child processes on
 //! 127.0.0.1, driven for a few seconds each. Only the bookkeeping is checked, never a speed.
 
 use std::path::Path;
@@ -76,11 +76,58 @@ fn the_protocol_measures_two_points_and_writes_its_report() {
 }
 
 #[test]
+fn the_classes_run_tallies_each_class_and_writes_its_report() {
+    let dir = tempdir("classes");
+    let out = dir.to_str().expect("a UTF-8 path");
+    let stdout = run(&[
+        "classes",
+        "--loads=2",
+        "--styles=inline",
+        "--policies=admit-classes",
+        "--no-spike",
+        "--warm-seconds=1",
+        "--measured-seconds=1",
+        "--capacity=200",
+        "--no-pin",
+        "--out",
+        out,
+    ]);
+    assert!(stdout.contains("critical available, %"), "{stdout}");
+    let report = json(&dir.join("classes.json"));
+    let classes = &report["styles"][0];
+    assert_eq!(classes["style"], "inline");
+    // Alone, the critical class is offered its share of the capacity, and nothing else.
+    let alone = &classes["uncontended"];
+    let offered = alone["critical"]["offered_per_s"].as_f64().expect("a rate");
+    assert!(offered > 0.5 * 40.0 && offered < 2.0 * 40.0, "{alone}");
+    assert_eq!(alone["sheddable"]["offered_per_s"], 0.0);
+    let point = &classes["runs"][0]["points"][0];
+    assert_eq!(point["load"], 2.0);
+    // 20 % of 400/s critical, 80 % sheddable: each within a factor of two of its rate.
+    for (class, rate) in [("critical", 80.0), ("sheddable", 320.0)] {
+        let offered = point[class]["offered_per_s"].as_f64().expect("a rate");
+        assert!(offered > 0.5 * rate && offered < 2.0 * rate, "{point}");
+        let available = point[class]["availability"].as_f64().expect("a share");
+        assert!((0.0..=1.0).contains(&available), "{point}");
+    }
+    let cut_time: f64 = point["cut_time"]
+        .as_array()
+        .expect("the cut's shares")
+        .iter()
+        .map(|share| share.as_f64().expect("a share"))
+        .sum();
+    assert!((cut_time - 1.0).abs() < 1e-9, "{point}");
+    assert!(is_svg(&dir.join("classes-inline.svg")));
+}
+
+#[test]
 fn the_protocol_rejects_bad_flags_with_a_message() {
     for args in [
         &["protocol", "--loads=0"][..],
         &["protocol", "--peers=tower:0"],
         &["protocol", "--styles=sideways"],
+        &["classes", "--critical=1"],
+        &["classes", "--policies=admit,nothing"],
         &["--runs=nothing"],
     ] {
         let output = Command::new(env!("CARGO_BIN_EXE_admit-overload"))
