@@ -15,9 +15,12 @@
 //! The cut moves once a step, from what happened to the marginal class during the step before:
 //!
 //! - **up** one class when its every request was refused for [`RISE_STEPS`] steps in a row
-//!   while the classes above it were admitted, in each of those steps, at least as many
-//!   requests as the shedder has seen complete in its best step (go-zero's `maxPass`): the
-//!   classes above do not fit, even alone, so the next class becomes marginal;
+//!   while, in each of those steps, the classes above it did not fit even alone: they were
+//!   admitted at least as many requests as the shedder has seen complete in its best step
+//!   (go-zero's `maxPass`), or more than half of theirs were *late*, having waited longer than
+//!   a step before the shedder saw them (work done inline queues before the shedder sees it,
+//!   so there the admissions cannot outrun the completions, and the queue shows as waits). The
+//!   next class becomes marginal;
 //! - **down** one class after [`CALM_STEPS`] steps in a row in which at most one in
 //!   [`CALM_SHARE`] of its requests was refused: it fits;
 //! - back to the least important class when the shedder was not under pressure for a while.
@@ -28,13 +31,16 @@ use crate::criticality::Criticality;
 use crate::sync::{AtomicU64, Ordering, Striped};
 
 /// Steps in a row in which every request of the marginal class was refused, and the classes
-/// above it were admitted at least the capacity, before the cut moves up one class.
+/// above it did not fit, before the cut moves up one class.
 pub(super) const RISE_STEPS: u64 = 2;
 /// Steps in a row in which at most one in [`CALM_SHARE`] of the marginal class's decisions
 /// refused (none, for fewer than that many) before the cut moves down one class.
 pub(super) const CALM_STEPS: u64 = 3;
 /// See [`CALM_STEPS`]: a class refused that rarely fits.
 pub(super) const CALM_SHARE: u64 = 64;
+
+/// Where [`Cut::decided`] counts the late requests above the marginal class.
+const LATE: usize = 2 * Criticality::COUNT;
 
 /// Where a request's class stands relative to the cut.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,10 +71,11 @@ pub(super) struct Cut {
     full: AtomicU64,
     /// Steps in a row without a refusal of the marginal class.
     calm: AtomicU64,
-    /// Decisions under pressure by class: admitted at `2·index`, refused at `2·index + 1`.
-    decided: Striped<{ 2 * Criticality::COUNT }>,
+    /// Decisions under pressure by class: admitted at `2·index`, refused at `2·index + 1`;
+    /// at [`LATE`], requests above the marginal class that waited longer than a step.
+    decided: Striped<{ LATE + 1 }>,
     /// [`decided`](Self::decided)'s sums at the last step change.
-    marked: [AtomicU64; 2 * Criticality::COUNT],
+    marked: [AtomicU64; LATE + 1],
 }
 
 impl Cut {
@@ -147,6 +154,12 @@ impl Cut {
             .add(2 * class.index() + usize::from(refused), 1);
     }
 
+    /// Counts a request above the marginal class that waited longer than a step.
+    #[inline]
+    pub(super) fn count_late(&self) {
+        self.decided.add(LATE, 1);
+    }
+
     /// The marginal class's index: the least important class in `seen` (a mask) at or above
     /// the cut, or the most important one in `seen` if none is.
     fn marginal(&self, seen: u64) -> usize {
@@ -182,7 +195,7 @@ impl Cut {
         }
         let seen = self.seen.swap(0, Ordering::AcqRel);
         let before = self.seen_before.swap(seen, Ordering::AcqRel);
-        let mut counts = [0; 2 * Criticality::COUNT];
+        let mut counts = [0; LATE + 1];
         for (index, count) in counts.iter_mut().enumerate() {
             let total = self.decided.sum(index);
             *count = total.wrapping_sub(self.marked[index].swap(total, Ordering::AcqRel));
@@ -201,8 +214,9 @@ impl Cut {
         let above: u64 = (marginal + 1..Criticality::COUNT)
             .map(|index| counts[2 * index])
             .sum();
+        let crowded = above >= capacity.max(1) || 2 * counts[LATE] > above;
         let below = in_use & ((1 << marginal) - 1);
-        let (full, calm) = if refused > 0 && admitted == 0 && above >= capacity.max(1) {
+        let (full, calm) = if refused > 0 && admitted == 0 && crowded {
             (self.full.fetch_add(1, Ordering::AcqRel) + 1, 0)
         } else if refused <= admitted / CALM_SHARE {
             (0, self.calm.fetch_add(1, Ordering::AcqRel) + 1)
@@ -330,6 +344,26 @@ mod tests {
         }
         assert_eq!(decide(&cut, RISE_STEPS, Sheddable, 0, 1), Place::Below);
         assert_eq!(cut.level(), Critical);
+    }
+
+    #[test]
+    fn late_requests_above_raise_the_cut_as_a_full_step_does() {
+        // Critical requests admitted below the capacity, but most of them waited longer than a
+        // step: work done inline queues before the shedder sees it.
+        let late = |share_late: u32| {
+            let cut = Cut::new();
+            for step in 0..RISE_STEPS {
+                decide(&cut, step, Sheddable, 0, 10);
+                decide(&cut, step, Critical, 4, 0);
+                for _ in 0..share_late {
+                    cut.count_late();
+                }
+            }
+            decide(&cut, RISE_STEPS, Sheddable, 0, 1)
+        };
+        assert_eq!(late(3), Place::Below);
+        // Half of them late: they fit.
+        assert_eq!(late(2), Place::Marginal);
     }
 
     #[test]

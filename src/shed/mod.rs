@@ -72,9 +72,10 @@
 //! decided by the rule above, the less important classes are refused outright and the more
 //! important ones are served, so the marginal class gets the capacity they leave. The marginal
 //! class moves up one class when every request of it was refused for two steps (buckets) in a
-//! row while the more important classes were admitted, in each step, at least as many requests
-//! as the shedder has seen complete in its best step (go-zero's `maxPass`): they do not fit
-//! even alone. It moves down one after three steps in which at most one in 64 of its requests
+//! row while the more important classes did not fit even alone: in each step they were
+//! admitted at least as many requests as the shedder has seen complete in its best step
+//! (go-zero's `maxPass`), or more than half of theirs had waited longer than a step (work done
+//! inline queues before the shedder sees it). It moves down one after three steps in which at most one in 64 of its requests
 //! was refused ([`ShedSnapshot::cut`] says which class it is).
 //! The signals that refuse a request outright (a request that waited too long while the queue
 //! gate is hot, the runtime probe's draws) refuse only the marginal class's requests too.

@@ -304,7 +304,7 @@ impl<C: Clock> Shedder<C> {
             Some(waited) => Arrival::at(now).with_wait_nanos(waited),
             None => Arrival::at(now),
         };
-        if let Some(cause) = self.should_drop(now, self.assess(&arrival), class) {
+        if let Some(cause) = self.should_drop(now, self.assess(&arrival), waited, class) {
             let heat = &self.heat;
             if !heat.dropped_recently.load(Ordering::Relaxed) {
                 self.start_shedding(cause);
@@ -348,7 +348,13 @@ impl<C: Clock> Shedder<C> {
     /// [cut](super::cut)'s marginal class, which with one class in use is every request; under
     /// pressure, the classes below it are refused and the ones above it served.
     #[inline]
-    fn should_drop(&self, now: u64, pressure: Pressure, class: Criticality) -> Option<Cause> {
+    fn should_drop(
+        &self,
+        now: u64,
+        pressure: Pressure,
+        waited: Option<u64>,
+        class: Criticality,
+    ) -> Option<Cause> {
         let cause = if let Some(cause) = pressure.cause() {
             self.note_overload(now);
             cause
@@ -364,7 +370,12 @@ impl<C: Clock> Shedder<C> {
         );
         let refused = match place {
             Place::Below => true,
-            Place::Above => false,
+            Place::Above => {
+                if counted && waited.is_some_and(|waited| waited > self.config.bucket_nanos) {
+                    self.cut.count_late();
+                }
+                false
+            }
             Place::Marginal => {
                 pressure.refuses() || {
                     let (max_flight, floor) = self.max_flight(now);
@@ -722,6 +733,46 @@ mod tests {
         assert_eq!(after.by_class[2].admitted, critical.admitted + 1);
     }
 
+    /// The cut rises past a class refused whole when most requests of the class above it
+    /// waited longer than a step (work done inline: they queue before the shedder sees them),
+    /// though they are admitted far fewer than the shedder has seen complete in a step.
+    #[test]
+    fn the_cut_rises_when_the_classes_above_wait_longer_than_a_step() {
+        for (waited_ms, risen) in [(150, true), (50, false)] {
+            let (clock, _cpu, shedder) = shedder();
+            // Up to 1000 completions a bucket.
+            for i in 0..10u64 {
+                record(&shedder, i, (i + 1) * 100, (i + 1) * (1000 * i + 550));
+            }
+            let waited = Some(waited_ms * NANOS_PER_MS);
+            let step = |bucket: u64| {
+                clock.set(Duration::from_millis(bucket * 100 + 50));
+                set_flight(&shedder, 80.0, 80);
+                let now = clock.now_nanos();
+                assert!(shedder.admit(now, None, Criticality::Sheddable).is_err());
+                for _ in 0..10 {
+                    assert!(shedder.admit(now, waited, Criticality::Critical).is_ok());
+                }
+            };
+            // The first step shows the cut two classes in use; then RISE_STEPS steps, and a
+            // decision in the step that reads them.
+            let rise = super::super::cut::RISE_STEPS;
+            for bucket in 10..=10 + rise {
+                step(bucket);
+            }
+            clock.set(Duration::from_millis((11 + rise) * 100 + 50));
+            let now = clock.now_nanos();
+            assert!(shedder.admit(now, None, Criticality::Sheddable).is_err());
+            let cut = shedder.snapshot().cut;
+            let expected = if risen {
+                Criticality::Critical
+            } else {
+                Criticality::Sheddable
+            };
+            assert_eq!(cut, Some(expected), "waited {waited_ms} ms");
+        }
+    }
+
     /// A pass reported with a CPU wait teaches its latency less the wait, and at least 1 ms;
     /// its service time stays whole.
     #[test]
@@ -772,6 +823,7 @@ mod tests {
                     .should_drop(
                         now,
                         shedder.cpu.pressure_at(Some(900)),
+                        None,
                         Criticality::Critical
                     )
                     .is_some(),
@@ -783,7 +835,12 @@ mod tests {
         let (_, _, fresh) = self::shedder();
         set_flight(&fresh, 80.0, 80);
         assert_eq!(
-            fresh.should_drop(0, fresh.cpu.pressure_at(Some(899)), Criticality::Critical),
+            fresh.should_drop(
+                0,
+                fresh.cpu.pressure_at(Some(899)),
+                None,
+                Criticality::Critical
+            ),
             None
         );
         // 900 ‰: `allow` refuses and arms the cool-off.
