@@ -2,7 +2,8 @@
 //! runs both layers and serves `/metrics`; Prometheus scrapes it every 200 ms while a known
 //! workload runs (a manual CPU signal, a bounded number of requests); then the PromQL queries
 //! the README documents must answer what the workload did: λ, from the offered requests, is
-//! every request sent, though the shedder sits inside a warm-up bucket's layer.
+//! every request sent, though the shedder sits inside a warm-up bucket's layer, and the
+//! critical classes' λ is their requests' (`/work?sheddable` is a sheddable request).
 //!
 //! Without a Prometheus binary the test prints `SKIPPED:` and returns (it fails instead when
 //! `ADMIT_REQUIRE_PROMETHEUS` is set, as `.ci/run` does once it has installed the package).
@@ -12,7 +13,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use admit::criticality::Criticality;
 use admit::metrics::Reporter;
+use admit::middleware::CriticalityFrom;
 use admit::respond::HttpResponder;
 use admit::shed::{ShedLayer, Shedder};
 use admit::signal::cpu::ManualCpu;
@@ -125,7 +128,16 @@ async fn prometheus_answers_the_documented_queries() {
                 "done"
             }),
         )
-        .layer(ShedLayer::new(Arc::clone(&shedder)).http())
+        .layer(
+            ShedLayer::new(Arc::clone(&shedder))
+                .http()
+                .inspect(CriticalityFrom(
+                    |request: &http::Request<_>| match request.uri().query() {
+                        Some("sheddable") => Criticality::Sheddable,
+                        _ => Criticality::Critical,
+                    },
+                )),
+        )
         .layer(WarmUpLayer::new(Arc::clone(&open)).http())
         .merge(
             Router::new()
@@ -174,6 +186,9 @@ async fn prometheus_answers_the_documented_queries() {
     cpu.set(0);
     let after = load(&client, &work, 20, 1).await;
     assert_eq!(tally(&after, StatusCode::OK), 20.0, "{after:?}");
+    // Sheddable requests, calm: all served.
+    let prefetch = load(&client, &format!("{work}?sheddable"), 8, 1).await;
+    assert_eq!(tally(&prefetch, StatusCode::OK), 8.0, "{prefetch:?}");
     // A burst at the cold bucket.
     let burst = load(&client, &format!("{}/cold", server.url()), 12, 12).await;
     let (admitted, refused) = (
@@ -183,11 +198,11 @@ async fn prometheus_answers_the_documented_queries() {
     assert_eq!(admitted + refused, 12.0, "{burst:?}");
     assert!(refused > 0.0, "{burst:?}");
 
-    let (passed, failed, dropped) = (65.0, 15.0, 30.0);
+    let (passed, failed, dropped) = (73.0, 15.0, 30.0);
     let snapshot = shedder.snapshot();
     assert_eq!(
         (snapshot.passed, snapshot.failed, snapshot.dropped),
-        (65, 15, 30)
+        (73, 15, 30)
     );
     let busy = snapshot.service_time.as_secs_f64();
     // Every series at its final value: scraped after the workload.
@@ -218,7 +233,7 @@ async fn prometheus_answers_the_documented_queries() {
     // Every request sent, counted once: `/work`'s by its outer warm-up bucket (the shedder
     // inside counts none; the 20 permits taken from the shedder directly are no requests),
     // `/cold`'s by its bucket.
-    let sent = (calm.len() + shed.len() + after.len() + burst.len()) as f64;
+    let sent = (calm.len() + shed.len() + after.len() + prefetch.len() + burst.len()) as f64;
     for (series, count) in [
         (
             r#"admit_offered_requests_total{limiter="api",kind="warmup"}"#,
@@ -256,8 +271,8 @@ async fn prometheus_answers_the_documented_queries() {
         "mean service time {mean} s, expected {}",
         busy / (passed + failed)
     );
-    // 60 of the 80 completed requests took at least `WORK`.
-    assert!(mean >= 60.0 * WORK.as_secs_f64() / 80.0, "{mean}");
+    // 68 of the 88 completed requests took at least `WORK`.
+    assert!(mean >= 68.0 * WORK.as_secs_f64() / 88.0, "{mean}");
     let utilisation = one(
         &prometheus,
         &format!(
@@ -283,6 +298,23 @@ async fn prometheus_answers_the_documented_queries() {
     )
     .await;
     assert!(close(shed_ratio, dropped / arrivals, 1e-9), "{shed_ratio}");
+    // λ of the classes that must be served: every decision but the sheddable requests'.
+    let sheddable = one(
+        &prometheus,
+        r#"admit_shed_class_requests_total{limiter="api",class="sheddable",outcome="admitted"}"#,
+    )
+    .await;
+    assert_eq!(sheddable, prefetch.len() as f64);
+    let critical = arrivals - sheddable;
+    let lambda_critical = one(
+        &prometheus,
+        r#"sum(rate(admit_shed_class_requests_total{limiter="api",class=~"critical|critical_plus"}[1m]))"#,
+    )
+    .await;
+    assert!(
+        lambda_critical * 60.0 >= critical && lambda_critical * 60.0 <= critical * 1.2,
+        "critical λ = {lambda_critical}/s for {critical} critical decisions"
+    );
 
     let pid = prometheus.pid();
     assert!(prometheus.stop().success());
