@@ -42,8 +42,6 @@
 //!   - `admit ShedLayer (boxed error)`: an overloaded shedder (CPU at 1000 ‰, 1000 requests
 //!     held in flight) answering with the default responder, a boxed zero-sized error (no
 //!     allocation);
-//!   - `admit ShedLayer (boxed error, two classes)`: the same with two classes in use, as in
-//!     `layer/admit`;
 //!   - `admit ShedLayer .http()`: the same, answering with a 503 response, its `Retry-After`
 //!     header and its `Refused` extension (building and dropping the response's header map and
 //!     extensions allocates);
@@ -334,14 +332,6 @@ fn refuse_group(group: &mut BenchmarkGroup<'_, WallTime>) {
         group,
         "admit ShedLayer (boxed error)",
         ShedLayer::new(shedder(MonotonicClock::new(), true)).layer(echo()),
-        |answer| answer.is_err_and(|error| error.is::<admit::respond::Refused>()),
-    );
-    one_thread(
-        group,
-        "admit ShedLayer (boxed error, two classes)",
-        ShedLayer::new(shedder(MonotonicClock::new(), true))
-            .inspect(CriticalityFrom(|_: &u64| two_classes()))
-            .layer(echo()),
         |answer| answer.is_err_and(|error| error.is::<admit::respond::Refused>()),
     );
     one_thread(

@@ -11,8 +11,9 @@
 //!   refused. The semaphore has no permit left.
 //!
 //! `admit, two classes/…` is the same shedder called with `allow_as`, one call in five
-//! critical and the others sheddable: the decision with two classes in use (overloaded, the
-//! sheddable calls are refused outright and the critical ones decided by go-zero's rule).
+//! critical and the others sheddable: the decision with two classes in use. Overloaded, the
+//! sheddable calls are refused and the critical ones served (they are admitted no faster than
+//! they complete, so they fit), so that row is four refusals and an admission in five calls.
 //!
 //! `admit+queue/…` is the same shedder with a queue gate attached (5 ms target, 100 ms
 //! intervals), called with `allow_after(2 ms)`: each admission also records its wait.
