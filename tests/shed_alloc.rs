@@ -1,5 +1,6 @@
-//! `allow`, `allow_owned`, `pass`, `fail`, dropping a permit, refusing and `snapshot` never
-//! touch the heap, including with the system CPU signal.
+//! `allow`, `allow_as`, `allow_owned`, `pass`, `fail`, dropping a permit, refusing and
+//! `snapshot` never touch the heap, including with the system CPU signal and with every request
+//! class in use (the cut moving as the CPU heats and cools).
 //!
 //! Allocations are counted per thread, since the system CPU signal's sampler thread allocates
 //! on its own schedule (off the hot path). One test in this file all the same.
@@ -15,6 +16,7 @@ mod rig;
 use std::time::Duration;
 
 use admit::clock::MonotonicClock;
+use admit::criticality::Criticality;
 use admit::shed::Shedder;
 use admit::signal::cpu::SystemCpu;
 use counting_alloc::allocations_during;
@@ -42,7 +44,9 @@ fn admitting_completing_and_refusing_never_allocate() {
             // Alternate a cool and a hot CPU across many buckets.
             cpu.set(if round % 200 < 100 { 0 } else { 1000 });
             for i in 0..8u32 {
-                match shedder.allow() {
+                // Every class in turn.
+                let class = Criticality::ALL[(i as usize * 3 + round as usize) % 4];
+                match shedder.allow_as(class) {
                     Ok(permit) if i % 3 == 0 => permit.pass(),
                     Ok(permit) if i % 3 == 1 => permit.fail(),
                     Ok(permit) => drop(permit),
@@ -75,6 +79,12 @@ fn admitting_completing_and_refusing_never_allocate() {
     assert!(
         admitted > 0 && refused > 0,
         "admitted {admitted}, refused {refused}"
+    );
+    // The cut saw every class, under pressure and calm.
+    let by_class = shedder.snapshot().by_class;
+    assert!(
+        by_class.iter().all(|class| class.admitted > 0),
+        "{by_class:?}"
     );
     assert_eq!(
         allocations, 0,
