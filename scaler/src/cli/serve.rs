@@ -78,7 +78,9 @@ pub(super) struct ServeArgs {
     /// plus the HPA's) query Prometheus once. Also StreamIsActive's evaluation period.
     #[arg(long, env = "ADMIT_SCALER_DECISION_INTERVAL", default_value = "10s", value_parser = duration::between("100ms", "1h"), value_name = "DURATION")]
     decision_interval: Duration,
-    /// A trigger not called for this long is forgotten (its planner and its metrics).
+    /// A trigger not called for this long is forgotten (its planner and its metrics). At
+    /// least twice the larger of --decision-interval and the 15 s sweep of the scaler-wide
+    /// gauges: 30 s with the defaults.
     #[arg(long, env = "ADMIT_SCALER_STATE_TTL", default_value = "10m", value_parser = duration::between("1s", "7d"), value_name = "DURATION")]
     state_ttl: Duration,
     /// The most triggers tracked at once (a trigger under each configuration KEDA sends):

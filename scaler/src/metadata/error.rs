@@ -57,6 +57,8 @@ pub enum Problem {
     Unknown {
         /// The key as given, as an [excerpt](crate::excerpt::excerpt).
         key: String,
+        /// Its value as given, as an [excerpt](crate::excerpt::excerpt).
+        value: String,
         /// The known key it matches ignoring ASCII case, if any.
         suggestion: Option<&'static str>,
     },
@@ -101,8 +103,12 @@ impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Problem::Missing { key } => write!(f, "missing required key `{key}`"),
-            Problem::Unknown { key, suggestion } => {
-                write!(f, "unknown key `{key}`")?;
+            Problem::Unknown {
+                key,
+                value,
+                suggestion,
+            } => {
+                write!(f, "unknown key `{key}` (value \"{value}\")")?;
                 if let Some(suggestion) = suggestion {
                     write!(f, "; did you mean `{suggestion}`?")?;
                 }

@@ -397,7 +397,7 @@ impl<'a> Parser<'a> {
                 .flat_map(|key| [key.name, key.env])
                 .chain(KEDA_KEYS)
         };
-        for given in self.metadata.keys() {
+        for (given, value) in self.metadata {
             if names().any(|name| name == given) {
                 continue;
             }
@@ -408,6 +408,7 @@ impl<'a> Parser<'a> {
             self.unknown += 1;
             self.problems.push(Problem::Unknown {
                 key: excerpt(given),
+                value: excerpt(value),
                 suggestion: names().find(|name| name.eq_ignore_ascii_case(given)),
             });
         }

@@ -278,12 +278,16 @@ fn unknown_keys() {
             found,
             [Problem::Unknown {
                 key: key.to_owned(),
+                value: "1".to_owned(),
                 suggestion
             }]
         );
         assert_eq!(found[0].key(), key);
         let shown = found[0].to_string();
-        assert!(shown.starts_with(&format!("unknown key `{key}`")));
+        assert!(
+            shown.starts_with(&format!("unknown key `{key}` (value \"1\")")),
+            "{shown}"
+        );
         match suggestion {
             Some(s) => assert!(shown.ends_with(&format!("did you mean `{s}`?")), "{shown}"),
             None => assert!(!shown.contains("did you mean"), "{shown}"),
