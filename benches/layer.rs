@@ -21,8 +21,8 @@
 //!     shedder is in an `Arc` (a reference-count increment and decrement per request), or,
 //!     `&'static`, leaked at start-up as a process-wide shedder can be;
 //!   - `admit WarmUpLayer (…)`: a warm-up bucket at 10⁹ permits/s that starts warm, so every
-//!     call takes a permit (a compare-and-swap), with either clock, the default `WarmUp` (Guava's smooth model),
-//!     half its burst kept for the critical classes;
+//!     call takes a permit (a compare-and-swap), with either clock, the default `WarmUp`
+//!     (Guava's smooth model), half its burst kept for the critical classes;
 //!   - `(…, two classes)`: the layer reads each request's class with `CriticalityFrom`, one
 //!     request in five critical and the others sheddable;
 //!   - `tower load_shed+concurrency_limit`: `ServiceBuilder::new().load_shed()

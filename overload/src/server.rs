@@ -181,8 +181,10 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), BoxError> {
         let cpu = SystemCpu::with_smoothing(Smoothing::Exponential { horizon });
         let limiter = match args.policy {
             // Twice the nominal capacity once warm, a sixth of that (a third of the capacity,
-            // matching the cold penalty) while cold, warming up over the cold period.
-            // The classed run keeps half the burst for the critical requests.
+            // matching the cold penalty) while cold, warming up over the cold period. A warm
+            // server (no cold period) starts warm, with a 10 s period as a service would have:
+            // a period within the burst makes the bucket refuse requests a few ms apart after
+            // any pause. The classed run keeps half the burst for the critical requests.
             Policy::Admit | Policy::AdmitCpuWait | Policy::AdmitClasses | Policy::GoZero => {
                 Some(Arc::new(
                     WarmUp::builder(2.0 * args.nominal_capacity())

@@ -1,5 +1,6 @@
-//! Short runs of the demo, the protocol and the classes run, end to end: real servers in child processes on
-//! 127.0.0.1, driven for a few seconds each. Only the bookkeeping is checked, never a speed.
+//! Short runs of the demo, the protocol and the classes run, end to end: real servers in child
+//! processes on 127.0.0.1, driven for a few seconds each. Only the bookkeeping is checked,
+//! never a speed.
 
 use std::path::Path;
 use std::process::Command;

@@ -75,8 +75,8 @@
 //! row while the more important classes did not fit even alone: in each step they were
 //! admitted at least as many requests as the shedder has seen complete in its best step
 //! (go-zero's `maxPass`), or more than half of theirs had waited longer than a step (work done
-//! inline queues before the shedder sees it). It moves down one after three steps in which at most one in 64 of its requests
-//! was refused ([`ShedSnapshot::cut`] says which class it is).
+//! inline queues before the shedder sees it). It moves down one after three steps in which at
+//! most one in 64 of its requests was refused ([`ShedSnapshot::cut`] says which class it is).
 //! The signals that refuse a request outright (a request that waited too long while the queue
 //! gate is hot, the runtime probe's draws) refuse only the marginal class's requests too.
 //! With one class in use, every request is of the marginal class: the decisions are go-zero's.
