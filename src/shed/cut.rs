@@ -95,15 +95,15 @@ impl Cut {
 
     /// Where a request of `class`, decided under pressure during the step `step` gives, stands,
     /// and whether to [`count`](Self::count) its decision (while more than one class is in
-    /// use). `capacity` gives the most requests the shedder has seen complete in one step; it
-    /// is called only when the step is new. While only one class has ever been decided under
+    /// use). `capacity(step)` gives the most requests the shedder has seen complete in one step
+    /// of the window at `step`; it is called only when the step is new. While only one class has ever been decided under
     /// pressure, every request is of the marginal class, and this is a load.
     #[inline]
     pub(super) fn place(
         &self,
         class: Criticality,
         step: impl FnOnce() -> u64,
-        capacity: impl FnOnce() -> u64,
+        capacity: impl FnOnce(u64) -> u64,
     ) -> (Place, bool) {
         let bit = 1 << class.index();
         let ever = self.ever.load(Ordering::Relaxed);
@@ -124,12 +124,12 @@ impl Cut {
         &self,
         class: Criticality,
         step: u64,
-        capacity: impl FnOnce() -> u64,
+        capacity: impl FnOnce(u64) -> u64,
     ) -> (Place, u32) {
         let tag = step.wrapping_add(1).max(1);
         let current = self.step.load(Ordering::Acquire);
         if current != tag {
-            self.roll(current, tag, capacity());
+            self.roll(current, tag, capacity(step));
         }
         let bit = 1 << class.index();
         let seen = self.seen.load(Ordering::Relaxed);
@@ -251,7 +251,7 @@ mod tests {
     /// Decides `admitted` and `refused` requests of `class` at `step`, returning the place of
     /// the first.
     fn decide(cut: &Cut, step: u64, class: Criticality, admitted: u32, refused: u32) -> Place {
-        let (place, _) = cut.place_at(class, step, || CAPACITY);
+        let (place, _) = cut.place_at(class, step, |_| CAPACITY);
         for _ in 0..admitted {
             cut.count(class, false);
         }
@@ -413,7 +413,7 @@ mod tests {
             }
             let places: Vec<Place> = Criticality::ALL
                 .into_iter()
-                .map(|class| cut.place_at(class, step, || CAPACITY).0)
+                .map(|class| cut.place_at(class, step, |_| CAPACITY).0)
                 .collect();
             let rank = |place: &Place| match place {
                 Place::Below => 0,

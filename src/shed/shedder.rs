@@ -363,11 +363,9 @@ impl<C: Clock> Shedder<C> {
         } else {
             return None;
         };
-        let (place, counted) = self.cut.place(
-            class,
-            || self.epoch(now),
-            || self.scan(self.epoch(now)).max_pass,
-        );
+        let (place, counted) =
+            self.cut
+                .place(class, || self.epoch(now), |epoch| self.scan(epoch).max_pass);
         let refused = match place {
             Place::Below => true,
             Place::Above => {
