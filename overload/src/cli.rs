@@ -40,10 +40,10 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Serve(args)) => serve(&args),
-        Some(Command::Protocol(args)) => drive(args.pin(), |pinned, burn| {
+        Some(Command::Protocol(args)) => drive(args.run.pin(), |pinned, burn| {
             crate::protocol::run(args, pinned, burn)
         }),
-        Some(Command::Classes(args)) => drive(args.pin(), |pinned, burn| {
+        Some(Command::Classes(args)) => drive(args.run.pin(), |pinned, burn| {
             crate::classes::run(args, pinned, burn)
         }),
         None => drive(!cli.demo.no_pin(), |pinned, burn| {

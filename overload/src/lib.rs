@@ -28,6 +28,7 @@ mod demo;
 mod policy;
 mod process;
 mod protocol;
+mod run;
 mod server;
 
 use std::time::Duration;

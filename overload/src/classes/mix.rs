@@ -14,6 +14,7 @@ use hyper_util::rt::TokioExecutor;
 use tokio::time::Instant;
 
 use crate::process::ServerProcess;
+use crate::run::Schedule;
 use crate::server::ServeArgs;
 use crate::{BoxError, request_start};
 
@@ -29,16 +30,6 @@ const CUT_EVERY: Duration = Duration::from_millis(25);
 pub(crate) struct Mix {
     pub(crate) critical: f64,
     pub(crate) sheddable: f64,
-}
-
-/// How a point is run.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Schedule {
-    /// Offered before measuring, s.
-    pub(crate) warm: u64,
-    /// Measured, s.
-    pub(crate) measured: u64,
-    pub(crate) deadline: Duration,
 }
 
 /// What one class got, over a span of seconds.

@@ -7,13 +7,13 @@ mod report;
 mod spike;
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use admit_testkit::work::Distribution;
 
 use self::mix::Mix;
 use self::report::{Classes, PolicyRuns, Report};
 use crate::policy::Policy;
+use crate::run::RunArgs;
 use crate::server::{ServeArgs, Style};
 use crate::{BoxError, capacity, positive};
 
@@ -37,12 +37,6 @@ pub(crate) struct ClassesArgs {
     /// The policies compared.
     #[arg(long, value_delimiter = ',', default_value = "admit,admit-classes")]
     policies: Vec<Policy>,
-    /// Seconds of load before each point is measured.
-    #[arg(long, default_value_t = 2)]
-    warm_seconds: u64,
-    /// Seconds measured at each point.
-    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u64).range(1..))]
-    measured_seconds: u64,
     /// Where the handler works: on spawn_blocking, or inline in the async handler.
     #[arg(
         long,
@@ -51,21 +45,8 @@ pub(crate) struct ClassesArgs {
         default_value = "blocking,inline"
     )]
     styles: Vec<Style>,
-    /// Mean CPU work per request, ms.
-    #[arg(long, default_value_t = 1.0, value_parser = positive)]
-    work_ms: f64,
-    /// The client gives up after this long, ms.
-    #[arg(long, default_value_t = 500.0, value_parser = positive)]
-    deadline_ms: f64,
-    /// Time constant of admit's CPU smoothing, ms.
-    #[arg(long, default_value_t = 1000)]
-    cpu_horizon_ms: u64,
-    /// The server's capacity in requests/s, instead of measuring it.
-    #[arg(long, value_parser = positive)]
-    capacity: Option<f64>,
-    /// Do not pin the server and the load generator to CPUs.
-    #[arg(long)]
-    no_pin: bool,
+    #[command(flatten)]
+    pub(crate) run: RunArgs,
     /// Where to write classes.json and the chart.
     #[arg(long, default_value = "target/classes")]
     out: PathBuf,
@@ -80,22 +61,13 @@ fn share(text: &str) -> Result<f64, String> {
 }
 
 impl ClassesArgs {
-    /// Whether to pin the server and the load generator to CPUs.
-    pub(crate) fn pin(&self) -> bool {
-        !self.no_pin
-    }
-
-    fn deadline(&self) -> Duration {
-        Duration::from_secs_f64(self.deadline_ms / 1e3)
-    }
-
     fn server(&self, policy: Policy, style: Style, burn: f64) -> ServeArgs {
         ServeArgs {
             policy,
-            work_ms: self.work_ms,
+            work_ms: self.run.work_ms,
             distribution: Distribution::Exponential,
             cold_ms: 0,
-            cpu_horizon_ms: self.cpu_horizon_ms,
+            cpu_horizon_ms: self.run.cpu_horizon_ms,
             style,
             iterations_per_ms: burn,
         }
@@ -103,7 +75,7 @@ impl ClassesArgs {
 
     /// How long the run takes, roughly, s.
     fn estimate(&self) -> u64 {
-        let point = self.warm_seconds + self.measured_seconds + 1;
+        let point = self.run.point_seconds();
         let policies = self.policies.len() as u64;
         let spike = if self.no_spike { 0 } else { spike::SECONDS };
         let style = 5 + point * (1 + policies * self.loads.len() as u64) + policies * spike;
@@ -143,16 +115,12 @@ async fn run_style(
     burn: f64,
 ) -> Result<Classes, BoxError> {
     let template = args.server(Policy::Unprotected, style, burn);
-    let capacity = match args.capacity {
+    let capacity = match args.run.capacity {
         Some(capacity) => capacity,
         None => capacity::measure(&template, pinned).await?,
     };
     println!("\n=== work {style:?}: capacity {capacity:.0}/s ===");
-    let schedule = mix::Schedule {
-        warm: args.warm_seconds,
-        measured: args.measured_seconds,
-        deadline: args.deadline(),
-    };
+    let schedule = args.run.schedule();
     // The critical class alone at its rate at 1 × capacity: the latency it has uncontended.
     let classed = args.server(Policy::AdmitClasses, style, burn);
     let alone = Mix {

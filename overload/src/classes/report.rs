@@ -111,10 +111,10 @@ impl Report {
     pub(crate) fn new(args: &ClassesArgs) -> Report {
         Report {
             critical_share: args.critical,
-            work_ms: args.work_ms,
-            deadline_ms: args.deadline_ms,
-            warm_seconds: args.warm_seconds,
-            measured_seconds: args.measured_seconds,
+            work_ms: args.run.work_ms,
+            deadline_ms: args.run.deadline_ms,
+            warm_seconds: args.run.warm_seconds,
+            measured_seconds: args.run.measured_seconds,
             styles: Vec::new(),
         }
     }

@@ -63,7 +63,7 @@ pub(crate) async fn run(
                 .build()?,
         ),
     ];
-    let offered = mix::offer(server, pinned, traces, args.deadline()).await?;
+    let offered = mix::offer(server, pinned, traces, args.run.deadline()).await?;
     let during = BEFORE as usize..(BEFORE + DURING) as usize;
     let (start, end) = (BEFORE as f64, (BEFORE + DURING) as f64);
     let per_second = |report: &admit_loadgen::Report| -> Vec<(f64, f64)> {

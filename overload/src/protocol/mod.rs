@@ -7,14 +7,13 @@ mod timeline;
 mod transient;
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use crate::policy::Policy;
+use crate::run::RunArgs;
 use crate::server::{ServeArgs, Style};
 use crate::{BoxError, capacity, positive};
 use admit_testkit::work::Distribution;
 
-use self::point::Schedule;
 use self::report::{Curve, Curves, Protocol, Transients};
 
 /// The overload protocol: goodput and latency of admitted requests from 0.5 to 10 × the
@@ -60,57 +59,20 @@ pub(crate) struct ProtocolArgs {
     /// The offered load of the sweep, as a multiple of the capacity.
     #[arg(long, default_value_t = 4.0, value_parser = positive)]
     sweep_load: f64,
-    /// Seconds of load before each point is measured.
-    #[arg(long, default_value_t = 2)]
-    warm_seconds: u64,
-    /// Seconds measured at each point.
-    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u64).range(1..))]
-    measured_seconds: u64,
     /// Skip the step (0.5x to 4x), run for the first distribution and style.
     #[arg(long)]
     no_step: bool,
     /// Skip the retry storm, run for the first distribution and style.
     #[arg(long)]
     no_storm: bool,
-    /// Mean CPU work per request, ms.
-    #[arg(long, default_value_t = 1.0, value_parser = positive)]
-    work_ms: f64,
-    /// The client gives up after this long, ms.
-    #[arg(long, default_value_t = 500.0, value_parser = positive)]
-    deadline_ms: f64,
-    /// Time constant of admit's CPU smoothing, ms.
-    #[arg(long, default_value_t = 1000)]
-    cpu_horizon_ms: u64,
-    /// The server's capacity in requests/s for every distribution and style, instead of
-    /// measuring each.
-    #[arg(long, value_parser = positive)]
-    capacity: Option<f64>,
-    /// Do not pin the server and the load generator to CPUs.
-    #[arg(long)]
-    no_pin: bool,
+    #[command(flatten)]
+    pub(crate) run: RunArgs,
     /// Where to write protocol.json and the charts.
     #[arg(long, default_value = "target/protocol")]
     out: PathBuf,
 }
 
 impl ProtocolArgs {
-    /// Whether to pin the server and the load generator to CPUs.
-    pub(crate) fn pin(&self) -> bool {
-        !self.no_pin
-    }
-
-    fn deadline(&self) -> Duration {
-        Duration::from_secs_f64(self.deadline_ms / 1e3)
-    }
-
-    fn schedule(&self) -> Schedule {
-        Schedule {
-            warm: self.warm_seconds,
-            measured: self.measured_seconds,
-            deadline: self.deadline(),
-        }
-    }
-
     fn server(
         &self,
         policy: Policy,
@@ -120,10 +82,10 @@ impl ProtocolArgs {
     ) -> ServeArgs {
         ServeArgs {
             policy,
-            work_ms: self.work_ms,
+            work_ms: self.run.work_ms,
             distribution,
             cold_ms: 0,
-            cpu_horizon_ms: self.cpu_horizon_ms,
+            cpu_horizon_ms: self.run.cpu_horizon_ms,
             style,
             iterations_per_ms: burn,
         }
@@ -131,7 +93,7 @@ impl ProtocolArgs {
 
     /// The latency target: ten mean service times, s.
     fn latency_target(&self) -> f64 {
-        10.0 * self.work_ms / 1e3
+        10.0 * self.run.work_ms / 1e3
     }
 
     /// The sweep's k, unless turned off.
@@ -141,7 +103,7 @@ impl ProtocolArgs {
 
     /// How long the whole protocol takes, roughly, s.
     fn estimate(&self) -> u64 {
-        let point = self.warm_seconds + self.measured_seconds + 1;
+        let point = self.run.point_seconds();
         let combos = (self.distributions.len() * self.styles.len()) as u64;
         let peers = self.peers.len() as u64 + u64::from(!self.sweep().is_empty());
         let curves =
@@ -177,12 +139,12 @@ pub(crate) async fn run(args: ProtocolArgs, pinned: bool, burn: f64) -> Result<(
             ", not pinned"
         }
     );
-    let schedule = args.schedule();
+    let schedule = args.run.schedule();
     let mut protocol = Protocol::new(&args);
     for &distribution in &args.distributions {
         for &style in &args.styles {
             let template = args.server(Policy::Unprotected, distribution, style, burn);
-            let capacity = match args.capacity {
+            let capacity = match args.run.capacity {
                 Some(capacity) => capacity,
                 None => capacity::measure(&template, pinned).await?,
             };
@@ -245,7 +207,7 @@ pub(crate) async fn run(args: ProtocolArgs, pinned: bool, burn: f64) -> Result<(
                         &server,
                         pinned,
                         capacity,
-                        args.deadline(),
+                        args.run.deadline(),
                         args.latency_target(),
                     )
                     .await?,
@@ -254,7 +216,7 @@ pub(crate) async fn run(args: ProtocolArgs, pinned: bool, burn: f64) -> Result<(
             let storm = if args.no_storm {
                 None
             } else {
-                Some(transient::storm(&server, pinned, capacity, args.deadline()).await?)
+                Some(transient::storm(&server, pinned, capacity, args.run.deadline()).await?)
             };
             println!(
                 "{}",

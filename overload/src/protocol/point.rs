@@ -10,21 +10,12 @@ use http_body_util::Empty;
 use tokio::time::Instant;
 
 use crate::process::ServerProcess;
+use crate::run::Schedule;
 use crate::server::ServeArgs;
 use crate::{BoxError, request_start};
 
 /// The seed of every point's Poisson arrivals.
 const SEED: u64 = 0x5eed_0fc0_ffee;
-
-/// How a point is run.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Schedule {
-    /// Offered before measuring, s: the controllers find their level.
-    pub(crate) warm: u64,
-    /// Measured, s.
-    pub(crate) measured: u64,
-    pub(crate) deadline: Duration,
-}
 
 /// What a point measured, over its measured seconds.
 #[derive(Clone, Debug, serde::Serialize)]

@@ -75,10 +75,10 @@ pub(crate) struct Transient {
 impl Protocol {
     pub(crate) fn new(args: &ProtocolArgs) -> Protocol {
         Protocol {
-            work_ms: args.work_ms,
-            deadline_ms: args.deadline_ms,
-            warm_seconds: args.warm_seconds,
-            measured_seconds: args.measured_seconds,
+            work_ms: args.run.work_ms,
+            deadline_ms: args.run.deadline_ms,
+            warm_seconds: args.run.warm_seconds,
+            measured_seconds: args.run.measured_seconds,
             sweep_load: args.sweep_load,
             curves: Vec::new(),
             transients: None,
