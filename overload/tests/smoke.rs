@@ -102,6 +102,7 @@ fn the_classes_run_tallies_each_class_and_writes_its_report() {
     let offered = alone["critical"]["offered_per_s"].as_f64().expect("a rate");
     assert!(offered > 0.5 * 40.0 && offered < 2.0 * 40.0, "{alone}");
     assert_eq!(alone["sheddable"]["offered_per_s"], 0.0);
+    assert!(alone["sheddable"]["availability"].is_null(), "{alone}");
     let point = &classes["runs"][0]["points"][0];
     assert_eq!(point["load"], 2.0);
     // 20 % of 400/s critical, 80 % sheddable: each within a factor of two of its rate.

@@ -37,8 +37,8 @@ pub(crate) struct Mix {
 pub(crate) struct ClassFigures {
     /// Requests offered per second.
     pub(crate) offered_per_s: f64,
-    /// Share of the requests answered OK within the deadline.
-    pub(crate) availability: f64,
+    /// Share of the requests answered OK within the deadline; none if none was offered.
+    pub(crate) availability: Option<f64>,
     /// Latency of the OK answers, ms.
     pub(crate) p50_ms: Option<f64>,
     pub(crate) p99_ms: Option<f64>,
@@ -57,11 +57,7 @@ impl ClassFigures {
         let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1e3);
         ClassFigures {
             offered_per_s: tally.offered as f64 / seconds.max(1.0),
-            availability: if tally.offered == 0 {
-                0.0
-            } else {
-                tally.ok as f64 / offered
-            },
+            availability: (tally.offered > 0).then(|| tally.ok as f64 / offered),
             p50_ms: ms(tally.latency_quantile(0.5)),
             p99_ms: ms(tally.latency_quantile(0.99)),
             refused: tally.refused as f64 / offered,

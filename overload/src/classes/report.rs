@@ -9,7 +9,7 @@ use super::spike::{self, Spike};
 use crate::chart::{self, Axis, Panel, Series};
 use crate::policy::Policy;
 use crate::server::Style;
-use crate::{BoxError, flag_value, ms};
+use crate::{BoxError, flag_value};
 
 /// Everything the run measured, as `classes.json` holds it.
 #[derive(Debug, serde::Serialize)]
@@ -54,19 +54,22 @@ impl PolicyRuns {
     }
 }
 
-/// A share as a percentage with two decimals.
-fn percent(share: f64) -> String {
-    format!("{:.2}", share * 100.0)
+/// `value` with `decimals` decimals, or `-` without one.
+fn fixed(value: Option<f64>, decimals: usize) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
+}
+
+/// A share as a percentage with two decimals, or `-` without one.
+fn percent(share: Option<f64>) -> String {
+    fixed(share.map(|share| share * 100.0), 2)
 }
 
 /// The critical answers over what the server could serve of them (all of them, or its
-/// capacity if they alone exceed it).
-fn of_servable(critical: &ClassFigures, capacity: f64) -> f64 {
+/// capacity if they alone exceed it); none if none was offered.
+fn of_servable(critical: &ClassFigures, capacity: f64) -> Option<f64> {
     let servable = critical.offered_per_s.min(capacity);
-    if servable <= 0.0 {
-        return 0.0;
-    }
-    (critical.availability * critical.offered_per_s / servable).min(1.0)
+    let available = critical.availability?;
+    Some((available * critical.offered_per_s / servable).min(1.0))
 }
 
 /// A point as a line while the run goes.
@@ -76,7 +79,7 @@ pub(crate) fn line(label: &str, point: &ClassPoint) -> String {
          goodput {:>5.1} %  cut none/sheddable/critical {:.0}/{:.0}/{:.0} % of the time",
         point.load,
         percent(point.critical.availability),
-        ms_of(point.critical.p99_ms),
+        fixed(point.critical.p99_ms, 1),
         percent(point.sheddable.availability),
         point.goodput * 100.0,
         point.cut_time[0] * 100.0,
@@ -94,17 +97,9 @@ pub(crate) fn spike_line(label: &str, spike: &Spike) -> String {
         percent(spike.critical.availability),
         percent(spike.critical_during.availability),
         percent(spike.sheddable_during.availability),
-        seconds(spike.cut_settle_up_s),
-        seconds(spike.cut_settle_down_s),
+        fixed(spike.cut_settle_up_s, 2),
+        fixed(spike.cut_settle_down_s, 2),
     )
-}
-
-fn ms_of(value: Option<f64>) -> String {
-    ms(value.map(|ms| std::time::Duration::from_secs_f64(ms / 1e3)))
-}
-
-fn seconds(value: Option<f64>) -> String {
-    value.map_or_else(|| "-".to_owned(), |s| format!("{s:.2}"))
 }
 
 impl Report {
@@ -150,7 +145,7 @@ impl Classes {
             "Work {}, capacity {:.0}/s. Uncontended critical p99: {} ms.\n\n",
             flag_value(self.style),
             self.capacity,
-            ms_of(self.uncontended.critical.p99_ms),
+            fixed(self.uncontended.critical.p99_ms, 1),
         );
         out.push_str(
             "| policy | load | critical available, % | of what fits, % | critical p99, ms | \
@@ -165,7 +160,7 @@ impl Classes {
                     point.load,
                     percent(point.critical.availability),
                     percent(of_servable(&point.critical, self.capacity)),
-                    ms_of(point.critical.p99_ms),
+                    fixed(point.critical.p99_ms, 1),
                     percent(point.sheddable.availability),
                     point.goodput * 100.0
                 );
@@ -186,8 +181,8 @@ impl Classes {
                     percent(spike.critical.availability),
                     percent(spike.critical_during.availability),
                     percent(spike.sheddable_during.availability),
-                    seconds(spike.cut_settle_up_s),
-                    seconds(spike.cut_settle_down_s),
+                    fixed(spike.cut_settle_up_s, 2),
+                    fixed(spike.cut_settle_down_s, 2),
                 );
             }
         }
@@ -201,13 +196,17 @@ impl Classes {
             for (class, figures) in [
                 (
                     "critical",
-                    &(|p: &ClassPoint| p.critical.availability) as &dyn Fn(_) -> f64,
+                    &(|p: &ClassPoint| p.critical.availability) as &dyn Fn(_) -> Option<f64>,
                 ),
                 ("sheddable", &|p: &ClassPoint| p.sheddable.availability),
             ] {
                 availability.push(Series {
                     name: format!("{}: {class}", runs.label),
-                    points: runs.points.iter().map(|p| (p.load, figures(p))).collect(),
+                    points: runs
+                        .points
+                        .iter()
+                        .filter_map(|p| Some((p.load, figures(p)?)))
+                        .collect(),
                 });
             }
         }
