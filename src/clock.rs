@@ -1,9 +1,9 @@
 //! Time sources for the limiters.
 //!
 //! Every limiter in `admit` reads time through the [`Clock`] trait: a monotonic count of
-//! nanoseconds since the clock's own origin. Nothing in the crate reads wall-clock time, so
-//! changing the system time never affects a limiter, and tests can drive time by hand with
-//! [`ManualClock`].
+//! nanoseconds since the clock's own origin. No limiter reads wall-clock time (only the parsing
+//! of request-start headers does, through a [`WallClock`]), so changing the system time never
+//! affects a limiter, and tests can drive time by hand with [`ManualClock`].
 //!
 //! | clock | resolution | a read | use it for |
 //! |---|---|---|---|
@@ -11,18 +11,9 @@
 //! | [`CoarseClock`] | its tick (e.g. 1 ms) | two atomic loads; after 100 ms unread, an OS read that wakes its thread | the hottest paths, where a clock read per decision matters more than a thread waking every tick while it is read |
 //! | [`ManualClock`] | the nanosecond | one atomic load | tests and simulations |
 //!
-//! The README's Performance section gives each read's measured cost (`cargo bench -p
-//! admit-benches --bench clock`). On hosts whose clocksource is not the TSC (`hpet`,
-//! `acpi_pm`, some hypervisors' clocks) a [`MonotonicClock`] read can cost far more, which is
-//! when [`CoarseClock`] pays off.
-//!
-//! # Why not the TSC directly?
-//!
-//! Reading the CPU's time-stamp counter (as the `quanta` crate does) costs ≈ 10 ns, but on
-//! machines whose cores' counters are not synchronised it can go backwards when a thread
-//! migrates (metrics-rs/quanta#111, boinkor-net/governor#299), and a limiter that sees time go
-//! backwards misjudges its windows. `admit` therefore uses the operating system's monotonic
-//! clock, or a cached copy of it.
+//! `admit` never reads the CPU's time-stamp counter directly: only the operating system's
+//! monotonic clock, or a cached copy of it. See the [guide](crate::guide::platforms) for the
+//! clocks' costs and why.
 //!
 //! # Clocks that go backwards
 //!
@@ -129,9 +120,7 @@ fn saturating_nanos(duration: Duration) -> u64 {
 ///
 /// The default clock of the warm-up buckets. It is the clock [`std::time::Instant`] reads
 /// (`CLOCK_MONOTONIC` on Linux and Android, read with `clock_gettime` and converted to
-/// nanoseconds with integer arithmetic, which saves the 5 ns that `Instant`'s `Duration`
-/// arithmetic costs; `Instant` itself elsewhere). One read costs about 18 ns on a Linux x86_64
-/// host with a TSC clocksource (see the [module docs](self) for the measurement).
+/// nanoseconds with integer arithmetic; `Instant` itself elsewhere).
 ///
 /// The clock is `Copy`: copies share the origin.
 ///

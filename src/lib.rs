@@ -1,7 +1,7 @@
 //! Admission control for Rust services.
 //!
 //! `admit` decides, per request and in tens of nanoseconds (a few with a cached clock), whether a
-//! service should take on more work. Today it provides:
+//! service should take on more work. It provides:
 //!
 //! - [`warmup`]: a warm-up ("cold start") token bucket. A freshly started or long-idle service
 //!   admits only `permits_per_second / cold_factor` requests per second and ramps up to the full
@@ -21,6 +21,12 @@
 //!   target, and a replica planner with hysteresis.
 //! - [`clock`]: the injectable time source every limiter reads, including a [`clock::ManualClock`]
 //!   that makes tests deterministic.
+//! - [`criticality`]: request classes; the shedder refuses the least important first.
+//! - `drain` (feature `tokio`): graceful drain on scale-in.
+//! - `metrics` (feature `metrics`): what the limiters count, through the `metrics` facade.
+//!
+//! The [`guide`] says why each piece works as it does, and how to choose, tune, deploy and
+//! measure it.
 //!
 //! Both limiters are also tower middleware, for axum, tonic and any tower stack, through one
 //! glue ([`middleware`]): [`shed::ShedLayer`] and [`warmup::WarmUpLayer`], deciding each request
@@ -42,7 +48,7 @@
 //! | `tracing` | no | `tracing` events when shedding starts and stops and a warm-up reaches its full rate |
 //!
 //! The hot paths are allocation-free, and lock-free on x86_64 and aarch64: a decision is a
-//! clock read and a few atomic operations (see the README's Platforms section for the rest).
+//! clock read and a few atomic operations (see admit::guide::platforms for the rest).
 //!
 //! # Example
 //!
@@ -89,7 +95,7 @@
 #[cfg(not(target_has_atomic = "64"))]
 compile_error!(
     "admit needs 64-bit atomics (`target_has_atomic = \"64\"`), which this target lacks: \
-     see the README's Platforms section"
+     see admit::guide::platforms"
 );
 
 pub mod clock;
@@ -99,6 +105,7 @@ pub mod criticality;
 pub mod drain;
 pub mod erlang;
 mod error;
+pub mod guide;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;

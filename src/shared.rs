@@ -11,7 +11,7 @@ use std::sync::Arc;
 /// `Arc` with a reference-count increment and decrement per request, two atomic
 /// read-modify-writes on a line every core shares; a `&'static` limiter (a `static` in a
 /// `LazyLock`, or one leaked with `Box::leak` at start-up, which suits a process-wide one)
-/// costs nothing. See the README's benchmarks.
+/// costs nothing.
 ///
 /// You rarely name this type: [`AdmitLayer::new`](crate::middleware::AdmitLayer::new) takes a limiter, an
 /// `Arc` of one or a `&'static` one.

@@ -289,9 +289,9 @@ impl MMc {
 
     /// The fewest servers that meet `target`.
     ///
-    /// One upward pass of the Erlang B recurrence from a warm start: `O(√a)` steps, about
-    /// 70 µs at a million erlangs. It compares the tail `P(Wq > t)` with `1 − at_least`, which
-    /// stays exact for targets as close to 1 as `1 − 1e-12`.
+    /// One upward pass of the Erlang B recurrence from a warm start: `O(√a)` steps. It
+    /// compares the tail `P(Wq > t)` with `1 − at_least`, which stays exact for targets as
+    /// close to 1 as `1 − 1e-12`.
     ///
     /// # Errors
     ///

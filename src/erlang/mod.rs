@@ -20,8 +20,8 @@
 //! level and the mean wait come from forms that never cancel, with the stability margin `cμ − λ`
 //! rounded once (`mul_add`). Against high-precision references the results are within 1e-13
 //! relative up to ten million erlangs, and a minimum-servers search is one upward pass of
-//! `O(√a)` steps: about 70 µs at a million erlangs. The math allocates nothing. Loads up to
-//! 10¹² erlangs are accepted.
+//! `O(√a)` steps. The math allocates nothing. Loads up to 10¹² erlangs are accepted. See the
+//! [guide](crate::guide::capacity) for sizing a service with it.
 //!
 //! Erlang-A sums a series per query. It is accurate to about 1e-13 while there are at least as
 //! many servers as the load, and to about 1e-11 in overload. Its work is bounded: a query sums

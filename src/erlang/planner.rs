@@ -129,8 +129,7 @@ impl PlannerConfig {
 ///    `min_step_up` and at most `max_step_up`, up to `max_replicas`;
 /// 2. **scales down only to the highest `down` of the last `scale_down_hold`**, by at most
 ///    `max_step_down` per decision: one quiet sample never removes replicas, and the hold is
-///    measured over the recommendations, not from the last change (measuring from the last
-///    change lets a single low sample after a quiet period scale down at once);
+///    measured over the recommendations, not from the last change;
 /// 3. otherwise **keeps its count**. Between `up` and `down` lies a dead band, and scaling up
 ///    also enters the new count into the hold window (so the `min_step_up` headroom is kept
 ///    for a hold period): a load that wavers around a threshold does not make the output

@@ -18,7 +18,7 @@
 //! a limiter must be named; a drain's series carry no label (one drain per process). Each
 //! request is counted in `admit_offered_requests_total` once, by the first admit layer that saw
 //! it, so the sum of a service's series is its offered load, whatever the order of the layers.
-//! The README shows the PromQL for each autoscaling input.
+//! The [guide](crate::guide::metrics) shows the PromQL for each autoscaling input.
 //!
 //! Other components publish the same way: implement [`Source`] (register handles when built,
 //! set them in [`Source::report`]) and add it with [`ReporterBuilder::source`].

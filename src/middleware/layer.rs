@@ -22,9 +22,7 @@ use crate::respond::BoxErrorResponder;
 /// This matters because axum's `Router::layer` calls [`Layer::layer`] again for every
 /// connection (under `axum::serve`) or even every request (when the router is itself used as a
 /// service, for example wrapped in another layer or nested), and tonic and hyper clone services
-/// per connection: state kept per service would limit nothing. (tower's own
-/// `ConcurrencyLimitLayer` makes a new semaphore in each `layer` call and is caught by exactly
-/// this.)
+/// per connection: state kept per service would limit nothing.
 ///
 /// Each request is decided in `call`; `poll_ready` only forwards the inner service's
 /// readiness, so idle connections hold nothing. A refused request leaves nothing reserved in

@@ -1,8 +1,6 @@
 //! An adaptive load shedder: go-zero's algorithm, lock-free.
 //!
-//! A service overloaded past its capacity gets slower for everyone: queues grow, every request
-//! waits longer, clients time out and retry. A [`Shedder`] refuses the excess early and cheaply,
-//! but only when two things are true at once:
+//! A [`Shedder`] refuses a request only when two things are true at once:
 //!
 //! 1. **The service is hot**: the CPU load is at or above `cpu_threshold` (900 ‰ by default),
 //!    or another [overload signal](crate::signal) added with [`ShedderBuilder::signal`] says
@@ -33,14 +31,12 @@
 //!
 //! # Processor sharing
 //!
-//! Work on more threads than cores (`spawn_blocking`, a thread pool) shares the cores: every
-//! admitted request runs slower, no queue forms that a [queue gate](ShedderBuilder::queue_gate)
-//! could see, and `min_rt`, measured under the sharing, grows with it, and the limit with
-//! `min_rt`. A pass can report how long its work waited for a core, measured with
+//! A pass can report how long its work waited for a core, measured with
 //! [`CpuWait::measure`](crate::signal::cpu::CpuWait::measure):
 //! [`Permit::pass_after`], or a [`CpuWait`](crate::signal::cpu::CpuWait) response extension
-//! read by the go-zero classifiers. Its latency is then recorded less that wait, so `min_rt`
-//! stays the service's own. Opt-in: a pass without one records its whole latency.
+//! read by the go-zero classifiers. Its latency is then recorded less that wait (at least
+//! 1 ms), so `min_rt` leaves out processor sharing. Opt-in: a pass without one records its
+//! whole latency. See the [guide](crate::guide::signals) for when it applies.
 //!
 //! # Queue-time signals
 //!
@@ -53,16 +49,14 @@
 //!   the concurrency ([`Cause::QueueDelay`](crate::signal::Cause::QueueDelay)); other refusals follow go-zero's rule
 //!   ([`Cause::Queue`](crate::signal::Cause::Queue)) and arm the cool-off.
 //! - With a gate, go-zero's limit on requests in flight is not scaled down by the CPU's
-//!   overload factor (the gate sees the queue the factor guesses at; scaled, the limit holds
-//!   the CPU near its threshold, 5–10 % below what the service can do), and it is at least the
-//!   throughput times the gate's target (by Little's law, the concurrency at which requests wait
-//!   that long): with millisecond requests go-zero's limit is about one per core, and the core
-//!   idles between arrivals.
+//!   overload factor, and it is at least the throughput times the gate's target (by Little's
+//!   law, the concurrency at which requests wait that long); the
+//!   [guide](crate::guide::signals) says why.
 //! - The probe decides only while the gate has no verdict (no gate, or no wait recorded in its
 //!   last interval): measured waits outrank its estimate. While it lags, a share of requests is
 //!   refused at random, set by its controller, or all of them while it misses its heartbeat
 //!   ([`Cause::RuntimeLag`](crate::signal::Cause::RuntimeLag)).
-
+//!
 //! # Request criticality
 //!
 //! A request may carry a [`Criticality`](crate::criticality::Criticality) (through the layer,
@@ -85,37 +79,24 @@
 //!
 //! # Parity with go-zero
 //!
-//! With no signal besides the CPU (no queue gate, no probe), the decision reproduces go-zero's
-//! `adaptiveShedder`
-//! (`core/load`, 2024) exactly: the `>=` CPU
-//! comparison and strict `>` for both concurrency tests, the strict `<` of the cool-off and the
-//! way a drop arms it, the rolling window aligned to the shedder's construction with the bucket
-//! in progress ignored, `max_pass` at least 1, `min_rt` 1000 ms when there is no data and the
-//! per-bucket mean rounded half away from zero, latencies recorded as whole milliseconds rounded
-//! up, `max_flight` at least 1, the overload factor's clamp, and the smoothed concurrency updated
-//! only when a request completes, with the count after it left. The differences:
+//! With no signal besides the CPU (no queue gate, no probe, one request class), the decision
+//! reproduces go-zero's `adaptiveShedder` (`core/load`, 2024) exactly. The differences:
 //!
-//! - A latency is recorded as at least 1 ms. go-zero's rounding up yields 0 only for a request
-//!   that took exactly 0 ns, which never happens on its clock but happens all the time on a
-//!   coarse one ([`CoarseClock`](crate::clock::CoarseClock)); a zero `min_rt` would cap the
-//!   concurrency at 1.
-//! - An unknown CPU load (see [`CpuSignal`](crate::signal::cpu::CpuSignal)) is never overloaded, like go-zero's silent 0,
-//!   but the [snapshot](Shedder::snapshot) says it is unknown.
-//! - The limit (`max_flight`) is computed once per bucket and cached, since the window ignores
-//!   the bucket in progress: go-zero scans both windows under a lock on every hot decision.
-//! - A completion counts toward the newest bucket when it is counted, even if its clock reading
-//!   is older: go-zero, which reads the clock under its lock when it adds, does the same.
-//! - A request's latency is measured from the clock reading its admission decision used;
-//!   go-zero reads the clock again after deciding, so its latencies also include the decision
-//!   (nanoseconds, or microseconds for the first hot decision of a bucket).
+//! - A latency is recorded as at least 1 ms.
+//! - An unknown CPU load (see [`CpuSignal`](crate::signal::cpu::CpuSignal)) is never
+//!   overloaded, but the [snapshot](Shedder::snapshot) says it is unknown.
+//! - The limit (`max_flight`) is computed once per bucket and cached.
+//! - A request's latency is measured from the clock reading its admission decision used.
 //! - The smoothed concurrency is updated with a load and a store, not under a lock: two
 //!   requests completing at the same instant can start from the same average, and one of the
-//!   two samples is then lost. Exact with one thread; go-zero serialises the update.
+//!   two samples is then lost. Exact with one thread.
 //! - A pass reported with a [`CpuWait`](crate::signal::cpu::CpuWait) records its latency less
-//!   the wait (at least 1 ms); go-zero has no such report.
+//!   the wait (at least 1 ms).
 //! - A bucket's latency sum wraps at 2^44 ms (557 years). A bucket whose start was recorded
 //!   out of order (a thread stalled for a whole bucket while recording it) has no known
 //!   latency and is left out of `min_rt`.
+//!
+//! The [guide](crate::guide::parity) lists what is reproduced, and why each difference.
 //!
 //! # Cost
 //!

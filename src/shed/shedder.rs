@@ -113,10 +113,7 @@ pub(super) struct Config {
     pub(super) cool_off_nanos: u64,
     /// With a queue gate, its target in ms (0 without): the limit on requests in flight is never
     /// below `maxPass · target · windowScale`, the throughput times the target, whatever the
-    /// CPU's overload factor. go-zero's limit (throughput × the fastest latency, by Little's
-    /// law) lets about one request per core in flight when requests take a millisecond, and
-    /// its factor lowers that as the CPU climbs, so the core idles between arrivals; the
-    /// concurrency at which requests wait no longer than the gate's target is never too much.
+    /// CPU's overload factor (see the [guide](crate::guide::signals) for why).
     pub(super) queue_floor_ms: f64,
     /// The clock reading at construction: buckets are aligned to it.
     pub(super) origin_nanos: u64,

@@ -20,6 +20,8 @@
 //!   [`ShedderBuilder::signal`](crate::shed::ShedderBuilder::signal): the shedder is hot while
 //!   any of its signals is. Signals are type-erased, so adding one changes no type.
 //!
+//! See the [guide](crate::guide::signals) for what each signal sees and when it applies.
+//!
 //! # Example
 //!
 //! ```

@@ -6,8 +6,7 @@ use std::ops::Deref;
 /// (the unit some processors prefetch in pairs of lines) whose first half is left empty.
 ///
 /// In the second half rather than the first, so that its address bits differ from those of
-/// the decision counters' [stripes](super::Striped), which start at 128-byte boundaries
-/// (`benches/README.md` has the measurement).
+/// the decision counters' [stripes](super::Striped), which start at 128-byte boundaries.
 #[derive(Debug)]
 #[repr(C, align(128))]
 pub(crate) struct Line<T> {

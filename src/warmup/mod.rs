@@ -1,10 +1,9 @@
 //! Warm-up ("cold start") token buckets.
 //!
-//! A service that has just started, or has been idle for a while, is *cold*: its caches are
-//! empty, connection pools are small, lazily initialised code paths have not run. Hitting it with
-//! its full steady-state rate at once can tip it over. A [`WarmUp`] limiter admits only
-//! `permits_per_second / cold_factor` requests per second while cold and raises the rate to
-//! `permits_per_second` as the service proves itself by serving traffic.
+//! A [`WarmUp`] limiter admits only `permits_per_second / cold_factor` requests per second
+//! while cold (freshly started, or idle for a while) and raises the rate to
+//! `permits_per_second` as the service proves itself by serving traffic. See the
+//! [guide](crate::guide::limiters) for when to use one and how to tune it.
 //!
 //! [`sentinel::SentinelWarmUp`] reproduces Alibaba Sentinel's controller number for number,
 //! for parity; everything below describes [`WarmUp`].
@@ -16,7 +15,7 @@
 //! `M` the cold rate applies, at or below the warning level `W` the full rate, and in between
 //! the rate rises as permits drain. A freshly built limiter is full (cold).
 //!
-//! Guava's `SmoothWarmingUp` model, in nanoseconds and lock-free, with two fixes. Requests are
+//! Guava's `SmoothWarmingUp` model, in nanoseconds and lock-free. Requests are
 //! spaced in time rather than counted per second: spending the stored permit at level `x` takes
 //! the interval `1/c + max(0, x − W) · slope`, from `f/c` at `M` (cold) down to `1/c` at or
 //! below `W` (warm), and a request for `n` permits pays the integral of that interval over the
@@ -25,25 +24,22 @@
 //!
 //! - **Warming takes the period.** Under saturating load the bucket drains from `M` to `W` in
 //!   exactly the warm-up period, so the admitted rate rises continuously from `c/f` to `c`; 10
-//!   rps / 10 s / factor 3 is at the full rate by second 10 (Sentinel: second 12).
+//!   rps / 10 s / factor 3 is at the full rate by second 10.
 //! - **Consumption is immediate.** Each admission spends its permits at once, so a warm
-//!   limiter under bursty load (busy one second, idle the next) stays warm; Sentinel's bulk
-//!   subtraction re-cools it.
+//!   limiter under bursty load (busy one second, idle the next) stays warm.
 //! - **Re-cooling is demand-aware.** Idle time refills the bucket (from empty to `M` in one
 //!   period), but not the gaps of a load that was being refused: after a refusal, the first
 //!   spacing interval past the request's turn does not count as idle. A steady load between
-//!   the cold and the full rate therefore warms the limiter up instead of keeping it cold
-//!   forever, which Guava does (google/guava#3552), while a limiter left idle after an
-//!   overload still cools down.
-//! - **Under-use cools it, in proportion.** As in Guava, time a request did not need is idle
-//!   and stores permits, so a steady load well below the full rate settles where the stored
-//!   permits it adds between requests equal those it spends: a limit above the load but below
-//!   the full rate (for 2000 rps / 5 s / factor 6 under 500 rps, about 730 rps). A burst of
-//!   traffic then warms it up again within the period. Sentinel stays warm as long as the
-//!   previous second passed at least `permits_per_second / cold_factor`.
-//! - **Paying now or later** ([`Payment`]): by default a request waits for its own cost, as
-//!   Sentinel's pacing controller; [`Payment::Later`] is Guava's, where a request waits for
-//!   the earlier ones and its own cost delays the next.
+//!   the cold and the full rate therefore warms the limiter up, while a limiter left idle after
+//!   an overload still cools down.
+//! - **Under-use cools it, in proportion.** Time a request did not need is idle and stores
+//!   permits, so a steady load well below the full rate settles where the stored permits it
+//!   adds between requests equal those it spends: a limit above the load but below the full
+//!   rate (for 2000 rps / 5 s / factor 6 under 500 rps, about 730 rps). A burst of traffic
+//!   then warms it up again within the period.
+//! - **Paying now or later** ([`Payment`]): by default a request waits for its own cost;
+//!   with [`Payment::Later`] a request waits for the earlier ones and its own cost delays the
+//!   next.
 //! - **Waiting.** [`WarmUp::try_acquire`] never waits; [`WarmUp::reserve`] reserves permits
 //!   that will be available within a given wait and says how long to wait; `acquire(n).await`
 //!   (`tokio` feature) reserves and sleeps once.
@@ -57,8 +53,11 @@
 //!   for the `Critical` and `CriticalPlus` [classes](crate::criticality): a cold replica serves
 //!   checkouts before prefetches.
 //! - **Any period, any rate.** Fractions of a second are fine, and rates far below one per
-//!   second work: 1 rps with factor 3 first spaces requests 2 to 3 s apart, then warms up, where
-//!   Sentinel admits nothing. A factor of 1 is a plain rate limiter.
+//!   second work: 1 rps with factor 3 first spaces requests 2 to 3 s apart, then warms up. A
+//!   factor of 1 is a plain rate limiter.
+//!
+//! The [guide](crate::guide::parity) lists where this departs from Guava's model and from
+//! Sentinel's controller, and why.
 //!
 //! The state is one 128-bit word: the schedule (when the next permit is due, in ns since the
 //! limiter was built, for 146 years; a refusal mark; the parity of the curve that priced it)
@@ -80,7 +79,7 @@
 //! [`set_rate`](WarmUp::set_rate), then a few words under a sequence lock), prices the request
 //! in floating point, and puts the new state in force with one 128-bit compare-and-swap.
 //! Every decision also adds one to a lifetime total (a plain store on a stripe the thread
-//! owns). Nothing allocates. See the crate's README for benchmarks.
+//! owns). Nothing allocates.
 //!
 //! # Memory ordering
 //!

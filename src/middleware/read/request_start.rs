@@ -27,11 +27,10 @@ const KINDS: usize = 6;
 ///
 /// Only trust a header your edge proxy overwrites, and set the parser's
 /// [`max_future`](HeaderConfig::with_max_future) to the clocks' worst skew. A stamp the
-/// client forges (or a skewed proxy's) always lowers its own request's wait, and so can lower
-/// the gate's interval minimum. Fewer than four of them per window cannot pull the floor below
-/// the genuine stamps' minimum, so they lengthen no other request's wait beyond what that
-/// minimum gives; many can, by up to `max_future` plus the floor's cap (see
-/// [`floor`](crate::signal::queue::floor)).
+/// client forges (or a skewed proxy's) always lowers its own request's wait. Fewer than four
+/// of them per window cannot pull the floor below the genuine stamps' minimum; many can
+/// lengthen other requests' waits by up to `max_future` plus the floor's cap (see
+/// [`floor`](crate::signal::queue::floor) and the [guide](crate::guide::signals)).
 ///
 /// A request without the header has no known wait; a malformed value is counted by its
 /// [`HeaderError`] ([`errors`](Self::errors)) and also gives no wait, never a made-up one.

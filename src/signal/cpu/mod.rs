@@ -2,7 +2,7 @@
 //!
 //! A [`CpuSignal`] reports load in permille (‰) of the CPU the process may use, `0..=1000`, or
 //! `None` when it cannot tell. The shedder treats `None` as "not overloaded" and shows it in
-//! its snapshot, instead of go-zero's silent 0.
+//! its snapshot.
 //!
 //! - [`SystemCpu`]: the real signal. One sampler thread per process measures every 250 ms how
 //!   much CPU the process's cgroup (or, failing that, the process) used, relative to what it may
@@ -15,19 +15,18 @@
 //!
 //! # What "the CPU the process may use" means
 //!
-//! On Linux the sampler finds the process's own cgroup (v2 through `/proc/self/cgroup` and
-//! `/proc/self/mountinfo`; v1 through its `cpuacct`/`cpu`/`cpuset` controllers), reads the
-//! cgroup's CPU usage, and divides by wall time times the limit, where the limit is the smaller
-//! of the CFS quota on the cgroup's path (`cpu.max`, `cpu.cfs_quota_us`) and its cpuset. A
-//! container limited to 0.5 CPU on a 16-core node therefore reads 1000 ‰ when it uses its half
-//! CPU. A process whose CPU affinity mask covers fewer CPUs than its cgroup may use is measured
-//! by its own CPU time against those CPUs (and the quota) instead, since the cgroup's usage on
-//! the other CPUs is not its load: a server pinned to one core of two reads 1000 ‰ when that
-//! core is busy, and about 0 ‰ when it idles beside a busy neighbour. Without a readable cgroup
-//! it measures the process's own CPU time against its affinity mask. The sampler looks for the
-//! process's cgroup again every 10 s and whenever a read fails. Elsewhere (other Unix systems)
-//! it measures the process's CPU time against the available parallelism; on other platforms it
-//! reports `None`.
+//! On Linux the sampler finds the process's own cgroup (v1 through its `cpuacct`/`cpu`/`cpuset`
+//! controllers, else v2, through `/proc/self/cgroup` and `/proc/self/mountinfo`), reads the
+//! cgroup's CPU usage, and divides by wall time times the limit: the smallest of the CFS quota
+//! on the cgroup's path (`cpu.max`, `cpu.cfs_quota_us`), its cpuset and the process's CPU
+//! affinity mask. A process whose affinity mask covers fewer CPUs than its cgroup may use is
+//! measured by its own CPU time against those CPUs (and the quota) instead. Without a readable
+//! cgroup it measures the process's own CPU time against its affinity mask. The sampler looks
+//! for the process's cgroup again every 10 s and whenever a read fails. Elsewhere (other Unix
+//! systems) it measures the process's CPU time against the available parallelism; on other
+//! platforms it reports `None`.
+//!
+//! See the [guide](crate::guide::signals) for why, and for when the CPU signal applies.
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod linux;

@@ -21,8 +21,8 @@ pub enum Smoothing {
     /// go-zero's average, for parity: `trunc(previous · 0.95 + raw · 0.05)` per reading,
     /// starting from 0.
     ///
-    /// Its truncation biases it low: a steady 900 ‰ reads 881 ‰, full load saturates at
-    /// 981 ‰, and from idle it takes 47 readings (11.75 s) of full load to reach 900 ‰.
+    /// Its truncation biases it low: a steady 900 ‰ reads 881 ‰, and full load saturates at
+    /// 981 ‰ (see the [guide](crate::guide::parity)).
     GoZero,
     /// No smoothing: the latest raw reading.
     Raw,

@@ -14,7 +14,8 @@ use std::time::Duration;
 /// `.http()` and `.grpc()`).
 ///
 /// Measure it with [`measure`](Self::measure) around CPU-bound work, such as the closure a
-/// handler gives to `tokio::task::spawn_blocking`.
+/// handler gives to `tokio::task::spawn_blocking`. See the [guide](crate::guide::signals) for
+/// when it applies.
 ///
 /// # Example
 ///

@@ -8,8 +8,7 @@
 //! [`SkewFloor`] subtracts it, and what remains is the request's sojourn.
 //!
 //! Raw queue times are kept signed: a negative one means the service's clock is behind the
-//! proxy's, and the floor absorbs it. (Clamping negatives to zero first, as New Relic and
-//! Judoscale do, hides skew: a clock 3 ms behind hides the first 3 ms of every wait.)
+//! proxy's, and the floor absorbs it (see the [guide](crate::guide::signals)).
 //!
 //! # Forged stamps
 //!

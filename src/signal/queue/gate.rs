@@ -39,15 +39,11 @@ const PPM: u64 = 1_000_000;
 /// ([`Cause::QueueDelay`]); its client has probably given up, and serving it makes every request
 /// behind it later still.
 ///
-/// CoDel and folly's `Codel` (the rule's reference) test the interval's *smallest* sojourn, a
-/// hot share of 1. A scheduler that does not serve in arrival order defeats that: tokio runs the
-/// task its I/O driver woke last first (its LIFO slot), so in every interval a few fresh
-/// requests jump a backlog of any length, and the minimum never rises. A share is not fooled
-/// by a few, and 90 % keeps a busy but unqueued service cold (at 60 % load on four workers,
-/// half an interval's waits sometimes exceed 5 ms). Compared with folly, the intervals also do
-/// not re-anchor on traffic and the request that closes an interval is not exempt; an interval
-/// with no sample before it is never hot, so an idle service starts cold. The gate engages one
-/// to two intervals after nearly every request starts to wait longer than the target.
+/// A hot share of 1 is CoDel's own test, on the interval's *smallest* sojourn. Unlike folly's
+/// `Codel`, the intervals do not re-anchor on traffic and the request that closes an interval
+/// is not exempt; an interval with no sample before it is never hot, so an idle service starts
+/// cold. The gate engages one to two intervals after nearly every request starts to wait longer
+/// than the target. See the [guide](crate::guide::signals) for why a share and not the minimum.
 ///
 /// # Example
 ///

@@ -27,27 +27,23 @@
 //! A request without the header is not an error: the caller has no value to parse and no
 //! queue time to record (`None`).
 //!
-//! # Pitfalls
+//! # Rules
 //!
-//! - **Units.** The digit count decides (s ≤ 10, ms 13, µs 16, ns 19). Other parsers get this
-//!   wrong: New Relic reads ns as seconds, rack-timeout reads bare µs as ms, parsers that strip
-//!   every non-digit break on `t=1700000000.1`, Scout reads ALB's hex as decimal.
+//! - **Units.** The digit count decides (s ≤ 10, ms 13, µs 16, ns 19).
 //! - **Clocks.** The stamp is another machine's wall clock: pass the service's wall clock
 //!   (`SystemTime`) as `now_unix_ns`, and the monotonic clock everywhere else. Stamps up to
 //!   `max_future` (1 s) ahead are accepted, so that [`SkewFloor`](super::floor::SkewFloor) can
 //!   absorb the skew; the cut-off for implausible stamps is 2000-01-01 UTC, never local time.
-//! - **What is measured.** tower's `call` runs once the request head has arrived, so a slow
-//!   body upload is not queue time, but nginx stamps after buffering the body while HAProxy and
-//!   Envoy stamp at the start; a slow header upload, and HAProxy's `%Ts` (the accept date) on a
-//!   keep-alive connection's idle time, inflate it.
-//! - **Spoofing.** The edge proxy must overwrite a client's value (Contour appends to it,
-//!   Kamal-proxy keeps it): [`Pick::Last`] reads the nearest hop. A forged fresh or future stamp
-//!   still counts as a short wait for its own request; to hold the gate cold a client must send
-//!   a large share of an interval's requests. Fewer than four forged stamps per window cannot
-//!   pull the skew floor below the genuine stamps' minimum; many can lengthen other requests'
-//!   waits by up to `max_future` plus the floor's cap (see [`floor`](super::floor)).
+//! - **Trust.** [`Pick::Last`] reads the hop nearest the service; the edge proxy must overwrite
+//!   a client's value. A forged fresh or future stamp counts as a short wait for its own
+//!   request; fewer than four per window cannot pull the skew floor below the genuine stamps'
+//!   minimum, and many can lengthen other requests' waits by up to `max_future` plus the
+//!   floor's cap (see [`floor`](super::floor)).
 //! - **Not numeric.** Envoy's bare `%START_TIME%` and JavaScript's `toISOString()` are ISO-8601
 //!   dates: [`HeaderError::Invalid`].
+//!
+//! See the [guide](crate::guide::signals) for what the wait includes with each proxy, and which
+//! proxies overwrite the header.
 //!
 //! # Example
 //!

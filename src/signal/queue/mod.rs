@@ -1,9 +1,8 @@
 //! Queue-time signals: how long requests waited before being served.
 //!
-//! The CPU signal engages only once the CPU average has crossed its threshold, a second or more
-//! into an overload, and it cannot see a backlog of work done inline. The time a request spent
-//! waiting can: a [`QueueGate`] applies CoDel's rule to it and is hot within one to two 100 ms
-//! intervals of an overload.
+//! A [`QueueGate`] applies CoDel's rule to the waits and is hot within one to two 100 ms
+//! intervals of an overload. See the [guide](crate::guide::signals) for why the waits see what
+//! the CPU signal does not, and which source fits your work.
 //!
 //! Where the waits come from:
 //!

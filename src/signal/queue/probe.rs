@@ -1,12 +1,7 @@
 //! The runtime lag probe: how late a timer fires, for work done inline in async handlers.
 //!
-//! # Why
-//!
-//! A handler that does its CPU work inline (no `spawn_blocking`) keeps tokio's workers busy, and
-//! the backlog waits in tokio's run queue, not in the service: requests in flight stay at the
-//! worker count, so the shedder's concurrency rule never sees it, and no proxy header measures
-//! the wait. A timer's lateness does: a task that asks to wake every `interval` is woken late by
-//! as long as the workers were busy before they got to it.
+//! A task wakes every `interval`; how late it wakes measures how long tokio's workers were busy
+//! before they got to it, the backlog that work done inline leaves in the run queue.
 //!
 //! # The controller
 //!
@@ -15,21 +10,11 @@
 //! if the lateness exceeded the target, and falls by 10 000 ppm otherwise, within
 //! `0..=1_000_000`. A request is dropped with probability `p`.
 //!
-//! Integral, not proportional to the lateness (toobusy's rule): tokio's timer is processed only
-//! when a worker parks or every 61 polls, and the woken probe usually takes the worker's LIFO
-//! slot, so its lateness plateaus near 20 ms once the workers are saturated, however long the
-//! backlog grows. A proportional rule under-sheds; the integral keeps rising while the lateness
-//! stays above target (measured: a ramp of about 0.7 s, then no client timeouts).
+//! Every decision also checks a heartbeat: a last tick more than `interval + 4·target` old
+//! means the runtime has not run the probe since, and the request is dropped at once.
 //!
-//! A starved probe cannot report itself, so every decision also checks a heartbeat: a last tick
-//! more than `interval + 4·target` old means the runtime has not run the probe since, and the
-//! request is dropped at once.
-//!
-//! # Defaults
-//!
-//! A tick every 10 ms, a 5 ms target, gate intervals of 100 ms. tokio's timer has a 1 ms
-//! resolution (a sleep ends on a millisecond tick): an idle runtime measured 1–2 ms of lateness,
-//! a saturated one 9 ms and more.
+//! Defaults: a tick every 10 ms, a 5 ms target, gate intervals of 100 ms. See the
+//! [guide](crate::guide::signals) for why the controller is integral and why these defaults.
 //!
 //! # Concurrency
 //!
@@ -75,8 +60,8 @@ pub(super) enum LagVerdict {
 }
 
 /// The runtime lag probe: a task that wakes every `interval` and measures how late it woke,
-/// and the drop decision that lateness drives. It protects work done inline in async handlers,
-/// whose backlog waits in tokio's run queue where no concurrency limit or header can see it.
+/// and the drop decision that lateness drives, for work done inline in async handlers (see the
+/// [guide](crate::guide::signals)).
 ///
 /// Each tick ([`tick`](Self::tick)) records the lateness into the probe's [`QueueGate`] and
 /// moves the drop probability: up 5 % after a tick later than the target, down 1 % otherwise.

@@ -9,9 +9,9 @@ use crate::clock::Clock;
 
 /// When a job was queued inside the process (for `spawn_blocking`, a bounded pool, a permit
 /// wait), on the shedder's clock. At the job's start, [`started`](Self::started) records its
-/// wait in the queue gate and says whether the job is still worth running: like HHVM's
-/// `maxJobQueuingMs` or Convex's "expired in queue", a job that waited more than twice the
-/// gate's target while the gate is hot is dropped, which keeps the queue short.
+/// wait in the queue gate and says whether the job is still worth running: a job that waited
+/// more than twice the gate's target while the gate is hot is dropped, which keeps the queue
+/// short (see the [guide](crate::guide::signals)).
 ///
 /// `Copy`, eight bytes, no allocation.
 ///

@@ -1,9 +1,7 @@
 //! Alibaba Sentinel's warm-up controller, number for number: [`SentinelWarmUp`].
 //!
-//! Use it where Sentinel's exact numbers matter (a migration, a parity test); otherwise the
-//! default [`WarmUp`](super::WarmUp) warms up in exactly its period, stays warm under bursty
-//! load and can be re-rated live. Both are warm-up buckets with the same curve at factor 3;
-//! they differ in how they count.
+//! For where Sentinel's exact numbers matter (a migration, a parity test); see the
+//! [guide](crate::guide::limiters) for choosing between it and [`WarmUp`](super::WarmUp).
 //!
 //! Reproduces Alibaba Sentinel's `WarmUpController` (1.8.x) number for number:
 //!
@@ -32,23 +30,21 @@
 //! - **Tiny rates.** Configurations whose cold limit is below one request per second are
 //!   refused with [`ConfigError::ColdRateBelowOne`](crate::ConfigError::ColdRateBelowOne)
 //!   (including the few where `permits_per_second / cold_factor` is exactly one but Java's
-//!   truncations put the computed limit just below it): they are not warm-up limiters. On them
-//!   Sentinel admits nothing, forever, or, when `(int)(P·c) < f − 1` (so `W` = 0) and `M` > 0,
-//!   never warms up and admits the full rate from the start (3 rps / 1 s / factor 5 admits 3
-//!   per second).
-//!   At a cold limit of exactly one (3 rps, factor 3) the limiter admits one request per second
+//!   truncations put the computed limit just below it): Sentinel never warms up on them. At a
+//!   cold limit of exactly one (3 rps, factor 3) the limiter admits one request per second
 //!   while cold and warms very slowly, as Sentinel does.
 //! - **Range.** Windows are numbered from the second the limiter was built in, so any clock
 //!   origin works; a limiter can run for 136 years.
 //!
-//! Two deliberate fixes, which change no number in a single-threaded run from an epoch clock:
+//! Two deliberate differences, which change no number in a single-threaded run from an epoch
+//! clock:
 //!
-//! - **It always starts cold**, whatever the clock's origin. Sentinel starts warm when its clock
-//!   starts at zero (its first second never syncs); use [`SentinelBuilder::start_warm`] to start
-//!   warm on purpose, which reproduces exactly that.
-//! - **Check-and-count is one atomic step.** Sentinel checks the window and records the pass
-//!   later, so concurrent callers overshoot the limit; here an admission is a single
-//!   compare-and-swap on the window, which no caller can slip past.
+//! - **It always starts cold**, whatever the clock's origin; [`SentinelBuilder::start_warm`]
+//!   starts it warm, as Sentinel does when its clock starts at zero.
+//! - **Check-and-count is one atomic step**: an admission is a single compare-and-swap on the
+//!   window, which no caller can slip past.
+//!
+//! The [guide](crate::guide::parity) lists every difference from Sentinel and why.
 //!
 //! # Cost
 //!

@@ -180,8 +180,8 @@ impl SmoothCurve {
     }
 }
 
-/// `nanos` as a float, through `i64` (one instruction on x86_64 where `u64` takes several);
-/// spans beyond 292 years count as 292 years, which refill any bucket.
+/// `nanos` as a float, through `i64` (a cheaper conversion than `u64`'s); spans beyond 292
+/// years count as 292 years, which refill any bucket.
 #[inline]
 pub(super) fn nanos_to_f64(nanos: u64) -> f64 {
     nanos.min(i64::MAX as u64) as i64 as f64

@@ -261,9 +261,9 @@ fn later(at: u64, nanos: u64) -> u64 {
     at.saturating_add(nanos).min(LATEST)
 }
 
-/// Whole ns of a non-negative span, through `i64`: one instruction on x86_64 where `u64` takes
-/// several; `as` saturates at `i64::MAX` ns (292 years, beyond any wait) and maps NaN, which
-/// cannot occur here, to 0.
+/// Whole ns of a non-negative span, through `i64` (a cheaper conversion than `u64`'s); `as`
+/// saturates at `i64::MAX` ns (292 years, beyond any wait) and maps NaN, which cannot occur
+/// here, to 0.
 #[inline]
 fn whole(nanos: f64) -> u64 {
     nanos as i64 as u64

@@ -25,12 +25,8 @@
 //!    alone, when no cgroup accounting file can be opened (no cgroupfs mounted, a sandbox that
 //!    hides it, a cgroup path that lies outside the visible mounts).
 //!
-//! v1 is preferred over v2 because "hybrid" systems (systemd's default before v2-only distributions)
-//! mount the v1 controllers *and* a nearly empty v2 tree at `/sys/fs/cgroup/unified` (no CPU
-//! controller is bound to it; at most a leftover such as `hugetlb`). That v2 tree has a `cpu.stat`
-//! too, but the process's v2 path there (often `/`) has nothing to do with the container's CPU
-//! limit. A controller is bound to at most one hierarchy, so if a v1 `cpuacct` hierarchy exists it
-//! is the right one.
+//! v1 is preferred over v2: on "hybrid" systems the v2 tree beside the v1 controllers has a
+//! `cpu.stat` unrelated to the container's limit (see the [guide](crate::guide::signals)).
 //!
 //! # The layouts handled
 //!
@@ -98,17 +94,17 @@
 //! (a controller enabled in a parent's `cgroup.subtree_control` after discovery) is not seen until
 //! the source is discovered again.
 //!
-//! Over a short window the measured usage can exceed the quota by a few per cent (CFS hands out
-//! runtime in slices and the window rarely aligns with the enforcement periods): a process in a
-//! 0.5-CPU cgroup measured 0.51–0.55 CPUs over 1 s here. Consumers should clamp utilisation.
+//! Over a short window the usage can exceed the quota by a few per cent (CFS hands out runtime
+//! in slices and the window rarely aligns with the enforcement periods). Consumers should clamp
+//! utilisation.
 //!
 //! # Cost
 //!
 //! Discovery reads `/proc`, walks directories and allocates. [`CpuUsageSource::sample`] does not
 //! allocate: every file is opened once at discovery, and each sample re-reads the open descriptors
 //! with `pread` at offset 0 into a stack buffer (cgroupfs regenerates the content on every read
-//! from offset 0) and parses it in place. A sample is a handful of system calls, a few
-//! microseconds; the sampler takes one every 250 ms.
+//! from offset 0) and parses it in place. A sample is a handful of system calls; the sampler
+//! takes one every 250 ms.
 //!
 //! If the cgroup is removed while the source is open, its files start failing with `ENODEV` and
 //! [`CpuUsageSource::sample`] returns `None`.
