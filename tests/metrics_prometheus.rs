@@ -1,7 +1,7 @@
 //! The metric names against a real Prometheus (Debian's `prometheus` package): an axum server
 //! runs both layers and serves `/metrics`; Prometheus scrapes it every 200 ms while a known
 //! workload runs (a manual CPU signal, a bounded number of requests); then the PromQL queries
-//! the README documents must answer what the workload did: λ, from the offered requests, is
+//! the guide documents must answer what the workload did: λ, from the offered requests, is
 //! every request sent, though the shedder sits inside a warm-up bucket's layer, and the
 //! critical classes' λ is their requests' (`/work?sheddable` is a sheddable request).
 //!
@@ -251,7 +251,7 @@ async fn prometheus_answers_the_documented_queries() {
         assert_eq!(one(&prometheus, series).await, count, "{series}");
     }
 
-    // The README's queries. The rates share their scrapes, so their ratios are exact.
+    // The guide's queries. The rates share their scrapes, so their ratios are exact.
     let lambda = one(&prometheus, "sum(rate(admit_offered_requests_total[1m]))").await;
     // A rate over one minute of a run shorter than that: the increase, extrapolated by at most
     // half a scrape interval at each end, over 60 s.

@@ -285,7 +285,7 @@ fn protect(
             let limiter = limiter.ok_or("admit's policies have a warm-up bucket")?;
             let shedder = shedder.ok_or("admit's policies have a shedder")?;
             let start = RequestStart::new(HeaderConfig::default())?;
-            // The README's recipe, the bucket outside (the shedder learns only from the
+            // The guide's recipe, the bucket outside (the shedder learns only from the
             // requests it lets through): each answers a refusal itself, a 503 with
             // `Retry-After` and its reason in `admit-refusal`.
             if args.policy == Policy::AdmitClasses {

@@ -1,6 +1,8 @@
 //! Request criticality: how important a request is, so that under overload the least
 //! important work is refused first.
 //!
+//! The [guide](crate::guide::criticality) says how the classes are used and why.
+//!
 //! Four ordered classes, with Google's names ([`Criticality`]). A layer reads each request's
 //! class (from a header or gRPC metadata with
 //! [`CriticalityHeader`](crate::middleware::CriticalityHeader), or from a function of the

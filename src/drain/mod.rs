@@ -2,6 +2,9 @@
 //! then refuse new work, tell long-lived sessions to reconnect elsewhere, and wait for what is
 //! in flight, up to a deadline inside Kubernetes' grace period.
 //!
+//! The [guide](crate::guide::drain) has a full axum server, the Kubernetes settings and the
+//! pitfalls of waiting for a server's graceful shutdown alone.
+//!
 //! A [`Drain`] moves through [`Phase`]s: `Serving` → [`start`](Drain::start) (SIGTERM) →
 //! `Announced` (readiness fails, HTTP/1 responses close their connection) → after the
 //! propagation delay, or [`start_now`](Drain::start_now) → `Draining` (new requests refused,

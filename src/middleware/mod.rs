@@ -1,5 +1,7 @@
 //! The tower glue every admit limiter shares: one layer, one service, one response future.
 //!
+//! The [guide](crate::guide::recipes) has the recipes for axum, tonic and other tower stacks.
+//!
 //! A [`Limiter`] decides each request in `call`; an admitted request holds the limiter's
 //! permit in the [`ResponseFuture`] until the inner service answers, when a [classifier](classify)
 //! turns the answer into an [`Outcome`] the permit records, or, with [`AtBodyEnd`], in the

@@ -1,5 +1,7 @@
 //! How the tower layers answer the requests they refuse.
 //!
+//! The [guide](crate::guide::recipes) puts them in axum, tonic and tower stacks.
+//!
 //! [`ShedLayer`](crate::shed::ShedLayer) and [`WarmUpLayer`](crate::warmup::WarmUpLayer) decide in
 //! `call` whether a request may reach the inner service. When one refuses, a [`Respond`]
 //! implementation turns the refusal (an [`Overloaded`] or a [`Rejected`], both carrying a retry
