@@ -39,7 +39,7 @@
 //! | feature | default | adds |
 //! |---|---|---|
 //! | `tower` | yes | [`middleware`] ([`shed::ShedLayer`], [`warmup::WarmUpLayer`]), [`respond`] |
-//! | `http` | yes | answering refusals with HTTP responses, go-zero's HTTP and gRPC classifiers, `RequestStart` |
+//! | `http` | yes | answering refusals with HTTP responses, go-zero's HTTP and gRPC classifiers, `RequestStart`, `drain::DrainLayer` |
 //! | `tonic` | no | answering refusals with `tonic::Status`, `From` conversions into it, [`warmup::WarmUpInterceptor`] |
 //! | `tokio` | yes | [`warmup::WarmUp::acquire`]: waiting for permits on tokio's timer; the runtime lag probe's task; [`drain`] (graceful drain) |
 //! | `axum` | no | `drain::Drain::listener`: an axum listener whose connections the drain counts |

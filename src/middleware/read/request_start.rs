@@ -25,7 +25,8 @@ const KINDS: usize = 6;
 /// with, and a monotonic [`Clock`] ([`MonotonicClock`] by default) for the floor's half
 /// windows, so that a step of the wall clock (NTP, a manual change) moves no window.
 ///
-/// Only trust a header your edge proxy overwrites, and set the parser's
+/// Only trust a header your edge proxy overwrites (or appends to, read with the default
+/// [`Pick::Last`](crate::signal::queue::header::Pick::Last)), and set the parser's
 /// [`max_future`](HeaderConfig::with_max_future) to the clocks' worst skew. A stamp the
 /// client forges (or a skewed proxy's) always lowers its own request's wait. Fewer than four
 /// of them per window cannot pull the floor below the genuine stamps' minimum; many can

@@ -12,7 +12,7 @@
 //!
 //! # Forged stamps
 //!
-//! A client whose header reaches the service (the edge proxy keeps or appends to it) can stamp
+//! A client whose header reaches the service (the edge proxy keeps it) can stamp
 //! a request up to the parser's `max_future` (1 s by default) ahead of the service's clock, and
 //! a skewed proxy clock does the same by accident. Such a stamp:
 //!
@@ -27,8 +27,8 @@
 //!   lengthens other requests' waits by as much as it fell: up to `max_future` plus
 //!   `floor_cap`.
 //!
-//! So only trust a header your edge proxy overwrites, and set `max_future` to the clocks'
-//! worst skew.
+//! So only trust a header your edge proxy overwrites (or appends to, read with
+//! [`Pick::Last`](super::header::Pick::Last)), and set `max_future` to the clocks' worst skew.
 
 use std::fmt;
 use std::time::Duration;

@@ -35,7 +35,7 @@
 //!   `max_future` (1 s) ahead are accepted, so that [`SkewFloor`](super::floor::SkewFloor) can
 //!   absorb the skew; the cut-off for implausible stamps is 2000-01-01 UTC, never local time.
 //! - **Trust.** [`Pick::Last`] reads the hop nearest the service; the edge proxy must overwrite
-//!   a client's value. A forged fresh or future stamp counts as a short wait for its own
+//!   a client's value, or append its own after it. A forged fresh or future stamp counts as a short wait for its own
 //!   request; fewer than four per window cannot pull the skew floor below the genuine stamps'
 //!   minimum, and many can lengthen other requests' waits by up to `max_future` plus the
 //!   floor's cap (see [`floor`](super::floor)).

@@ -1,7 +1,7 @@
 //! Alibaba Sentinel's warm-up controller, number for number: [`SentinelWarmUp`].
 //!
-//! For where Sentinel's exact numbers matter (a migration, a parity test); see the
-//! [guide](crate::guide::limiters) for choosing between it and [`WarmUp`](super::WarmUp).
+//! Use it where Sentinel's exact numbers matter (a migration, a parity test); the
+//! [guide](crate::guide::limiters) compares it with [`WarmUp`](super::WarmUp).
 //!
 //! Reproduces Alibaba Sentinel's `WarmUpController` (1.8.x) number for number:
 //!
