@@ -40,6 +40,8 @@ const EXAMPLE: &str = "examples/metrics.rs";
 const LOCAL_JOB: &str = "admit-example";
 /// The limiters' name in the example, which the queries select.
 const LIMITER: &str = "api";
+/// How long the target's queries may take to answer once Prometheus has scraped.
+const ANSWER_LIMIT: Duration = Duration::from_secs(30);
 
 /// A file of the workspace, from its root.
 fn path(file: &str) -> PathBuf {
@@ -242,18 +244,36 @@ async fn plan_and_replay_read_the_example_s_series() {
         .await
         .unwrap_or_else(|error| panic!("{error}"));
     prometheus.wait_for_scrape(FIRST_SCRAPE_LIMIT).await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
 
     // The target as written, but for the job's name (the test kit's) and Prometheus' address.
     let manifest = read(TARGET);
     assert_eq!(manifest.matches(&format!("job=\"{LOCAL_JOB}\"")).count(), 3);
     let manifest = manifest.replace(&format!("job=\"{LOCAL_JOB}\""), &format!("job=\"{JOB}\""));
+    // Both queries answer once two scrapes of the load are stored, which a loaded machine may
+    // delay: wait for that, not for a fixed time.
+    let target = YamlLoader::load_from_str(&manifest).unwrap().remove(0);
+    for key in ["arrivalRateQuery", "serviceTimeQuery"] {
+        prometheus
+            .wait_until(key, &metadata(&target, key), ANSWER_LIMIT, |samples| {
+                matches!(samples, [sample] if sample.value.is_finite() && sample.value > 0.0)
+            })
+            .await;
+    }
+    // `replay` evaluates every second from `start`, after both queries first answered, to
+    // `end`, which has passed when it runs.
+    let unix_now = || {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    let start = unix_now() + 1;
+    let end = start + 2;
+    while unix_now() <= end {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (start, end) = (start.to_string(), end.to_string());
     let url = prometheus.url();
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let (start, end) = ((now - 2).to_string(), now.to_string());
     let (plan, replay) = bounded(
         "plan and replay",
         tokio::task::spawn_blocking(move || {
