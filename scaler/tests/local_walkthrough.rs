@@ -19,7 +19,6 @@ use admit::metrics::Reporter;
 use admit::shed::{ShedLayer, Shedder};
 use admit::signal::cpu::ManualCpu;
 use admit::warmup::{WarmUp, WarmUpLayer};
-use admit_testkit::axum::serve_router;
 use admit_testkit::prometheus::{self, FIRST_SCRAPE_LIMIT, JOB};
 use admit_testkit::wait::bounded;
 use axum::Router;
@@ -32,6 +31,7 @@ use metrics_exporter_prometheus::PrometheusBuilder;
 use yaml_rust2::{Yaml, YamlLoader};
 
 use support::process::BINARY;
+use support::serve_with_metrics;
 
 const TARGET: &str = "deploy/local/target.yaml";
 const PROMETHEUS_CONFIG: &str = "deploy/local/prometheus.yml";
@@ -197,13 +197,11 @@ async fn plan_and_replay_read_the_example_s_series() {
             .build()
             .unwrap(),
     );
-    let reporter = Arc::new(
-        Reporter::builder()
-            .shedder(Arc::clone(&shedder))
-            .warm_up(Arc::clone(&bucket))
-            .build()
-            .unwrap(),
-    );
+    let reporter = Reporter::builder()
+        .shedder(Arc::clone(&shedder))
+        .warm_up(Arc::clone(&bucket))
+        .build()
+        .unwrap();
     let app = Router::new()
         .route(
             "/",
@@ -213,15 +211,8 @@ async fn plan_and_replay_read_the_example_s_series() {
             }),
         )
         .layer(ShedLayer::new(shedder).http())
-        .layer(WarmUpLayer::new(bucket).http())
-        .route(
-            "/metrics",
-            get(move || async move {
-                reporter.report();
-                recorder.render()
-            }),
-        );
-    let server = serve_router(app).await;
+        .layer(WarmUpLayer::new(bucket).http());
+    let server = serve_with_metrics(app, reporter, recorder).await;
 
     // An open-loop 100 requests per second, whatever the answers, from before the first
     // scrape: the series start with the load, and the queries' [30s] windows hold nothing idle.

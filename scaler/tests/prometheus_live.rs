@@ -15,7 +15,6 @@ use admit::metrics::Reporter;
 use admit::shed::{ShedLayer, Shedder};
 use admit::signal::cpu::ManualCpu;
 use admit_scaler::service::ServiceOptions;
-use admit_testkit::axum::serve_router;
 use admit_testkit::prometheus::{self, FIRST_SCRAPE_LIMIT};
 use admit_testkit::wait::bounded;
 use axum::Router;
@@ -28,7 +27,7 @@ use metrics_exporter_prometheus::PrometheusBuilder;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use support::{Scaler, metadata, metrics_request, object};
+use support::{Scaler, metadata, metrics_request, object, serve_with_metrics};
 
 /// Each request's work.
 const WORK: Duration = Duration::from_millis(40);
@@ -66,12 +65,10 @@ async fn the_scaler_sizes_what_the_server_measured() {
             .build()
             .unwrap(),
     );
-    let reporter = Arc::new(
-        Reporter::builder()
-            .shedder(Arc::clone(&shedder))
-            .build()
-            .unwrap(),
-    );
+    let reporter = Reporter::builder()
+        .shedder(Arc::clone(&shedder))
+        .build()
+        .unwrap();
     let app = Router::new()
         .route(
             "/work",
@@ -80,15 +77,8 @@ async fn the_scaler_sizes_what_the_server_measured() {
                 "done"
             }),
         )
-        .layer(ShedLayer::new(Arc::clone(&shedder)).http())
-        .route(
-            "/metrics",
-            get(move || async move {
-                reporter.report();
-                recorder.render()
-            }),
-        );
-    let server = serve_router(app).await;
+        .layer(ShedLayer::new(Arc::clone(&shedder)).http());
+    let server = serve_with_metrics(app, reporter, recorder).await;
     let prometheus = prometheus::start(&[server.addr()], Duration::from_millis(100))
         .await
         .unwrap_or_else(|error| panic!("{error}"));

@@ -1,5 +1,6 @@
 //! What the scaler's integration tests share: a fake Prometheus whose answers are set per
-//! query, and a scaler served on loopback with a tonic client standing in for KEDA.
+//! query, a scaler served on loopback with a tonic client standing in for KEDA, and a server
+//! exporting admit's metrics for a real Prometheus.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -9,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use admit::metrics::Reporter;
 use admit_scaler::proto::external_scaler_client::ExternalScalerClient;
 use admit_scaler::proto::{GetMetricsRequest, ScaledObjectRef};
 use admit_scaler::service::{ScalerService, ServiceOptions};
@@ -16,8 +18,28 @@ use admit_testkit::TestServer;
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::post;
+use axum::routing::{get, post};
+use metrics_exporter_prometheus::PrometheusHandle;
 use tonic::transport::Channel;
+
+/// Serves `app` on loopback with a `/metrics` route outside its layers: each scrape publishes
+/// `reporter`'s limiters and renders `recorder`, which must have been installed before the
+/// reporter was built (its series register with it).
+pub async fn serve_with_metrics(
+    app: Router,
+    reporter: Reporter,
+    recorder: PrometheusHandle,
+) -> TestServer {
+    let reporter = Arc::new(reporter);
+    let app = app.route(
+        "/metrics",
+        get(move || async move {
+            reporter.report();
+            recorder.render()
+        }),
+    );
+    admit_testkit::axum::serve_router(app).await
+}
 
 /// An instant vector of one sample.
 pub fn vector(value: &str) -> String {
