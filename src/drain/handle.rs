@@ -167,7 +167,7 @@ impl Drain {
 
     /// Resolves once the drain is announced. The future owns a clone of the handle
     /// (`'static`).
-    pub fn announced(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub fn announced(&self) -> impl Future<Output = ()> + Send + 'static + use<> {
         let drain = self.clone();
         async move {
             drain.inner.wait(|phase| phase >= Phase::Announced).await;
@@ -180,7 +180,7 @@ impl Drain {
     /// [`start`](Self::start) instead would refuse connections while endpoints still route here.
     ///
     /// The future owns a clone of the handle (`'static`, as axum requires).
-    pub fn stop_accepting(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub fn stop_accepting(&self) -> impl Future<Output = ()> + Send + 'static + use<> {
         let drain = self.clone();
         async move {
             drain.inner.wait(Phase::refuses).await;
@@ -190,7 +190,7 @@ impl Drain {
     /// Resolves when nothing is in flight and no session is open ([`Outcome::Drained`]), or at
     /// the deadline ([`Outcome::Expired`], with what was left), whichever comes first. Pending
     /// until the drain starts. The future owns a clone of the handle (`'static`).
-    pub fn finished(&self) -> impl Future<Output = Outcome> + Send + 'static {
+    pub fn finished(&self) -> impl Future<Output = Outcome> + Send + 'static + use<> {
         let drain = self.clone();
         async move { drain.outcome().await }
     }

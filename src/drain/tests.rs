@@ -55,6 +55,26 @@ async fn the_timeline() {
     assert_eq!(start.elapsed(), DELAY);
 }
 
+/// The futures outlive the handle they came from: a handler or a closure can return them.
+#[tokio::test(start_paused = true)]
+async fn the_futures_do_not_borrow_the_handle() {
+    let drain = drain();
+    // As a handler captures a handle and returns what it makes of it.
+    let handle = drain.clone();
+    let futures = move || {
+        (
+            handle.announced(),
+            handle.stop_accepting(),
+            handle.finished(),
+        )
+    };
+    let (announced, stop_accepting, finished) = futures();
+    assert!(drain.start_now());
+    assert!(ready(announced).is_some());
+    assert!(ready(stop_accepting).is_some());
+    assert_eq!(ready(finished), Some(Outcome::Drained { connections: 0 }));
+}
+
 #[tokio::test(start_paused = true)]
 async fn stop_accepting_wakes_at_the_end_of_the_delay() {
     let drain = drain();

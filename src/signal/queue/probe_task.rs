@@ -49,7 +49,10 @@ impl LagProbe {
     /// # }
     /// ```
     #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
-    pub fn run<C: Clock + 'static>(&self, clock: C) -> impl Future<Output = ()> + Send + 'static {
+    pub fn run<C: Clock + 'static>(
+        &self,
+        clock: C,
+    ) -> impl Future<Output = ()> + Send + 'static + use<C> {
         let start_ns = clock.now_nanos();
         let interval_ns = self.state.interval_ns();
         let claim = self

@@ -295,6 +295,18 @@ mod task {
             .expect("the task did not panic");
     }
 
+    /// The task outlives the handle it came from: a closure can return it.
+    #[tokio::test(start_paused = true)]
+    async fn the_task_does_not_borrow_the_probe() {
+        let clock = TokioClock::new();
+        let probe = LagProbe::default();
+        let handle = probe.clone();
+        let start = move |clock| handle.run(clock);
+        let _task = tokio::spawn(start(clock.clone()));
+        clock.sleep_until(at(15)).await;
+        assert_eq!(probe.last_tick(), Some(10 * MS));
+    }
+
     #[tokio::test(start_paused = true)]
     async fn missed_ticks_are_not_made_up() {
         let clock = TokioClock::new();
