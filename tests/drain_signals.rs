@@ -1,6 +1,10 @@
 //! A child process serving with `Drain::handle_signals`, stopped by real signals: SIGTERM with
-//! a slow request in flight lets the request finish and exits 0 before the deadline; a session
-//! that never closes makes it exit 0 at the deadline, reporting what was left.
+//! a request in flight lets the request finish and exits 0 before the deadline; a session that
+//! never closes makes it exit 0 at the deadline, reporting what was left.
+//!
+//! Nothing waits a fixed time: the request in flight is answered only once the drain is
+//! announced, and the child prints when it holds that request, so the steps keep their order
+//! however loaded the machine is.
 //!
 //! The test binary runs itself as the child: `current_exe()` with [`CHILD`] set runs only
 //! `child` (ignored in ordinary runs), which serves until its drain ends.
@@ -20,13 +24,16 @@ use rustix::process::{Pid, Signal, kill_process};
 
 /// Selects the child's case: `slow` or `stuck`.
 const CHILD: &str = "ADMIT_DRAIN_CHILD";
-/// How long the child's drain may take: the parent waits a little longer.
-const DEADLINE: Duration = Duration::from_secs(5);
+/// The `slow` child: it accepts this long after SIGTERM (the parent asks `/ready` within
+/// it), and its drain may take this long (the parent waits `LIMIT` longer).
+const SLOW: (Duration, Duration) = (Duration::from_secs(4), Duration::from_secs(20));
+/// The `stuck` child, whose test waits for the whole deadline (SIGINT skips the delay).
+const STUCK: (Duration, Duration) = (Duration::from_secs(2), Duration::from_secs(3));
 const LIMIT: Duration = Duration::from_secs(30);
 
-/// The child: serves `/slow` (500 ms), `/ready` and `/session` (a session that never closes)
-/// behind the drain, prints its address once signals are handled, and prints the drain's
-/// outcome when it ends.
+/// The child: serves `/slow` (which prints `in flight`, then answers once the drain is
+/// announced), `/ready` and `/session` (a session that never closes) behind the drain, prints
+/// its address once signals are handled, and prints the drain's outcome when it ends.
 #[test]
 #[ignore = "the child process of this file's tests, which run it themselves"]
 fn child() {
@@ -34,20 +41,26 @@ fn child() {
         return;
     };
     let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (delay, deadline) = if case == "stuck" { STUCK } else { SLOW };
     runtime.block_on(async move {
         let drain = Drain::builder()
-            .propagation_delay(Duration::from_secs(2))
-            .deadline(DEADLINE)
+            .propagation_delay(delay)
+            .deadline(deadline)
             .build()
             .unwrap();
         drain.handle_signals().expect("signals");
         let sessions = drain.clone();
+        let announced = drain.clone();
         let app = Router::new()
             .route(
                 "/slow",
-                get(|| async {
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                    "slow"
+                get(move || {
+                    println!("\nin flight");
+                    let announced = announced.announced();
+                    async move {
+                        announced.await;
+                        "slow"
+                    }
                 }),
             )
             .route(
@@ -104,16 +117,27 @@ fn spawn(case: &str) -> Served {
             let _ = sender.send(line);
         }
     });
-    let addr = loop {
-        let line = lines.recv_timeout(LIMIT).expect("the child's address");
-        if let Some(rest) = line.strip_prefix("listening ") {
-            break rest.split_whitespace().next().unwrap().parse().unwrap();
-        }
+    let mut served = Served {
+        child,
+        addr: ([127, 0, 0, 1], 0).into(),
+        lines,
     };
-    Served { child, addr, lines }
+    let line = served.wait_for("listening ");
+    served.addr = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    served
 }
 
 impl Served {
+    /// The child's next line that starts with `prefix`, within `LIMIT`.
+    fn wait_for(&self, prefix: &str) -> String {
+        loop {
+            let line = self.lines.recv_timeout(LIMIT).expect(prefix);
+            if line.starts_with(prefix) {
+                return line;
+            }
+        }
+    }
+
     fn signal(&self, signal: Signal) {
         kill_process(Pid::from_child(&self.child), signal).unwrap();
     }
@@ -125,12 +149,11 @@ impl Served {
             let _ = sender.send(self.child.wait());
         });
         let status = receiver
-            .recv_timeout(DEADLINE + LIMIT)
+            .recv_timeout(SLOW.1 + LIMIT)
             .expect("the child exits")
             .unwrap();
-        let outcome = self
-            .lines
-            .try_iter()
+        // Until the reader thread has read the whole pipe: the child has exited, so soon.
+        let outcome = std::iter::from_fn(|| self.lines.recv_timeout(LIMIT).ok())
             .find(|line| line.starts_with("outcome "))
             .unwrap_or_default();
         (status, outcome)
@@ -162,22 +185,15 @@ fn read_all(mut stream: TcpStream) -> String {
 fn sigterm_lets_a_slow_request_finish_and_exits_0() {
     let served = spawn("slow");
     let slow = send(served.addr, "/slow", false);
-    std::thread::sleep(Duration::from_millis(100));
+    served.wait_for("in flight");
     served.signal(Signal::TERM);
-    // Announced (once the child's signal task has run): still accepting, not ready.
-    let mut ready = String::new();
-    for _ in 0..150 {
-        ready = read_all(send(served.addr, "/ready", true));
-        if !ready.starts_with("http/1.1 200") {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(ready.starts_with("http/1.1 503"), "{ready}");
     // The answer, then the server's close: it was announced while the request ran.
     let slow = read_all(slow);
     assert!(slow.starts_with("http/1.1 200"), "{slow}");
     assert!(slow.contains("connection: close"), "{slow}");
+    // Announced: still accepting, not ready.
+    let ready = read_all(send(served.addr, "/ready", true));
+    assert!(ready.starts_with("http/1.1 503"), "{ready}");
     let (status, outcome) = served.exit();
     assert!(status.success(), "{status:?}");
     assert!(outcome.contains("Drained"), "{outcome}");
