@@ -1,9 +1,11 @@
 //! The command line: `serve` here, the operator's `check`, `plan` and `replay` in [`tools`].
 
 mod duration;
+mod prometheus;
 mod serve;
 mod tools;
 
+use std::error::Error;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -41,6 +43,9 @@ enum Command {
     /// and optionally an SVG chart.
     Replay(ReplayArgs),
 }
+
+/// The errors that end a command, shown to the operator.
+type BoxError = Box<dyn Error + Send + Sync>;
 
 /// Runs the command line.
 pub(crate) fn main() -> ExitCode {

@@ -1,36 +1,31 @@
 //! `admit-scaler serve`: the gRPC service KEDA calls, and the HTTP side for Prometheus and
 //! Kubernetes probes.
 
-use std::error::Error;
-use std::fs;
+mod routes;
+mod tasks;
+
 use std::net::SocketAddr;
-use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use ::http::Uri;
 use admit_scaler::proto::external_scaler_server::ExternalScalerServer;
 use admit_scaler::service::{AllowList, ScalerService, ServiceOptions};
-use admit_scaler::telemetry;
 use admit_scaler::transport::grpc::GrpcLimits;
 use admit_scaler::transport::http::{self, HttpLimits};
 use admit_scaler::transport::tls::{self, ReloadingTls, TlsAcceptLimits, TlsFiles};
-use axum::Router;
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::routing::get;
 use clap::Args;
-use clap::builder::TypedValueParser;
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use metrics_util::MetricKindMask;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing_subscriber::EnvFilter;
 
+use self::routes::{http_router, install_recorder};
+use self::tasks::{reload_tls, signalled, stop_signal, sweep};
+use super::BoxError;
 use super::duration;
+use super::prometheus::{PrometheusArgs, allow_list, client_options};
 
 /// The largest `--max-concurrent-decisions`.
 const MAX_CONCURRENT_DECISIONS: usize = 256;
@@ -105,49 +100,6 @@ pub(super) struct ServeArgs {
     log: String,
 }
 
-/// How Prometheus is queried.
-#[derive(Debug, Args)]
-pub(super) struct PrometheusArgs {
-    /// Each query's limit: connect, send and read. Also sent as the query's `timeout`.
-    #[arg(long, env = "ADMIT_SCALER_QUERY_TIMEOUT", default_value = "5s", value_parser = duration::between("1ms", "5m"), value_name = "DURATION")]
-    query_timeout: Duration,
-    /// Prometheus may only be queried under these base URLs (scheme, host, port and path
-    /// prefix); a trigger's other URL gets PERMISSION_DENIED. Repeat the flag, or separate with
-    /// commas in the variable. Unset: any URL, which a bearer token does not allow.
-    #[arg(
-        long,
-        env = "ADMIT_SCALER_ALLOW_PROMETHEUS",
-        value_delimiter = ',',
-        value_name = "URL"
-    )]
-    allow_prometheus: Vec<Uri>,
-    /// A file whose content (trimmed) is sent as `Authorization: Bearer <token>` to Prometheus,
-    /// read again before every query so that a rotated token is sent. Needs
-    /// --allow-prometheus, and is sent only to https:// URLs unless --prometheus-token-over-http.
-    #[arg(
-        long,
-        env = "ADMIT_SCALER_PROMETHEUS_BEARER_TOKEN_FILE",
-        value_name = "PATH"
-    )]
-    prometheus_bearer_token_file: Option<PathBuf>,
-    /// PEM certificate authorities trusted for an https Prometheus, besides Mozilla's roots
-    /// (a cluster's own CA).
-    #[arg(long, env = "ADMIT_SCALER_PROMETHEUS_CA_FILE", value_name = "PATH")]
-    prometheus_ca_file: Option<PathBuf>,
-    /// Send the bearer token to an http:// (plain text) Prometheus too: anyone on the path
-    /// can read it. Off: such a query fails unsent.
-    #[arg(long, env = "ADMIT_SCALER_PROMETHEUS_TOKEN_OVER_HTTP")]
-    prometheus_token_over_http: bool,
-    /// The largest answer read from Prometheus, in bytes: a bigger one fails the query and is
-    /// read no further.
-    #[arg(long, env = "ADMIT_SCALER_PROMETHEUS_MAX_BODY", default_value_t = admit_scaler::prometheus::DEFAULT_MAX_BODY_BYTES, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=(64 << 20)), value_name = "BYTES")]
-    prometheus_max_body: usize,
-    /// The most queries in flight to Prometheus at once (two per decision); more wait for a
-    /// slot within --query-timeout.
-    #[arg(long, env = "ADMIT_SCALER_PROMETHEUS_MAX_IN_FLIGHT", default_value_t = admit_scaler::prometheus::DEFAULT_MAX_IN_FLIGHT, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024).try_map(NonZeroUsize::try_from))]
-    prometheus_max_in_flight: NonZeroUsize,
-}
-
 /// How often triggers past their TTL are forgotten and the scaler-wide gauges refreshed.
 const SWEEP_PERIOD: Duration = Duration::from_secs(15);
 
@@ -158,8 +110,6 @@ const BLOCKING_THREADS: usize = 2 * MAX_CONCURRENT_DECISIONS;
 
 /// How long blocking work (a decision's model) may hold the process after the servers stop.
 const BLOCKING_GRACE: Duration = Duration::from_millis(100);
-
-type BoxError = Box<dyn Error + Send + Sync>;
 
 pub(super) fn main(args: ServeArgs) -> ExitCode {
     let allow = match check(&args) {
@@ -226,21 +176,6 @@ fn check(args: &ServeArgs) -> Result<AllowList, String> {
         ));
     }
     allow_list(&args.prometheus)
-}
-
-/// The allow-list, which a bearer token requires: without one, a trigger could send the token
-/// to any URL it names.
-pub(super) fn allow_list(args: &PrometheusArgs) -> Result<AllowList, String> {
-    let allow = AllowList::new(args.allow_prometheus.iter().cloned())
-        .map_err(|error| format!("--allow-prometheus: {error}"))?;
-    if args.prometheus_bearer_token_file.is_some() && allow.is_empty() {
-        return Err(
-            "--prometheus-bearer-token-file needs --allow-prometheus: without it, any trigger \
-             could send the token to a URL of its choosing"
-                .to_owned(),
-        );
-    }
-    Ok(allow)
 }
 
 async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
@@ -352,17 +287,6 @@ async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
     }
 }
 
-/// The Prometheus recorder for the scaler's metrics: duration histograms with buckets, and a
-/// trigger's series dropped once it has not changed for the state TTL.
-fn install_recorder(state_ttl: Duration) -> Result<PrometheusHandle, BoxError> {
-    let mut builder = PrometheusBuilder::new().idle_timeout(MetricKindMask::ALL, Some(state_ttl));
-    for name in telemetry::HISTOGRAMS {
-        builder = builder
-            .set_buckets_for_metric(Matcher::Full(name.to_owned()), &telemetry::DURATION_BUCKETS)?;
-    }
-    Ok(builder.install_recorder()?)
-}
-
 fn tls_files(args: &ServeArgs) -> Option<TlsFiles> {
     let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else {
         return None;
@@ -371,142 +295,5 @@ fn tls_files(args: &ServeArgs) -> Option<TlsFiles> {
         cert: cert.clone(),
         key: key.clone(),
         client_ca: args.tls_client_ca.clone(),
-    })
-}
-
-/// Reads the TLS files again every `period` until stopped: a changed, valid set is used for
-/// new connections; an invalid one is logged and the last good one kept.
-async fn reload_tls(tls: Arc<ReloadingTls>, period: Duration, mut stopped: watch::Receiver<bool>) {
-    let mut tick = tokio::time::interval(period);
-    tick.tick().await;
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = stopped.changed() => return,
-        }
-        let reloaded = {
-            let tls = Arc::clone(&tls);
-            tokio::task::spawn_blocking(move || tls.reload()).await
-        };
-        match reloaded {
-            Ok(Ok(true)) => {
-                tracing::info!(target: "admit_scaler", "TLS files changed: new connections use them")
-            }
-            Ok(Ok(false)) => {}
-            Ok(Err(error)) => tracing::warn!(
-                target: "admit_scaler",
-                "TLS files not reloaded, the last good ones stay in force: {error}"
-            ),
-            Err(error) => tracing::warn!(target: "admit_scaler", "TLS reload: {error}"),
-        }
-    }
-}
-
-pub(super) fn client_options(
-    args: &PrometheusArgs,
-) -> Result<admit_scaler::prometheus::ClientOptions, BoxError> {
-    let bearer_token = match &args.prometheus_bearer_token_file {
-        Some(path) => {
-            let token = admit_scaler::prometheus::BearerToken::File(path.clone());
-            // Checked once here, so that a wrong path stops the scaler at start; read again
-            // before every query, so that a rotated token is sent.
-            token
-                .check()
-                .map_err(|error| format!("--prometheus-bearer-token-file: {error}"))?;
-            Some(token)
-        }
-        None => None,
-    };
-    let extra_roots = match &args.prometheus_ca_file {
-        Some(path) => ca_certificates(path)?,
-        None => Vec::new(),
-    };
-    Ok(admit_scaler::prometheus::ClientOptions {
-        timeout: args.query_timeout,
-        bearer_token,
-        extra_roots,
-        max_body_bytes: args.prometheus_max_body,
-        max_in_flight: args.prometheus_max_in_flight,
-        allow_token_over_http: args.prometheus_token_over_http,
-    })
-}
-
-/// The certificates of a PEM file, each one accepted as a root by rustls.
-fn ca_certificates(
-    path: &std::path::Path,
-) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, BoxError> {
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject;
-
-    let flag = "--prometheus-ca-file";
-    let pem = fs::read(path).map_err(|error| format!("{flag} {}: {error}", path.display()))?;
-    let certificates = CertificateDer::pem_slice_iter(&pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| format!("{flag} {}: {error}", path.display()))?;
-    if certificates.is_empty() {
-        return Err(format!("{flag} {}: no PEM certificate in the file", path.display()).into());
-    }
-    admit_scaler::prometheus::tls_config(&certificates)
-        .map_err(|error| format!("{flag} {}: {error}", path.display()))?;
-    Ok(certificates)
-}
-
-fn http_router(metrics: PrometheusHandle, ready: Arc<AtomicBool>) -> Router {
-    Router::new()
-        .route(
-            "/metrics",
-            get(|State(metrics): State<PrometheusHandle>| async move { metrics.render() }),
-        )
-        .with_state(metrics)
-        .route("/healthz", get(|| async { "ok\n" }))
-        .route(
-            "/readyz",
-            get(move || {
-                let ready = ready.load(Ordering::SeqCst);
-                async move {
-                    if ready {
-                        (StatusCode::OK, "ready\n")
-                    } else {
-                        (StatusCode::SERVICE_UNAVAILABLE, "stopping\n")
-                    }
-                }
-            }),
-        )
-}
-
-/// Forgets idle triggers and keeps the scaler-wide gauges fresh until stopped.
-async fn sweep(
-    service: ScalerService,
-    metrics: PrometheusHandle,
-    mut stopped: watch::Receiver<bool>,
-) {
-    let mut tick = tokio::time::interval(SWEEP_PERIOD);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {
-                service.sweep();
-                metrics.run_upkeep();
-            }
-            _ = stopped.changed() => return,
-        }
-    }
-}
-
-async fn signalled(mut stopped: watch::Receiver<bool>) {
-    let _ = stopped.wait_for(|&stop| stop).await;
-}
-
-/// Resolves at SIGTERM (Kubernetes) or SIGINT (a terminal), with the signal's name. The
-/// handlers are installed by this call, not when the future is first polled: a signal that
-/// comes at once is caught, not fatal.
-fn stop_signal() -> Result<impl Future<Output = &'static str>, BoxError> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    Ok(async move {
-        tokio::select! {
-            _ = term.recv() => "SIGTERM",
-            _ = interrupt.recv() => "SIGINT",
-        }
     })
 }

@@ -9,7 +9,7 @@ use clap::Args;
 use http::Uri;
 
 use super::input::{self, TriggerArgs};
-use crate::cli::serve::{self, PrometheusArgs};
+use crate::cli::prometheus::{self, PrometheusArgs};
 
 /// Chooses one trigger of a manifest.
 #[derive(Debug, Args)]
@@ -78,14 +78,15 @@ pub(super) fn prepare(
         .clone()
         .unwrap_or_else(|| config.prometheus_url.clone());
     // The same rule as `serve`: a URL outside the allow-list is never queried.
-    let allow = serve::allow_list(&args.prometheus)?;
+    let allow = prometheus::allow_list(&args.prometheus)?;
     if !allow.permits(&base) {
         return Err(format!(
             "Prometheus URL \"{}\" is outside --allow-prometheus ({allow})",
             admit_scaler::excerpt::excerpt(&base.to_string())
         ));
     }
-    let options = serve::client_options(&args.prometheus).map_err(|error| error.to_string())?;
+    let options =
+        prometheus::client_options(&args.prometheus).map_err(|error| error.to_string())?;
     Ok((config, base, PrometheusClient::new(options)))
 }
 
