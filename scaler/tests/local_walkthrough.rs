@@ -22,16 +22,12 @@ use admit::warmup::{WarmUp, WarmUpLayer};
 use admit_testkit::prometheus::{self, FIRST_SCRAPE_LIMIT, JOB};
 use admit_testkit::wait::bounded;
 use axum::Router;
-use axum::body::Bytes;
 use axum::routing::get;
-use http_body_util::{BodyExt, Empty};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use metrics_exporter_prometheus::PrometheusBuilder;
 use yaml_rust2::{Yaml, YamlLoader};
 
 use support::process::BINARY;
-use support::serve_with_metrics;
+use support::{OpenLoop, serve_with_metrics};
 
 const TARGET: &str = "deploy/local/target.yaml";
 const PROMETHEUS_CONFIG: &str = "deploy/local/prometheus.yml";
@@ -216,21 +212,7 @@ async fn plan_and_replay_read_the_example_s_series() {
 
     // An open-loop 100 requests per second, whatever the answers, from before the first
     // scrape: the series start with the load, and the queries' [30s] windows hold nothing idle.
-    let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
-    let url = server.url();
-    let load = tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_millis(10));
-        loop {
-            tick.tick().await;
-            let request = http::Request::get(&url).body(Empty::new()).unwrap();
-            let client = client.clone();
-            tokio::spawn(async move {
-                if let Ok(response) = client.request(request).await {
-                    let _ = response.into_body().collect().await;
-                }
-            });
-        }
-    });
+    let load = OpenLoop::start(server.url(), Duration::from_millis(10));
     let prometheus = prometheus::start(&[server.addr()], Duration::from_millis(200))
         .await
         .unwrap_or_else(|error| panic!("{error}"));
@@ -277,7 +259,7 @@ async fn plan_and_replay_read_the_example_s_series() {
     )
     .await
     .unwrap();
-    load.abort();
+    load.stop().await;
     prometheus.stop();
 
     assert!(plan.status.success(), "{}", text(&plan));

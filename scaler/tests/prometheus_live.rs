@@ -18,16 +18,11 @@ use admit_scaler::service::ServiceOptions;
 use admit_testkit::prometheus::{self, FIRST_SCRAPE_LIMIT};
 use admit_testkit::wait::bounded;
 use axum::Router;
-use axum::body::Bytes;
 use axum::routing::get;
-use http_body_util::{BodyExt, Empty};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use metrics_exporter_prometheus::PrometheusBuilder;
-use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use support::{Scaler, metadata, metrics_request, object, serve_with_metrics};
+use support::{OpenLoop, Scaler, metadata, metrics_request, object, serve_with_metrics};
 
 /// Each request's work.
 const WORK: Duration = Duration::from_millis(40);
@@ -84,28 +79,7 @@ async fn the_scaler_sizes_what_the_server_measured() {
         .unwrap_or_else(|error| panic!("{error}"));
     prometheus.wait_for_scrape(FIRST_SCRAPE_LIMIT).await;
 
-    // An open-loop load: a request every PERIOD, whatever the answers, until stopped.
-    let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
-    let url = format!("{}/work", server.url());
-    let (stop, mut stopped) = tokio::sync::watch::channel(false);
-    let load = tokio::spawn(async move {
-        let mut requests = JoinSet::new();
-        let mut tick = tokio::time::interval(PERIOD);
-        while !*stopped.borrow() {
-            tokio::select! {
-                _ = tick.tick() => {}
-                _ = stopped.changed() => break,
-            }
-            let (client, url) = (client.clone(), url.clone());
-            requests.spawn(async move {
-                let request = http::Request::get(&url).body(Empty::new()).unwrap();
-                let response = client.request(request).await.expect("the server answers");
-                assert!(response.status().is_success(), "{}", response.status());
-                response.into_body().collect().await.expect("the body");
-            });
-        }
-        requests.join_all().await.len()
-    });
+    let load = OpenLoop::start(format!("{}/work", server.url()), PERIOD);
 
     // The server's own measure over the last WINDOW before the scaler is asked.
     tokio::time::sleep(WARM - WINDOW).await;
@@ -140,8 +114,12 @@ async fn the_scaler_sizes_what_the_server_measured() {
         .unwrap()
         .get_ref()
         .result;
-    let _ = stop.send(true);
-    let sent = bounded("the load's end", load).await.unwrap();
+    let statuses = load.stop().await;
+    assert!(
+        statuses.iter().all(|status| status.is_success()),
+        "{statuses:?}"
+    );
+    let sent = statuses.len();
 
     let count = |s: &admit::shed::ShedSnapshot| (s.passed + s.failed + s.dropped) as f64;
     let completed = count(&last) - count(&first);

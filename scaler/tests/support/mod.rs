@@ -1,6 +1,6 @@
 //! What the scaler's integration tests share: a fake Prometheus whose answers are set per
-//! query, a scaler served on loopback with a tonic client standing in for KEDA, and a server
-//! exporting admit's metrics for a real Prometheus.
+//! query, a scaler served on loopback with a tonic client standing in for KEDA, a server
+//! exporting admit's metrics for a real Prometheus, and a paced load on it.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -16,10 +16,16 @@ use admit_scaler::proto::{GetMetricsRequest, ScaledObjectRef};
 use admit_scaler::service::{ScalerService, ServiceOptions};
 use admit_testkit::TestServer;
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
 use metrics_exporter_prometheus::PrometheusHandle;
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
 use tonic::transport::Channel;
 
 /// Serves `app` on loopback with a `/metrics` route outside its layers: each scrape publishes
@@ -39,6 +45,52 @@ pub async fn serve_with_metrics(
         }),
     );
     admit_testkit::axum::serve_router(app).await
+}
+
+/// A paced, open-loop load: a GET of a URL every period, whatever the answers, until stopped.
+pub struct OpenLoop {
+    stop: watch::Sender<bool>,
+    task: JoinHandle<Vec<StatusCode>>,
+}
+
+impl OpenLoop {
+    /// Starts sending GETs of `url`, the first at once, then one every `period`.
+    pub fn start(url: String, period: Duration) -> Self {
+        let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
+        let (stop, mut stopped) = watch::channel(false);
+        let task = tokio::spawn(async move {
+            let mut requests = JoinSet::new();
+            let mut tick = tokio::time::interval(period);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = stopped.changed() => break,
+                }
+                let (client, url) = (client.clone(), url.clone());
+                requests.spawn(async move {
+                    let request = http::Request::get(&url).body(Empty::new()).unwrap();
+                    let response = client.request(request).await.expect("the server answers");
+                    let status = response.status();
+                    response.into_body().collect().await.expect("the body");
+                    status
+                });
+            }
+            requests.join_all().await
+        });
+        Self { stop, task }
+    }
+
+    /// Stops sending, and returns the status of every request sent once all are answered.
+    ///
+    /// # Panics
+    ///
+    /// If a request got no whole answer.
+    pub async fn stop(self) -> Vec<StatusCode> {
+        let _ = self.stop.send(true);
+        admit_testkit::wait::bounded("the load's end", self.task)
+            .await
+            .expect("every request answered")
+    }
 }
 
 /// An instant vector of one sample.
