@@ -99,25 +99,12 @@ async fn fetch(client: HttpClient, uri: Uri) -> Result<(StatusCode, Bytes), BoxE
     Ok((status, response.into_body().collect().await?.to_bytes()))
 }
 
-/// `--serve [ADDR]`: the address to serve on until Ctrl-C, or `None` for the four-second demo.
-fn serve_address() -> Result<Option<SocketAddr>, BoxError> {
-    let mut args = std::env::args().skip(1).peekable();
-    let mut serve = None;
-    while let Some(arg) = args.next() {
-        if arg != "--serve" {
-            return Err(
-                format!("unknown argument {arg:?}; usage: metrics [--serve [ADDR]]").into(),
-            );
-        }
-        let addr = args
-            .next_if(|next| !next.starts_with('-'))
-            .unwrap_or_else(|| SERVE_ADDR.to_owned());
-        let addr = addr
-            .parse()
-            .map_err(|error| format!("--serve {addr}: {error}"))?;
-        serve = Some(addr);
-    }
-    Ok(serve)
+/// Metrics for Prometheus: plays four seconds against itself and prints a scrape.
+#[derive(Debug, clap::Parser)]
+struct Flags {
+    /// Serve on ADDR under an open-loop load until Ctrl-C instead.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = SERVE_ADDR)]
+    serve: Option<SocketAddr>,
 }
 
 /// Answers to `--serve`'s requests since the last report.
@@ -179,7 +166,7 @@ async fn offer_load(client: HttpClient, root: Uri) {
 
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
-    let serve = serve_address()?;
+    let serve = <Flags as clap::Parser>::parse().serve;
     tracing_subscriber::fmt().with_target(false).init();
     // The recorder first: the reporter registers its series with it.
     let prometheus = PrometheusBuilder::new().install_recorder()?;
