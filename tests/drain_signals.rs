@@ -117,27 +117,27 @@ fn spawn(case: &str) -> Served {
             let _ = sender.send(line);
         }
     });
-    let mut served = Served {
-        child,
-        addr: ([127, 0, 0, 1], 0).into(),
-        lines,
-    };
-    let line = served.wait_for("listening ");
-    served.addr = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    served
+    let listening = next_line(&lines, "listening ");
+    let addr = listening
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    Served { child, addr, lines }
+}
+
+/// The next of `lines` that starts with `prefix`, within `LIMIT`.
+fn next_line(lines: &mpsc::Receiver<String>, prefix: &str) -> String {
+    loop {
+        let line = lines.recv_timeout(LIMIT).expect(prefix);
+        if line.starts_with(prefix) {
+            return line;
+        }
+    }
 }
 
 impl Served {
-    /// The child's next line that starts with `prefix`, within `LIMIT`.
-    fn wait_for(&self, prefix: &str) -> String {
-        loop {
-            let line = self.lines.recv_timeout(LIMIT).expect(prefix);
-            if line.starts_with(prefix) {
-                return line;
-            }
-        }
-    }
-
     fn signal(&self, signal: Signal) {
         kill_process(Pid::from_child(&self.child), signal).unwrap();
     }
@@ -185,7 +185,7 @@ fn read_all(mut stream: TcpStream) -> String {
 fn sigterm_lets_a_slow_request_finish_and_exits_0() {
     let served = spawn("slow");
     let slow = send(served.addr, "/slow", false);
-    served.wait_for("in flight");
+    next_line(&served.lines, "in flight");
     served.signal(Signal::TERM);
     // The answer, then the server's close: it was announced while the request ran.
     let slow = read_all(slow);
