@@ -355,6 +355,13 @@ fn queue_signals_render_as_a_histogram() {
     });
     // 100–200 ms: waits of 3 ms and 30 ms; 200–300 ms: the gate is hot, a 40 ms wait is late.
     let at = |ms: u64| clock.set(Duration::from_millis(ms));
+    // No stamped request yet: no offset.
+    metrics::with_local_recorder(&recorder, || reporter.report());
+    let offset = format!(r#"{}{{limiter="q"}}"#, names::QUEUE_CLOCK_OFFSET);
+    assert_eq!(Scrape::of(&recorder).get(&offset), None);
+    // A stamped request finds the service idle: its stamp is 3 ms old, the clocks' offset.
+    at(50);
+    shedder.allow_stamped(3_000_000).unwrap().pass();
     at(150);
     shedder
         .allow_after(Duration::from_millis(30))
@@ -381,16 +388,21 @@ fn queue_signals_render_as_a_histogram() {
             r#"admit_queue_wait_seconds_bucket{{limiter="q",source="{source}",le="{le}"}}"#
         ))
     };
-    assert_eq!(bucket("request", "0.025"), 0.0);
-    assert_eq!(bucket("request", "0.05"), 3.0);
-    assert_eq!(bucket("request", "+Inf"), 3.0);
+    assert_eq!(
+        bucket("request", "0.001"),
+        1.0,
+        "the idle request waited nothing"
+    );
+    assert_eq!(bucket("request", "0.025"), 1.0);
+    assert_eq!(bucket("request", "0.05"), 4.0);
+    assert_eq!(bucket("request", "+Inf"), 4.0);
     assert_eq!(bucket("pool", "0.0025"), 1.0);
     assert_eq!(bucket("probe", "0.01"), 1.0);
     assert_eq!(bucket("probe", "0.005"), 0.0);
     let series = |name: &str, source: &str| {
         scrape.value(&format!(r#"{name}{{limiter="q",source="{source}"}}"#))
     };
-    assert_eq!(series(names::QUEUE_WAIT_COUNT, "request"), 3.0);
+    assert_eq!(series(names::QUEUE_WAIT_COUNT, "request"), 4.0);
     let sum = series(names::QUEUE_WAIT_SUM, "request");
     assert!((sum - 0.1).abs() < 1e-9, "{sum}");
     let q = |name: &str| format!(r#"{name}{{limiter="q"}}"#);
@@ -401,6 +413,17 @@ fn queue_signals_render_as_a_histogram() {
         1.0
     );
     assert_eq!(scrape.types[names::QUEUE_WAIT_BUCKET], "counter");
+    assert_eq!(scrape.value(&q(names::QUEUE_CLOCK_OFFSET)), 0.003);
+    assert_eq!(scrape.types[names::QUEUE_CLOCK_OFFSET], "gauge");
+    // Every header error has its series, all 0 here.
+    for error in admit::signal::queue::header::HeaderError::ALL {
+        let series = format!(
+            r#"{}{{limiter="q",error="{}"}}"#,
+            names::QUEUE_HEADER_ERRORS,
+            error.as_str()
+        );
+        assert_eq!(scrape.value(&series), 0.0, "{series}");
+    }
 }
 
 /// A drain publishes its counts, unlabelled, and `admit_draining` from its announcement on;

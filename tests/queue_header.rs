@@ -1,7 +1,7 @@
-//! The request-start header parser and the clock-skew floor: every parser vector of the queue
-//! reference (§10.1), properties over arbitrary input, and what the floor does whatever lanes
-//! its requests draw. (The floor's lane-by-lane vectors, forged stamps and racing threads are
-//! tested in `src/signal/queue/floor.rs`, where a test chooses each request's lane.)
+//! The request-start header parser: every parser vector of the queue reference (§10.1) and
+//! properties over arbitrary input; and the clock-skew floor's settings. (The floor itself is
+//! tested in `src/signal/queue/floor.rs`, where a test chooses each request's lane, and through
+//! the shedder in `tests/queue_skew.rs`.)
 
 use admit_testkit::counting_alloc;
 
@@ -328,65 +328,18 @@ fn parsing_never_allocates() {
         b"t=1700000000123456 D=3775428",
         b"1700000000123456789",
     ];
-    let floor = SkewFloor::default();
     let allocations = allocations_during(|| {
         for i in 0..1_000u64 {
-            let raw = parse_request_start_values(lines, NOW + i, &config).unwrap();
-            std::hint::black_box(floor.excess(raw, i * SEC));
+            std::hint::black_box(parse_request_start_values(lines, NOW + i, &config).unwrap());
             std::hint::black_box(parse_request_start(b"t=1.7e9", NOW, &config).unwrap_err());
             let alb = b"Self=1-6553f0ff-1;Root=1-6553f100-2";
             assert_eq!(parse_amzn_trace_id(alb, NOW, &config), Ok(1500 * MS));
-            std::hint::black_box(floor.floor(i * SEC));
         }
     });
     assert_eq!(allocations, 0);
 }
 
-// --- The floor ---
-
-fn secs(s: u64) -> u64 {
-    s * SEC
-}
-
-#[test]
-fn the_floor_absorbs_a_steady_skew() {
-    let floor = SkewFloor::default();
-    let now = secs(10);
-    // Whatever lanes the requests draw, equal raws give that floor.
-    for _ in 0..8 {
-        assert_eq!(floor.excess(-25 * MS / 10, now), 0);
-    }
-    assert_eq!(floor.floor(now), Some(-25 * MS / 10));
-    // A raw below the floor reads no wait.
-    assert_eq!(floor.excess(-900 * MS, now), 0);
-}
-
-#[test]
-fn the_floor_rotates_with_the_half_windows() {
-    let floor = SkewFloor::new(Duration::from_secs(300), Duration::from_millis(20)).unwrap();
-    assert_eq!(floor.floor(secs(10)), None);
-    assert_eq!(floor.excess(-25 * MS / 10, secs(10)), 0);
-    assert_eq!(
-        floor.floor(secs(200)),
-        Some(-25 * MS / 10),
-        "half 0 still counts"
-    );
-    assert_eq!(floor.floor(secs(320)), None, "half 0 has left the window");
-    // Two halves without a request: the floor starts afresh.
-    assert_eq!(floor.excess(5 * MS, secs(600)), 0);
-    assert_eq!(floor.floor(secs(600)), Some(5 * MS));
-}
-
-#[test]
-fn the_floor_deducts_at_most_its_cap() {
-    // The first sample is its own floor: 100 ms, of which the 20 ms cap is deducted.
-    let floor = SkewFloor::default();
-    assert_eq!(floor.excess(100 * MS, secs(1)), 80_000_000);
-    assert_eq!(floor.floor(secs(1)), Some(100 * MS));
-    let uncapped = SkewFloor::new(Duration::from_secs(300), Duration::MAX).unwrap();
-    assert_eq!(uncapped.excess(100 * MS, secs(1)), 0);
-    assert_eq!(uncapped.excess(70 * MS, secs(1)), 0);
-}
+// --- The floor's settings ---
 
 #[test]
 fn the_floor_rejects_windows_without_halves() {
@@ -407,13 +360,13 @@ fn the_floor_rejects_windows_without_halves() {
             ..
         })
     ));
-    let floor = SkewFloor::new(Duration::from_nanos(2), Duration::ZERO).unwrap();
+    let floor = SkewFloor::new(Duration::from_nanos(2), Duration::MAX).unwrap();
     assert_eq!(floor.window(), Duration::from_nanos(2));
-    assert_eq!(floor.floor_cap(), Duration::ZERO);
+    assert_eq!(floor.quiet(), Duration::MAX);
     let default = SkewFloor::default();
-    assert_eq!(default.window(), Duration::from_secs(300));
-    assert_eq!(default.floor_cap(), Duration::from_millis(20));
-    assert!(format!("{default:?}").starts_with("SkewFloor { window: 300s"));
+    assert_eq!(default.window(), Duration::from_secs(4));
+    assert_eq!(default.quiet(), Duration::from_millis(2));
+    assert!(format!("{default:?}").starts_with("SkewFloor { window: 4s, quiet: 2ms"));
 }
 
 // --- Properties ---
@@ -554,41 +507,6 @@ proptest! {
         ] {
             let config = HeaderConfig::default().with_pick(pick);
             prop_assert_eq!(parse_request_start(value.as_bytes(), now, &config), Ok(age as i64));
-        }
-    }
-
-    #[test]
-    fn the_floor_lies_between_the_windows_extremes_whatever_the_lanes(
-        window in 0u64..1_000,
-        cap in any::<u64>(),
-        samples in proptest::collection::vec((any::<i64>(), 0u64..3_000), 1..30),
-    ) {
-        let Ok(floor) = SkewFloor::new(Duration::from_nanos(window), Duration::from_nanos(cap))
-        else {
-            prop_assert!(window < 2);
-            return Ok(());
-        };
-        let half = window / 2;
-        let mut times: Vec<_> = samples.iter().map(|&(_, t)| t).collect();
-        times.sort_unstable();
-        let samples: Vec<(i64, u64)> = samples.iter().map(|&(raw, _)| raw).zip(times).collect();
-        let cap = i64::try_from(cap).unwrap_or(i64::MAX);
-        for (i, &(raw, now)) in samples.iter().enumerate() {
-            let excess = floor.excess(raw, now);
-            // The floor is one lane's minimum over this half and the one before: between the
-            // window's smallest and largest clamped raw, whatever lanes the requests drew.
-            let clamp = |r: i64| r.clamp(-(1 << 39), (1 << 39) - 2);
-            let h = now / half;
-            let window: Vec<i64> = samples[..=i]
-                .iter()
-                .filter(|&&(_, t)| t / half + 1 >= h)
-                .map(|&(r, _)| clamp(r))
-                .collect();
-            let (low, high) = (*window.iter().min().unwrap(), *window.iter().max().unwrap());
-            let floor_now = floor.floor(now).unwrap();
-            prop_assert!(low <= floor_now && floor_now <= high);
-            let wait = |deducted: i64| (raw as i128 - deducted.min(cap) as i128).max(0);
-            prop_assert!(wait(high) <= excess as i128 && excess as i128 <= wait(low));
         }
     }
 }

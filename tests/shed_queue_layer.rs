@@ -1,7 +1,8 @@
-//! The shedder's queue gate through the HTTP layer: the wait a proxy stamped in
-//! `X-Request-Start` makes the gate hot, and while it is hot the requests that waited more than
+//! The shedder's queue gate through the HTTP layer: the age of the stamp a proxy put in
+//! `X-Request-Start`, less the clocks' offset the shedder learned from a request that found the
+//! service idle, makes the gate hot, and while it is hot the requests that waited more than
 //! twice the target are answered 503, those that waited less are served. Manual clocks: the
-//! monotonic one the shedder and the skew floor share, and the headers' wall clock.
+//! shedder's monotonic one, and the headers' wall clock, 250 ms ahead of the proxy's.
 
 #![cfg(feature = "http")]
 
@@ -13,12 +14,15 @@ use admit::middleware::RequestStart;
 use admit::shed::{ShedLayer, Shedder};
 use admit::signal::cpu::ManualCpu;
 use admit::signal::queue::QueueGate;
-use admit::signal::queue::header::HeaderConfig;
+use admit::signal::queue::header::{HeaderConfig, HeaderError};
 use http::{Request, Response, StatusCode};
+use tokio::sync::watch;
 use tower::{Layer, ServiceExt};
 
-/// The wall clock's epoch offset: 2023-11-14.
+/// The proxy's wall clock at the start: 2023-11-14.
 const EPOCH_NS: u64 = 1_700_000_000_000_000_000;
+/// How far the service's wall clock is ahead of the proxy's.
+const SKEW: Duration = Duration::from_millis(250);
 
 #[tokio::test]
 async fn stamped_waits_drive_the_gate() {
@@ -34,33 +38,51 @@ async fn stamped_waits_drive_the_gate() {
     );
     let start = RequestStart::new(HeaderConfig::default())
         .unwrap()
-        .wall_clock(wall.clone())
-        .clock(clock.clone());
+        .wall_clock(wall.clone());
+    // The handler answers at once, but for a request marked `x-hold`, which it answers once
+    // `release` says so.
+    let (release, released) = watch::channel(false);
     let service = ShedLayer::new(shedder.clone())
         .http()
-        .inspect(start.clone())
-        .layer(tower::service_fn(|_: Request<()>| async {
-            Ok::<_, Infallible>(Response::new(String::new()))
+        .inspect(start)
+        .layer(tower::service_fn(move |request: Request<()>| {
+            let mut released = released.clone();
+            async move {
+                if request.headers().contains_key("x-hold") {
+                    released.wait_for(|&released| released).await.unwrap();
+                }
+                Ok::<_, Infallible>(Response::new(String::new()))
+            }
         }));
-    // A request at `ms` on both clocks, stamped `waited_ms` earlier (None: no header).
-    let send = |ms: u64, waited_ms: Option<u64>| {
+    // A request at `ms` on the proxy's clock, stamped `waited_ms` before it reaches the
+    // service (None: no header), read on the service's clock.
+    let request = |ms: u64, waited_ms: Option<u64>| {
         clock.set(Duration::from_millis(ms));
-        wall.set(Duration::from_nanos(EPOCH_NS) + Duration::from_millis(ms));
+        wall.set(Duration::from_nanos(EPOCH_NS) + Duration::from_millis(ms) + SKEW);
         let mut request = Request::get("/");
         if let Some(waited) = waited_ms {
             let stamp = EPOCH_NS / 1_000_000 + ms - waited; // ms since the epoch
             request = request.header("x-request-start", stamp.to_string());
         }
-        service.clone().oneshot(request.body(()).unwrap())
+        request.body(()).unwrap()
     };
+    let send = |ms: u64, waited_ms: Option<u64>| service.clone().oneshot(request(ms, waited_ms));
     let status = |response: Result<Response<_>, Infallible>| match response {
         Ok(response) => response.status(),
         Err(never) => match never {},
     };
-    // The first stamp, with no wait, sets its lane's floor (the clocks' offset) at 0. A 60 ms
-    // wait recorded in another, still empty, lane is that lane's floor and reads 40 ms (less
-    // the 20 ms cap) instead of 60 ms: above the target either way.
-    assert_eq!(status(send(10, Some(0)).await), StatusCode::OK);
+    // The first request finds the service idle: its stamp's age, 250 ms, is the clocks'
+    // offset. It stays in flight, so the requests after it find the service busy.
+    let mut first = request(10, Some(0));
+    first.headers_mut().insert("x-hold", "1".parse().unwrap());
+    let held = tokio::spawn(service.clone().oneshot(first));
+    while shedder.snapshot().flying == 0 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        shedder.snapshot().clock_offset_nanos,
+        Some(SKEW.as_nanos() as i64)
+    );
     // 100–200 ms: every request waited 60 ms.
     for ms in [110, 150, 190] {
         assert_eq!(status(send(ms, Some(60)).await), StatusCode::OK, "{ms} ms");
@@ -97,11 +119,15 @@ async fn stamped_waits_drive_the_gate() {
         status(service.clone().oneshot(garbled).await),
         StatusCode::OK
     );
-    let invalid = start
-        .errors()
-        .find(|(error, _)| error.as_str() == "invalid")
-        .map(|(_, count)| count);
-    assert_eq!(invalid, Some(1));
     let snapshot = shedder.snapshot();
-    assert_eq!((snapshot.passed, snapshot.dropped), (9, 1));
+    let invalid = HeaderError::ALL
+        .iter()
+        .position(|&error| error == HeaderError::Invalid)
+        .unwrap();
+    assert_eq!(snapshot.header_errors[invalid], 1);
+    assert_eq!(snapshot.header_errors.iter().sum::<u64>(), 1);
+    assert_eq!((snapshot.passed, snapshot.dropped), (8, 1));
+    release.send_replace(true);
+    assert_eq!(status(held.await.unwrap()), StatusCode::OK);
+    assert_eq!(shedder.snapshot().passed, 9);
 }

@@ -49,6 +49,15 @@ pub(super) fn shedder() {
         names::SHED_CUT,
         "1 for the marginal class while the shedder is hot, else 0"
     );
+    describe_gauge!(
+        names::QUEUE_CLOCK_OFFSET,
+        Unit::Seconds,
+        "How far the service's clock is ahead of the stamping proxy's, network time included"
+    );
+    describe_counter!(
+        names::QUEUE_HEADER_ERRORS,
+        "Request-start stamps that could not be read, by error"
+    );
 }
 
 /// Describes the warm-up buckets' series.

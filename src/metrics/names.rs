@@ -25,6 +25,9 @@ pub const OUTCOME: &str = "outcome";
 /// Label: a request's [`Criticality`](crate::criticality::Criticality) (`sheddable`,
 /// `sheddable_plus`, `critical`, `critical_plus`).
 pub const CLASS: &str = "class";
+/// Label: why a request-start stamp could not be read (`empty`, `invalid`, `implausible`,
+/// `overflow`, `from-future`, `too-old`: [`HeaderError::as_str`](crate::signal::queue::header::HeaderError::as_str)).
+pub const ERROR: &str = "error";
 /// Label: which kind of admit layer counted an offered request (`shed`, `warmup`, `drain`), so
 /// that a shedder and a warm-up bucket of one name publish two series.
 pub const KIND: &str = "kind";
@@ -79,6 +82,13 @@ pub const QUEUE_WAIT_COUNT: &str = "admit_queue_wait_seconds_count";
 pub const QUEUE_WAIT_SUM: &str = "admit_queue_wait_seconds_sum";
 /// Gauge: 1 while the shedder's queue gate is hot, else 0.
 pub const QUEUE_HOT: &str = "admit_queue_hot";
+/// Gauge: the shedder's clock-skew floor: how far the service's wall clock is ahead of the
+/// proxy that stamps requests (negative: behind), network time included, in seconds. Absent
+/// until a stamped request arrived.
+pub const QUEUE_CLOCK_OFFSET: &str = "admit_queue_clock_offset_seconds";
+/// Counter: request-start stamps the shedder could not read, by [`ERROR`]; such a request's
+/// wait is unknown.
+pub const QUEUE_HEADER_ERRORS: &str = "admit_queue_header_errors_total";
 /// Gauge: the share of requests the runtime lag probe's controller refuses now (0 to 1).
 pub const RUNTIME_LAG_DROP: &str = "admit_runtime_lag_drop_ratio";
 

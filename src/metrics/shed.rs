@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use metrics::{Counter, Gauge, SharedString};
 
-use super::names::{self, CLASS, KIND, LIMITER, OUTCOME, REASON};
+use super::names::{self, CLASS, ERROR, KIND, LIMITER, OUTCOME, REASON};
 use super::queue::{GateSeries, WaitSeries};
 use super::{MetricsError, Source};
 use crate::Shared;
@@ -14,17 +14,19 @@ use crate::criticality::Criticality;
 use crate::shed::Shedder;
 use crate::signal::Cause;
 use crate::signal::queue::WaitSource;
+use crate::signal::queue::header::HeaderError;
 
 /// Publishes a [`Shedder`]'s [snapshot](Shedder::snapshot) through the `metrics` facade: its
 /// request totals by outcome, the requests offered to it first, service time, requests in
-/// flight, CPU load, whether it is shedding, and its learned limit (see [`names`] for each
-/// series).
+/// flight, CPU load, whether it is shedding, its learned limit, and with a queue gate its waits
+/// and the request-start stamps it could not read (see [`names`] for each series).
 ///
 /// The handles are registered with the recorder installed when this is built, labelled
 /// `limiter="<the shedder's name>"`; [`report`](Self::report) reads a snapshot and sets them,
-/// allocating nothing. The CPU series alone is registered at the first report that knows the
+/// allocating nothing. The CPU series is registered at the first report that knows the
 /// load (with the recorder installed then), so it is absent, not 0, until the load is known;
-/// it is NaN whenever the load is no longer known. The shedder's decisions pay nothing for it: the totals published are the
+/// it is NaN whenever the load is no longer known. The clock offset likewise appears with the
+/// first stamped request. The shedder's decisions pay nothing for it: the totals published are the
 /// ones the shedder keeps anyway.
 ///
 /// # Example
@@ -58,6 +60,10 @@ pub struct ShedderMetrics<C: Clock + 'static> {
     by_class: [(Counter, Counter); Criticality::COUNT],
     /// The cut's gauge, by class.
     cut: [Gauge; Criticality::COUNT],
+    /// Registered the first time the offset is known, so that it is absent until then.
+    clock_offset: OnceLock<Gauge>,
+    /// With a gate, by [`HeaderError::ALL`]'s order.
+    header_errors: Option<[Counter; HeaderError::ALL.len()]>,
     gate: Option<GateSeries>,
     probe: Option<(WaitSeries, Gauge)>,
 }
@@ -104,6 +110,13 @@ impl<C: Clock + 'static> ShedderMetrics<C> {
             }),
             cut: Criticality::ALL.map(|class| {
                 metrics::gauge!(names::SHED_CUT, LIMITER => name.clone(), CLASS => class.as_str())
+            }),
+            clock_offset: OnceLock::new(),
+            header_errors: shedder.queue_gate().map(|_| {
+                HeaderError::ALL.map(|error| {
+                    metrics::counter!(names::QUEUE_HEADER_ERRORS, LIMITER => name.clone(),
+                        ERROR => error.as_str())
+                })
             }),
             gate: shedder.queue_gate().map(|_| GateSeries::new(&name)),
             probe: shedder.runtime_probe().map(|_| {
@@ -155,6 +168,19 @@ impl<C: Clock + 'static> ShedderMetrics<C> {
             } else {
                 0.0
             });
+        }
+        if let Some(offset) = snapshot.clock_offset_nanos {
+            self.clock_offset
+                .get_or_init(|| self.register(names::QUEUE_CLOCK_OFFSET))
+                .set(offset as f64 / 1e9);
+        }
+        for (counter, count) in self
+            .header_errors
+            .iter()
+            .flatten()
+            .zip(snapshot.header_errors)
+        {
+            counter.absolute(count);
         }
         let now = self.shedder.clock().now_nanos();
         if let (Some(series), Some(gate)) = (&self.gate, self.shedder.queue_gate()) {

@@ -12,6 +12,7 @@ use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
 use crate::signal::OverloadSignal;
 use crate::signal::cpu::{CpuOverload, CpuSignal, Source, SystemCpu};
+use crate::signal::queue::floor::SkewFloor;
 use crate::signal::queue::{LagProbe, QueueGate, QueueSignal};
 
 /// Configures a [`Shedder`]; created by [`Shedder::builder`].
@@ -51,6 +52,7 @@ pub struct ShedderBuilder<C> {
     signals: Vec<Box<dyn OverloadSignal>>,
     queue: Option<Arc<QueueGate>>,
     probe: Option<LagProbe>,
+    floor: SkewFloor,
     name: Option<Cow<'static, str>>,
 }
 
@@ -77,6 +79,7 @@ impl ShedderBuilder<MonotonicClock> {
             signals: Vec::new(),
             queue: None,
             probe: None,
+            floor: SkewFloor::default(),
             name: None,
         }
     }
@@ -129,6 +132,7 @@ impl<C: Clock> ShedderBuilder<C> {
             signals: self.signals,
             queue: self.queue,
             probe: self.probe,
+            floor: self.floor,
             name: self.name,
         }
     }
@@ -189,6 +193,14 @@ impl<C: Clock> ShedderBuilder<C> {
     /// feature `tokio`) for it to tick.
     pub fn runtime_probe(mut self, probe: LagProbe) -> Self {
         self.probe = Some(probe);
+        self
+    }
+
+    /// The clock-skew floor subtracted from the raw queue time of requests a proxy stamped
+    /// (default: [`SkewFloor::default`], a 4 s window and 2 ms of quiet): see
+    /// [`allow_stamped`](Shedder::allow_stamped) and the [floor's rule](crate::signal::queue::floor).
+    pub fn skew_floor(mut self, floor: SkewFloor) -> Self {
+        self.floor = floor;
         self
     }
 
@@ -275,6 +287,7 @@ impl<C: Clock> ShedderBuilder<C> {
                 gate: self.queue,
                 probe: self.probe,
             },
+            self.floor,
             self.signals.into_boxed_slice(),
             self.name,
         ))
@@ -291,6 +304,7 @@ impl<C: fmt::Debug> fmt::Debug for ShedderBuilder<C> {
             .field("cool_off", &self.cool_off)
             .field("clock", &self.clock)
             .field("signals", &self.signals.len())
+            .field("floor", &self.floor)
             .finish_non_exhaustive()
     }
 }

@@ -7,6 +7,7 @@ use super::error::Drops;
 use super::snapshot::ClassCounts;
 use crate::criticality::Criticality;
 use crate::signal::Cause;
+use crate::signal::queue::header::HeaderError;
 use crate::sync::{AtomicU64, Ordering, Striped};
 
 /// go-zero's `flyingBeta`: the weight of the old smoothed concurrency.
@@ -66,6 +67,9 @@ pub(super) struct Ledger {
     /// whose counts are what the others leave of the totals: admitted at `2·index`, refused at
     /// `2·index + 1`, striped by thread. A service that sets no class writes none of them.
     classed: Striped<{ 2 * Criticality::COUNT }>,
+    /// Request-start stamps that could not be read, by [`HeaderError::ALL`]'s order: rare,
+    /// so not striped.
+    header_errors: [AtomicU64; HeaderError::ALL.len()],
 }
 
 /// Requests in flight and their lifetime totals.
@@ -79,6 +83,9 @@ pub(super) struct Flight {
     pub(super) failed: AtomicU64,
     /// `f64` bits of go-zero's `avgFlying`.
     pub(super) avg_flying: AtomicU64,
+    /// When a request last ended or was refused, on the shedder's clock (0: never), to a
+    /// granule: what tells whether the next request found the service idle.
+    pub(super) ended_at: AtomicU64,
 }
 
 impl Flight {
@@ -99,10 +106,12 @@ impl Ledger {
                 passed: AtomicU64::new(0),
                 failed: AtomicU64::new(0),
                 avg_flying: AtomicU64::new(0.0f64.to_bits()),
+                ended_at: AtomicU64::new(0),
             }),
             service: Striped::new(),
             dropped: Striped::new(),
             classed: Striped::new(),
+            header_errors: std::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
 
@@ -221,6 +230,41 @@ impl Ledger {
     #[inline]
     pub(super) fn flying(&self) -> u64 {
         self.flight.flying()
+    }
+
+    /// Notes that a request ended or was refused at `now`, unless the note is already within
+    /// `granule` of it: a store at most once a granule, not once a request.
+    #[inline]
+    pub(super) fn note_end(&self, now: u64, granule: u64) {
+        let ended_at = &self.flight.ended_at;
+        let now = now.max(1);
+        if now.saturating_sub(ended_at.load(Ordering::Relaxed)) >= granule.max(1) {
+            ended_at.store(now, Ordering::Relaxed);
+        }
+    }
+
+    /// When a request last ended or was refused (to the granule of [`note_end`](Self::note_end)),
+    /// if one ever did.
+    #[inline]
+    pub(super) fn ended_at(&self) -> Option<u64> {
+        match self.flight.ended_at.load(Ordering::Relaxed) {
+            0 => None,
+            at => Some(at),
+        }
+    }
+
+    /// Counts a request-start stamp that could not be read.
+    pub(super) fn count_header_error(&self, error: HeaderError) {
+        let kind = HeaderError::ALL
+            .iter()
+            .position(|&known| known == error)
+            .unwrap_or(0);
+        self.header_errors[kind].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Request-start stamps that could not be read, by [`HeaderError::ALL`]'s order.
+    pub(super) fn header_errors(&self) -> [u64; HeaderError::ALL.len()] {
+        std::array::from_fn(|i| self.header_errors[i].load(Ordering::Relaxed))
     }
 
     /// go-zero's `avgFlying`, updated at each completion.

@@ -16,6 +16,7 @@ use crate::Shared;
 use crate::clock::{Clock, MonotonicClock};
 use crate::criticality::Criticality;
 use crate::signal::cpu::{CpuOverload, CpuSignal};
+use crate::signal::queue::floor::SkewFloor;
 use crate::signal::queue::{LagProbe, QueueGate, QueueSignal};
 use crate::signal::{Arrival, Cause, OverloadSignal, Pressure};
 use crate::sync::{AtomicBool, AtomicU64, Ordering, SeqLock};
@@ -70,6 +71,8 @@ pub struct Shedder<C: Clock = MonotonicClock> {
     /// [`ShedderBuilder::queue_gate`](super::ShedderBuilder::queue_gate) and
     /// [`ShedderBuilder::runtime_probe`](super::ShedderBuilder::runtime_probe), if any.
     pub(super) queue: QueueSignal,
+    /// What is subtracted from a stamped request's raw queue time: the clocks' offset.
+    pub(super) floor: SkewFloor,
     /// Signals added with [`ShedderBuilder::signal`](super::ShedderBuilder::signal).
     pub(super) signals: Box<[Box<dyn OverloadSignal>]>,
     pub(super) name: Option<Cow<'static, str>>,
@@ -128,6 +131,7 @@ impl<C: Clock> Shedder<C> {
         clock: C,
         cpu: CpuOverload,
         queue: QueueSignal,
+        floor: SkewFloor,
         signals: Box<[Box<dyn OverloadSignal>]>,
         name: Option<Cow<'static, str>>,
     ) -> Self {
@@ -142,6 +146,7 @@ impl<C: Clock> Shedder<C> {
             clock,
             cpu,
             queue,
+            floor,
             signals,
             name,
             cut: Cut::new(),
@@ -243,6 +248,57 @@ impl<C: Clock> Shedder<C> {
         Ok(Permit::new(self, now))
     }
 
+    /// [`allow_after`](Self::allow_after) for a request a proxy stamped when it arrived:
+    /// `stamp_age_nanos` is the service's wall clock less the stamp (what
+    /// [`parse_request_start`](crate::signal::queue::header::parse_request_start) returns),
+    /// the wait plus the clocks' offset. The shedder's [skew floor](super::ShedderBuilder::skew_floor)
+    /// learns the offset from requests that find the service idle, and the wait is the age
+    /// less it. The layers do this for each request read with
+    /// [`RequestStart`](crate::middleware::RequestStart).
+    ///
+    /// # Errors
+    ///
+    /// [`Overloaded`], with the reason and a retry hint.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use admit::clock::ManualClock;
+    /// use admit::shed::Shedder;
+    /// use admit::signal::Cause;
+    /// use admit::signal::queue::QueueGate;
+    ///
+    /// const MS: i64 = 1_000_000;
+    /// let clock = ManualClock::new();
+    /// let shedder = Shedder::builder()
+    ///     .clock(clock.clone())
+    ///     .queue_gate(QueueGate::default()) // 5 ms target, 100 ms intervals
+    ///     .build()?;
+    /// // The service's clock is 300 ms ahead of the proxy's: a request that finds the service
+    /// // idle is stamped 300 ms old, and waited nothing.
+    /// clock.set(Duration::from_millis(50));
+    /// let first = shedder.allow_stamped(300 * MS).unwrap();
+    /// assert_eq!(shedder.snapshot().clock_offset_nanos, Some(300 * MS));
+    /// // From 100 ms to 200 ms, with the first still in flight, requests come 40 ms later.
+    /// clock.set(Duration::from_millis(150));
+    /// shedder.allow_stamped(340 * MS).unwrap().pass();
+    /// shedder.allow_stamped(340 * MS).unwrap().pass();
+    /// // The gate is hot: a request that waited 40 ms is refused.
+    /// clock.set(Duration::from_millis(250));
+    /// let refused = shedder.allow_stamped(340 * MS).unwrap_err();
+    /// assert_eq!(refused.reason(), Cause::QueueDelay);
+    /// first.pass();
+    /// # Ok::<(), admit::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn allow_stamped(&self, stamp_age_nanos: i64) -> Result<Permit<'_, C>, Overloaded> {
+        let now = self.clock.now_nanos();
+        let waited = self.stamped_wait(now, stamp_age_nanos);
+        let now = self.admit(now, waited, Criticality::Critical)?;
+        Ok(Permit::new(self, now))
+    }
+
     /// [`allow`](Self::allow) for a shedder in an `Arc`: the permit holds a clone of the `Arc`
     /// (no allocation) and can move into a future or another thread.
     ///
@@ -293,6 +349,16 @@ impl<C: Clock> Shedder<C> {
         Ok(OwnedPermit::new(this.clone(), now))
     }
 
+    /// The wait of a request arriving at `now` whose stamp is `age_ns` old: the age less the
+    /// skew floor, which records it if the request found the service idle (or the age is below
+    /// the floor). `None` while the floor knows nothing.
+    #[inline]
+    fn stamped_wait(&self, now: u64, age_ns: i64) -> Option<u64> {
+        let ledger = self.ledger();
+        let idle = self.floor.is_idle(ledger.flying(), ledger.ended_at(), now);
+        self.floor.excess(age_ns, now, idle)
+    }
+
     /// The decision for a request of `class`: on admission counts the request in flight and
     /// returns `now`.
     #[inline]
@@ -309,6 +375,7 @@ impl<C: Clock> Shedder<C> {
             // The epoch first: the first event of an epoch marks it before counting itself.
             self.epoch(now);
             self.ledger().refuse(cause);
+            self.ledger().note_end(now, self.floor.granule());
             self.ledger().decide(class, true);
             return Err(Overloaded::new(cause, class, self.retry_after(now, cause)));
         }
@@ -557,8 +624,9 @@ impl<C: Clock> Shedder<C> {
         let now = self.clock.now_nanos();
         // The epoch first: the first event of an epoch marks it before counting itself.
         self.epoch(now);
-        self.ledger()
-            .complete(now.saturating_sub(admitted_at), passed, cpu_wait_nanos);
+        let ledger = self.ledger();
+        ledger.complete(now.saturating_sub(admitted_at), passed, cpu_wait_nanos);
+        ledger.note_end(now, self.floor.granule());
     }
 
     /// The clock this shedder reads.
@@ -634,16 +702,25 @@ impl<C: Clock + 'static> crate::middleware::Limiter for Shedder<C> {
     type Permit = OwnedPermit<C>;
     type Refusal = Overloaded;
 
+    /// Decides with the request's wait: the one a reader measured, else its stamp's age less
+    /// the [skew floor](super::ShedderBuilder::skew_floor). A stamp that could not be read is
+    /// counted by its error, and the wait is unknown.
     #[inline(always)]
     fn admit(
         this: &Shared<Self>,
         request: &crate::middleware::Inbound,
     ) -> Result<OwnedPermit<C>, Overloaded> {
-        Shedder::allow_shared_for(
-            this,
-            request.waited(),
-            request.criticality().unwrap_or_default(),
-        )
+        let now = this.clock.now_nanos();
+        let waited = match (request.waited(), request.stamped()) {
+            (Some(waited), _) => Some(nanos(waited)),
+            (None, Some(Ok(age))) => this.stamped_wait(now, age),
+            (None, _) => None,
+        };
+        if let Some(Err(error)) = request.stamped() {
+            this.ledger().count_header_error(error);
+        }
+        let now = this.admit(now, waited, request.criticality().unwrap_or_default())?;
+        Ok(OwnedPermit::new(this.clone(), now))
     }
 
     #[inline]

@@ -6,6 +6,7 @@ use super::Shedder;
 use crate::clock::Clock;
 use crate::criticality::Criticality;
 use crate::signal::Cause;
+use crate::signal::queue::header::HeaderError;
 
 impl<C: Clock> Shedder<C> {
     /// The shedder's state now. Reads the CPU load once, consults the other signals, and reads
@@ -66,6 +67,8 @@ impl<C: Clock> Shedder<C> {
             },
             mean_service_time_ms: (window.timed > 0)
                 .then(|| window.latency_ms as f64 / window.timed as f64),
+            clock_offset_nanos: self.floor.floor(now),
+            header_errors: ledger.header_errors(),
         }
     }
 }
@@ -131,6 +134,13 @@ pub struct ShedSnapshot {
     /// Mean latency of the requests that passed in the visible window, in ms (whole
     /// milliseconds per request, rounded up); `None` if none did.
     pub mean_service_time_ms: Option<f64>,
+    /// The [skew floor](super::ShedderBuilder::skew_floor): how far the service's wall clock
+    /// is ahead of the stamping proxy's (negative: behind), network time included, in ns.
+    /// `None` until a stamped request arrived.
+    pub clock_offset_nanos: Option<i64>,
+    /// Request-start stamps that could not be read, by error (in [`HeaderError::ALL`]'s
+    /// order), since the shedder was built; such a request's wait is unknown.
+    pub header_errors: [u64; HeaderError::ALL.len()],
 }
 
 /// A class's decisions (see [`ShedSnapshot::by_class`]).

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::criticality::Criticality;
+use crate::signal::queue::header::HeaderError;
 
 mod criticality;
 #[cfg(feature = "http")]
@@ -20,12 +21,14 @@ pub use self::http_version::HttpVersion;
 pub use self::request_start::RequestStart;
 
 /// What an [`AdmitLayer`](super::AdmitLayer) read from a request before asking its
-/// [`Limiter`](super::Limiter): how long the request waited before reaching the layer, its
-/// [`Criticality`], and whether it came over HTTP/1. A field the layer's [reader](Inspect)
-/// does not read is unknown: `None`, or `false`.
+/// [`Limiter`](super::Limiter): how long the request waited before reaching the layer (or the
+/// age of a proxy's stamp, from which the shedder derives it), its [`Criticality`], and whether
+/// it came over HTTP/1. A field the layer's [reader](Inspect) does not read is unknown: `None`,
+/// or `false`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Inbound {
     waited: Option<Duration>,
+    stamped: Option<Result<i64, HeaderError>>,
     criticality: Option<Criticality>,
     http1: bool,
 }
@@ -35,6 +38,7 @@ impl Inbound {
     pub const fn new() -> Self {
         Inbound {
             waited: None,
+            stamped: None,
             criticality: None,
             http1: false,
         }
@@ -44,6 +48,15 @@ impl Inbound {
     #[must_use]
     pub const fn with_waited(self, waited: Option<Duration>) -> Self {
         Inbound { waited, ..self }
+    }
+
+    /// With the age of the request-start stamp a proxy put on the request, if it had one: the
+    /// service's wall clock less the stamp in signed ns (the wait plus the clocks' offset,
+    /// [`parse_request_start`](crate::signal::queue::header::parse_request_start)'s value), or
+    /// why the stamp could not be read.
+    #[must_use]
+    pub const fn with_stamped(self, stamped: Option<Result<i64, HeaderError>>) -> Self {
+        Inbound { stamped, ..self }
     }
 
     /// With the request's class.
@@ -67,6 +80,14 @@ impl Inbound {
         self.waited
     }
 
+    /// The age of the request's start stamp, or why it could not be read; `None` without a
+    /// stamp. Without a [wait](Self::waited), the shedder takes the age less its
+    /// [skew floor](crate::shed::ShedderBuilder::skew_floor) as the wait, and counts the
+    /// errors.
+    pub const fn stamped(&self) -> Option<Result<i64, HeaderError>> {
+        self.stamped
+    }
+
     /// The request's class, if read. A limiter takes a request without one as
     /// [`Critical`](Criticality::Critical), the default.
     pub const fn criticality(&self) -> Option<Criticality> {
@@ -87,6 +108,10 @@ impl Inbound {
                 Some(waited) => Some(waited),
                 None => other.waited,
             },
+            stamped: match self.stamped {
+                Some(stamped) => Some(stamped),
+                None => other.stamped,
+            },
             criticality: match self.criticality {
                 Some(criticality) => Some(criticality),
                 None => other.criticality,
@@ -99,8 +124,8 @@ impl Inbound {
 /// How an [`AdmitLayer`](super::AdmitLayer) reads a request's [`Inbound`]: given with
 /// [`AdmitLayer::inspect`](super::AdmitLayer::inspect).
 ///
-/// [`ReadNothing`] (the default) reads nothing; [`RequestStart`] (feature `http`) reads how
-/// long the request waited from a proxy's header; [`HttpVersion`] reads the HTTP version;
+/// [`ReadNothing`] (the default) reads nothing; [`RequestStart`] (feature `http`) reads the
+/// age of a proxy's request-start stamp; [`HttpVersion`] reads the HTTP version;
 /// [`CriticalityHeader`] and [`CriticalityFrom`] read the class. A pair reads with both:
 /// `(RequestStart::new(..)?, CriticalityHeader::new())` reads the wait and the class, the first
 /// reader's answer winning where both know one. Implement it for a reader of your own.

@@ -37,8 +37,8 @@
 //! - **Trust.** [`Pick::Last`] reads the hop nearest the service; the edge proxy must overwrite
 //!   a client's value, or append its own after it. A forged fresh or future stamp counts as a short wait for its own
 //!   request; fewer than four per window cannot pull the skew floor below the genuine stamps'
-//!   minimum, and many can lengthen other requests' waits by up to `max_future` plus the
-//!   floor's cap (see [`floor`](super::floor)).
+//!   minimum, and many can lengthen other requests' waits by up to `max_future` (see
+//!   [`floor`](super::floor)).
 //! - **Not numeric.** Envoy's bare `%START_TIME%` and JavaScript's `toISOString()` are ISO-8601
 //!   dates: [`HeaderError::Invalid`].
 //!
@@ -162,8 +162,8 @@ impl HeaderConfig {
     /// How far ahead of the service's clock a stamp may be (default 1 s, inclusive); further is
     /// [`HeaderError::FromFuture`]. Small negative queue times are clock skew, which
     /// [`SkewFloor`](super::floor::SkewFloor) absorbs. Set it to the clocks' worst skew: a
-    /// client forging many stamps can raise other requests' waits by up to this much plus the
-    /// floor's cap. Longer than 2⁶³ ns counts as 2⁶³ − 1 ns.
+    /// client forging many stamps can raise other requests' waits by up to this much. Longer
+    /// than 2⁶³ ns counts as 2⁶³ − 1 ns.
     pub const fn with_max_future(mut self, max_future: Duration) -> Self {
         self.max_future = max_future;
         self
