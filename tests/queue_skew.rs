@@ -1,6 +1,6 @@
 //! The queue signal against clock skew, through the HTTP layer: a discrete-event model of a
-//! proxy that stamps each request on its own wall clock and queues it (FIFO, at most `WORKERS`
-//! requests at the service at once, as HAProxy's `maxconn`), and a service behind
+//! proxy that stamps each request on its own wall clock and queues it (FIFO, at most as many
+//! requests at the service at once as it has workers, as HAProxy's `maxconn`), and a service behind
 //! `ShedLayer::http().inspect(RequestStart)` whose wall clock is ahead of the proxy's by a
 //! skew, steady or stepped. Manual clocks, seeded arrivals: the same run every time.
 //!
@@ -38,6 +38,11 @@ use random::Random;
 const WORKERS: usize = 4;
 /// Mean service time: the capacity is `WORKERS / SERVICE_MEAN`, 400 per second.
 const SERVICE_MEAN: Duration = Duration::from_millis(10);
+/// A service so busy it is never idle: 16 workers of 1.6 ms, 10 000 per second, 5 000 offered
+/// while calm (8 in flight on average), so that nearly every request arrives within 2 ms of
+/// another's end.
+const BUSY_WORKERS: usize = 32;
+const BUSY_MEAN: Duration = Duration::from_micros(1600);
 /// From the proxy to the service, and back.
 const NETWORK: Duration = Duration::from_micros(200);
 /// The proxy's wall clock at the start: 2023-11-14.
@@ -75,6 +80,10 @@ struct Scenario {
     skew: Skew,
     calm: u64,
     overload: u64,
+    /// Requests served at once, and let through by the proxy.
+    workers: usize,
+    /// The mean service time: the capacity is `workers` over it.
+    service_mean: Duration,
     seed: u64,
 }
 
@@ -146,7 +155,8 @@ fn run(scenario: Scenario) -> Outcome {
     let mut cx = Context::from_waker(Waker::noop());
 
     let mut random = Random(scenario.seed);
-    let capacity = WORKERS as f64 * SEC as f64 / SERVICE_MEAN.as_nanos() as f64;
+    let service_mean = scenario.service_mean.as_nanos() as f64;
+    let capacity = scenario.workers as f64 * SEC as f64 / service_mean;
     let end = (scenario.calm + scenario.overload) * SEC;
     let mean_gap = |t: u64| {
         let load = if t < scenario.calm * SEC { 0.5 } else { 2.0 };
@@ -184,7 +194,7 @@ fn run(scenario: Scenario) -> Outcome {
             Event::AtProxy => {
                 let id = stamped.len() as u64;
                 stamped.push(t);
-                if at_service < WORKERS {
+                if at_service < scenario.workers {
                     at_service += 1;
                     send(&mut events, id);
                 } else {
@@ -214,7 +224,7 @@ fn run(scenario: Scenario) -> Outcome {
                     Poll::Ready(Err(never)) => match never {},
                     Poll::Pending => {
                         pending.insert(id, answer);
-                        let service_time = random.exponential(SERVICE_MEAN.as_nanos() as f64);
+                        let service_time = random.exponential(service_mean);
                         events.push(Reverse((t + service_time, Event::Done(id))));
                     }
                 }
@@ -319,6 +329,8 @@ fn a_steady_skew_refuses_nothing_and_a_standing_queue_is_still_refused() {
             skew: Skew::steady(skew),
             calm: 20,
             overload: 20,
+            workers: WORKERS,
+            service_mean: SERVICE_MEAN,
             seed: 0x5eed_0001,
         };
         check(scenario, 10);
@@ -341,8 +353,39 @@ fn a_step_of_the_clock_is_absorbed_within_ten_seconds() {
             },
             calm: 30,
             overload: 20,
+            workers: WORKERS,
+            service_mean: SERVICE_MEAN,
             seed: 0x5eed_0002,
         };
         check(scenario, 20);
+    }
+}
+
+/// A service that is never idle while calm learns the offset from its first request and holds
+/// it. After a step back, requests below the floor in every lane lower it. After a step
+/// forward it refuses everything: once it has admitted nothing for 1 s, its refusals no
+/// longer count as activity, and the requests that find nothing in flight teach it the new
+/// offset.
+#[test]
+fn a_busy_service_absorbs_a_step_forward() {
+    for (label, before, after) in [
+        ("busy, step 100 ms forward", 0, 100 * MS),
+        ("busy, step 30 ms forward", -20 * MS, 10 * MS),
+        ("busy, step 100 ms back", 0, -100 * MS),
+    ] {
+        let scenario = Scenario {
+            label,
+            skew: Skew {
+                before,
+                at: 2 * SEC,
+                after,
+            },
+            calm: 13,
+            overload: 3,
+            workers: BUSY_WORKERS,
+            service_mean: BUSY_MEAN,
+            seed: 0x5eed_0003,
+        };
+        check(scenario, 12);
     }
 }

@@ -7,6 +7,7 @@ use super::error::Drops;
 use super::snapshot::ClassCounts;
 use crate::criticality::Criticality;
 use crate::signal::Cause;
+use crate::signal::queue::floor::LastActivity;
 use crate::signal::queue::header::HeaderError;
 use crate::sync::{AtomicU64, Ordering, Striped};
 
@@ -41,6 +42,14 @@ pub(super) fn pass_code(passes: u64, latency_ms: u64) -> u64 {
 #[inline]
 pub(super) fn one_pass(latency_ms: u64) -> u64 {
     pass_code(1, latency_ms.min(MAX_LATENCY_MS))
+}
+
+/// What [`Ledger::note`] notes the time of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Event {
+    Admitted,
+    Completed,
+    Refused,
 }
 
 /// The shedder's lifetime totals at some instant: what a mark records.
@@ -83,9 +92,11 @@ pub(super) struct Flight {
     pub(super) failed: AtomicU64,
     /// `f64` bits of go-zero's `avgFlying`.
     pub(super) avg_flying: AtomicU64,
-    /// When a request last ended or was refused, on the shedder's clock (0: never), to a
-    /// granule: what tells whether the next request found the service idle.
-    pub(super) ended_at: AtomicU64,
+    /// When a request was last admitted, completed and refused, on the shedder's clock (0:
+    /// never), each to a granule: what tells whether the next request found the service idle.
+    pub(super) admitted_at: AtomicU64,
+    pub(super) completed_at: AtomicU64,
+    pub(super) refused_at: AtomicU64,
 }
 
 impl Flight {
@@ -106,7 +117,9 @@ impl Ledger {
                 passed: AtomicU64::new(0),
                 failed: AtomicU64::new(0),
                 avg_flying: AtomicU64::new(0.0f64.to_bits()),
-                ended_at: AtomicU64::new(0),
+                admitted_at: AtomicU64::new(0),
+                completed_at: AtomicU64::new(0),
+                refused_at: AtomicU64::new(0),
             }),
             service: Striped::new(),
             dropped: Striped::new(),
@@ -232,24 +245,36 @@ impl Ledger {
         self.flight.flying()
     }
 
-    /// Notes that a request ended or was refused at `now`, unless the note is already within
-    /// `granule` of it: a store at most once a granule, not once a request.
+    /// Notes that a request was admitted, completed or refused (`event`) at `now`, unless the
+    /// note is already within `granule` of it: a store at most once a granule, not once a
+    /// request.
     #[inline]
-    pub(super) fn note_end(&self, now: u64, granule: u64) {
-        let ended_at = &self.flight.ended_at;
+    pub(super) fn note(&self, event: Event, now: u64, granule: u64) {
+        let flight = &self.flight;
+        let at = match event {
+            Event::Admitted => &flight.admitted_at,
+            Event::Completed => &flight.completed_at,
+            Event::Refused => &flight.refused_at,
+        };
         let now = now.max(1);
-        if now.saturating_sub(ended_at.load(Ordering::Relaxed)) >= granule.max(1) {
-            ended_at.store(now, Ordering::Relaxed);
+        if now.saturating_sub(at.load(Ordering::Relaxed)) >= granule.max(1) {
+            at.store(now, Ordering::Relaxed);
         }
     }
 
-    /// When a request last ended or was refused (to the granule of [`note_end`](Self::note_end)),
-    /// if one ever did.
+    /// When a request was last admitted, completed and refused (to the granule of
+    /// [`note`](Self::note)).
     #[inline]
-    pub(super) fn ended_at(&self) -> Option<u64> {
-        match self.flight.ended_at.load(Ordering::Relaxed) {
+    pub(super) fn last_activity(&self) -> LastActivity {
+        let read = |at: &AtomicU64| match at.load(Ordering::Relaxed) {
             0 => None,
             at => Some(at),
+        };
+        let flight = &self.flight;
+        LastActivity {
+            admitted: read(&flight.admitted_at),
+            completed: read(&flight.completed_at),
+            refused: read(&flight.refused_at),
         }
     }
 

@@ -9,7 +9,7 @@ use crossbeam_utils::CachePadded;
 
 use super::cut::{Cut, Place};
 use super::error::{Drops, Overloaded};
-use super::ledger::Ledger;
+use super::ledger::{Event, Ledger};
 use super::permit::{OwnedPermit, Permit};
 use super::window::RollingWindow;
 use crate::Shared;
@@ -355,7 +355,9 @@ impl<C: Clock> Shedder<C> {
     #[inline]
     fn stamped_wait(&self, now: u64, age_ns: i64) -> Option<u64> {
         let ledger = self.ledger();
-        let idle = self.floor.is_idle(ledger.flying(), ledger.ended_at(), now);
+        let idle = self
+            .floor
+            .is_idle(ledger.flying(), ledger.last_activity(), now);
         self.floor.excess(age_ns, now, idle)
     }
 
@@ -375,11 +377,14 @@ impl<C: Clock> Shedder<C> {
             // The epoch first: the first event of an epoch marks it before counting itself.
             self.epoch(now);
             self.ledger().refuse(cause);
-            self.ledger().note_end(now, self.floor.granule());
+            self.ledger()
+                .note(Event::Refused, now, self.floor.granule());
             self.ledger().decide(class, true);
             return Err(Overloaded::new(cause, class, self.retry_after(now, cause)));
         }
         self.ledger().admit();
+        self.ledger()
+            .note(Event::Admitted, now, self.floor.granule());
         self.ledger().decide(class, false);
         Ok(now)
     }
@@ -626,7 +631,7 @@ impl<C: Clock> Shedder<C> {
         self.epoch(now);
         let ledger = self.ledger();
         ledger.complete(now.saturating_sub(admitted_at), passed, cpu_wait_nanos);
-        ledger.note_end(now, self.floor.granule());
+        ledger.note(Event::Completed, now, self.floor.granule());
     }
 
     /// The clock this shedder reads.
