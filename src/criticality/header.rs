@@ -21,13 +21,24 @@ pub(crate) enum Claim {
 /// that appends a line therefore decides whatever the client sent before it. Allocates
 /// nothing.
 pub(crate) fn claim(headers: &HeaderMap, name: &HeaderName) -> Claim {
-    let mut lines = headers.get_all(name).into_iter();
+    claim_lines(headers.get_all(name).into_iter())
+}
+
+/// [`claim`] over one header's lines, in order.
+pub(crate) fn claim_lines<'a>(
+    mut lines: impl DoubleEndedIterator<Item = &'a HeaderValue>,
+) -> Claim {
     let Some(last) = lines.next_back() else {
         return Claim::Absent;
     };
-    let element = std::iter::once(last)
-        .chain(lines.rev())
-        .find_map(last_element);
+    // The usual line is one class name, which holds no comma: read it whole first.
+    if let Some(class) = Criticality::parse(last.as_bytes()) {
+        return Claim::Class(class);
+    }
+    let element = match last_element(last.as_bytes()) {
+        Some(element) => Some(element),
+        None => lines.rev().find_map(|line| last_element(line.as_bytes())),
+    };
     match element.and_then(Criticality::parse) {
         Some(class) => Claim::Class(class),
         None => Claim::Invalid,
@@ -35,11 +46,20 @@ pub(crate) fn claim(headers: &HeaderMap, name: &HeaderName) -> Claim {
 }
 
 /// The last non-empty element of a comma-separated line, trimmed.
-fn last_element(line: &HeaderValue) -> Option<&[u8]> {
-    line.as_bytes()
-        .rsplit(|&byte| byte == b',')
-        .map(<[u8]>::trim_ascii)
-        .find(|element| !element.is_empty())
+#[inline]
+fn last_element(line: &[u8]) -> Option<&[u8]> {
+    let mut rest = line;
+    loop {
+        let (before, element) = match rest.iter().rposition(|&byte| byte == b',') {
+            Some(comma) => (Some(&rest[..comma]), &rest[comma + 1..]),
+            None => (None, rest),
+        };
+        let element = element.trim_ascii();
+        if !element.is_empty() {
+            return Some(element);
+        }
+        rest = before?;
+    }
 }
 
 #[cfg(all(test, not(admit_loom)))]

@@ -16,7 +16,7 @@ mod header;
 
 pub use self::class::{Criticality, ParseCriticalityError};
 #[cfg(feature = "http")]
-pub(crate) use self::header::{Claim, claim};
+pub(crate) use self::header::{Claim, claim, claim_lines};
 
 /// The header (HTTP) or metadata key (gRPC) that carries a request's class: what
 /// [`CriticalityHeader`](crate::middleware::CriticalityHeader) reads by default, the

@@ -2,12 +2,13 @@
 
 use std::task::{Context, Poll};
 
+use http::header::Entry;
 use http::{HeaderName, HeaderValue};
 use tower_layer::Layer;
 use tower_service::Service;
 
 use super::current;
-use crate::criticality::{CRITICALITY_HEADER, Claim, Criticality, claim};
+use crate::criticality::{CRITICALITY_HEADER, Claim, Criticality, claim_lines};
 
 /// A tower layer for clients: writes the class in scope ([`current`]) onto each outbound
 /// request as a header (HTTP) or metadata (gRPC), [`CRITICALITY_HEADER`] by default.
@@ -120,24 +121,27 @@ impl<S> PropagateService<S> {
 }
 
 impl PropagateLayer {
-    /// Writes the class `headers` should carry, per the table on [`PropagateLayer`].
+    /// Writes the class `headers` should carry, per the table on [`PropagateLayer`], looking
+    /// the header up once.
     #[inline]
     fn bound(&self, headers: &mut http::HeaderMap) {
         let Some(bound) = current().or(self.fallback) else {
             return;
         };
-        let class = if self.keep_existing {
-            if headers.contains_key(&self.name) {
-                return;
+        match headers.entry(&self.name) {
+            Entry::Vacant(vacant) => {
+                vacant.insert(HeaderValue::from_static(bound.as_str()));
             }
-            bound
-        } else {
-            match claim(headers, &self.name) {
-                Claim::Class(existing) => existing.min(bound),
-                Claim::Absent | Claim::Invalid => bound,
+            Entry::Occupied(_) if self.keep_existing => {}
+            Entry::Occupied(mut lines) => {
+                let class = match claim_lines(lines.iter()) {
+                    Claim::Class(existing) => existing.min(bound),
+                    Claim::Absent | Claim::Invalid => bound,
+                };
+                // Replaces every line.
+                lines.insert(HeaderValue::from_static(class.as_str()));
             }
-        };
-        headers.insert(self.name.clone(), HeaderValue::from_static(class.as_str()));
+        }
     }
 }
 
