@@ -1,7 +1,7 @@
 //! Starting a drain from the process's signals: [`Drain::handle_signals`].
 
 use std::future::poll_fn;
-use std::io;
+use std::io::{self, Write};
 use std::task::{Context, Poll};
 
 use tokio::task::JoinHandle;
@@ -117,7 +117,9 @@ impl Drain {
         Ok(tokio::spawn(async move {
             if let Some(signal) = watching.await {
                 let code = signal.exit_code();
-                eprintln!(
+                // Not `eprintln!`, which panics if stderr is a closed pipe: exit regardless.
+                let _ = writeln!(
+                    io::stderr(),
                     "admit: {} while the drain refuses requests: exiting with status {code}",
                     signal.name()
                 );
