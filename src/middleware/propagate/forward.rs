@@ -20,9 +20,9 @@ use crate::criticality::{CRITICALITY_HEADER, Claim, Criticality, claim_lines};
 ///
 /// | the request carries | in scope, or with a fallback | outside scope, no fallback |
 /// |---|---|---|
-/// | no class header | the bound | nothing written |
+/// | no class header | that class | nothing written |
 /// | a class | the lower of the two | kept as it is |
-/// | a value that names no class | the bound | kept as it is |
+/// | a value that names no class | that class | kept as it is |
 ///
 /// The existing header is read as [`CriticalityHeader`](crate::middleware::CriticalityHeader)
 /// reads it (several lines and comma-separated elements are one list whose last element counts),
