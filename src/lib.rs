@@ -43,7 +43,7 @@
 //! | `tonic` | no | answering refusals with `tonic::Status`, `From` conversions into it, [`warmup::WarmUpInterceptor`] |
 //! | `tokio` | yes | [`warmup::WarmUp::acquire`]: waiting for permits on tokio's timer; the runtime lag probe's task; [`drain`] (graceful drain) |
 //! | `axum` | no | `drain::Drain::listener`: an axum listener whose connections the drain counts |
-//! | `signal` | no | `drain::Drain::handle_signals`: SIGTERM starts the drain, SIGINT or a second signal skips its delay |
+//! | `signal` | no | `drain::Drain::handle_signals`: SIGTERM starts the drain, SIGINT or a second signal skips its delay, a later one exits |
 //! | `metrics` | no | [`metrics`]: publishing what the limiters count through the `metrics` facade |
 //! | `tracing` | no | `tracing` events when shedding starts and stops and a warm-up reaches its full rate |
 //!

@@ -1,6 +1,7 @@
 //! A request's class through real tonic servers and clients on 127.0.0.1: gRPC metadata is the
 //! class's header, read by `CriticalityHeader` behind `ScopeLayer`, and a tonic client behind
-//! `PropagateLayer` sends the class in scope, its fallback, or the one the caller set.
+//! `PropagateLayer` sends the class in scope, its fallback, or the lower of either and the one
+//! the caller set (or the caller's own, with `keep_existing`).
 
 #![cfg(feature = "tonic")]
 
@@ -66,10 +67,16 @@ async fn the_class_travels_in_grpc_metadata() {
         .add_service(HealthServer::new(recording.clone()))
         .serve_with_incoming(incoming);
     let server = spawn_server(addr, serve);
+    let channel = connect(&server).await;
     let client = HealthClient::new(
         ServiceBuilder::new()
             .layer(PropagateLayer::new().with_fallback(Criticality::SheddablePlus))
-            .service(connect(&server).await),
+            .service(channel.clone()),
+    );
+    let keeping = HealthClient::new(
+        ServiceBuilder::new()
+            .layer(PropagateLayer::new().keep_existing())
+            .service(channel),
     );
     let check = |client: HealthClient<_>, class: Option<&'static str>| async move {
         let mut request = tonic::Request::new(HealthCheckRequest::default());
@@ -84,8 +91,10 @@ async fn the_class_travels_in_grpc_metadata() {
 
     // Outside any request: the fallback.
     check(client.clone(), None).await;
-    // Set by the caller: kept, and capped by the server's reader.
+    // Set by the caller: bounded by the fallback.
     check(client.clone(), Some("critical_plus")).await;
+    // Set by the caller of a client that keeps it: kept, and capped by the server's reader.
+    check(keeping, Some("critical_plus")).await;
     // Inside a request being served (here, a scope made by hand): its class.
     let inside = ScopeLayer::new(CriticalityFrom(|_: &()| Criticality::Sheddable)).layer(
         service_fn(move |()| {
@@ -103,6 +112,7 @@ async fn the_class_travels_in_grpc_metadata() {
     assert_eq!(
         seen,
         [
+            class("sheddable_plus", Criticality::SheddablePlus),
             class("sheddable_plus", Criticality::SheddablePlus),
             class("critical_plus", Criticality::Critical),
             class("sheddable", Criticality::Sheddable),

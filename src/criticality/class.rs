@@ -80,15 +80,19 @@ impl FromStr for Criticality {
 
 impl Criticality {
     /// [`from_str`](FromStr::from_str) for bytes, such as a header value's. Allocates nothing.
+    /// The names' lengths differ, so the length alone picks the one name to compare with.
     pub(crate) fn parse(value: &[u8]) -> Option<Criticality> {
         let value = value.trim_ascii();
-        Criticality::ALL.into_iter().find(|class| {
-            let name = class.as_str().as_bytes();
-            name.len() == value.len()
-                && name.iter().zip(value).all(|(&want, &got)| {
-                    want == got.to_ascii_lowercase() || (want == b'_' && got == b'-')
-                })
-        })
+        let class = Criticality::ALL
+            .into_iter()
+            .find(|class| class.as_str().len() == value.len())?;
+        let name = class.as_str().as_bytes();
+        // The name as admit writes it, or any case and `-` for `_`.
+        let same = value == name
+            || name.iter().zip(value).all(|(&want, &got)| {
+                want == got.to_ascii_lowercase() || (want == b'_' && got == b'-')
+            });
+        same.then_some(class)
     }
 }
 
@@ -128,6 +132,18 @@ mod tests {
             "sheddable_",
         ] {
             assert!(bad.parse::<Criticality>().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_names_lengths_differ() {
+        for a in Criticality::ALL {
+            for b in Criticality::ALL {
+                assert!(
+                    a == b || a.as_str().len() != b.as_str().len(),
+                    "{a} and {b}"
+                );
+            }
         }
     }
 

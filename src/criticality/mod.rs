@@ -11,10 +11,19 @@
 //! lower classes first: see [`Shedder`](crate::shed::Shedder).
 
 mod class;
+#[cfg(feature = "http")]
+mod header;
 
 pub use self::class::{Criticality, ParseCriticalityError};
+#[cfg(feature = "http")]
+pub(crate) use self::header::{Claim, claim, claim_lines};
 
 /// The header (HTTP) or metadata key (gRPC) that carries a request's class: what
 /// [`CriticalityHeader`](crate::middleware::CriticalityHeader) reads by default, the
 /// propagation layer writes, and admit's refusals answer with.
+///
+/// Several lines of it, or a comma-separated list (as a proxy may fold lines into one), are
+/// one list whose **last** element counts: an edge proxy that appends its own line decides the
+/// class whatever the client sent, as
+/// [`Pick::Last`](crate::signal::queue::header::Pick::Last) does for request-start stamps.
 pub const CRITICALITY_HEADER: &str = "admit-criticality";

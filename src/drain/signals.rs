@@ -1,8 +1,7 @@
 //! Starting a drain from the process's signals: [`Drain::handle_signals`].
 
-use std::future::{Future, poll_fn};
-use std::io;
-use std::pin::pin;
+use std::future::poll_fn;
+use std::io::{self, Write};
 use std::task::{Context, Poll};
 
 use tokio::task::JoinHandle;
@@ -19,23 +18,55 @@ enum Signal {
     Interrupt,
 }
 
-/// What a signal does to the drain.
+impl Signal {
+    /// The name a log line gives it.
+    const fn name(self) -> &'static str {
+        match self {
+            Signal::Terminate => "SIGTERM",
+            Signal::Interrupt => "SIGINT",
+        }
+    }
+
+    /// The exit status of a process this signal ended: 128 plus the signal's number, as shells
+    /// and container runtimes report a process the signal killed.
+    #[cfg(not(windows))]
+    const fn exit_code(self) -> i32 {
+        match self {
+            Signal::Terminate => 128 + 15,
+            Signal::Interrupt => 128 + 2,
+        }
+    }
+
+    /// The exit status of a process Ctrl-C ended: `STATUS_CONTROL_C_EXIT`.
+    #[cfg(windows)]
+    const fn exit_code(self) -> i32 {
+        0xC000_013A_u32 as i32
+    }
+}
+
+/// What a signal does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Action {
     /// [`Drain::start`]: announce, keep serving through the propagation delay.
     Start,
-    /// [`Drain::start_now`]: refuse at once; nothing is left for a later signal to do.
+    /// [`Drain::start_now`]: refuse at once.
     StartNow,
+    /// End the process, as the signal's default action would: nothing is left for it to do
+    /// to the drain.
+    Exit,
 }
 
-/// What the signal `signal` does, after `earlier` signals (of either kind): the first SIGTERM
-/// starts the drain; SIGINT, or any signal after the first, skips the propagation delay.
-/// Only signals count: a drain already started by the application (say, by a `preStop` HTTP
-/// hook) still gets its propagation delay from the SIGTERM that follows.
-const fn action(signal: Signal, earlier: u32) -> Action {
-    match (signal, earlier) {
-        (Signal::Terminate, 0) => Action::Start,
-        _ => Action::StartNow,
+/// What the signal `signal` does after `earlier` signals (of either kind), to a drain that
+/// `refuses` requests or not: the first SIGTERM starts the drain; SIGINT, or any signal after
+/// the first, skips the propagation delay; a signal after the first that finds the drain
+/// already refusing ends the process. Only signals count as earlier ones: a drain the
+/// application started (say, from a `preStop` HTTP hook) still gets its propagation delay from
+/// the SIGTERM that follows, and that first signal never ends the process.
+const fn action(signal: Signal, earlier: u32, refuses: bool) -> Action {
+    match (signal, earlier, refuses) {
+        (Signal::Terminate, 0, _) => Action::Start,
+        (Signal::Interrupt, 0, _) | (_, _, false) => Action::StartNow,
+        (_, _, true) => Action::Exit,
     }
 }
 
@@ -45,10 +76,18 @@ impl Drain {
     /// [`start_now`](Drain::start_now). On Windows, Ctrl-C calls `start_now`.
     ///
     /// Subscribes before it returns, so call it before the service reports ready: from then
-    /// on, SIGTERM and SIGINT no longer kill the process, which must exit by itself (return
-    /// from `main` once [`finished`](Drain::finished) resolves, or the server with it).
-    /// The spawned task ends once the drain refuses requests, whatever moved it there; later
-    /// signals are then ignored.
+    /// on SIGTERM and SIGINT no longer kill the process (tokio never restores their default
+    /// action), which must exit by itself (return from `main` once
+    /// [`finished`](Drain::finished) resolves, or the server with it).
+    ///
+    /// A signal that is not the first and finds the drain already refusing requests (after a
+    /// signal or the propagation delay moved it there, or the application) has nothing left to
+    /// do to the drain, so it ends the process at once, as the signal's default action would:
+    /// a line on stderr, then [`std::process::exit`] with 128 plus the signal's number (143
+    /// for SIGTERM, 130 for SIGINT; `STATUS_CONTROL_C_EXIT` on Windows), without waiting for
+    /// the drain or running destructors. So SIGINT then SIGINT, or SIGTERM three times, stop
+    /// the process; the first signal never does, even to a drain the application started.
+    /// The spawned task runs until then, or until the runtime shuts down.
     ///
     /// ```no_run
     /// use admit::drain::Drain;
@@ -74,35 +113,39 @@ impl Drain {
     #[cfg_attr(docsrs, doc(cfg(feature = "signal")))]
     pub fn handle_signals(&self) -> io::Result<JoinHandle<()>> {
         let mut signals = Signals::subscribe()?;
-        Ok(tokio::spawn(watch(self.clone(), move |cx| {
-            signals.poll_recv(cx)
-        })))
+        let watching = watch(self.clone(), move |cx| signals.poll_recv(cx));
+        Ok(tokio::spawn(async move {
+            if let Some(signal) = watching.await {
+                let code = signal.exit_code();
+                // Not `eprintln!`, which panics if stderr is a closed pipe: exit regardless.
+                let _ = writeln!(
+                    io::stderr(),
+                    "admit: {} while the drain refuses requests: exiting with status {code}",
+                    signal.name()
+                );
+                std::process::exit(code);
+            }
+        }))
     }
 }
 
-/// Acts on each signal `next` yields until the drain refuses requests (whatever moved it
-/// there), or `next` yields `None` (the runtime no longer delivers signals).
-async fn watch(drain: Drain, mut next: impl FnMut(&mut Context<'_>) -> Poll<Option<Signal>>) {
-    let mut refusing = pin!(drain.stop_accepting());
+/// Acts on each signal `next` yields: returns the signal that should end the process, or
+/// `None` once `next` yields `None` (the runtime no longer delivers signals).
+async fn watch(
+    drain: Drain,
+    mut next: impl FnMut(&mut Context<'_>) -> Poll<Option<Signal>>,
+) -> Option<Signal> {
     let mut earlier = 0_u32;
     loop {
-        let received = poll_fn(|cx| {
-            if refusing.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(None);
-            }
-            next(cx)
-        });
-        let Some(signal) = received.await else {
-            return;
-        };
-        match action(signal, earlier) {
+        let signal = poll_fn(&mut next).await?;
+        match action(signal, earlier, drain.phase().refuses()) {
             Action::Start => {
                 drain.start();
             }
             Action::StartNow => {
                 drain.start_now();
-                return;
             }
+            Action::Exit => return Some(signal),
         }
         earlier = earlier.saturating_add(1);
     }
@@ -173,53 +216,39 @@ mod tests {
     use super::{Action, Signal, action, watch};
     use crate::drain::{Drain, Phase};
 
-    /// Every (signal, count) pair up to a few signals, and the count's extremes.
+    /// Every (signal, count, refusing) case up to a few signals, and the count's extremes.
     #[test]
-    fn the_first_sigterm_starts_and_anything_else_starts_now() {
+    fn the_first_sigterm_starts_sigint_or_a_second_starts_now_and_a_later_one_exits() {
         let counts = (0..=8).chain([u32::MAX - 1, u32::MAX]);
         for earlier in counts {
             for signal in [Signal::Terminate, Signal::Interrupt] {
-                let expected = if signal == Signal::Terminate && earlier == 0 {
-                    Action::Start
-                } else {
-                    Action::StartNow
-                };
-                assert_eq!(
-                    action(signal, earlier),
-                    expected,
-                    "{signal:?} after {earlier}"
-                );
-            }
-        }
-    }
-
-    /// The sequences a process meets: TERM then TERM, TERM then INT, INT alone.
-    #[test]
-    fn sequences() {
-        let run = |signals: &[Signal]| -> Vec<Action> {
-            let mut actions = Vec::new();
-            for (earlier, &signal) in (0_u32..).zip(signals) {
-                let action = action(signal, earlier);
-                actions.push(action);
-                if action == Action::StartNow {
-                    break;
+                for refuses in [false, true] {
+                    let expected = match (signal, earlier, refuses) {
+                        (Signal::Terminate, 0, _) => Action::Start,
+                        (Signal::Interrupt, 0, _) => Action::StartNow,
+                        (_, _, false) => Action::StartNow,
+                        (_, _, true) => Action::Exit,
+                    };
+                    assert_eq!(
+                        action(signal, earlier, refuses),
+                        expected,
+                        "{signal:?} after {earlier}, refusing: {refuses}"
+                    );
                 }
             }
-            actions
-        };
-        use Action::{Start, StartNow};
-        use Signal::{Interrupt, Terminate};
-        assert_eq!(run(&[Terminate]), [Start]);
-        assert_eq!(run(&[Terminate, Terminate, Terminate]), [Start, StartNow]);
-        assert_eq!(run(&[Terminate, Interrupt]), [Start, StartNow]);
-        assert_eq!(run(&[Interrupt, Terminate]), [StartNow]);
+        }
+        #[cfg(not(windows))]
+        assert_eq!(
+            (Signal::Terminate.exit_code(), Signal::Interrupt.exit_code()),
+            (143, 130)
+        );
     }
 
     /// The task over a channel of signals, on paused time: `(drain, sender, task)`.
     fn watched() -> (
         Drain,
         mpsc::UnboundedSender<Signal>,
-        tokio::task::JoinHandle<()>,
+        tokio::task::JoinHandle<Option<Signal>>,
     ) {
         let drain = Drain::builder()
             .propagation_delay(Duration::from_secs(5))
@@ -231,41 +260,68 @@ mod tests {
         (drain, sender, task)
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn sigterm_announces_and_a_second_signal_skips_the_delay() {
-        let (drain, signals, task) = watched();
-        tokio::task::yield_now().await;
-        assert_eq!(drain.phase(), Phase::Serving);
-        signals.send(Signal::Terminate).unwrap();
-        tokio::task::yield_now().await;
-        assert_eq!(drain.phase(), Phase::Announced);
-        assert!(!task.is_finished());
-        let _request = drain.admit().unwrap();
-        signals.send(Signal::Terminate).unwrap();
-        task.await.unwrap();
-        assert_eq!(drain.phase(), Phase::Draining);
+    /// Lets the task act on what was sent.
+    async fn settle() {
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
     }
 
     #[tokio::test(start_paused = true)]
-    async fn sigint_skips_the_delay_at_once() {
+    async fn sigterm_announces_a_second_signal_skips_the_delay_and_a_third_exits() {
+        let (drain, signals, task) = watched();
+        settle().await;
+        assert_eq!(drain.phase(), Phase::Serving);
+        signals.send(Signal::Terminate).unwrap();
+        settle().await;
+        assert_eq!(drain.phase(), Phase::Announced);
+        let _request = drain.admit().unwrap();
+        signals.send(Signal::Terminate).unwrap();
+        settle().await;
+        assert_eq!(drain.phase(), Phase::Draining);
+        assert!(!task.is_finished());
+        signals.send(Signal::Terminate).unwrap();
+        assert_eq!(task.await.unwrap(), Some(Signal::Terminate));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn sigint_skips_the_delay_at_once_and_a_second_exits() {
         let (drain, signals, task) = watched();
         let _request = drain.admit().unwrap();
         signals.send(Signal::Interrupt).unwrap();
-        task.await.unwrap();
+        settle().await;
         assert_eq!(drain.phase(), Phase::Draining);
+        assert!(!task.is_finished());
+        signals.send(Signal::Interrupt).unwrap();
+        assert_eq!(task.await.unwrap(), Some(Signal::Interrupt));
     }
 
-    /// The task ends when the drain refuses, by its delay or by the application.
+    /// Once the delay has moved the drain to refusing, the second signal exits.
     #[tokio::test(start_paused = true)]
-    async fn ends_once_the_drain_refuses() {
+    async fn a_second_signal_after_the_delay_exits() {
         let (drain, signals, task) = watched();
+        let _request = drain.admit().unwrap();
         signals.send(Signal::Terminate).unwrap();
-        task.await.unwrap();
-        assert!(drain.phase().refuses());
+        settle().await;
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(drain.phase(), Phase::Draining);
+        assert!(!task.is_finished());
+        signals.send(Signal::Interrupt).unwrap();
+        assert_eq!(task.await.unwrap(), Some(Signal::Interrupt));
+    }
 
-        let (drain, _signals, task) = watched();
+    /// A drain the application started still takes its first signal as one.
+    #[tokio::test(start_paused = true)]
+    async fn the_first_signal_never_exits() {
+        let (drain, signals, task) = watched();
+        let _request = drain.admit().unwrap();
         drain.start_now();
-        task.await.unwrap();
+        signals.send(Signal::Terminate).unwrap();
+        settle().await;
+        assert!(!task.is_finished());
+        assert_eq!(drain.phase(), Phase::Draining);
+        signals.send(Signal::Terminate).unwrap();
+        assert_eq!(task.await.unwrap(), Some(Signal::Terminate));
     }
 
     /// Without signals any more (the runtime shutting down), the task ends.
@@ -273,7 +329,7 @@ mod tests {
     async fn ends_when_signals_end() {
         let (drain, signals, task) = watched();
         drop(signals);
-        task.await.unwrap();
+        assert_eq!(task.await.unwrap(), None);
         assert_eq!(drain.phase(), Phase::Serving);
     }
 }

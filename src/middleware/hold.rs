@@ -66,7 +66,9 @@ mod body_end {
     /// which counts as cancelled): the layer returns the response with an [`AdmitBody`]
     /// holding the permit. A body that is empty from the start ends with the response head, as
     /// does a request whose permit says so ([`Finish::on_head`]).
-    /// A body error ends the request as failed.
+    /// A body error ends the request as failed. A body its client never reads is never polled,
+    /// and holds the permit until its connection ends
+    /// ([`until_body_end`](super::super::AdmitLayer::until_body_end) says how to bound it).
     ///
     /// The response's body type is the layer's own: inside axum's `Router::layer` axum turns
     /// it into its own; around a router served with `axum::serve`, which wants axum's

@@ -152,6 +152,12 @@ impl<L: 'static, K, R, Q, H> AdmitLayer<L, K, R, Q, H> {
     /// Hold each admitted request's permit in its response body until the body's last frame
     /// ([`AtBodyEnd`](super::AtBodyEnd)): a streamed response counts in flight, and its latency
     /// runs, until it has streamed. [`http`](Self::http) and [`grpc`](Self::grpc) do this.
+    ///
+    /// A client that stops reading keeps its request in flight for as long as its connection
+    /// lives: hyper polls a response body only when it can write what the body yields, so
+    /// nothing inside the body (a timer either) runs meanwhile. Bound it outside: a write
+    /// timeout on each connection's IO, a proxy's client timeout, or the drain's deadline
+    /// while draining (the [guide](crate::guide::recipes#a-client-that-never-reads) says how).
     #[cfg(feature = "http")]
     #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     pub fn until_body_end(self) -> AdmitLayer<L, K, R, Q, super::AtBodyEnd> {

@@ -145,10 +145,13 @@ pub trait Refusal: Copy + Error + Send + Sync + 'static {
     }
 
     /// The [`Retry-After`](https://www.rfc-editor.org/rfc/rfc9110#section-10.2.3) value for this
-    /// refusal: the retry hint in whole seconds, rounded up, at least 1.
+    /// refusal: the retry hint in whole seconds, rounded up, at least 1, and `u64::MAX` for a
+    /// hint that rounds past it ([`Duration::MAX`]).
     fn retry_after_secs(&self) -> u64 {
         let hint = self.retry_after();
-        let secs = hint.as_secs() + u64::from(hint.subsec_nanos() > 0);
+        let secs = hint
+            .as_secs()
+            .saturating_add(u64::from(hint.subsec_nanos() > 0));
         secs.max(1)
     }
 
@@ -156,6 +159,7 @@ pub trait Refusal: Copy + Error + Send + Sync + 'static {
     /// gRPC's `grpc-retry-pushback-ms`, a signed 32-bit count.
     fn retry_after_millis(&self) -> i32 {
         let hint = self.retry_after();
+        // At most `Duration::MAX` in ms plus one: far inside `u128`.
         let millis = hint.as_millis() + u128::from(!hint.subsec_nanos().is_multiple_of(1_000_000));
         i32::try_from(millis).unwrap_or(i32::MAX)
     }
@@ -272,11 +276,11 @@ mod tests {
 
     /// A refusal with a given retry hint.
     #[derive(Clone, Copy, Debug)]
-    struct Hint(u64);
+    struct Hint(Duration);
 
     impl std::fmt::Display for Hint {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            write!(f, "retry in {} ns", self.0)
+            write!(f, "retry in {:?}", self.0)
         }
     }
 
@@ -284,7 +288,7 @@ mod tests {
 
     impl Refusal for Hint {
         fn retry_after(&self) -> Duration {
-            Duration::from_nanos(self.0)
+            self.0
         }
 
         fn reason(&self) -> &'static str {
@@ -293,25 +297,48 @@ mod tests {
     }
 
     fn hint(nanos: u64) -> Hint {
-        Hint(nanos)
+        Hint(Duration::from_nanos(nanos))
     }
 
     #[test]
     fn retry_after_rounds_up_to_at_least_one_second() {
         assert_eq!(hint(0).retry_after_secs(), 1);
         assert_eq!(hint(1).retry_after_secs(), 1);
+        assert_eq!(hint(999_999_999).retry_after_secs(), 1);
         assert_eq!(hint(1_000_000_000).retry_after_secs(), 1);
         assert_eq!(hint(1_000_000_001).retry_after_secs(), 2);
+        assert_eq!(hint(1_999_999_999).retry_after_secs(), 2);
+        assert_eq!(hint(2_000_000_000).retry_after_secs(), 2);
         assert_eq!(hint(u64::MAX).retry_after_secs(), 18_446_744_074);
+    }
+
+    #[test]
+    fn retry_after_saturates_at_the_largest_durations() {
+        let secs = |secs, nanos| Hint(Duration::new(secs, nanos)).retry_after_secs();
+        assert_eq!(Hint(Duration::MAX).retry_after_secs(), u64::MAX);
+        assert_eq!(secs(u64::MAX, 1), u64::MAX);
+        assert_eq!(secs(u64::MAX, 0), u64::MAX);
+        assert_eq!(secs(u64::MAX - 1, 1), u64::MAX);
+        assert_eq!(secs(u64::MAX - 1, 0), u64::MAX - 1);
     }
 
     #[test]
     fn pushback_rounds_up_to_whole_milliseconds_within_i32() {
         assert_eq!(hint(0).retry_after_millis(), 0);
         assert_eq!(hint(1).retry_after_millis(), 1);
+        assert_eq!(hint(999_999).retry_after_millis(), 1);
         assert_eq!(hint(1_000_000).retry_after_millis(), 1);
+        assert_eq!(hint(1_000_001).retry_after_millis(), 2);
         assert_eq!(hint(1_500_000).retry_after_millis(), 2);
+        // The last value that fits, and the first that does not.
         assert_eq!(hint(2_147_483_647_000_000).retry_after_millis(), i32::MAX);
+        assert_eq!(hint(2_147_483_646_000_001).retry_after_millis(), i32::MAX);
+        assert_eq!(
+            hint(2_147_483_646_000_000).retry_after_millis(),
+            i32::MAX - 1
+        );
+        assert_eq!(hint(2_147_483_647_000_001).retry_after_millis(), i32::MAX);
         assert_eq!(hint(u64::MAX).retry_after_millis(), i32::MAX);
+        assert_eq!(Hint(Duration::MAX).retry_after_millis(), i32::MAX);
     }
 }

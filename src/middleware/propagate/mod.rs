@@ -5,7 +5,9 @@
 //! service handles the request: [`current`] returns it from the handler's code, on whatever
 //! thread polls it. On the client, [`PropagateLayer`] (feature `http`) writes the class in
 //! scope onto each outbound request as the [`CRITICALITY_HEADER`](crate::criticality::CRITICALITY_HEADER)
-//! header, which is also gRPC metadata, unless the request already carries one.
+//! header, which is also gRPC metadata. A request that already carries one (a handler that
+//! forwards its incoming headers) gets the lower of its class and the class in scope, so a
+//! client's claim never passes the cap its server applied.
 //!
 //! The scope is a thread-local mark set while the inner service is called and while its future
 //! is polled, and restored afterwards: it allocates nothing. Work the handler spawns onto other
@@ -92,24 +94,25 @@ mod tests {
     use super::{InScope, PropagateLayer, current};
     use crate::criticality::Criticality;
 
-    /// What a client behind `layer` sends for a request that carries `preset`.
-    fn sent(layer: &PropagateLayer, preset: Option<&'static str>) -> Option<String> {
+    /// The `admit-criticality` lines a client behind `layer` sends for a request that carries
+    /// `preset`.
+    fn sent(layer: &PropagateLayer, preset: &[&'static str]) -> Vec<String> {
         let mut service = layer.layer(service_fn(|request: http::Request<()>| {
-            let value = request.headers().get("admit-criticality").cloned();
-            std::future::ready(Ok::<_, Infallible>(value))
+            let lines = request.headers().get_all("admit-criticality");
+            let lines = lines.iter().map(|line| line.to_str().unwrap().to_owned());
+            std::future::ready(Ok::<_, Infallible>(lines.collect()))
         }));
         let mut request = http::Request::new(());
-        if let Some(preset) = preset {
+        for line in preset {
             request
                 .headers_mut()
-                .insert("admit-criticality", preset.parse().unwrap());
+                .append("admit-criticality", line.parse().unwrap());
         }
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        let answer = match std::pin::pin!(service.call(request)).poll(&mut cx) {
-            std::task::Poll::Ready(Ok(value)) => value,
+        match std::pin::pin!(service.call(request)).poll(&mut cx) {
+            std::task::Poll::Ready(Ok(lines)) => lines,
             _ => unreachable!("a ready future"),
-        };
-        answer.map(|value| value.to_str().unwrap().to_owned())
+        }
     }
 
     #[test]
@@ -133,16 +136,54 @@ mod tests {
     }
 
     #[test]
-    fn the_client_writes_the_class_in_scope_or_its_fallback_and_keeps_one_set() {
+    fn the_client_writes_the_class_in_scope_or_its_fallback() {
         let plain = PropagateLayer::new();
-        assert_eq!(sent(&plain, None), None);
+        assert!(sent(&plain, &[]).is_empty());
         let fallback = PropagateLayer::new().with_fallback(Criticality::Sheddable);
-        assert_eq!(sent(&fallback, None).as_deref(), Some("sheddable"));
-        {
-            let _scope = InScope::enter(Criticality::SheddablePlus);
-            assert_eq!(sent(&plain, None).as_deref(), Some("sheddable_plus"));
-            assert_eq!(sent(&fallback, None).as_deref(), Some("sheddable_plus"));
-            assert_eq!(sent(&plain, Some("critical")).as_deref(), Some("critical"));
+        assert_eq!(sent(&fallback, &[]), ["sheddable"]);
+        let _scope = InScope::enter(Criticality::SheddablePlus);
+        assert_eq!(sent(&plain, &[]), ["sheddable_plus"]);
+        assert_eq!(sent(&fallback, &[]), ["sheddable_plus"]);
+    }
+
+    #[test]
+    fn an_existing_header_is_bounded_by_the_class_in_scope() {
+        let plain = PropagateLayer::new();
+        let fallback = PropagateLayer::new().with_fallback(Criticality::Sheddable);
+        // Outside a scope: the fallback bounds it; without one, it is kept as it is.
+        assert_eq!(
+            sent(&plain, &["critical_plus", "x"]),
+            ["critical_plus", "x"]
+        );
+        assert_eq!(sent(&fallback, &["critical_plus"]), ["sheddable"]);
+        assert_eq!(sent(&fallback, &["urgent"]), ["sheddable"]);
+        let _scope = InScope::enter(Criticality::SheddablePlus);
+        for layer in [&plain, &fallback] {
+            // A higher claim is lowered; a lower one stays: the lower of the two.
+            assert_eq!(sent(layer, &["critical_plus"]), ["sheddable_plus"]);
+            assert_eq!(sent(layer, &["SHEDDABLE"]), ["sheddable"]);
+            // Unparsable: the class in scope. Several lines: read as one list, the last
+            // element counting, and replaced by one line.
+            assert_eq!(sent(layer, &["urgent"]), ["sheddable_plus"]);
+            assert_eq!(sent(layer, &[""]), ["sheddable_plus"]);
+            assert_eq!(sent(layer, &["critical_plus", "sheddable"]), ["sheddable"]);
+            assert_eq!(
+                sent(layer, &["sheddable", "critical_plus"]),
+                ["sheddable_plus"]
+            );
+            assert_eq!(sent(layer, &["sheddable, urgent"]), ["sheddable_plus"]);
         }
+    }
+
+    #[test]
+    fn keep_existing_leaves_a_header_as_it_is() {
+        let keep = PropagateLayer::new().keep_existing();
+        assert_eq!(sent(&keep, &["critical_plus", "x"]), ["critical_plus", "x"]);
+        let _scope = InScope::enter(Criticality::Sheddable);
+        assert_eq!(sent(&keep, &["critical_plus", "x"]), ["critical_plus", "x"]);
+        assert_eq!(sent(&keep, &[]), ["sheddable"]);
+        let renamed = PropagateLayer::new().with_name("x-class").unwrap();
+        assert_eq!(sent(&renamed, &["critical_plus"]), ["critical_plus"]);
+        assert!(PropagateLayer::new().with_name("bad name").is_err());
     }
 }

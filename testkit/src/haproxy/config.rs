@@ -75,6 +75,9 @@ pub struct HaproxyConfig {
     /// Whether HAProxy writes a line per request (`option httplog`) to its log, beside its
     /// alerts and server state changes. Default off.
     pub access_log: bool,
+    /// Directives added to the frontend after its `X-Request-Start` stamp, one a line, such
+    /// as `http-request del-header admit-criticality`. Default none.
+    pub frontend_rules: Vec<String>,
 }
 
 impl Default for HaproxyConfig {
@@ -90,6 +93,7 @@ impl Default for HaproxyConfig {
             retries: 3,
             balance: Balance::RoundRobin,
             access_log: false,
+            frontend_rules: Vec::new(),
         }
     }
 }
@@ -157,6 +161,13 @@ impl HaproxyConfig {
                  characters or any of # ' \" \\ $",
                 self.health_path
             ));
+        }
+        if let Some(rule) = self
+            .frontend_rules
+            .iter()
+            .find(|rule| rule.contains(['\n', '\r']))
+        {
+            return Err(format!("the frontend rule {rule:?} spans lines"));
         }
         if self.rise == 0 || self.fall == 0 {
             return Err(format!(
@@ -237,6 +248,9 @@ impl HaproxyConfig {
             lines.push(format!(
                 "    http-request set-header {REQUEST_START_HEADER} t=%[date(0,us)]"
             ));
+        }
+        for rule in &self.frontend_rules {
+            lines.push(format!("    {rule}"));
         }
         let balance = match self.balance {
             Balance::RoundRobin => "roundrobin",
@@ -362,6 +376,7 @@ backend replicas
             retries: 0,
             balance: Balance::LeastConn,
             access_log: true,
+            frontend_rules: vec!["http-request del-header x-a".to_owned()],
         };
         assert_eq!(config.check(), Ok(()));
         assert_eq!(config.check_args(), "check inter 1ms rise 1 fall 1");
@@ -378,6 +393,7 @@ backend replicas
             "    balance leastconn\n",
             "uri /health?full=1 ver",
             "    retries 0\n    retry-on none\n",
+            "    bind 127.0.0.1:18080\n    http-request del-header x-a\n",
         ] {
             assert!(text.contains(present), "{present:?} in\n{text}");
         }
@@ -404,6 +420,7 @@ backend replicas
             |config| config.health_path = "/é".to_owned(),
             |config| config.rise = 0,
             |config| config.fall = 0,
+            |config| config.frontend_rules = vec!["a\nb".to_owned()],
         ] {
             assert!(with(change).is_err(), "{:?}", with(change));
         }
