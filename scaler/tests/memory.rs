@@ -16,6 +16,7 @@ use admit_testkit::wait::bounded;
 use tonic::Code;
 use tonic::transport::Channel;
 
+use admit_scaler::proto::ScaledObjectRef;
 use support::process::{BINARY, Served, get};
 use support::{FakePrometheus, Reply, metadata, metrics_request, object};
 
@@ -46,14 +47,24 @@ fn serve_in(cgroup: &Cgroup, args: &[&str]) -> Served {
 
 /// The resident set of `served`, in bytes.
 fn resident(served: &Served) -> u64 {
+    status_bytes(served, "VmRSS:")
+}
+
+/// The most `served` has had resident since it started, in bytes.
+fn resident_peak(served: &Served) -> u64 {
+    status_bytes(served, "VmHWM:")
+}
+
+/// A size in `/proc/<pid>/status`, in bytes.
+fn status_bytes(served: &Served, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{}/status", served.child.id()))
         .expect("the scaler is running");
     let kib: u64 = status
         .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .find_map(|line| line.strip_prefix(field))
         .and_then(|value| value.trim().strip_suffix("kB"))
         .and_then(|value| value.trim().parse().ok())
-        .expect("VmRSS");
+        .unwrap_or_else(|| panic!("{field}"));
     kib << 10
 }
 
@@ -162,6 +173,145 @@ async fn ten_thousand_scaled_objects_stay_within_the_limit() {
     assert!(peak < limit * 3 / 4, "peak {peak} bytes of {limit}");
     assert_eq!(cgroup.limit_hits(), 0);
     assert!(metrics.contains("admit_scaler_tracked_objects 2000"));
+    let (status, log) = served.terminate();
+    assert!(status.success(), "{status:?}: {log:?}");
+}
+
+/// The longest valid PromQL query, in bytes.
+const QUERY_BYTES: usize = 8192;
+/// The longest valid `prometheusURL`, in bytes.
+const URL_BYTES: usize = 2048;
+
+/// `text`, then a PromQL comment naming `i`, padded to exactly `len` bytes.
+fn padded(text: &str, i: usize, len: usize) -> String {
+    let mut padded = format!("{text}{i}-");
+    assert!(padded.len() <= len);
+    padded.extend(std::iter::repeat_n('x', len - padded.len()));
+    padded
+}
+
+/// Trigger `i` at its longest: the longest namespace, name and metric name, both queries and
+/// the URL at their limits (under `prometheus`, a path its fake answers), and every optional
+/// key, each a different string from every other trigger's.
+fn longest_trigger(prometheus: &str, i: usize) -> ScaledObjectRef {
+    let url = padded(&format!("{prometheus}/"), i, URL_BYTES);
+    let (lambda, s) = (
+        padded("lambda # ", i, QUERY_BYTES),
+        padded("s # ", i, QUERY_BYTES),
+    );
+    let metric = format!("m{i:0>47}");
+    let metadata = admit_testkit::keda::metadata(
+        &[
+            (
+                "scalerAddress",
+                "admit-scaler.admit-system.svc.cluster.local:6000",
+            ),
+            ("enableTLS", "false"),
+            ("unsafeSsl", "false"),
+            ("prometheusURL", &url),
+            ("arrivalRateQuery", &lambda),
+            ("serviceTimeQuery", &s),
+            ("waitThresholdSeconds", "0.05"),
+            ("targetSL", "0.8"),
+            ("concurrencyPerReplica", "1"),
+            ("minReplicas", "1"),
+            ("maxReplicas", "2147483647"),
+            ("scaleDownHoldSeconds", "3600"),
+            ("minScaleUpStep", "1"),
+            ("maxScaleUpStep", "18446744073709551615"),
+            ("maxScaleDownStep", "18446744073709551615"),
+            ("slTolerance", "0.1"),
+            ("activationArrivalRate", "0"),
+            ("patienceSeconds", "60"),
+            ("metricName", &metric),
+        ],
+        &[],
+    );
+    ScaledObjectRef {
+        name: format!("{i:0>63}.{i:0>63}.{i:0>63}.{i:0>61}"),
+        namespace: format!("n{i:0>62}"),
+        scaler_metadata: metadata,
+    }
+}
+
+/// `GET /metrics` twice at once: the longer page's size.
+async fn two_scrapes(served: &Served) -> usize {
+    let (first, second) = tokio::join!(get(served.http, "/metrics"), get(served.http, "/metrics"));
+    for (status, _) in [&first, &second] {
+        assert!(status.contains(" 200 "), "{status}");
+    }
+    first.1.len().max(second.1.len())
+}
+
+// Several threads: the clients' calls go on while the test reads the process's memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_longest_valid_triggers_stay_under_96_mib_with_two_scrapes() {
+    const TRIGGERS: usize = 1900;
+    const BOUND: u64 = 96 << 20;
+    let limit = deployment_limit();
+    let Some(cgroup) = cgroup::require("longest_valid_triggers", limit) else {
+        return;
+    };
+    let prometheus = FakePrometheus::start().await;
+    prometheus.set_prefixed("lambda # ", Reply::value("120"));
+    prometheus.set_prefixed("s # ", Reply::value("0.25"));
+    let url = prometheus.url();
+    let served = serve_in(&cgroup, &["--allow-prometheus", &url]);
+    let channel = connect(&served).await;
+
+    let (ok, failed) = each(&channel, TRIGGERS, 64, move |mut client, i| {
+        let trigger = longest_trigger(&url, i);
+        let metric_name = trigger.scaler_metadata["metricName"].clone();
+        async move {
+            let request = admit_scaler::proto::GetMetricsRequest {
+                scaled_object_ref: Some(trigger),
+                metric_name,
+            };
+            client
+                .get_metrics(request)
+                .await
+                .map(drop)
+                .inspect_err(|status| panic!("{status:?}"))
+        }
+    })
+    .await;
+    assert_eq!((ok, failed), (TRIGGERS, 0));
+    let before = resident(&served);
+    let peak_before = resident_peak(&served);
+    eprintln!(
+        "anon {:.1} file {:.1}",
+        mib(status_bytes(&served, "RssAnon:")),
+        mib(status_bytes(&served, "RssFile:"))
+    );
+    eprintln!(
+        "before {:.1} peak {:.1} cgroup {:.1}",
+        mib(before),
+        mib(peak_before),
+        mib(cgroup.peak_bytes().unwrap_or(0))
+    );
+    let one = get(served.http, "/metrics").await.1.len();
+    eprintln!(
+        "one scrape {:.1} MiB: peak {:.1} cgroup {:.1} hits {}",
+        mib(one as u64),
+        mib(resident_peak(&served)),
+        mib(cgroup.peak_bytes().unwrap_or(0)),
+        cgroup.limit_hits()
+    );
+    let page = two_scrapes(&served).await;
+    let peak = resident_peak(&served);
+    println!(
+        "{TRIGGERS} longest valid triggers: resident {:.1} MiB before any scrape (peak {:.1} \
+         MiB); peak {:.1} MiB with two concurrent scrapes of {:.2} MiB each; cgroup peak {:.1} \
+         MiB ({:?})",
+        mib(before),
+        mib(peak_before),
+        mib(peak),
+        mib(page as u64),
+        mib(cgroup.peak_bytes().unwrap_or(0)),
+        cgroup.version(),
+    );
+    assert!(peak < BOUND, "peak resident {peak} bytes, over {BOUND}");
+    assert_eq!(cgroup.limit_hits(), 0);
     let (status, log) = served.terminate();
     assert!(status.success(), "{status:?}: {log:?}");
 }

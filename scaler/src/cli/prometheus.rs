@@ -71,6 +71,24 @@ pub(super) fn allow_list(args: &PrometheusArgs) -> Result<AllowList, String> {
     Ok(allow)
 }
 
+/// The allow-list `serve` uses: required unless `allow_any` (`--allow-any-prometheus`), for
+/// any caller reaching the gRPC port can name a trigger's URL.
+pub(super) fn serve_allow_list(
+    args: &PrometheusArgs,
+    allow_any: bool,
+) -> Result<AllowList, String> {
+    let allow = allow_list(args)?;
+    if allow.is_empty() && !allow_any {
+        return Err(
+            "--allow-prometheus is required: without it, any caller reaching the gRPC port \
+             could make the scaler send requests to any URL (a cloud metadata endpoint, say); \
+             give the Prometheus URLs triggers may use, or --allow-any-prometheus to allow any"
+                .to_owned(),
+        );
+    }
+    Ok(allow)
+}
+
 pub(super) fn client_options(
     args: &PrometheusArgs,
 ) -> Result<admit_scaler::prometheus::ClientOptions, BoxError> {

@@ -6,6 +6,7 @@
 //! [`EXCERPT_CHARS`](crate::excerpt::EXCERPT_CHARS) characters, control characters escaped.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::excerpt::excerpt;
 
@@ -133,8 +134,8 @@ impl fmt::Display for QueryErrorKind {
 /// A failed query: the PromQL text and what went wrong.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryError {
-    /// The PromQL text as sent.
-    pub query: String,
+    /// The PromQL text as sent (the configuration's own, shared).
+    pub query: Arc<str>,
     /// What went wrong.
     pub kind: QueryErrorKind,
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use super::registry::{Limits, Outcome, Refused, Registry};
+use super::registry::{Cap, Limits, Outcome, Refused, Registry};
 use crate::metadata::{ScalerConfig, TriggerKey};
 use crate::prometheus::QueryError;
 
@@ -16,13 +16,15 @@ type Measured = crate::decision::Measured<QueryError>;
 
 const INTERVAL: Duration = Duration::from_secs(10);
 const TTL: Duration = Duration::from_secs(600);
+/// The longest wait for a decision slot.
+const WAIT: Duration = Duration::from_secs(10);
 
 thread_local! {
     /// Decisions published on this thread (the tests' runtimes have one thread).
     static PUBLISHED: Cell<u32> = const { Cell::new(0) };
 }
 
-fn count(_: &TriggerKey, _: &ScalerConfig, _: &Outcome) {
+fn count(_: &TriggerKey, _: &ScalerConfig, _: &Outcome, _: Duration) {
     PUBLISHED.set(PUBLISHED.get() + 1);
 }
 
@@ -31,7 +33,11 @@ fn limits() -> Limits {
         decision_interval: INTERVAL,
         state_ttl: TTL,
         max_triggers: 100,
+        max_triggers_per_namespace: 100,
+        max_triggers_per_object: 100,
         max_concurrent_decisions: 8,
+        max_concurrent_decisions_per_namespace: 8,
+        max_decision_wait: WAIT,
     }
 }
 
@@ -51,7 +57,7 @@ fn registry_with(max_triggers: usize, max_concurrent_decisions: usize) -> Regist
     )
 }
 
-fn config(extra: &[(&str, &str)]) -> ScalerConfig {
+fn config(extra: &[(&str, &str)]) -> Arc<ScalerConfig> {
     let metadata = admit_testkit::keda::metadata(
         &[
             ("prometheusURL", "http://prometheus:9090"),
@@ -62,15 +68,11 @@ fn config(extra: &[(&str, &str)]) -> ScalerConfig {
         ],
         extra,
     );
-    ScalerConfig::from_metadata(&metadata).expect("valid metadata")
+    Arc::new(ScalerConfig::from_metadata(&metadata).expect("valid metadata"))
 }
 
 fn key(name: &str) -> TriggerKey {
-    TriggerKey {
-        namespace: "shop".to_owned(),
-        name: name.to_owned(),
-        metric: "admit-erlang".to_owned(),
-    }
+    TriggerKey::new("shop", name, "admit-erlang")
 }
 
 /// λ at s = 0.25 s: at T = 0, p = 0.8, 120/s needs 37 servers and 400/s needs 111.
@@ -107,7 +109,7 @@ impl Queried {
 async fn decide(
     registry: &Registry,
     key: TriggerKey,
-    config: &ScalerConfig,
+    config: &Arc<ScalerConfig>,
     arrival_rate: f64,
     queried: &Queried,
 ) -> u64 {
@@ -182,7 +184,7 @@ async fn keys_do_not_share_state() {
         111
     );
     let mut other_metric = key("a");
-    other_metric.metric = "second".to_owned();
+    other_metric.metric = "second".into();
     decide(&registry, other_metric, &config, 400.0, &queried).await;
     assert_eq!(queried.get(), 3);
     assert_eq!(registry.len(), 3);
@@ -274,7 +276,7 @@ async fn new_triggers_beyond_the_limit_are_refused_until_one_expires() {
         .decide(key("c"), &config, queried.load(120.0))
         .await
         .unwrap_err();
-    assert_eq!(refused, Refused::Full { max_triggers: 2 });
+    assert_eq!(refused, Refused::Full(Cap::Scaler(2)));
     assert_eq!(queried.get(), 2, "a refused trigger queries nothing");
     // Known triggers are still served.
     tokio::time::advance(INTERVAL).await;
@@ -323,7 +325,7 @@ async fn concurrent_calls_for_one_trigger_query_once() {
 /// 1 s, as a cancelled RPC does: the decision goes on.
 async fn give_up(
     registry: &Registry,
-    config: &ScalerConfig,
+    config: &Arc<ScalerConfig>,
     queried: &Queried,
     release: &Arc<Notify>,
 ) {
