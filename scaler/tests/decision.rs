@@ -586,3 +586,93 @@ fn the_evaluator_holds_scale_down_and_keeps_its_own_state() {
     assert_eq!((d.active, d.replicas), (false, after.replicas), "held");
     assert_eq!(busy.decide(at(400), idle()).unwrap().replicas, 1);
 }
+
+/// Erlang A deep in overload at `maxReplicas`: the service level at the cap is past the
+/// model's budget (about 10¹² series terms here). The decision publishes the cap, flags it, and
+/// reports the level as unknown; it used to fail with OUT_OF_RANGE after the planner stepped,
+/// so KEDA fell back exactly when the service was most overloaded.
+#[test]
+fn erlang_a_deep_in_overload_publishes_the_cap_with_an_unknown_level() {
+    let capped = config(
+        0.05,
+        0.8,
+        &[("patienceSeconds", "1000000"), ("maxReplicas", "10")],
+    );
+    let mut evaluator = Evaluator::new(capped);
+    let queue = ErlangA::new(1e6, 10.0, 1e-6).unwrap();
+    assert!(matches!(
+        queue.service_level(10, 0.05),
+        Err(ErlangError::OutOfRange { .. })
+    ));
+    let at = Duration::from_secs;
+    for t in [0, 10, 20] {
+        let d = evaluator.decide(at(t), measured(1e6, 0.1)).unwrap();
+        assert_eq!((d.replicas, d.capped, d.active), (10, true, true), "{d:?}");
+        assert_eq!(d.predicted_service_level, None, "{d:?}");
+        assert!(d.required_servers > 10, "{d:?}");
+    }
+    // When the load falls back within reach, the level is known again, and the planner
+    // (stepped only by whole decisions) scales down once its hold (none here) allows.
+    let d = evaluator.decide(at(30), measured(50.0, 0.1)).unwrap();
+    assert!(!d.capped, "{d:?}");
+    assert!(d.predicted_service_level.unwrap() >= 0.8, "{d:?}");
+    assert!(d.replicas < 10, "{d:?}");
+}
+
+/// A search past the model's budget is the decision's error, unless the need provably exceeds
+/// the cap: Erlang A serves at most `N·μ`, so a fraction p of the load needs `N ≥ p·a`.
+#[test]
+fn a_search_past_the_budget_publishes_the_cap_when_the_need_is_above_it() {
+    // The existing case of a search past its budget: λ = 10⁶/s, s = 0.1 s, patience 10¹⁵ s.
+    let patient = [("patienceSeconds", "1e15")];
+    let error = decide(config(0.05, 0.95, &patient), measured(1e6, 0.1)).unwrap_err();
+    assert!(matches!(
+        error,
+        DecisionError::Erlang(ErlangError::OutOfRange { .. })
+    ));
+    // Capped at 1000 replicas, below p·a = 95 000 servers: the cap, not an error.
+    let capped = config(0.05, 0.95, &[patient[0], ("maxReplicas", "1000")]);
+    let d = decide(capped, measured(1e6, 0.1)).unwrap();
+    assert_eq!((d.replicas, d.capped), (1000, true), "{d:?}");
+    assert_eq!(d.required_servers, 95_000, "a lower bound: {d:?}");
+    assert_eq!(d.predicted_service_level, None, "{d:?}");
+    // At 4 servers a replica, 95 000 servers fit in 23 750 replicas: the bound proves nothing,
+    // and the search's error stands.
+    let roomy = config(
+        0.05,
+        0.95,
+        &[
+            patient[0],
+            ("maxReplicas", "23750"),
+            ("concurrencyPerReplica", "4"),
+        ],
+    );
+    assert_eq!(decide(roomy, measured(1e6, 0.1)).unwrap_err(), error);
+}
+
+/// A failed decision leaves the planner as it was: a decision after it continues from the one
+/// before.
+#[test]
+fn a_failed_decision_leaves_the_planner_as_it_was() {
+    let held = config(0.0, 0.8, &[("scaleDownHoldSeconds", "60")]);
+    let (mut failing, mut clean) = (Evaluator::new(held.clone()), Evaluator::new(held));
+    let at = Duration::from_secs;
+    for evaluator in [&mut failing, &mut clean] {
+        assert_eq!(
+            evaluator
+                .decide(at(0), measured(400.0, 0.25))
+                .unwrap()
+                .replicas,
+            111
+        );
+    }
+    // Beyond the model: no decision.
+    assert!(failing.decide(at(30), measured(1e11, 1.0)).is_err());
+    for t in [45, 61, 100] {
+        let (a, b) = (
+            failing.decide(at(t), measured(120.0, 0.25)).unwrap(),
+            clean.decide(at(t), measured(120.0, 0.25)).unwrap(),
+        );
+        assert_eq!(a, b, "t = {t}");
+    }
+}

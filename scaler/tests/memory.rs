@@ -138,11 +138,21 @@ async fn ten_thousand_scaled_objects_stay_within_the_limit() {
     let Some(cgroup) = cgroup::require("ten_thousand_scaled_objects", limit) else {
         return;
     };
-    let served = serve_in(&cgroup, &["--max-triggers", "2000"]);
     let prometheus = FakePrometheus::start().await;
     prometheus.set("lambda", Reply::value("120"));
     prometheus.set("s", Reply::value("0.25"));
     let url = prometheus.url();
+    let served = serve_in(
+        &cgroup,
+        &[
+            "--max-triggers",
+            "2000",
+            "--max-triggers-per-namespace",
+            "2000",
+            "--allow-prometheus",
+            &url,
+        ],
+    );
     let channel = connect(&served).await;
 
     // 10 000 names of 188 characters: the first 2000 are tracked, the rest refused.
@@ -337,8 +347,16 @@ async fn a_soak_of_keda_polling_keeps_memory_and_metrics_flat() {
     let Some(cgroup) = cgroup::require("keda_polling_soak", limit) else {
         return;
     };
-    let served = serve_in(&cgroup, &["--decision-interval", "1s"]);
     let prometheus = FakePrometheus::start().await;
+    let served = serve_in(
+        &cgroup,
+        &[
+            "--decision-interval",
+            "1s",
+            "--allow-prometheus",
+            &prometheus.url(),
+        ],
+    );
     prometheus.set("lambda", Reply::value("120"));
     prometheus.set("s", Reply::value("0.25"));
     let channel = connect(&served).await;

@@ -53,7 +53,7 @@ pub(super) struct PrometheusArgs {
     /// The most queries in flight to Prometheus at once (two per decision); more wait for a
     /// slot within --query-timeout.
     #[arg(long, env = "ADMIT_SCALER_PROMETHEUS_MAX_IN_FLIGHT", default_value_t = admit_scaler::prometheus::DEFAULT_MAX_IN_FLIGHT, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024).try_map(NonZeroUsize::try_from))]
-    prometheus_max_in_flight: NonZeroUsize,
+    pub(super) prometheus_max_in_flight: NonZeroUsize,
 }
 
 /// The allow-list, which a bearer token requires: without one, a trigger could send the token

@@ -163,3 +163,65 @@ impl Prefix {
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allow() -> AllowList {
+        AllowList::new(["http://prometheus:9090/prom".parse().unwrap()]).unwrap()
+    }
+
+    #[test]
+    fn percent_encoding_in_a_path_is_never_allowed() {
+        let allow = allow();
+        assert!(allow.permits(&"http://prometheus:9090/prom/team-a".parse().unwrap()));
+        for path in [
+            // A dot, a slash, a backslash, encoded once...
+            "/prom/%2e%2e/admin",
+            "/prom/%2E%2E/admin",
+            "/prom/..%2fadmin",
+            "/prom/..%5cadmin",
+            // ...twice (a proxy that decodes once more than the allow-list)...
+            "/prom/%252e%252e/admin",
+            "/prom/%252E%252E/admin",
+            "/prom/%25252e/admin",
+            "/prom/..%252fadmin",
+            // ...as overlong UTF-8, and any other escape.
+            "/prom/%c0%ae%c0%ae/admin",
+            "/prom/%00",
+            "/prom/%41",
+            "/prom%2fadmin",
+            // And the rest of the rule.
+            "/prom/../admin",
+            "/prom/./x",
+            "/prom/x;y",
+            "/prom\\..\\admin",
+        ] {
+            // `http::Uri` refuses a backslash itself.
+            let Ok(url) = format!("http://prometheus:9090{path}").parse::<Uri>() else {
+                assert!(path.contains('\\'), "{path}");
+                continue;
+            };
+            assert!(!allow.permits(&url), "{path}");
+        }
+        for allowed in ["http://p:9090/a%2e", "http://p:9090/%252e"] {
+            assert!(
+                AllowList::new([allowed.parse().unwrap()]).is_err(),
+                "{allowed}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_list_shows_as_its_urls() {
+        assert_eq!(allow().to_string(), "http://prometheus:9090/prom");
+        let two = AllowList::new([
+            "https://a:443/".parse().unwrap(),
+            "http://B:80/x".parse().unwrap(),
+        ])
+        .unwrap();
+        assert_eq!(two.to_string(), "https://a, http://b/x");
+        assert_eq!(AllowList::default().to_string(), "any URL");
+    }
+}

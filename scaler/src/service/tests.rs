@@ -394,3 +394,161 @@ async fn decisions_across_triggers_take_turns_beyond_the_limit() {
     let (first, second, ()) = tokio::join!(first, second, checking);
     assert!(first.unwrap().is_ok() && second.unwrap().is_ok());
 }
+
+fn key_in(namespace: &str, name: &str) -> TriggerKey {
+    TriggerKey::new(namespace, name, "admit-erlang")
+}
+
+/// A registry with the test's limits but `change`d.
+fn registry_where(change: impl FnOnce(&mut Limits)) -> Registry {
+    let mut limits = limits();
+    change(&mut limits);
+    Registry::new(limits, count)
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_namespace_s_hanging_decisions_leave_slots_to_another() {
+    let registry = registry_where(|limits| {
+        limits.max_concurrent_decisions = 4;
+        limits.max_concurrent_decisions_per_namespace = 2;
+    });
+    let config = config(&[]);
+    let queried = Queried::default();
+    let never = Arc::new(Notify::new());
+    // Eight decisions of `slow` whose queries never answer: two hold its share, six wait.
+    let registry = Arc::new(registry);
+    for i in 0..8 {
+        let (registry, config) = (Arc::clone(&registry), Arc::clone(&config));
+        let measure = held(&queried, &never, 120.0);
+        tokio::spawn(async move {
+            let _ = registry
+                .decide(key_in("slow", &format!("s{i}")), &config, measure)
+                .await;
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(queried.get(), 2, "the slow namespace holds its share only");
+    let start = tokio::time::Instant::now();
+    let replicas = decide(&registry, key_in("other", "a"), &config, 120.0, &queried).await;
+    assert_eq!((replicas, start.elapsed()), (37, Duration::ZERO));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_decision_without_a_slot_in_time_is_refused_not_made_and_not_memoised() {
+    let registry = registry_with(limits().max_triggers, 1);
+    let config = config(&[]);
+    let queried = Queried::default();
+    let release = Arc::new(Notify::new());
+    let holding = registry.decide(key("a"), &config, held(&queried, &release, 120.0));
+    let waiting = async {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let start = tokio::time::Instant::now();
+        let refused = registry
+            .decide(key("b"), &config, queried.load(120.0))
+            .await
+            .unwrap_err();
+        assert_eq!((refused, start.elapsed()), (Refused::Busy, WAIT));
+        assert_eq!(queried.get(), 1, "b never queried");
+        release.notify_one();
+    };
+    let (held, ()) = tokio::join!(holding, waiting);
+    assert!(held.unwrap().is_ok());
+    // The next call for b decides: nothing was memoised.
+    assert_eq!(
+        decide(&registry, key("b"), &config, 120.0, &queried).await,
+        37
+    );
+    assert_eq!(queried.get(), 2);
+}
+
+/// A measurement whose λ query timed out, counted.
+fn timing_out(queried: &Queried) -> impl FnOnce() -> std::future::Ready<Measured> + Send + 'static {
+    let counter = Arc::clone(&queried.0);
+    move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+        std::future::ready(Measured {
+            arrival_rate: Err(QueryError {
+                query: "lambda".into(),
+                kind: crate::prometheus::QueryErrorKind::Timeout {
+                    message: "no answer within 5s".into(),
+                },
+            }),
+            service_time: Ok(0.25),
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn timed_out_decisions_are_reused_longer_until_another_outcome() {
+    let registry = registry();
+    let config = config(&[]);
+    let queried = Queried::default();
+    // The n-th timeout in a row is reused for 1, 2, 4, 8, 8 intervals: a new query only then.
+    let mut queries_at = Vec::new();
+    let start = tokio::time::Instant::now();
+    while queries_at.len() < 6 {
+        let before = queried.get();
+        let outcome = registry
+            .decide(key("a"), &config, timing_out(&queried))
+            .await
+            .unwrap();
+        assert!(outcome.is_err());
+        if queried.get() > before {
+            queries_at.push(start.elapsed().as_secs() / INTERVAL.as_secs());
+        }
+        tokio::time::advance(INTERVAL).await;
+    }
+    assert_eq!(queries_at, [0, 1, 3, 7, 15, 23]);
+    // A success resets it: the next timeout is reused for one interval.
+    tokio::time::advance(INTERVAL * 8).await;
+    decide(&registry, key("a"), &config, 120.0, &queried).await;
+    tokio::time::advance(INTERVAL).await;
+    let before = queried.get();
+    for _ in 0..2 {
+        let _ = registry
+            .decide(key("a"), &config, timing_out(&queried))
+            .await;
+        tokio::time::advance(INTERVAL).await;
+    }
+    assert_eq!(queried.get(), before + 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn triggers_are_capped_per_namespace_and_per_object() {
+    let registry = registry_where(|limits| {
+        limits.max_triggers_per_namespace = 3;
+        limits.max_triggers_per_object = 2;
+    });
+    let config = config(&[]);
+    let queried = Queried::default();
+    let metric = |name: &str, metric: &str| TriggerKey::new("shop", name, metric);
+    decide(&registry, metric("a", "one"), &config, 120.0, &queried).await;
+    decide(&registry, metric("a", "two"), &config, 120.0, &queried).await;
+    // A third trigger of object `a` (or a second configuration of one) is refused...
+    let refused = registry
+        .decide(metric("a", "three"), &config, queried.load(120.0))
+        .await
+        .unwrap_err();
+    assert_eq!(refused, Refused::Full(Cap::Object(2)));
+    let other_config = self::config(&[("slTolerance", "0.2")]);
+    let refused = registry
+        .decide(metric("a", "one"), &other_config, queried.load(120.0))
+        .await
+        .unwrap_err();
+    assert_eq!(refused, Refused::Full(Cap::Object(2)));
+    // ...another object of the namespace is not, up to the namespace's cap...
+    decide(&registry, metric("b", "one"), &config, 120.0, &queried).await;
+    let refused = registry
+        .decide(metric("c", "one"), &config, queried.load(120.0))
+        .await
+        .unwrap_err();
+    assert_eq!(refused, Refused::Full(Cap::Namespace(3)));
+    // ...and another namespace is not at all.
+    decide(&registry, key_in("other", "c"), &config, 120.0, &queried).await;
+    assert_eq!(queried.get(), 4, "a refused trigger queries nothing");
+    // Forgotten triggers free their places.
+    tokio::time::advance(TTL + Duration::from_millis(1)).await;
+    decide(&registry, metric("c", "one"), &config, 120.0, &queried).await;
+    decide(&registry, metric("a", "three"), &config, 120.0, &queried).await;
+    assert_eq!(registry.len(), 2);
+}

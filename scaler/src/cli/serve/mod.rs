@@ -212,6 +212,15 @@ fn check(args: &ServeArgs) -> Result<AllowList, String> {
             args.max_decision_wait, args.request_timeout
         ));
     }
+    // Queries beyond the client's slots wait in arrival order, whatever their namespace.
+    let queries = args.max_concurrent_decisions.saturating_mul(2);
+    if args.prometheus.prometheus_max_in_flight.get() < queries {
+        return Err(format!(
+            "--prometheus-max-in-flight {} is too small: at least twice \
+             --max-concurrent-decisions ({queries}), or decisions wait for one another's queries",
+            args.prometheus.prometheus_max_in_flight
+        ));
+    }
     serve_allow_list(&args.prometheus, args.allow_any_prometheus)
 }
 
