@@ -330,79 +330,89 @@ impl Evaluator {
         now: Duration,
         measured: Measured<E>,
     ) -> Result<Decision, DecisionError<E>> {
-        let config = &self.config;
-        let arrival_rate = measured.arrival_rate.map_err(DecisionError::Query)?;
-        if arrival_rate < 0.0 {
+        decide(&self.config, &mut self.planner, now, measured)
+    }
+}
+
+/// [`Evaluator::decide`] for a caller that keeps the configuration itself: one decision for
+/// `config` at `now`, with `planner` (made at the first decision, replaced only by a whole
+/// one). The gRPC service's registry keeps only the planner, and decides with the caller's
+/// configuration, identical to the one it was made for.
+pub(crate) fn decide<E: MeasurementError>(
+    config: &ScalerConfig,
+    planner: &mut Option<ReplicaPlanner>,
+    now: Duration,
+    measured: Measured<E>,
+) -> Result<Decision, DecisionError<E>> {
+    let arrival_rate = measured.arrival_rate.map_err(DecisionError::Query)?;
+    if arrival_rate < 0.0 {
+        return Err(DecisionError::Domain {
+            query: Arc::clone(&config.arrival_rate_query),
+            value: arrival_rate,
+            expected: "a rate of at least 0 per second",
+        });
+    }
+    let idle = arrival_rate == 0.0;
+    let service_time = match measured.service_time {
+        Ok(seconds) if seconds > 0.0 => Some(seconds),
+        Ok(seconds) if !idle => {
             return Err(DecisionError::Domain {
-                query: Arc::clone(&config.arrival_rate_query),
-                value: arrival_rate,
-                expected: "a rate of at least 0 per second",
+                query: Arc::clone(&config.service_time_query),
+                value: seconds,
+                expected: "a mean service time above 0 seconds",
             });
         }
-        let idle = arrival_rate == 0.0;
-        let service_time = match measured.service_time {
-            Ok(seconds) if seconds > 0.0 => Some(seconds),
-            Ok(seconds) if !idle => {
-                return Err(DecisionError::Domain {
-                    query: Arc::clone(&config.service_time_query),
-                    value: seconds,
-                    expected: "a mean service time above 0 seconds",
-                });
-            }
-            // Idle: a zero, empty or NaN service time is what an idle service reports.
-            Ok(_) => None,
-            Err(error) if idle && error.is_idle() => None,
-            Err(error) => return Err(DecisionError::Query(error)),
-        };
+        // Idle: a zero, empty or NaN service time is what an idle service reports.
+        Ok(_) => None,
+        Err(error) if idle && error.is_idle() => None,
+        Err(error) => return Err(DecisionError::Query(error)),
+    };
 
-        let within = config.wait_threshold_seconds;
-        let planner_config = config.planner_config();
-        let per_replica = config.concurrency_per_replica;
-        let max_servers = config.max_replicas.saturating_mul(per_replica);
-        let stricter = planner_config.stricter_service_level(config.target_sl);
-        let patient = config.patience.is_none();
-        let (queue, up, down) = match service_time {
-            Some(seconds) if !idle => {
-                let queue = model(config, arrival_rate, seconds)?;
-                let up = required_servers(&*queue, patient, within, config.target_sl, max_servers)?;
-                let down = required_servers(&*queue, patient, within, stricter, max_servers)?;
-                (Some(queue), up, down)
-            }
-            _ => (None, 0, 0),
-        };
+    let within = config.wait_threshold_seconds;
+    let planner_config = config.planner_config();
+    let per_replica = config.concurrency_per_replica;
+    let max_servers = config.max_replicas.saturating_mul(per_replica);
+    let stricter = planner_config.stricter_service_level(config.target_sl);
+    let patient = config.patience.is_none();
+    let (queue, up, down) = match service_time {
+        Some(seconds) if !idle => {
+            let queue = model(config, arrival_rate, seconds)?;
+            let up = required_servers(&*queue, patient, within, config.target_sl, max_servers)?;
+            let down = required_servers(&*queue, patient, within, stricter, max_servers)?;
+            (Some(queue), up, down)
+        }
+        _ => (None, 0, 0),
+    };
 
-        let needed = up.div_ceil(per_replica);
-        // The planner steps on a copy, which replaces it once nothing can fail.
-        let mut planner = match &self.planner {
-            Some(planner) => planner.clone(),
-            None => {
-                let start = needed.clamp(planner_config.min_replicas, planner_config.max_replicas);
-                ReplicaPlanner::new(planner_config, start)?
-            }
-        };
-        let replicas = planner.observe(now, up, down);
-        let predicted_service_level = match &queue {
-            // 0 where the queue would never empty; unknown past the model's budget.
-            Some(queue) => {
-                match queue.service_level(replicas.saturating_mul(per_replica), within) {
-                    Ok(level) => Some(level),
-                    Err(ErlangError::Unstable { .. }) => Some(0.0),
-                    Err(_) => None,
-                }
-            }
-            None => Some(1.0),
-        };
-        self.planner = Some(planner);
-        Ok(Decision {
-            arrival_rate,
-            service_time,
-            offered_load: queue.as_ref().map_or(0.0, |queue| queue.offered_load()),
-            required_servers: up,
-            required_servers_strict: down.max(up),
-            replicas,
-            capped: needed > config.max_replicas,
-            predicted_service_level,
-            active: arrival_rate > config.activation_arrival_rate,
-        })
-    }
+    let needed = up.div_ceil(per_replica);
+    // The planner steps on a copy, which replaces it once nothing can fail.
+    let mut stepped = match planner {
+        Some(planner) => planner.clone(),
+        None => {
+            let start = needed.clamp(planner_config.min_replicas, planner_config.max_replicas);
+            ReplicaPlanner::new(planner_config, start)?
+        }
+    };
+    let replicas = stepped.observe(now, up, down);
+    let predicted_service_level = match &queue {
+        // 0 where the queue would never empty; unknown past the model's budget.
+        Some(queue) => match queue.service_level(replicas.saturating_mul(per_replica), within) {
+            Ok(level) => Some(level),
+            Err(ErlangError::Unstable { .. }) => Some(0.0),
+            Err(_) => None,
+        },
+        None => Some(1.0),
+    };
+    *planner = Some(stepped);
+    Ok(Decision {
+        arrival_rate,
+        service_time,
+        offered_load: queue.as_ref().map_or(0.0, |queue| queue.offered_load()),
+        required_servers: up,
+        required_servers_strict: down.max(up),
+        replicas,
+        capped: needed > config.max_replicas,
+        predicted_service_level,
+        active: arrival_rate > config.activation_arrival_rate,
+    })
 }

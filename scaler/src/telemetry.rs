@@ -21,8 +21,9 @@
 //! | `admit_scaler_errors_total{kind}` | failed decisions, by [`DecisionError::kind`](crate::decision::DecisionError::kind) |
 //!
 //! Scaler-wide: `admit_scaler_refused_total{kind}` (requests refused before a decision:
-//! `metadata`, `permission`, `exhausted` for a new trigger beyond `--max-triggers`; without the
-//! object's labels, which the caller chooses), `admit_scaler_open_streams` (`StreamIsActive`),
+//! `metadata`, `permission`, `exhausted` for a new trigger or stream beyond a cap, `busy` for
+//! no decision slot within `--max-decision-wait`; without the object's labels, which the caller
+//! chooses), `admit_scaler_open_streams` (`StreamIsActive`),
 //! `admit_scaler_prometheus_query_duration_seconds{query}` (histogram;
 //! `query` is `arrival_rate` or `service_time`), `admit_scaler_rpc_total{method,code}`,
 //! `admit_scaler_rpc_duration_seconds{method}` (histogram), `admit_scaler_tracked_objects`

@@ -53,6 +53,7 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -340,10 +341,20 @@ impl ScalerConfig {
         }
     }
 
-    /// A 64-bit fingerprint of every field, stable across runs and processes (FNV-1a over a
-    /// fixed encoding); configs that compare equal have equal fingerprints.
+    /// A 64-bit fingerprint of every field, stable across runs and processes (FNV-1a over the
+    /// encoding [`Hash`] feeds); configs that compare equal have equal fingerprints.
     pub fn fingerprint(&self) -> u64 {
-        let mut hash = Fnv::new();
+        let mut fnv = Fnv::new();
+        self.hash(&mut fnv);
+        fnv.finish()
+    }
+}
+
+impl Hash for ScalerConfig {
+    /// Every field, in a fixed encoding (strings length-prefixed, numbers little-endian): configs
+    /// that compare equal hash alike (URL scheme and authority in lower case, −0 as +0).
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let mut hash = Encoder(state);
         hash.str("admit-scaler metadata v1");
         // `Uri` compares scheme and authority ignoring ASCII case.
         let url = &self.prometheus_url;
@@ -376,7 +387,6 @@ impl ScalerConfig {
             }
         }
         hash.str(&self.metric_name);
-        hash.0
     }
 }
 
@@ -674,12 +684,27 @@ impl Fnv {
     fn new() -> Self {
         Fnv(0xcbf2_9ce4_8422_2325)
     }
+}
 
-    fn bytes(&mut self, bytes: &[u8]) {
+impl Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
         for &byte in bytes {
             self.0 ^= u64::from(byte);
             self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
         }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The fixed encoding of [`ScalerConfig`]'s `Hash`, into any hasher.
+struct Encoder<'a, H>(&'a mut H);
+
+impl<H: Hasher> Encoder<'_, H> {
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.0.write(bytes);
     }
 
     fn u64(&mut self, value: u64) {

@@ -144,7 +144,7 @@ impl Default for ServiceOptions {
 /// | Prometheus unreachable, a non-JSON answer, other 5xx; the service shutting down | `UNAVAILABLE` |
 /// | Prometheus' timeout (503) or ours (reused longer after each timeout in a row, at most 8 decision intervals) | `DEADLINE_EXCEEDED` |
 /// | the queueing model's limits short of the cap (a load above 10¹⁰ erlangs, Erlang A work past its budget); a request over [`MAX_REQUEST_BYTES`] | `OUT_OF_RANGE` |
-/// | a new trigger beyond [`max_triggers`](ServiceOptions::max_triggers), [`max_triggers_per_namespace`](ServiceOptions::max_triggers_per_namespace) or [`max_triggers_per_object`](ServiceOptions::max_triggers_per_object); a `StreamIsActive` stream beyond the first two; no decision slot within [`max_decision_wait`](ServiceOptions::max_decision_wait) | `RESOURCE_EXHAUSTED` |
+/// | a new trigger beyond [`max_triggers`](ServiceOptions::max_triggers), [`max_triggers_per_namespace`](ServiceOptions::max_triggers_per_namespace) or [`max_triggers_per_object`](ServiceOptions::max_triggers_per_object); a `StreamIsActive` stream beyond `max_triggers` or `max_triggers_per_namespace`; no decision slot within [`max_decision_wait`](ServiceOptions::max_decision_wait) | `RESOURCE_EXHAUSTED` |
 /// | a decision that panicked (a bug) | `INTERNAL` |
 #[derive(Clone, Debug)]
 pub struct ScalerService {

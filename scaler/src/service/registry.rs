@@ -6,8 +6,9 @@
 //!
 //! Each configuration of a trigger has its own state: when KEDA's operator and its metrics
 //! server call with different versions of an edited ScaledObject, each keeps its memo and its
-//! planner's hold, and the one no longer sent is forgotten after the TTL. A configuration is
-//! held once, shared by the entry, its evaluator and the errors that quote its queries.
+//! planner's hold, and the one no longer sent is forgotten after the TTL. An entry keeps its
+//! configuration's identity (a keyed 128-bit digest), not its text: a decision runs with the
+//! caller's configuration, and only a memoised error keeps the query it names.
 //!
 //! A decision runs in a task of its own, not in the RPC that asked for it: a caller that gives
 //! up (a cancelled RPC, a closed connection) leaves it running, and the next caller for the
@@ -21,6 +22,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -28,8 +30,10 @@ use hashlink::LinkedHashMap;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use admit::erlang::ReplicaPlanner;
+
 use super::slots::Slots;
-use crate::decision::{Decision, DecisionError, Evaluator, Measured};
+use crate::decision::{self, Decision, DecisionError, Measured};
 use crate::metadata::{ScalerConfig, TriggerKey};
 use crate::prometheus::{QueryError, QueryErrorKind};
 
@@ -98,6 +102,8 @@ pub(crate) struct Registry {
     epoch: Instant,
     slots: Arc<Slots>,
     publish: Publish,
+    /// The keys of the configurations' digests, random for each registry.
+    digest_keys: [RandomState; 2],
     tracked: Mutex<Tracked>,
 }
 
@@ -126,7 +132,8 @@ struct Used {
 #[derive(Debug)]
 struct Entry {
     key: TriggerKey,
-    config: Arc<ScalerConfig>,
+    /// The configuration's [digest](Registry::digest).
+    digest: [u64; 2],
     state: Mutex<State>,
 }
 
@@ -136,8 +143,8 @@ struct State {
     memo: Option<(Instant, Outcome)>,
     /// The decision in flight: its answer arrives here.
     running: Option<watch::Receiver<Option<Answer>>>,
-    /// `None` while a decision holds it.
-    evaluator: Option<Evaluator>,
+    /// Made at the first decision; taken while a decision runs.
+    planner: Option<ReplicaPlanner>,
     /// Decisions in a row whose query timed out.
     timeouts: u32,
 }
@@ -152,8 +159,17 @@ impl Registry {
                 limits.max_concurrent_decisions_per_namespace,
             ),
             publish,
+            digest_keys: [RandomState::new(), RandomState::new()],
             tracked: Mutex::new(Tracked::default()),
         }
+    }
+
+    /// A 128-bit digest of `config` under keys no caller knows: two configurations with one
+    /// digest are the same one, whoever chose them.
+    fn digest(&self, config: &ScalerConfig) -> [u64; 2] {
+        self.digest_keys
+            .each_ref()
+            .map(|keys| keys.hash_one(config))
     }
 
     /// The decision for `key` under `config`: the memoised one if still fresh, else the one
@@ -187,7 +203,8 @@ impl Registry {
                 None => {
                     let (sender, receiver) = watch::channel(None);
                     state.running = Some(receiver.clone());
-                    tokio::spawn(self.run(Arc::clone(&entry), sender, measure));
+                    let config = Arc::clone(config);
+                    tokio::spawn(self.run(Arc::clone(&entry), config, sender, measure));
                     receiver
                 }
             }
@@ -204,6 +221,7 @@ impl Registry {
     fn run<F, Fut>(
         &self,
         entry: Arc<Entry>,
+        config: Arc<ScalerConfig>,
         answer: watch::Sender<Option<Answer>>,
         measure: F,
     ) -> impl Future<Output = ()> + Send + 'static
@@ -224,25 +242,23 @@ impl Registry {
                 return;
             };
             let measured = measure().await;
-            let mut evaluator = lock(&entry.state)
-                .evaluator
-                .take()
-                .unwrap_or_else(|| Evaluator::new(Arc::clone(&entry.config)));
+            let mut planner = lock(&entry.state).planner.take();
             let now = Instant::now();
             let since_epoch = now.duration_since(epoch);
+            let deciding = Arc::clone(&config);
             let decided = tokio::task::spawn_blocking(move || {
-                let outcome = evaluator.decide(since_epoch, measured);
-                (evaluator, outcome)
+                let outcome = decision::decide(&deciding, &mut planner, since_epoch, measured);
+                (planner, outcome)
             })
             .await;
-            let (evaluator, outcome) = match decided {
+            let (planner, outcome) = match decided {
                 Ok(decided) => decided,
                 Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
                 Err(error) => panic!("the decision task did not run: {error}"),
             };
             let reused = {
                 let mut state = lock(&entry.state);
-                state.evaluator = Some(evaluator);
+                state.planner = planner;
                 state.timeouts = if timed_out(&outcome) {
                     state.timeouts.saturating_add(1)
                 } else {
@@ -252,7 +268,7 @@ impl Registry {
                 state.memo = Some((now + reused, outcome.clone()));
                 reused
             };
-            publish(&entry.key, &entry.config, &outcome, reused);
+            publish(&entry.key, &config, &outcome, reused);
             drop(running);
             answer.send_replace(Some(Ok(outcome)));
         }
@@ -270,10 +286,11 @@ impl Registry {
             trigger,
             fingerprint: config.fingerprint(),
         };
+        let digest = self.digest(config);
         let mut tracked = lock(&self.tracked);
         if let Some(found) = tracked.entries.to_back(&key) {
             // A fingerprint collision is another configuration: it starts afresh.
-            if *found.entry.config == **config {
+            if found.entry.digest == digest {
                 found.last_used = now;
                 return Ok(Arc::clone(&found.entry));
             }
@@ -301,11 +318,11 @@ impl Registry {
         }
         let entry = Arc::new(Entry {
             key: key.trigger.clone(),
-            config: Arc::clone(config),
+            digest,
             state: Mutex::new(State {
                 memo: None,
                 running: None,
-                evaluator: Some(Evaluator::new(Arc::clone(config))),
+                planner: None,
                 timeouts: 0,
             }),
         });
