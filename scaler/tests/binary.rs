@@ -370,6 +370,34 @@ fn check_validates_a_manifest_without_io() {
     assert_eq!(code, Some(1), "{stdout}");
     assert!(stdout.contains("prometheusURL"), "{stdout}");
 
+    // Settings every decision would then refuse, or that the HPA does not allow: refused.
+    let valid = [
+        "prometheusURL=http://prometheus:9090",
+        "arrivalRateQuery=lambda",
+        "serviceTimeQuery=s",
+        "waitThresholdSeconds=0",
+        "targetSL=0.8",
+    ];
+    for (extra, needle) in [
+        (
+            "slTolerance=1e16",
+            "`slTolerance` and `targetSL` conflict: slTolerance \"1e16\"",
+        ),
+        (
+            "scaleDownHoldSeconds=1e18",
+            "`scaleDownHoldSeconds`: invalid value \"1e18\"",
+        ),
+        ("scaleDownHoldSeconds=3601", "from 0 to 3600"),
+    ] {
+        let mut args = vec!["check"];
+        for metadata in valid.iter().chain([&extra]) {
+            args.extend(["--metadata", metadata]);
+        }
+        let (code, stdout, _) = run(&args);
+        assert_eq!(code, Some(1), "{extra}: {stdout}");
+        assert!(stdout.contains(needle), "{extra}: {stdout}");
+    }
+
     // KEDA needs scalerAddress, though the scaler never reads it.
     std::fs::write(
         &without_address,

@@ -202,7 +202,7 @@ fn invalid_values() {
             else {
                 panic!("{key}={value:?} gave {found:?}");
             };
-            // Values are quoted as excerpts: control characters escaped.
+            // Values are quoted as excerpts: invisible characters escaped.
             assert_eq!((*k, v.as_str()), (*key, excerpt(value).as_str()));
             assert_eq!(found[0].key(), *key);
             if value.trim() != *value && !key.ends_with("Query") {

@@ -3,7 +3,8 @@
 //! Every text a failure carries that the scaler did not write (Prometheus' `error`,
 //! `errorType` and `resultType`, label sets, values, the start of a body, the URL, the cause a
 //! connection failed with) is an [`excerpt`]: at most
-//! [`EXCERPT_CHARS`](crate::excerpt::EXCERPT_CHARS) characters, control characters escaped.
+//! [`EXCERPT_CHARS`](crate::excerpt::EXCERPT_CHARS) characters, invisible characters (controls,
+//! bidirectional and other format characters) escaped.
 
 use std::fmt;
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Per-trigger state: one [`Evaluator`] per (namespace, ScaledObject, metric, configuration),
+//! Per-trigger state: one replica planner per (namespace, ScaledObject, metric, configuration),
 //! its last decision memoised for the decision interval, at most one decision running at a time
 //! per trigger, decision slots shared between namespaces ([`Slots`]), bounded numbers of
 //! triggers tracked in all, per namespace and per ScaledObject, and a trigger forgotten once it
@@ -26,11 +26,10 @@ use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use admit::erlang::ReplicaPlanner;
 use hashlink::LinkedHashMap;
 use tokio::sync::watch;
 use tokio::time::Instant;
-
-use admit::erlang::ReplicaPlanner;
 
 use super::slots::Slots;
 use crate::decision::{self, Decision, DecisionError, Measured};
@@ -102,16 +101,16 @@ pub(crate) struct Registry {
     epoch: Instant,
     slots: Arc<Slots>,
     publish: Publish,
-    /// The keys of the configurations' digests, random for each registry.
-    digest_keys: [RandomState; 2],
+    /// The key of the configurations' digests, random for each registry.
+    digest_key: RandomState,
     tracked: Mutex<Tracked>,
 }
 
-/// A trigger under one configuration (by its fingerprint).
+/// A trigger under one configuration (by its [digest](Registry::digest)).
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct StateKey {
     trigger: TriggerKey,
-    fingerprint: u64,
+    digest: [u64; 2],
 }
 
 /// The entries, and how many each namespace and ScaledObject has.
@@ -132,8 +131,6 @@ struct Used {
 #[derive(Debug)]
 struct Entry {
     key: TriggerKey,
-    /// The configuration's [digest](Registry::digest).
-    digest: [u64; 2],
     state: Mutex<State>,
 }
 
@@ -159,17 +156,16 @@ impl Registry {
                 limits.max_concurrent_decisions_per_namespace,
             ),
             publish,
-            digest_keys: [RandomState::new(), RandomState::new()],
+            digest_key: RandomState::new(),
             tracked: Mutex::new(Tracked::default()),
         }
     }
 
-    /// A 128-bit digest of `config` under keys no caller knows: two configurations with one
-    /// digest are the same one, whoever chose them.
+    /// A 128-bit digest of `config` (SipHash under a key no caller knows, of the config after
+    /// two different tags): two configurations with one digest are the same one, whoever chose
+    /// them.
     fn digest(&self, config: &ScalerConfig) -> [u64; 2] {
-        self.digest_keys
-            .each_ref()
-            .map(|keys| keys.hash_one(config))
+        [0u8, 1].map(|tag| self.digest_key.hash_one((tag, config)))
     }
 
     /// The decision for `key` under `config`: the memoised one if still fresh, else the one
@@ -284,17 +280,12 @@ impl Registry {
         let now = Instant::now();
         let key = StateKey {
             trigger,
-            fingerprint: config.fingerprint(),
+            digest: self.digest(config),
         };
-        let digest = self.digest(config);
         let mut tracked = lock(&self.tracked);
         if let Some(found) = tracked.entries.to_back(&key) {
-            // A fingerprint collision is another configuration: it starts afresh.
-            if found.entry.digest == digest {
-                found.last_used = now;
-                return Ok(Arc::clone(&found.entry));
-            }
-            tracked.remove(&key);
+            found.last_used = now;
+            return Ok(Arc::clone(&found.entry));
         }
         self.forget_expired(&mut tracked, now);
         let limits = &self.limits;
@@ -318,7 +309,6 @@ impl Registry {
         }
         let entry = Arc::new(Entry {
             key: key.trigger.clone(),
-            digest,
             state: Mutex::new(State {
                 memo: None,
                 running: None,
@@ -374,12 +364,6 @@ impl Registry {
 }
 
 impl Tracked {
-    fn remove(&mut self, key: &StateKey) {
-        if self.entries.remove(key).is_some() {
-            self.uncount(&key.trigger);
-        }
-    }
-
     /// Counts one trigger fewer for its namespace and ScaledObject.
     fn uncount(&mut self, trigger: &TriggerKey) {
         fn decrement<K: std::hash::Hash + Eq>(counts: &mut HashMap<K, usize>, key: &K) {
