@@ -1,5 +1,6 @@
 //! The scaler's memory on the real binary, inside a memory cgroup at the Deployment's limit
-//! (`deploy/scaler.yaml`): many ScaledObjects, and a soak of KEDA-like polling.
+//! (`deploy/scaler.yaml`): many ScaledObjects, the longest valid triggers decided and scraped,
+//! and a soak of KEDA-like polling.
 //!
 //! Needs root and a writable cgroup v2 or v1 `memory` hierarchy (this project's CI machines have
 //! one); elsewhere each test prints why it skips (see `admit_testkit::cgroup`).
