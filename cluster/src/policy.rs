@@ -13,6 +13,7 @@
 //! Every Prometheus query's rate window is the stated one divided by the time-compression factor.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use admit_scaler::prometheus::PrometheusClient;
@@ -85,7 +86,7 @@ pub enum Source {
         /// Prometheus' URL.
         url: Uri,
         /// The PromQL.
-        query: String,
+        query: Arc<str>,
         /// The trigger's threshold.
         threshold: f64,
     },

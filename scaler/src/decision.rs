@@ -12,9 +12,17 @@
 //! 3. The servers the target needs (`up`) and those a target stricter by the tolerance needs
 //!    (`down`) go through admit's [`ReplicaPlanner`]: immediate scale-up with its step limits,
 //!    scale-down held and stepped. Idle, both are 0, so the planner falls to `minReplicas` once
-//!    its hold allows.
+//!    its hold allows. When a search cannot answer within the model's budget but the need
+//!    provably exceeds `maxReplicas` (Erlang C needs more servers than the load, Erlang A at
+//!    least `targetSL` times it), the decision publishes the cap, [`Decision::capped`], with
+//!    that lower bound as the servers required.
 //! 4. A planner is made at the first decision, starting at that decision's replicas (the
 //!    current count is unknown), so a restarted scaler never scales down at once.
+//! 5. The service level predicted at the replicas is computed on a copy of the planner that
+//!    has stepped; the copy replaces the planner only once the decision is whole, so a failed
+//!    decision leaves the planner as it was. A prediction the model cannot make within its
+//!    budget (Erlang A deep in overload, at the cap) is unknown
+//!    ([`Decision::predicted_service_level`] is `None`), never a failed decision.
 //!
 //! A decision's work is bounded whatever the metadata: its Erlang B walks by
 //! [`MAX_OFFERED_LOAD`], Erlang A's series by admit's budgets (at most
@@ -26,6 +34,7 @@
 //! [`MeasurementError`] (the scaler's are Prometheus query errors), carried through as is; the
 //! gRPC service maps each failure to its code.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use admit::erlang::{ErlangA, ErlangError, MMc, QueueModel, ReplicaPlanner};
@@ -64,7 +73,8 @@ pub struct Decision {
     pub service_time: Option<f64>,
     /// The offered load λ·s, in erlangs (0 while idle).
     pub offered_load: f64,
-    /// The fewest servers that meet the target.
+    /// The fewest servers that meet the target; when the model could not find them within its
+    /// budget but they exceed `maxReplicas` (`capped`), a lower bound on them.
     pub required_servers: u64,
     /// The fewest servers that meet the target made stricter by the tolerance.
     pub required_servers_strict: u64,
@@ -72,8 +82,9 @@ pub struct Decision {
     pub replicas: u64,
     /// The target needs more than `maxReplicas`: `replicas` is the cap.
     pub capped: bool,
-    /// The service level the model predicts at `replicas` (0 if the queue would be unstable).
-    pub predicted_service_level: f64,
+    /// The service level the model predicts at `replicas`: 0 if the queue would never empty,
+    /// `None` if the model cannot estimate it within its budget (Erlang A deep in overload).
+    pub predicted_service_level: Option<f64>,
     /// λ > `activationArrivalRate`: what `IsActive` answers.
     pub active: bool,
 }
@@ -85,8 +96,8 @@ pub enum DecisionError<E> {
     Query(E),
     /// A query gave a number outside the model's domain (λ < 0, service time ≤ 0).
     Domain {
-        /// The PromQL text.
-        query: String,
+        /// The PromQL text (the configuration's own, shared).
+        query: Arc<str>,
         /// The value it gave.
         value: f64,
         /// What the value must be.
@@ -203,6 +214,36 @@ fn stable(value: Result<f64, ErlangError>) -> Result<Option<f64>, ErlangError> {
     }
 }
 
+/// The fewest servers for which `queue` serves a fraction `at_least` within `within`, or, when
+/// the search fails (past Erlang A's budget, say) but a lower bound on them already exceeds
+/// `max_servers`, that bound: the need is above the cap whatever it is exactly.
+fn required_servers(
+    queue: &dyn QueueModel,
+    patient: bool,
+    within: f64,
+    at_least: f64,
+    max_servers: u64,
+) -> Result<u64, ErlangError> {
+    match queue.min_servers_for_service_level(within, at_least) {
+        Ok(servers) => Ok(servers),
+        Err(error) => {
+            let load = queue.offered_load();
+            // Erlang C is stable only above the load; Erlang A serves at most `N·μ` of `λ`,
+            // so a fraction `at_least` needs `N ≥ at_least · a`.
+            let bound = if patient {
+                (load.floor() as u64).saturating_add(1)
+            } else {
+                ((at_least * load).ceil() as u64).max(1)
+            };
+            if bound > max_servers {
+                Ok(bound)
+            } else {
+                Err(error)
+            }
+        }
+    }
+}
+
 /// One row of the table around a decision ([`Decision::table`]): the queue at a server count.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Row {
@@ -255,18 +296,19 @@ impl Decision {
     }
 }
 
-/// The decisions of one ScaledObject trigger: its configuration and its planner.
+/// The decisions of one ScaledObject trigger: its configuration (shared with whoever else
+/// holds it) and its planner.
 #[derive(Debug)]
 pub struct Evaluator {
-    config: ScalerConfig,
+    config: Arc<ScalerConfig>,
     planner: Option<ReplicaPlanner>,
 }
 
 impl Evaluator {
     /// An evaluator that has made no decision yet.
-    pub fn new(config: ScalerConfig) -> Self {
+    pub fn new(config: impl Into<Arc<ScalerConfig>>) -> Self {
         Evaluator {
-            config,
+            config: config.into(),
             planner: None,
         }
     }
@@ -281,79 +323,96 @@ impl Evaluator {
     /// # Errors
     ///
     /// [`DecisionError`]: a failed query (for the service time, unless idle), a value outside
-    /// the model's domain, or the model's own limits. A failed decision leaves the planner as
-    /// it was.
+    /// the model's domain, or the model's own limits short of the cap. A failed decision
+    /// leaves the planner as it was.
     pub fn decide<E: MeasurementError>(
         &mut self,
         now: Duration,
         measured: Measured<E>,
     ) -> Result<Decision, DecisionError<E>> {
-        let config = &self.config;
-        let arrival_rate = measured.arrival_rate.map_err(DecisionError::Query)?;
-        if arrival_rate < 0.0 {
+        decide(&self.config, &mut self.planner, now, measured)
+    }
+}
+
+/// [`Evaluator::decide`] for a caller that keeps the configuration itself: one decision for
+/// `config` at `now`, with `planner` (made at the first decision, replaced only by a whole
+/// one). The gRPC service's registry keeps only the planner, and decides with the caller's
+/// configuration, identical to the one it was made for.
+pub(crate) fn decide<E: MeasurementError>(
+    config: &ScalerConfig,
+    planner: &mut Option<ReplicaPlanner>,
+    now: Duration,
+    measured: Measured<E>,
+) -> Result<Decision, DecisionError<E>> {
+    let arrival_rate = measured.arrival_rate.map_err(DecisionError::Query)?;
+    if arrival_rate < 0.0 {
+        return Err(DecisionError::Domain {
+            query: Arc::clone(&config.arrival_rate_query),
+            value: arrival_rate,
+            expected: "a rate of at least 0 per second",
+        });
+    }
+    let idle = arrival_rate == 0.0;
+    let service_time = match measured.service_time {
+        Ok(seconds) if seconds > 0.0 => Some(seconds),
+        Ok(seconds) if !idle => {
             return Err(DecisionError::Domain {
-                query: config.arrival_rate_query.clone(),
-                value: arrival_rate,
-                expected: "a rate of at least 0 per second",
+                query: Arc::clone(&config.service_time_query),
+                value: seconds,
+                expected: "a mean service time above 0 seconds",
             });
         }
-        let idle = arrival_rate == 0.0;
-        let service_time = match measured.service_time {
-            Ok(seconds) if seconds > 0.0 => Some(seconds),
-            Ok(seconds) if !idle => {
-                return Err(DecisionError::Domain {
-                    query: config.service_time_query.clone(),
-                    value: seconds,
-                    expected: "a mean service time above 0 seconds",
-                });
-            }
-            // Idle: a zero, empty or NaN service time is what an idle service reports.
-            Ok(_) => None,
-            Err(error) if idle && error.is_idle() => None,
-            Err(error) => return Err(DecisionError::Query(error)),
-        };
+        // Idle: a zero, empty or NaN service time is what an idle service reports.
+        Ok(_) => None,
+        Err(error) if idle && error.is_idle() => None,
+        Err(error) => return Err(DecisionError::Query(error)),
+    };
 
-        let within = config.wait_threshold_seconds;
-        let planner_config = config.planner_config();
-        let stricter = planner_config.stricter_service_level(config.target_sl);
-        let (queue, up, down) = match service_time {
-            Some(seconds) if !idle => {
-                let queue = model(config, arrival_rate, seconds)?;
-                let up = queue.min_servers_for_service_level(within, config.target_sl)?;
-                let down = queue.min_servers_for_service_level(within, stricter)?;
-                (Some(queue), up, down)
-            }
-            _ => (None, 0, 0),
-        };
+    let within = config.wait_threshold_seconds;
+    let planner_config = config.planner_config();
+    let per_replica = config.concurrency_per_replica;
+    let max_servers = config.max_replicas.saturating_mul(per_replica);
+    let stricter = planner_config.stricter_service_level(config.target_sl);
+    let patient = config.patience.is_none();
+    let (queue, up, down) = match service_time {
+        Some(seconds) if !idle => {
+            let queue = model(config, arrival_rate, seconds)?;
+            let up = required_servers(&*queue, patient, within, config.target_sl, max_servers)?;
+            let down = required_servers(&*queue, patient, within, stricter, max_servers)?;
+            (Some(queue), up, down)
+        }
+        _ => (None, 0, 0),
+    };
 
-        let per_replica = config.concurrency_per_replica;
-        let needed = up.div_ceil(per_replica);
-        let planner = match &mut self.planner {
-            Some(planner) => planner,
-            empty => {
-                let start = needed.clamp(planner_config.min_replicas, planner_config.max_replicas);
-                empty.insert(ReplicaPlanner::new(planner_config, start)?)
-            }
-        };
-        let replicas = planner.observe(now, up, down);
-        // 0 where the queue would never empty.
-        let predicted_service_level = match &queue {
-            Some(queue) => {
-                stable(queue.service_level(replicas.saturating_mul(per_replica), within))?
-                    .unwrap_or(0.0)
-            }
-            None => 1.0,
-        };
-        Ok(Decision {
-            arrival_rate,
-            service_time,
-            offered_load: queue.as_ref().map_or(0.0, |queue| queue.offered_load()),
-            required_servers: up,
-            required_servers_strict: down.max(up),
-            replicas,
-            capped: needed > config.max_replicas,
-            predicted_service_level,
-            active: arrival_rate > config.activation_arrival_rate,
-        })
-    }
+    let needed = up.div_ceil(per_replica);
+    // The planner steps on a copy, which replaces it once nothing can fail.
+    let mut stepped = match planner {
+        Some(planner) => planner.clone(),
+        None => {
+            let start = needed.clamp(planner_config.min_replicas, planner_config.max_replicas);
+            ReplicaPlanner::new(planner_config, start)?
+        }
+    };
+    let replicas = stepped.observe(now, up, down);
+    let predicted_service_level = match &queue {
+        // 0 where the queue would never empty; unknown past the model's budget.
+        Some(queue) => match queue.service_level(replicas.saturating_mul(per_replica), within) {
+            Ok(level) => Some(level),
+            Err(ErlangError::Unstable { .. }) => Some(0.0),
+            Err(_) => None,
+        },
+        None => Some(1.0),
+    };
+    *planner = Some(stepped);
+    Ok(Decision {
+        arrival_rate,
+        service_time,
+        offered_load: queue.as_ref().map_or(0.0, |queue| queue.offered_load()),
+        required_servers: up,
+        required_servers_strict: down.max(up),
+        replicas,
+        capped: needed > config.max_replicas,
+        predicted_service_level,
+        active: arrival_rate > config.activation_arrival_rate,
+    })
 }

@@ -1,17 +1,21 @@
-//! Foreign text in messages and logs: a bounded excerpt with control characters escaped.
+//! Foreign text in messages and logs: a bounded excerpt with invisible characters escaped.
 //!
 //! Text the scaler did not write (a trigger's metadata, a Prometheus error or warning, a label
-//! set, a response body) reaches error messages, gRPC statuses and log lines only through
-//! [`excerpt`] or [`excerpt_bytes`]: at most [`EXCERPT_CHARS`] characters, each control
-//! character escaped (`\n`, `\u{1b}`), so a hostile value can neither flood a log nor forge a
-//! log line or a terminal escape.
+//! set, a response body, a manifest's names) reaches error messages, gRPC statuses and log
+//! lines only through [`excerpt`] or [`excerpt_bytes`]: at most [`EXCERPT_CHARS`] characters,
+//! each control character escaped (`\n`, `\u{1b}`), and so is every other character that
+//! does not print as itself: format characters (the bidirectional overrides and isolates
+//! U+202A–U+202E and U+2066–U+2069, zero-width U+200B–U+200F, U+FEFF, ...), the line and
+//! paragraph separators U+2028 and U+2029, spaces other than U+0020, private-use and
+//! unassigned code points. A hostile value can neither flood a log, forge a log line or a
+//! terminal escape, nor show reordered or hidden text.
 
 use std::fmt::Write;
 
 /// The most characters of foreign text a message quotes.
 pub const EXCERPT_CHARS: usize = 160;
 
-/// `text` for a message: its first [`EXCERPT_CHARS`] characters, control characters escaped
+/// `text` for a message: its first [`EXCERPT_CHARS`] characters, invisible characters escaped
 /// as Rust writes them, and `…(N more bytes)` when it was longer.
 ///
 /// ```
@@ -19,6 +23,8 @@ pub const EXCERPT_CHARS: usize = 160;
 ///
 /// assert_eq!(excerpt("sum(rate(x[1m]))"), "sum(rate(x[1m]))");
 /// assert_eq!(excerpt("a\nb\u{1b}[31m"), r"a\nb\u{1b}[31m");
+/// // A right-to-left override would show `checkout` reversed: it is escaped instead.
+/// assert_eq!(excerpt("\u{202e}tuokcehc"), r"\u{202e}tuokcehc");
 /// let long = "é".repeat(EXCERPT_CHARS + 10);
 /// assert_eq!(excerpt(&long), format!("{}…(20 more bytes)", "é".repeat(EXCERPT_CHARS)));
 /// ```
@@ -45,7 +51,7 @@ pub fn excerpt_bytes(bytes: &[u8]) -> String {
                 let _ = write!(out, "…({} more bytes)", bytes.len() - at);
                 return out;
             }
-            if c.is_control() {
+            if hidden(c) {
                 let _ = write!(out, "{}", c.escape_debug());
             } else {
                 out.push(c);
@@ -55,6 +61,24 @@ pub fn excerpt_bytes(bytes: &[u8]) -> String {
         }
     }
     out
+}
+
+/// Whether `c` does not print as itself: a control character, or one that Rust's `Debug`
+/// escapes as not printable (format characters, separators other than U+0020, private-use and
+/// unassigned code points). Quotes and backslashes print; so do combining marks, which Rust
+/// escapes only at the start of a string.
+fn hidden(c: char) -> bool {
+    if c.is_control() {
+        return true;
+    }
+    if matches!(c, '"' | '\'' | '\\') {
+        return false;
+    }
+    // After a letter, `str::escape_debug` escapes exactly what is not printable.
+    let mut probe = [0; 8];
+    probe[0] = b'a';
+    let len = 1 + c.encode_utf8(&mut probe[1..]).len();
+    std::str::from_utf8(&probe[..len]).map_or(true, |probe| probe.escape_debug().nth(1) != Some(c))
 }
 
 #[cfg(test)]
@@ -73,6 +97,39 @@ mod tests {
     fn control_characters_are_escaped() {
         assert_eq!(excerpt("a\r\nb\t\0"), r"a\r\nb\t\0");
         assert_eq!(excerpt("\u{7f}\u{85}"), r"\u{7f}\u{85}");
+    }
+
+    #[test]
+    fn characters_that_hide_or_reorder_text_are_escaped() {
+        for (c, escaped) in [
+            ('\u{202a}', r"\u{202a}"),
+            ('\u{202e}', r"\u{202e}"),
+            ('\u{2066}', r"\u{2066}"),
+            ('\u{2069}', r"\u{2069}"),
+            ('\u{2028}', r"\u{2028}"),
+            ('\u{2029}', r"\u{2029}"),
+            ('\u{200b}', r"\u{200b}"),
+            ('\u{200f}', r"\u{200f}"),
+            ('\u{feff}', r"\u{feff}"),
+            ('\u{ad}', r"\u{ad}"),
+            ('\u{61c}', r"\u{61c}"),
+            ('\u{a0}', r"\u{a0}"),
+            ('\u{e0041}', r"\u{e0041}"),
+            ('\u{e000}', r"\u{e000}"),
+        ] {
+            assert_eq!(excerpt(&format!("a{c}b")), format!("a{escaped}b"), "{c:?}");
+        }
+        // What prints as itself stays: quotes, backslashes, accents, combining marks, CJK.
+        for kept in [
+            "\"q\" 'q' \\",
+            "café",
+            "cafe\u{301}",
+            "\u{301}x",
+            "日本",
+            "λ ✓",
+        ] {
+            assert_eq!(excerpt(kept), kept);
+        }
     }
 
     #[test]
@@ -102,11 +159,11 @@ mod tests {
             let quoted = excerpt_bytes(&bytes);
             // Each character escapes to at most 10 bytes (`\u{10ffff}`), plus the count.
             prop_assert!(quoted.len() <= EXCERPT_CHARS * 10 + 40, "{}", quoted.len());
-            prop_assert!(!quoted.chars().any(char::is_control), "{quoted:?}");
+            prop_assert!(!quoted.chars().any(hidden), "{quoted:?}");
         }
 
         #[test]
-        fn any_text_keeps_its_printable_prefix(text in "\\PC{0,300}") {
+        fn any_text_keeps_its_printable_prefix(text in "[^\\p{C}\\p{Z}]{0,300}") {
             let quoted = excerpt(&text);
             let kept: String = text.chars().take(EXCERPT_CHARS).collect();
             prop_assert!(quoted.starts_with(&kept));

@@ -1,6 +1,8 @@
 //! Both queries of one decision, concurrently and timed: where Prometheus meets the decision,
 //! whose failed measurements are Prometheus' [`QueryError`]s.
 
+use std::sync::Arc;
+
 use http::Uri;
 use tokio::time::Instant;
 
@@ -45,7 +47,7 @@ async fn one(
     base: &Uri,
     time: Option<f64>,
     label: &'static str,
-    query: &str,
+    query: &Arc<str>,
 ) -> Result<f64, QueryError> {
     let start = Instant::now();
     let answer = client.query(base, query, time).await;

@@ -11,7 +11,8 @@
 //! | `admit_scaler_required_servers` | fewest servers meeting the target |
 //! | `admit_scaler_required_servers_strict` | the same for the target made stricter by the tolerance |
 //! | `admit_scaler_recommended_replicas` | the value published to KEDA |
-//! | `admit_scaler_predicted_service_level` | P(wait ≤ T) at the recommended replicas |
+//! | `admit_scaler_predicted_service_level` | P(wait ≤ T) at the recommended replicas; 0 when unknown |
+//! | `admit_scaler_predicted_service_level_known` | 1, or 0 when the model could not estimate the level within its budget (Erlang A deep in overload) |
 //! | `admit_scaler_target_service_level` | `targetSL` |
 //! | `admit_scaler_wait_threshold_seconds` | `waitThresholdSeconds` |
 //! | `admit_scaler_active` | 1 if λ > `activationArrivalRate` |
@@ -20,16 +21,18 @@
 //! | `admit_scaler_errors_total{kind}` | failed decisions, by [`DecisionError::kind`](crate::decision::DecisionError::kind) |
 //!
 //! Scaler-wide: `admit_scaler_refused_total{kind}` (requests refused before a decision:
-//! `metadata`, `permission`, `exhausted` for a new trigger beyond `--max-triggers`; without the
-//! object's labels, which the caller chooses), `admit_scaler_open_streams` (`StreamIsActive`),
+//! `metadata`, `permission`, `exhausted` for a new trigger or stream beyond a cap, `busy` for
+//! no decision slot within `--max-decision-wait`; without the object's labels, which the caller
+//! chooses), `admit_scaler_open_streams` (`StreamIsActive`),
 //! `admit_scaler_prometheus_query_duration_seconds{query}` (histogram;
 //! `query` is `arrival_rate` or `service_time`), `admit_scaler_rpc_total{method,code}`,
 //! `admit_scaler_rpc_duration_seconds{method}` (histogram), `admit_scaler_tracked_objects`
 //! and `admit_scaler_build_info{version}` (always 1).
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use metrics::{counter, gauge, histogram};
+use metrics::{SharedString, counter, gauge, histogram};
 
 use crate::decision::Decision;
 use crate::metadata::{ScalerConfig, TriggerKey};
@@ -45,11 +48,13 @@ pub const DURATION_BUCKETS: [f64; 13] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
-fn labels(key: &TriggerKey) -> [(&'static str, String); 3] {
+/// A trigger's labels, sharing the key's text: the recorder keeps one copy of the key per
+/// series, and the text is the bulk of it.
+fn labels(key: &TriggerKey) -> [(&'static str, SharedString); 3] {
     [
-        ("namespace", key.namespace.clone()),
-        ("scaled_object", key.name.clone()),
-        ("metric", key.metric.clone()),
+        ("namespace", SharedString::from(Arc::clone(&key.namespace))),
+        ("scaled_object", SharedString::from(Arc::clone(&key.name))),
+        ("metric", SharedString::from(Arc::clone(&key.metric))),
     ]
 }
 
@@ -65,7 +70,11 @@ pub(crate) fn decision(key: &TriggerKey, config: &ScalerConfig, decision: &Decis
     gauge!("admit_scaler_required_servers_strict", &labels)
         .set(decision.required_servers_strict as f64);
     gauge!("admit_scaler_recommended_replicas", &labels).set(decision.replicas as f64);
-    gauge!("admit_scaler_predicted_service_level", &labels).set(decision.predicted_service_level);
+    gauge!("admit_scaler_predicted_service_level", &labels)
+        .set(decision.predicted_service_level.unwrap_or(0.0));
+    gauge!("admit_scaler_predicted_service_level_known", &labels).set(f64::from(u8::from(
+        decision.predicted_service_level.is_some(),
+    )));
     gauge!("admit_scaler_target_service_level", &labels).set(config.target_sl);
     gauge!("admit_scaler_wait_threshold_seconds", &labels).set(config.wait_threshold_seconds);
     gauge!("admit_scaler_active", &labels).set(f64::from(u8::from(decision.active)));
@@ -87,7 +96,12 @@ pub(crate) fn error(key: &TriggerKey, kind: &'static str) {
     let [namespace, name, metric] = labels(key);
     counter!(
         "admit_scaler_errors_total",
-        &[namespace, name, metric, ("kind", kind.to_owned())]
+        &[
+            namespace,
+            name,
+            metric,
+            ("kind", SharedString::const_str(kind))
+        ]
     )
     .increment(1);
 }

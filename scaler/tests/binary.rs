@@ -27,7 +27,16 @@ fn temp_dir(name: &str) -> PathBuf {
 // thread waits for the process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_answers_keda_health_and_metrics_and_stops_on_sigterm() {
-    let served = Served::start(&["--decision-interval", "1s"]);
+    // A decision: 120/s of 0.25 s each is 30 erlangs, 37 servers at T = 0, p = 0.8.
+    let prometheus = FakePrometheus::start().await;
+    prometheus.set("lambda", Reply::value("120"));
+    prometheus.set("s", Reply::value("0.25"));
+    let served = Served::start(&[
+        "--decision-interval",
+        "1s",
+        "--allow-prometheus",
+        &prometheus.url(),
+    ]);
     let url = format!("http://{}", served.grpc);
 
     let channel = Channel::from_shared(url.clone()).unwrap();
@@ -49,10 +58,6 @@ async fn serve_answers_keda_health_and_metrics_and_stops_on_sigterm() {
     let mut keda = bounded("connect", ExternalScalerClient::connect(url))
         .await
         .unwrap();
-    // A decision: 120/s of 0.25 s each is 30 erlangs, 37 servers at T = 0, p = 0.8.
-    let prometheus = FakePrometheus::start().await;
-    prometheus.set("lambda", Reply::value("120"));
-    prometheus.set("s", Reply::value("0.25"));
     let trigger = object("checkout", metadata(&prometheus.url(), &[]));
     keda.get_metric_spec(trigger.clone()).await.unwrap();
     let values = keda.get_metrics(metrics_request(trigger)).await.unwrap();
@@ -106,6 +111,8 @@ async fn serve_over_tls() {
         cert_path.to_str().unwrap(),
         "--tls-key",
         key_path.to_str().unwrap(),
+        "--allow-prometheus",
+        "http://127.0.0.1:9",
     ]);
     let port = served.grpc.port();
 
@@ -143,6 +150,7 @@ async fn serve_over_tls() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_stops_the_process_while_a_decision_waits() {
+    let prometheus = FakePrometheus::start().await;
     let served = Served::start(&[
         "--query-timeout",
         "5m",
@@ -150,8 +158,9 @@ async fn sigterm_stops_the_process_while_a_decision_waits() {
         "10m",
         "--shutdown-grace",
         "5s",
+        "--allow-prometheus",
+        &prometheus.url(),
     ]);
-    let prometheus = FakePrometheus::start().await;
     prometheus.set(
         "lambda",
         Reply::value("120").after(Duration::from_secs(3600)),
@@ -242,6 +251,7 @@ fn bad_flags_are_refused_before_serving() {
         "/nonexistent/tls.crt",
         "--tls-key",
         "/nonexistent/tls.key",
+        "--allow-any-prometheus",
     ]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("/nonexistent/tls.crt"), "{stderr}");
@@ -258,6 +268,7 @@ fn bad_flags_are_refused_before_serving() {
         "127.0.0.1:0",
         "--prometheus-ca-file",
         empty.to_str().unwrap(),
+        "--allow-any-prometheus",
     ]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("no PEM certificate"), "{stderr}");
@@ -271,6 +282,20 @@ fn bad_flags_are_refused_before_serving() {
         (
             &["--allow-prometheus", "http://p:9090/a/..%2fb"][..],
             "--allow-prometheus",
+        ),
+        (
+            &["--allow-prometheus", "http://p:9090/a/%252e%252e/b"][..],
+            "--allow-prometheus",
+        ),
+        // Any URL only when asked for: any caller could make the scaler query anywhere.
+        (&[][..], "--allow-prometheus is required"),
+        (
+            &[
+                "--allow-any-prometheus",
+                "--allow-prometheus",
+                "http://p:9090",
+            ][..],
+            "--allow-any-prometheus",
         ),
         (&["--decision-interval", "0s"][..], "--decision-interval"),
         (&["--query-timeout", "0s"][..], "--query-timeout"),
@@ -345,6 +370,34 @@ fn check_validates_a_manifest_without_io() {
     assert_eq!(code, Some(1), "{stdout}");
     assert!(stdout.contains("prometheusURL"), "{stdout}");
 
+    // Settings every decision would then refuse, or that the HPA does not allow: refused.
+    let valid = [
+        "prometheusURL=http://prometheus:9090",
+        "arrivalRateQuery=lambda",
+        "serviceTimeQuery=s",
+        "waitThresholdSeconds=0",
+        "targetSL=0.8",
+    ];
+    for (extra, needle) in [
+        (
+            "slTolerance=1e16",
+            "`slTolerance` and `targetSL` conflict: slTolerance \"1e16\"",
+        ),
+        (
+            "scaleDownHoldSeconds=1e18",
+            "`scaleDownHoldSeconds`: invalid value \"1e18\"",
+        ),
+        ("scaleDownHoldSeconds=3601", "from 0 to 3600"),
+    ] {
+        let mut args = vec!["check"];
+        for metadata in valid.iter().chain([&extra]) {
+            args.extend(["--metadata", metadata]);
+        }
+        let (code, stdout, _) = run(&args);
+        assert_eq!(code, Some(1), "{extra}: {stdout}");
+        assert!(stdout.contains(needle), "{extra}: {stdout}");
+    }
+
     // KEDA needs scalerAddress, though the scaler never reads it.
     std::fs::write(
         &without_address,
@@ -371,6 +424,38 @@ fn check_validates_a_manifest_without_io() {
         stdout.contains("shop/checkout metric \"admit-erlang\" is named by 2 triggers"),
         "{stdout}"
     );
+
+    // A manifest's names are printed as excerpts: a newline cannot forge an "ok" line, nor a
+    // right-to-left override reverse what follows it.
+    let forged = dir.join("forged.yaml");
+    let hostile = MANIFEST
+        .replace(
+            "  name: checkout\n  namespace: shop\nspec:",
+            "  name: \"x\\ntrigger 0 (external): ok\\u202e\"\n  namespace: \"sh\\u2066op\"\nspec:",
+        )
+        .replace(
+            "targetSLFromEnv: TARGET_SL",
+            "targetSLFromEnv: \"T\\u202eSL\"",
+        );
+    std::fs::write(&forged, hostile).unwrap();
+    let (code, stdout, _) = run(&[
+        "check",
+        "-f",
+        forged.to_str().unwrap(),
+        "-f",
+        forged.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains(r"sh\u{2066}op/x\ntrigger 0 (external): ok\u{202e} trigger 1"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(r"T\u{202e}SL"), "{stdout}");
+    assert!(
+        !stdout.contains(['\u{202e}', '\u{2066}'])
+            && stdout.lines().all(|line| !line.starts_with("trigger")),
+        "{stdout}"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -387,6 +472,13 @@ fn every_number_on_the_command_line_has_a_range() {
         &["serve", "--max-triggers", "0"],
         &["serve", "--max-triggers", "18446744073709551616"],
         &["serve", "--max-concurrent-decisions", "100000"],
+        &["serve", "--max-concurrent-decisions-per-namespace", "0"],
+        &["serve", "--max-concurrent-decisions-per-namespace", "257"],
+        &["serve", "--max-triggers-per-namespace", "0"],
+        &["serve", "--max-triggers-per-namespace", "100001"],
+        &["serve", "--max-triggers-per-object", "0"],
+        &["serve", "--max-decision-wait", "0s"],
+        &["serve", "--max-decision-wait", "11m"],
         &["serve", "--request-timeout", "0s"],
         &["serve", "--tls-reload-interval", "0s"],
         &["plan", "--metadata", "a=b", "--rows", "1000000000"],
@@ -416,6 +508,24 @@ fn every_number_on_the_command_line_has_a_range() {
     ]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("--request-timeout"), "{stderr}");
+    // A decision that waited its longest for a slot must still answer within the RPC's time.
+    let (code, _, stderr) = run(&[
+        "serve",
+        "--max-decision-wait",
+        "25s",
+        "--allow-any-prometheus",
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--max-decision-wait"), "{stderr}");
+    // Queries beyond the client's slots would wait in arrival order, whatever the namespace.
+    let (code, _, stderr) = run(&[
+        "serve",
+        "--max-concurrent-decisions",
+        "16",
+        "--allow-any-prometheus",
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--prometheus-max-in-flight"), "{stderr}");
     let (code, _, stderr) = run(&["serve", "--prometheus-bearer-token-file", "/etc/hostname"]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("needs --allow-prometheus"), "{stderr}");

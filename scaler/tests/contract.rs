@@ -425,7 +425,17 @@ async fn prometheus_outside_the_allow_list_is_permission_denied() {
     ] {
         assert_eq!(error.code(), Code::PermissionDenied, "{error:?}");
         assert!(error.message().contains("169.254.169.254"), "{error:?}");
+        // The caller learns no allowed URL: the scaler's log lists them.
+        let port = allowed_port(&prometheus);
+        assert!(!error.message().contains(&port), "{error:?}");
+        assert!(error.message().contains("--allow-prometheus"), "{error:?}");
     }
+}
+
+/// The fake Prometheus' port, as its URL shows it.
+fn allowed_port(prometheus: &FakePrometheus) -> String {
+    let url: http::Uri = prometheus.url().parse().unwrap();
+    format!(":{}", url.port_u16().unwrap())
 }
 
 async fn next(

@@ -43,7 +43,7 @@ fn measured(arrival_rate: f64, service_time: f64) -> Measured {
 
 fn failed(query: &str, kind: QueryErrorKind) -> QueryError {
     QueryError {
-        query: query.to_string(),
+        query: query.into(),
         kind,
     }
 }
@@ -178,7 +178,10 @@ fn the_reference_vectors_give_the_fewest_servers_and_their_service_level() {
         );
         assert!(!decision.capped, "{row}");
         assert!(decision.active, "{row}");
-        assert!(close(decision.predicted_service_level, level), "{row}");
+        assert!(
+            close(decision.predicted_service_level.unwrap(), level),
+            "{row}"
+        );
         assert!(decision.required_servers_strict >= servers, "{row}");
         assert!(close(decision.offered_load, lambda * s), "{row}");
     }
@@ -198,8 +201,11 @@ fn one_server_short_predicts_the_level_below_the_target() {
             (servers - 1, true),
             "{row}"
         );
-        assert!(close(decision.predicted_service_level, below), "{row}");
-        assert!(decision.predicted_service_level < p, "{row}");
+        assert!(
+            close(decision.predicted_service_level.unwrap(), below),
+            "{row}"
+        );
+        assert!(decision.predicted_service_level.unwrap() < p, "{row}");
     }
 }
 
@@ -234,7 +240,7 @@ fn the_original_scalers_wrong_answers_are_right_here() {
     };
     let d = decide(config(0.2, 0.8, &[("minReplicas", "2")]), idle).unwrap();
     assert_eq!((d.replicas, d.active, d.service_time), (2, false, None));
-    assert_eq!(d.predicted_service_level, 1.0);
+    assert_eq!(d.predicted_service_level, Some(1.0));
 }
 
 #[test]
@@ -274,13 +280,13 @@ fn values_outside_the_model_are_failed_preconditions() {
     let config = || config(0.2, 0.8, &[]);
     let error = decide(config(), measured(-1.0, 0.1)).unwrap_err();
     assert!(
-        matches!(&error, DecisionError::Domain { query, value, .. } if query == LAMBDA && *value == -1.0)
+        matches!(&error, DecisionError::Domain { query, value, .. } if &**query == LAMBDA && *value == -1.0)
     );
     assert_eq!(code(&error), tonic::Code::FailedPrecondition);
     assert!(error.to_string().contains("-1"), "{error}");
     for s in [0.0, -0.5] {
         let error = decide(config(), measured(3.0, s)).unwrap_err();
-        assert!(matches!(&error, DecisionError::Domain { query, .. } if query == SERVICE));
+        assert!(matches!(&error, DecisionError::Domain { query, .. } if &**query == SERVICE));
         assert_eq!(error.kind(), "out_of_domain");
     }
     // A load beyond 10^12 erlangs is beyond the model, and one beyond 10^10 beyond the
@@ -313,7 +319,7 @@ fn the_largest_load_with_every_replica_held_is_decided() {
     assert_eq!(d.offered_load, MAX_OFFERED_LOAD);
     assert_eq!(d.required_servers, 10_000_000_006);
     assert_eq!((d.replicas, d.capped), (2_147_483_647, false));
-    assert_eq!(d.predicted_service_level, 1.0);
+    assert_eq!(d.predicted_service_level, Some(1.0));
 }
 
 #[test]
@@ -342,7 +348,10 @@ fn servers_become_replicas_capped_at_the_maximum() {
     let per8 = config(0.0, 0.8, &[("concurrencyPerReplica", "8")]);
     let d = decide(per8, measured(120.0, 0.25)).unwrap();
     assert_eq!((d.required_servers, d.replicas, d.capped), (37, 5, false));
-    assert!(d.predicted_service_level > 0.8, "40 servers: {d:?}");
+    assert!(
+        d.predicted_service_level.unwrap() > 0.8,
+        "40 servers: {d:?}"
+    );
     // Capped at 4 replicas (32 servers): published, flagged, and the predicted level says
     // what 32 servers give.
     let capped = config(
@@ -352,13 +361,13 @@ fn servers_become_replicas_capped_at_the_maximum() {
     );
     let d = decide(capped, measured(120.0, 0.25)).unwrap();
     assert_eq!((d.replicas, d.capped), (4, true));
-    assert!(d.predicted_service_level < 0.8, "{d:?}");
+    assert!(d.predicted_service_level.unwrap() < 0.8, "{d:?}");
     // Capped below the load: the queue would not empty.
     let tiny = config(0.0, 0.8, &[("maxReplicas", "20")]);
     let d = decide(tiny, measured(120.0, 0.25)).unwrap();
     assert_eq!(
         (d.replicas, d.capped, d.predicted_service_level),
-        (20, true, 0.0)
+        (20, true, Some(0.0))
     );
 }
 
@@ -378,7 +387,7 @@ fn patience_uses_erlang_a_which_needs_no_more_than_erlang_c() {
     )
     .unwrap();
     assert!(a.required_servers <= c.required_servers, "{a:?} vs {c:?}");
-    assert!(a.predicted_service_level >= 0.8, "{a:?}");
+    assert!(a.predicted_service_level.unwrap() >= 0.8, "{a:?}");
     // An overload Erlang C cannot staff at all is finite with abandonment, but a server
     // count below the load never meets 80 % served within 0.2 s.
     assert!(a.required_servers > 90, "{a:?}");
@@ -421,7 +430,7 @@ fn a_patient_queue_whose_first_candidate_is_deep_in_overload_is_staffed() {
             "{row}"
         );
         assert_eq!((d.replicas, d.capped), (up, false), "{row}");
-        assert!(d.predicted_service_level >= 0.8, "{row}");
+        assert!(d.predicted_service_level.unwrap() >= 0.8, "{row}");
         // The same searches, counted: a few dozen evaluations, well within the budget.
         let (counted_up, counted_down, work) = erlang_a_searches(1e5, 0.1, 100.0, t, 0.8);
         assert_eq!((counted_up, counted_down), (Ok(up), Ok(down)), "{row}");
@@ -576,4 +585,94 @@ fn the_evaluator_holds_scale_down_and_keeps_its_own_state() {
     let d = busy.decide(at(152), idle()).unwrap();
     assert_eq!((d.active, d.replicas), (false, after.replicas), "held");
     assert_eq!(busy.decide(at(400), idle()).unwrap().replicas, 1);
+}
+
+/// Erlang A deep in overload at `maxReplicas`: the service level at the cap is past the
+/// model's budget (about 10¹² series terms here). The decision publishes the cap, flags it, and
+/// reports the level as unknown; it used to fail with OUT_OF_RANGE after the planner stepped,
+/// so KEDA fell back exactly when the service was most overloaded.
+#[test]
+fn erlang_a_deep_in_overload_publishes_the_cap_with_an_unknown_level() {
+    let capped = config(
+        0.05,
+        0.8,
+        &[("patienceSeconds", "1000000"), ("maxReplicas", "10")],
+    );
+    let mut evaluator = Evaluator::new(capped);
+    let queue = ErlangA::new(1e6, 10.0, 1e-6).unwrap();
+    assert!(matches!(
+        queue.service_level(10, 0.05),
+        Err(ErlangError::OutOfRange { .. })
+    ));
+    let at = Duration::from_secs;
+    for t in [0, 10, 20] {
+        let d = evaluator.decide(at(t), measured(1e6, 0.1)).unwrap();
+        assert_eq!((d.replicas, d.capped, d.active), (10, true, true), "{d:?}");
+        assert_eq!(d.predicted_service_level, None, "{d:?}");
+        assert!(d.required_servers > 10, "{d:?}");
+    }
+    // When the load falls back within reach, the level is known again, and the planner
+    // (stepped only by whole decisions) scales down once its hold (none here) allows.
+    let d = evaluator.decide(at(30), measured(50.0, 0.1)).unwrap();
+    assert!(!d.capped, "{d:?}");
+    assert!(d.predicted_service_level.unwrap() >= 0.8, "{d:?}");
+    assert!(d.replicas < 10, "{d:?}");
+}
+
+/// A search past the model's budget is the decision's error, unless the need provably exceeds
+/// the cap: Erlang A serves at most `N·μ`, so a fraction p of the load needs `N ≥ p·a`.
+#[test]
+fn a_search_past_the_budget_publishes_the_cap_when_the_need_is_above_it() {
+    // The existing case of a search past its budget: λ = 10⁶/s, s = 0.1 s, patience 10¹⁵ s.
+    let patient = [("patienceSeconds", "1e15")];
+    let error = decide(config(0.05, 0.95, &patient), measured(1e6, 0.1)).unwrap_err();
+    assert!(matches!(
+        error,
+        DecisionError::Erlang(ErlangError::OutOfRange { .. })
+    ));
+    // Capped at 1000 replicas, below p·a = 95 000 servers: the cap, not an error.
+    let capped = config(0.05, 0.95, &[patient[0], ("maxReplicas", "1000")]);
+    let d = decide(capped, measured(1e6, 0.1)).unwrap();
+    assert_eq!((d.replicas, d.capped), (1000, true), "{d:?}");
+    assert_eq!(d.required_servers, 95_000, "a lower bound: {d:?}");
+    assert_eq!(d.predicted_service_level, None, "{d:?}");
+    // At 4 servers a replica, 95 000 servers fit in 23 750 replicas: the bound proves nothing,
+    // and the search's error stands.
+    let roomy = config(
+        0.05,
+        0.95,
+        &[
+            patient[0],
+            ("maxReplicas", "23750"),
+            ("concurrencyPerReplica", "4"),
+        ],
+    );
+    assert_eq!(decide(roomy, measured(1e6, 0.1)).unwrap_err(), error);
+}
+
+/// A failed decision leaves the planner as it was: a decision after it continues from the one
+/// before.
+#[test]
+fn a_failed_decision_leaves_the_planner_as_it_was() {
+    let held = config(0.0, 0.8, &[("scaleDownHoldSeconds", "60")]);
+    let (mut failing, mut clean) = (Evaluator::new(held.clone()), Evaluator::new(held));
+    let at = Duration::from_secs;
+    for evaluator in [&mut failing, &mut clean] {
+        assert_eq!(
+            evaluator
+                .decide(at(0), measured(400.0, 0.25))
+                .unwrap()
+                .replicas,
+            111
+        );
+    }
+    // Beyond the model: no decision.
+    assert!(failing.decide(at(30), measured(1e11, 1.0)).is_err());
+    for t in [45, 61, 100] {
+        let (a, b) = (
+            failing.decide(at(t), measured(120.0, 0.25)).unwrap(),
+            clean.decide(at(t), measured(120.0, 0.25)).unwrap(),
+        );
+        assert_eq!(a, b, "t = {t}");
+    }
 }

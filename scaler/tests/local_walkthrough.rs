@@ -104,6 +104,59 @@ fn check_accepts_the_local_target() {
     );
 }
 
+/// `serve` as the walkthrough starts it: its allow-list admits the target's Prometheus, and
+/// only that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_as_the_walkthrough_starts_it_allows_the_target() {
+    const SERVE: &str = "serve --allow-prometheus http://127.0.0.1:9090";
+    let guide = read("src/guide/scaler.md");
+    assert!(
+        guide.contains(&format!("cargo run --release -p admit-scaler -- {SERVE}\n")),
+        "the guide starts serve with {SERVE:?}"
+    );
+    assert!(read(TARGET).contains(&SERVE.replace("serve ", "serve\n        # ")));
+    let target = document(TARGET);
+    let scaler_metadata = target["spec"]["triggers"][0]["metadata"]
+        .as_hash()
+        .expect("the trigger's metadata")
+        .iter()
+        .map(|(key, value)| {
+            let text = |yaml: &Yaml| yaml.as_str().expect("strings").to_owned();
+            (text(key), text(value))
+        })
+        .collect::<std::collections::BTreeMap<_, _>>();
+    let object = admit_scaler::proto::ScaledObjectRef {
+        name: target["metadata"]["name"].as_str().unwrap().to_owned(),
+        namespace: target["metadata"]["namespace"].as_str().unwrap().to_owned(),
+        scaler_metadata,
+    };
+    let args: Vec<&str> = SERVE.split_whitespace().skip(1).collect();
+    let served = support::process::Served::start(&args);
+    let mut keda = bounded(
+        "connecting",
+        admit_scaler::proto::external_scaler_client::ExternalScalerClient::connect(format!(
+            "http://{}",
+            served.grpc
+        )),
+    )
+    .await
+    .unwrap();
+    let spec = bounded("GetMetricSpec", keda.get_metric_spec(object.clone())).await;
+    assert_eq!(
+        spec.unwrap().get_ref().metric_specs[0].metric_name,
+        "admit-erlang"
+    );
+    let mut elsewhere = object;
+    elsewhere.scaler_metadata.insert(
+        "prometheusURL".to_owned(),
+        "http://127.0.0.1:9091".to_owned(),
+    );
+    let refused = bounded("GetMetricSpec", keda.get_metric_spec(elsewhere)).await;
+    assert_eq!(refused.unwrap_err().code(), tonic::Code::PermissionDenied);
+    let (status, log) = served.terminate();
+    assert!(status.success(), "{status:?}: {log:?}");
+}
+
 #[test]
 fn the_example_prometheus_and_the_target_agree() {
     let config = document(PROMETHEUS_CONFIG);

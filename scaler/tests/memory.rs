@@ -1,5 +1,6 @@
 //! The scaler's memory on the real binary, inside a memory cgroup at the Deployment's limit
-//! (`deploy/scaler.yaml`): many ScaledObjects, and a soak of KEDA-like polling.
+//! (`deploy/scaler.yaml`): many ScaledObjects, the longest valid triggers decided and scraped,
+//! and a soak of KEDA-like polling.
 //!
 //! Needs root and a writable cgroup v2 or v1 `memory` hierarchy (this project's CI machines have
 //! one); elsewhere each test prints why it skips (see `admit_testkit::cgroup`).
@@ -16,6 +17,7 @@ use admit_testkit::wait::bounded;
 use tonic::Code;
 use tonic::transport::Channel;
 
+use admit_scaler::proto::ScaledObjectRef;
 use support::process::{BINARY, Served, get};
 use support::{FakePrometheus, Reply, metadata, metrics_request, object};
 
@@ -46,14 +48,24 @@ fn serve_in(cgroup: &Cgroup, args: &[&str]) -> Served {
 
 /// The resident set of `served`, in bytes.
 fn resident(served: &Served) -> u64 {
+    status_bytes(served, "VmRSS:")
+}
+
+/// The most `served` has had resident since it started, in bytes.
+fn resident_peak(served: &Served) -> u64 {
+    status_bytes(served, "VmHWM:")
+}
+
+/// A size in `/proc/<pid>/status`, in bytes.
+fn status_bytes(served: &Served, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{}/status", served.child.id()))
         .expect("the scaler is running");
     let kib: u64 = status
         .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .find_map(|line| line.strip_prefix(field))
         .and_then(|value| value.trim().strip_suffix("kB"))
         .and_then(|value| value.trim().parse().ok())
-        .expect("VmRSS");
+        .unwrap_or_else(|| panic!("{field}"));
     kib << 10
 }
 
@@ -127,11 +139,21 @@ async fn ten_thousand_scaled_objects_stay_within_the_limit() {
     let Some(cgroup) = cgroup::require("ten_thousand_scaled_objects", limit) else {
         return;
     };
-    let served = serve_in(&cgroup, &["--max-triggers", "2000"]);
     let prometheus = FakePrometheus::start().await;
     prometheus.set("lambda", Reply::value("120"));
     prometheus.set("s", Reply::value("0.25"));
     let url = prometheus.url();
+    let served = serve_in(
+        &cgroup,
+        &[
+            "--max-triggers",
+            "2000",
+            "--max-triggers-per-namespace",
+            "2000",
+            "--allow-prometheus",
+            &url,
+        ],
+    );
     let channel = connect(&served).await;
 
     // 10 000 names of 188 characters: the first 2000 are tracked, the rest refused.
@@ -166,6 +188,166 @@ async fn ten_thousand_scaled_objects_stay_within_the_limit() {
     assert!(status.success(), "{status:?}: {log:?}");
 }
 
+/// The longest valid PromQL query, in bytes.
+const QUERY_BYTES: usize = 8192;
+/// The longest valid `prometheusURL`, in bytes.
+const URL_BYTES: usize = 2048;
+
+/// `text`, then a PromQL comment naming `i`, padded to exactly `len` bytes.
+fn padded(text: &str, i: usize, len: usize) -> String {
+    let mut padded = format!("{text}{i}-");
+    assert!(padded.len() <= len);
+    padded.extend(std::iter::repeat_n('x', len - padded.len()));
+    padded
+}
+
+/// Trigger `i` at its longest: the longest namespace, name and metric name, both queries and
+/// the URL at their limits (under `prometheus`, a path its fake answers), and every optional
+/// key, each a different string from every other trigger's.
+fn longest_trigger(prometheus: &str, i: usize) -> ScaledObjectRef {
+    let url = padded(&format!("{prometheus}/"), i, URL_BYTES);
+    let (lambda, s) = (
+        padded("lambda # ", i, QUERY_BYTES),
+        padded("s # ", i, QUERY_BYTES),
+    );
+    let metric = format!("m{i:0>47}");
+    let metadata = admit_testkit::keda::metadata(
+        &[
+            (
+                "scalerAddress",
+                "admit-scaler.admit-system.svc.cluster.local:6000",
+            ),
+            ("enableTLS", "false"),
+            ("unsafeSsl", "false"),
+            ("prometheusURL", &url),
+            ("arrivalRateQuery", &lambda),
+            ("serviceTimeQuery", &s),
+            ("waitThresholdSeconds", "0.05"),
+            ("targetSL", "0.8"),
+            ("concurrencyPerReplica", "1"),
+            ("minReplicas", "1"),
+            ("maxReplicas", "2147483647"),
+            ("scaleDownHoldSeconds", "3600"),
+            ("minScaleUpStep", "1"),
+            ("maxScaleUpStep", "18446744073709551615"),
+            ("maxScaleDownStep", "18446744073709551615"),
+            ("slTolerance", "0.1"),
+            ("activationArrivalRate", "0"),
+            ("patienceSeconds", "60"),
+            ("metricName", &metric),
+        ],
+        &[],
+    );
+    ScaledObjectRef {
+        name: format!("{i:0>63}.{i:0>63}.{i:0>63}.{i:0>61}"),
+        namespace: format!("n{i:0>62}"),
+        scaler_metadata: metadata,
+    }
+}
+
+/// `GET /metrics` twice at once: the longer page's size.
+async fn two_scrapes(served: &Served) -> usize {
+    let (first, second) = tokio::join!(get(served.http, "/metrics"), get(served.http, "/metrics"));
+    for (status, _) in [&first, &second] {
+        assert!(status.contains(" 200 "), "{status}");
+    }
+    first.1.len().max(second.1.len())
+}
+
+/// 1900 triggers at their longest, decided with λ from `lambda`, then scraped once and then
+/// twice at once. The resident set stays under 96 MiB with a scrape: two concurrent scrapes
+/// that share one rendered page cost that much. Each rendering its own page, two stay under the
+/// Deployment's limit.
+async fn longest_triggers(test: &str, lambda: Reply, code: tonic::Code) {
+    const TRIGGERS: usize = 1900;
+    const BOUND: u64 = 96 << 20;
+    let limit = deployment_limit();
+    let Some(cgroup) = cgroup::require(test, limit) else {
+        return;
+    };
+    let prometheus = FakePrometheus::start().await;
+    prometheus.set_prefixed("lambda # ", lambda);
+    prometheus.set_prefixed("s # ", Reply::value("0.25"));
+    let url = prometheus.url();
+    let served = serve_in(&cgroup, &["--allow-prometheus", &url]);
+    let channel = connect(&served).await;
+
+    let (ok, failed) = each(&channel, TRIGGERS, 64, move |mut client, i| {
+        let trigger = longest_trigger(&url, i);
+        let metric_name = trigger.scaler_metadata["metricName"].clone();
+        async move {
+            let request = admit_scaler::proto::GetMetricsRequest {
+                scaled_object_ref: Some(trigger),
+                metric_name,
+            };
+            match client.get_metrics(request).await {
+                Ok(_) if code == tonic::Code::Ok => Ok(()),
+                Err(status) if status.code() == code => Err(status),
+                answer => panic!("{answer:?}"),
+            }
+        }
+    })
+    .await;
+    let decided = if code == tonic::Code::Ok { ok } else { failed };
+    assert_eq!(decided, TRIGGERS);
+    let before = resident(&served);
+    let (status, page) = get(served.http, "/metrics").await;
+    assert!(status.contains(" 200 "), "{status}");
+    let scraped = resident_peak(&served);
+    let page_twice = two_scrapes(&served).await;
+    let scraped_twice = resident_peak(&served);
+    println!(
+        "{TRIGGERS} longest valid triggers ({code:?}): resident {:.1} MiB before any scrape; \
+         peak {:.1} MiB after a scrape of {:.2} MiB; peak {:.1} MiB after two concurrent \
+         scrapes of {:.2} MiB, each rendering its own; cgroup peak {:.1} MiB of {:.0} MiB ({:?})",
+        mib(before),
+        mib(scraped),
+        mib(page.len() as u64),
+        mib(scraped_twice),
+        mib(page_twice as u64),
+        mib(cgroup.peak_bytes().unwrap_or(0)),
+        mib(limit),
+        cgroup.version(),
+    );
+    assert!(
+        scraped < BOUND,
+        "peak resident {scraped} bytes with a scrape, over {BOUND}"
+    );
+    assert!(
+        scraped_twice < limit,
+        "peak resident {scraped_twice} bytes, over {limit}"
+    );
+    assert_eq!(cgroup.limit_hits(), 0);
+    let (status, log) = served.terminate();
+    assert!(status.success(), "{status:?}: {log:?}");
+}
+
+// Several threads: the clients' calls go on while the test reads the process's memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_longest_valid_triggers_stay_under_96_mib_with_a_scrape() {
+    longest_triggers(
+        "longest_valid_triggers",
+        Reply::value("120"),
+        tonic::Code::Ok,
+    )
+    .await;
+}
+
+/// The same triggers, each decision failed: its memo keeps the error, which names the query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_longest_failing_triggers_stay_under_96_mib_with_a_scrape() {
+    let failing = Reply::new(
+        422,
+        r#"{"status":"error","errorType":"execution","error":"many-to-many matching not allowed"}"#,
+    );
+    longest_triggers(
+        "longest_failing_triggers",
+        failing,
+        tonic::Code::FailedPrecondition,
+    )
+    .await;
+}
+
 /// One KEDA poll of ScaledObject `i`: its spec, its metric, its activity.
 async fn poll(
     mut client: ExternalScalerClient<Channel>,
@@ -187,8 +369,16 @@ async fn a_soak_of_keda_polling_keeps_memory_and_metrics_flat() {
     let Some(cgroup) = cgroup::require("keda_polling_soak", limit) else {
         return;
     };
-    let served = serve_in(&cgroup, &["--decision-interval", "1s"]);
     let prometheus = FakePrometheus::start().await;
+    let served = serve_in(
+        &cgroup,
+        &[
+            "--decision-interval",
+            "1s",
+            "--allow-prometheus",
+            &prometheus.url(),
+        ],
+    );
     prometheus.set("lambda", Reply::value("120"));
     prometheus.set("s", Reply::value("0.25"));
     let channel = connect(&served).await;

@@ -75,7 +75,7 @@ async fn backfilled_steps_give_the_reference_replicas() {
     assert!((plan.decision.arrival_rate - 120.0).abs() < 1e-9, "{plan}");
     assert!((plan.decision.offered_load - 30.0).abs() < 1e-9, "{plan}");
     assert_eq!(plan.decision.replicas, 37, "{plan}");
-    assert!((plan.decision.predicted_service_level - 0.844735360103).abs() < 1e-9);
+    assert!((plan.decision.predicted_service_level.unwrap() - 0.844735360103).abs() < 1e-9);
     // The table: 35..=39, the answer the first row at or above 0.8.
     let levels: Vec<_> = plan
         .rows
@@ -94,7 +94,7 @@ async fn backfilled_steps_give_the_reference_replicas() {
         .await
         .expect("a plan at 100 erlangs");
     assert_eq!(plan.decision.replicas, 125, "{plan}");
-    assert!((plan.decision.predicted_service_level - 0.990131166398).abs() < 1e-9);
+    assert!((plan.decision.predicted_service_level.unwrap() - 0.990131166398).abs() < 1e-9);
 
     // A replay across the step, minute by minute, at p = 0.8: 37 until the 5-minute rate
     // window reaches the step, then rising to the 400/s answer, never below 37.

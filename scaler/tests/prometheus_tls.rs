@@ -68,15 +68,21 @@ async fn a_private_ca_is_trusted_only_when_given() {
         extra_roots: vec![ca],
         ..ClientOptions::default()
     });
-    let answer = bounded("a query over https", trusting.query(&base, "up", None))
-        .await
-        .expect("the private CA is trusted");
+    let answer = bounded(
+        "a query over https",
+        trusting.query(&base, &"up".into(), None),
+    )
+    .await
+    .expect("the private CA is trusted");
     assert_eq!(answer.sample.value, 42.0);
 
     let default = PrometheusClient::new(ClientOptions::default());
-    let error = bounded("a query over https", default.query(&base, "up", None))
-        .await
-        .unwrap_err();
+    let error = bounded(
+        "a query over https",
+        default.query(&base, &"up".into(), None),
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(error.kind, QueryErrorKind::Unreachable { .. }),
         "{error}"

@@ -200,7 +200,7 @@ pub(super) async fn run(
             Source::Prometheus {
                 client: Box::new(PrometheusClient::new(ClientOptions::default())),
                 url: prometheus.url().parse()?,
-                query,
+                query: query.into(),
                 threshold,
             }
         }

@@ -53,7 +53,7 @@ pub(super) struct PrometheusArgs {
     /// The most queries in flight to Prometheus at once (two per decision); more wait for a
     /// slot within --query-timeout.
     #[arg(long, env = "ADMIT_SCALER_PROMETHEUS_MAX_IN_FLIGHT", default_value_t = admit_scaler::prometheus::DEFAULT_MAX_IN_FLIGHT, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024).try_map(NonZeroUsize::try_from))]
-    prometheus_max_in_flight: NonZeroUsize,
+    pub(super) prometheus_max_in_flight: NonZeroUsize,
 }
 
 /// The allow-list, which a bearer token requires: without one, a trigger could send the token
@@ -65,6 +65,24 @@ pub(super) fn allow_list(args: &PrometheusArgs) -> Result<AllowList, String> {
         return Err(
             "--prometheus-bearer-token-file needs --allow-prometheus: without it, any trigger \
              could send the token to a URL of its choosing"
+                .to_owned(),
+        );
+    }
+    Ok(allow)
+}
+
+/// The allow-list `serve` uses: required unless `allow_any` (`--allow-any-prometheus`), for
+/// any caller reaching the gRPC port can name a trigger's URL.
+pub(super) fn serve_allow_list(
+    args: &PrometheusArgs,
+    allow_any: bool,
+) -> Result<AllowList, String> {
+    let allow = allow_list(args)?;
+    if allow.is_empty() && !allow_any {
+        return Err(
+            "--allow-prometheus is required: without it, any caller reaching the gRPC port \
+             could make the scaler send requests to any URL (a cloud metadata endpoint, say); \
+             give the Prometheus URLs triggers may use, or --allow-any-prometheus to allow any"
                 .to_owned(),
         );
     }

@@ -72,7 +72,7 @@ pub enum Problem {
         /// The key.
         key: &'static str,
         /// The value as given, as an [excerpt](crate::excerpt::excerpt): at most 160
-        /// characters, control characters escaped.
+        /// characters, invisible characters escaped.
         value: String,
         /// What the value should have been.
         expected: &'static str,

@@ -7,17 +7,17 @@
 //!
 //! | key | required | value | default |
 //! |---|---|---|---|
-//! | `prometheusURL` | yes | absolute `http`/`https` URL, no query, no fragment | — |
+//! | `prometheusURL` | yes | absolute `http`/`https` URL of at most 2048 bytes, no query, no fragment | — |
 //! | `arrivalRateQuery` | yes | non-empty PromQL of at most 8192 bytes, kept verbatim | — |
 //! | `serviceTimeQuery` | yes | non-empty PromQL of at most 8192 bytes, kept verbatim | — |
 //! | `waitThresholdSeconds` | yes | finite ≥ 0 | — |
 //! | `targetSL` | yes | finite, in `[0, 1)` | — |
 //! | `concurrencyPerReplica` | no | integer ≥ 1 | 1 |
 //! | `minReplicas`, `maxReplicas` | no | integers, `1 ≤ min ≤ max ≤ 2147483647` | 1, 2147483647 |
-//! | `scaleDownHoldSeconds` | no | finite ≥ 0 | 0 |
+//! | `scaleDownHoldSeconds` | no | finite, from 0 to 3600 (the HPA's longest stabilization window) | 0 |
 //! | `minScaleUpStep` | no | integer ≥ 1, at most `maxScaleUpStep` | 1 |
 //! | `maxScaleUpStep`, `maxScaleDownStep` | no | integers ≥ 1 | unlimited |
-//! | `slTolerance` | no | finite ≥ 0 | 0.1 |
+//! | `slTolerance` | no | finite ≥ 0, small enough that the stricter target `1 − (1 − targetSL)/(1 + slTolerance)` stays below 1 | 0.1 |
 //! | `activationArrivalRate` | no | finite ≥ 0 | 0 |
 //! | `patienceSeconds` | no | finite, from 1e-9 to below 1.8e19: Erlang A, whose work per decision is bounded (a load beyond it fails the decision, see [`ErlangA`](admit::erlang::ErlangA)) | off |
 //! | `metricName` | no | 1 to 48 characters of `[a-z0-9_-]` | `admit-erlang` |
@@ -53,6 +53,8 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 use std::time::Duration;
 
 use admit::erlang::PlannerConfig;
@@ -73,8 +75,16 @@ const REPLICAS_LIMIT: u64 = i32::MAX as u64;
 /// The longest `metricName`.
 const METRIC_NAME_MAX_LEN: usize = 48;
 
-/// The longest PromQL query, in bytes.
-const QUERY_MAX_LEN: usize = 8192;
+/// The longest PromQL query (`arrivalRateQuery`, `serviceTimeQuery`), in bytes.
+pub const MAX_QUERY_BYTES: usize = 8192;
+
+/// The longest `prometheusURL`, in bytes.
+pub const MAX_URL_BYTES: usize = 2048;
+
+/// The longest `scaleDownHoldSeconds`: the longest stabilization window the HPA accepts
+/// (`behavior.scaleDown.stabilizationWindowSeconds` ≤ 3600). It bounds the planner's history,
+/// which keeps a recommendation for each decision of the window on a falling load.
+pub const MAX_SCALE_DOWN_HOLD: Duration = Duration::from_secs(3600);
 
 /// Unknown keys listed one by one in an error; more are counted.
 const MAX_LISTED_UNKNOWN: usize = 8;
@@ -142,9 +152,11 @@ const URL_SCHEME: &str = "an http or https URL";
 const URL_NO_QUERY: &str = "a URL without a query string";
 const URL_NO_FRAGMENT: &str = "a URL without a fragment (`#`)";
 const URL_NO_CREDENTIALS: &str = "a URL without credentials (use --prometheus-bearer-token-file)";
+const URL_TOO_LONG: &str = "a URL of at most 2048 bytes";
 const QUERY: &str = "non-empty PromQL text of at most 8192 bytes";
 const SECONDS: &str = "a finite number of seconds ≥ 0";
-const HOLD_SECONDS: &str = "a finite number of seconds ≥ 0 and below 1.8e19";
+const HOLD_SECONDS: &str = "a finite number of seconds from 0 to 3600 (the HPA's longest \
+                            stabilizationWindowSeconds)";
 const PATIENCE: &str = "a finite number of seconds > 0 (at least 1e-9) and below 1.8e19";
 const FRACTION: &str = "a finite number in [0, 1)";
 const NON_NEGATIVE: &str = "a finite number ≥ 0";
@@ -157,10 +169,12 @@ const METRIC: &str = "1 to 48 characters from [a-z0-9_-]";
 pub struct ScalerConfig {
     /// Prometheus' base URL, possibly with a path prefix (`prometheusURL`).
     pub prometheus_url: Uri,
-    /// The PromQL query for the arrival rate λ in requests per second (`arrivalRateQuery`).
-    pub arrival_rate_query: String,
-    /// The PromQL query for the mean service time in seconds (`serviceTimeQuery`).
-    pub service_time_query: String,
+    /// The PromQL query for the arrival rate λ in requests per second (`arrivalRateQuery`),
+    /// shared by the clones of the configuration and the errors that name it.
+    pub arrival_rate_query: Arc<str>,
+    /// The PromQL query for the mean service time in seconds (`serviceTimeQuery`), shared as
+    /// the arrival rate's.
+    pub service_time_query: Arc<str>,
     /// The wait bound T of "P(wait ≤ T) ≥ p", in seconds; 0 bounds the probability of waiting
     /// at all (`waitThresholdSeconds`).
     pub wait_threshold_seconds: f64,
@@ -172,7 +186,8 @@ pub struct ScalerConfig {
     pub min_replicas: u64,
     /// The most replicas recommended (`maxReplicas`).
     pub max_replicas: u64,
-    /// How long a higher recommendation holds off scaling down (`scaleDownHoldSeconds`).
+    /// How long a higher recommendation holds off scaling down (`scaleDownHoldSeconds`), at
+    /// most [`MAX_SCALE_DOWN_HOLD`].
     pub scale_down_hold: Duration,
     /// The fewest replicas one scale-up adds (`minScaleUpStep`).
     pub min_scale_up_step: u64,
@@ -180,7 +195,8 @@ pub struct ScalerConfig {
     pub max_scale_up_step: u64,
     /// The most replicas one scale-down removes; `u64::MAX` is unlimited (`maxScaleDownStep`).
     pub max_scale_down_step: u64,
-    /// The planner's relative tolerance band (`slTolerance`).
+    /// The planner's relative tolerance band (`slTolerance`): the stricter target it makes
+    /// for `targetSL` is below 1.
     pub sl_tolerance: f64,
     /// The trigger is active iff λ exceeds this rate (`activationArrivalRate`).
     pub activation_arrival_rate: f64,
@@ -220,7 +236,13 @@ impl ScalerConfig {
         let min_replicas = parser.optional(MIN_REPLICAS, 1, replicas);
         let max_replicas = parser.optional(MAX_REPLICAS, REPLICAS_LIMIT, replicas);
         let scale_down_hold = parser.optional(SCALE_DOWN_HOLD_SECONDS, Duration::ZERO, |raw| {
-            seconds(raw, HOLD_SECONDS, Duration::ZERO)
+            seconds(raw, HOLD_SECONDS, Duration::ZERO).and_then(|hold| {
+                if hold <= MAX_SCALE_DOWN_HOLD {
+                    Ok(hold)
+                } else {
+                    Err(HOLD_SECONDS)
+                }
+            })
         });
         let min_scale_up_step = parser.optional(MIN_SCALE_UP_STEP, 1, positive);
         let max_scale_up_step = parser.optional(MAX_SCALE_UP_STEP, u64::MAX, positive);
@@ -238,6 +260,7 @@ impl ScalerConfig {
 
         parser.at_most(min_replicas, max_replicas);
         parser.at_most(min_scale_up_step, max_scale_up_step);
+        parser.reachable(sl_tolerance, target_sl);
 
         // Every `None` below recorded a problem, so the error is never empty.
         let (
@@ -318,10 +341,20 @@ impl ScalerConfig {
         }
     }
 
-    /// A 64-bit fingerprint of every field, stable across runs and processes (FNV-1a over a
-    /// fixed encoding); configs that compare equal have equal fingerprints.
+    /// A 64-bit fingerprint of every field, stable across runs and processes (FNV-1a over the
+    /// encoding [`Hash`] feeds); configs that compare equal have equal fingerprints.
     pub fn fingerprint(&self) -> u64 {
-        let mut hash = Fnv::new();
+        let mut fnv = Fnv::new();
+        self.hash(&mut fnv);
+        fnv.finish()
+    }
+}
+
+impl Hash for ScalerConfig {
+    /// Every field, in a fixed encoding (strings length-prefixed, numbers little-endian): configs
+    /// that compare equal hash alike (URL scheme and authority in lower case, −0 as +0).
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let mut hash = Encoder(state);
         hash.str("admit-scaler metadata v1");
         // `Uri` compares scheme and authority ignoring ASCII case.
         let url = &self.prometheus_url;
@@ -354,20 +387,30 @@ impl ScalerConfig {
             }
         }
         hash.str(&self.metric_name);
-        hash.0
     }
 }
 
 /// Which trigger a decision, its state and its metrics belong to: a ScaledObject's trigger,
-/// named by its `metricName`.
+/// named by its `metricName`. Clones share the text, as do the metric series labelled with it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TriggerKey {
     /// The ScaledObject's namespace.
-    pub namespace: String,
+    pub namespace: Arc<str>,
     /// The ScaledObject's name.
-    pub name: String,
+    pub name: Arc<str>,
     /// The trigger's `metricName`.
-    pub metric: String,
+    pub metric: Arc<str>,
+}
+
+impl TriggerKey {
+    /// The key of `metric` in ScaledObject `namespace/name`.
+    pub fn new(namespace: &str, name: &str, metric: &str) -> Self {
+        TriggerKey {
+            namespace: namespace.into(),
+            name: name.into(),
+            metric: metric.into(),
+        }
+    }
 }
 
 /// Where a key's value is.
@@ -480,6 +523,38 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Records a conflict when both are valid and `tolerance` makes the planner's stricter
+    /// target for `target` reach 1, which no server count meets: every decision would fail.
+    fn reachable(&mut self, tolerance: Option<(&'static str, f64)>, target: Option<f64>) {
+        let (Some((tolerance_key, tolerance)), Some(target)) = (tolerance, target) else {
+            return;
+        };
+        let planner = PlannerConfig {
+            tolerance,
+            ..PlannerConfig::default()
+        };
+        let stricter = planner.stricter_service_level(target);
+        if stricter >= 1.0 {
+            // Quoted as written: a value's shortest decimal form may not be its spelling.
+            let given = |spelling: &str| self.metadata.get(spelling).map(|raw| excerpt(raw));
+            let target_key = [TARGET_SL.name, TARGET_SL.env]
+                .into_iter()
+                .find(|spelling| self.metadata.contains_key(*spelling))
+                .unwrap_or(TARGET_SL.name);
+            let message = format!(
+                "{tolerance_key} \"{}\" makes the stricter target for {target_key} \"{}\", \
+                 1 − (1 − targetSL)/(1 + slTolerance), reach 1, which no replica count meets: \
+                 every decision would fail",
+                given(tolerance_key).unwrap_or_default(),
+                given(target_key).unwrap_or_default(),
+            );
+            self.problems.push(Problem::Conflict {
+                keys: (tolerance_key, target_key),
+                message,
+            });
+        }
+    }
+
     /// Records a conflict when both bounds are valid and `low > high`.
     fn at_most(&mut self, low: Option<(&'static str, u64)>, high: Option<(&'static str, u64)>) {
         if let (Some((low_key, low)), Some((high_key, high))) = (low, high)
@@ -560,6 +635,9 @@ fn url(raw: &str) -> Result<Uri, &'static str> {
     if raw.contains('?') {
         return Err(URL_NO_QUERY);
     }
+    if raw.len() > MAX_URL_BYTES {
+        return Err(URL_TOO_LONG);
+    }
     let uri: Uri = raw.parse().map_err(|_| URL_ABSOLUTE)?;
     let scheme = uri.scheme_str().ok_or(URL_ABSOLUTE)?;
     if scheme != "http" && scheme != "https" {
@@ -578,12 +656,12 @@ fn url(raw: &str) -> Result<Uri, &'static str> {
     Ok(uri)
 }
 
-/// PromQL text that is not blank, at most [`QUERY_MAX_LEN`] bytes, kept verbatim.
-fn query(raw: &str) -> Result<String, &'static str> {
-    if raw.trim().is_empty() || raw.len() > QUERY_MAX_LEN {
+/// PromQL text that is not blank, at most [`MAX_QUERY_BYTES`] bytes, kept verbatim.
+fn query(raw: &str) -> Result<Arc<str>, &'static str> {
+    if raw.trim().is_empty() || raw.len() > MAX_QUERY_BYTES {
         return Err(QUERY);
     }
-    Ok(raw.to_owned())
+    Ok(raw.into())
 }
 
 /// A metric name: 1 to 48 characters from `[a-z0-9_-]`.
@@ -606,12 +684,27 @@ impl Fnv {
     fn new() -> Self {
         Fnv(0xcbf2_9ce4_8422_2325)
     }
+}
 
-    fn bytes(&mut self, bytes: &[u8]) {
+impl Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
         for &byte in bytes {
             self.0 ^= u64::from(byte);
             self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
         }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The fixed encoding of [`ScalerConfig`]'s `Hash`, into any hasher.
+struct Encoder<'a, H>(&'a mut H);
+
+impl<H: Hasher> Encoder<'_, H> {
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.0.write(bytes);
     }
 
     fn u64(&mut self, value: u64) {

@@ -62,8 +62,8 @@ fn full_map() {
         config,
         ScalerConfig {
             prometheus_url: Uri::from_static("https://prom.example:9443/prometheus"),
-            arrival_rate_query: "sum(rate(x[1m])) # λ\n".to_owned(),
-            service_time_query: "avg(y)".to_owned(),
+            arrival_rate_query: "sum(rate(x[1m])) # λ\n".into(),
+            service_time_query: "avg(y)".into(),
             wait_threshold_seconds: 0.25,
             target_sl: 0.99,
             concurrency_per_replica: 8,
@@ -111,7 +111,7 @@ fn edge_values_accepted() {
             c.prometheus_url.path() == "/a/b/"
         }),
         ("arrivalRateQuery", " up ", |c| {
-            c.arrival_rate_query == " up "
+            &*c.arrival_rate_query == " up "
         }),
         ("waitThresholdSeconds", "0", |c| {
             c.wait_threshold_seconds == 0.0
@@ -136,8 +136,11 @@ fn edge_values_accepted() {
         }),
         ("maxScaleUpStep", &max, |c| c.max_scale_up_step == u64::MAX),
         ("maxScaleDownStep", "1", |c| c.max_scale_down_step == 1),
-        ("scaleDownHoldSeconds", "1e18", |c| {
-            c.scale_down_hold.as_secs() == 10u64.pow(18)
+        ("scaleDownHoldSeconds", "3600", |c| {
+            c.scale_down_hold == MAX_SCALE_DOWN_HOLD
+        }),
+        ("scaleDownHoldSeconds", "3.6e3", |c| {
+            c.scale_down_hold == MAX_SCALE_DOWN_HOLD
         }),
         ("slTolerance", "0", |c| c.sl_tolerance == 0.0),
         ("activationArrivalRate", "1e9", |c| {
@@ -159,7 +162,7 @@ fn edge_values_accepted() {
 #[test]
 fn invalid_values() {
     let name49 = "a".repeat(49);
-    let too_long_query = format!("sum({})", "x".repeat(QUERY_MAX_LEN));
+    let too_long_query = format!("sum({})", "x".repeat(MAX_QUERY_BYTES));
     #[rustfmt::skip]
     let cases: &[(&str, &[&str])] = &[
         ("prometheusURL", &["", " http://p", "http://p ", "/api", "prom:9090", "prom",
@@ -176,7 +179,7 @@ fn invalid_values() {
         ("maxReplicas", &["", "0", "+5", "2.5", "2147483648", "99999999999999999999",
             "5\n"]),
         ("scaleDownHoldSeconds", &["", " 1", "-1", "NaN", "inf", "1e20", "1.9e19",
-            "30s"]),
+            "1e18", "3600.000001", "3601", "30s"]),
         ("minScaleUpStep", &["", "0", "-1", "1.0", "1e3", " 2"]),
         ("maxScaleUpStep", &["", "0", "-2", "3.0", "18446744073709551616"]),
         ("maxScaleDownStep", &["", "0", "-1", "1.5", "\t1"]),
@@ -199,7 +202,7 @@ fn invalid_values() {
             else {
                 panic!("{key}={value:?} gave {found:?}");
             };
-            // Values are quoted as excerpts: control characters escaped.
+            // Values are quoted as excerpts: invisible characters escaped.
             assert_eq!((*k, v.as_str()), (*key, excerpt(value).as_str()));
             assert_eq!(found[0].key(), *key);
             if value.trim() != *value && !key.ends_with("Query") {
@@ -370,6 +373,64 @@ fn conflicts() {
     }
 }
 
+/// A tolerance for which the stricter target reaches 1 fails every decision: refused, naming
+/// both keys and values; one just short of it is accepted.
+#[test]
+fn a_tolerance_whose_stricter_target_reaches_1_is_refused() {
+    let cases = [
+        ("0.8", "1e16", false),
+        ("0.8", "1e15", true),
+        ("0", "1e300", false),
+        ("0", "1e15", true),
+        ("0.999999", "1e10", true),
+        ("0.999999", "1e11", false),
+        ("0.95", "0.1", true),
+    ];
+    for (target, tolerance, accepted) in cases {
+        let metadata = with(&[("targetSL", target), ("slTolerance", tolerance)]);
+        let row = format!("targetSL {target}, slTolerance {tolerance}");
+        let planner = PlannerConfig {
+            tolerance: tolerance.parse().unwrap(),
+            ..PlannerConfig::default()
+        };
+        let stricter = planner.stricter_service_level(target.parse().unwrap());
+        assert_eq!(stricter < 1.0, accepted, "{row}: {stricter}");
+        if accepted {
+            let config = parse(&metadata);
+            assert!(
+                config
+                    .planner_config()
+                    .stricter_service_level(config.target_sl)
+                    < 1.0
+            );
+            continue;
+        }
+        let found = problems(&metadata);
+        let [Problem::Conflict { keys, message }] = found.as_slice() else {
+            panic!("{row}: {found:?}");
+        };
+        assert_eq!(*keys, ("slTolerance", "targetSL"), "{row}");
+        assert!(
+            message.contains(&format!("slTolerance \"{tolerance}\""))
+                && message.contains(&format!("targetSL \"{target}\"")),
+            "{row}: {message}"
+        );
+        assert!(message.len() < 400, "{message}");
+    }
+    // Spelled `FromEnv`, the key is named as written.
+    let found = problems(&with(&[("slToleranceFromEnv", "1e300")]));
+    assert!(
+        matches!(
+            &found[..],
+            [Problem::Conflict {
+                keys: ("slToleranceFromEnv", "targetSL"),
+                ..
+            }]
+        ),
+        "{found:?}"
+    );
+}
+
 #[test]
 fn collects_every_problem() {
     let mut metadata = with(&[
@@ -430,8 +491,8 @@ fn fingerprint_changes_with_every_field() {
         |c| c.prometheus_url = Uri::from_static("http://prom.example:9443/prometheus"),
         |c| c.prometheus_url = Uri::from_static("https://prom.example:9444/prometheus"),
         |c| c.prometheus_url = Uri::from_static("https://prom.example:9443/prometheus?"),
-        |c| c.arrival_rate_query.push(' '),
-        |c| c.service_time_query.push(' '),
+        |c| c.arrival_rate_query = format!("{} ", c.arrival_rate_query).into(),
+        |c| c.service_time_query = format!("{} ", c.service_time_query).into(),
         |c| c.wait_threshold_seconds += 1e-9,
         |c| c.target_sl = 0.98,
         |c| c.concurrency_per_replica += 1,
@@ -448,8 +509,8 @@ fn fingerprint_changes_with_every_field() {
         |c| c.metric_name = DEFAULT_METRIC_NAME.to_owned(),
         // Moving text between the two queries.
         |c| {
-            c.arrival_rate_query.push_str("avg(y)");
-            c.service_time_query.clear();
+            c.arrival_rate_query = format!("{}avg(y)", c.arrival_rate_query).into();
+            c.service_time_query = "".into();
         },
     ];
     let mut seen = vec![base.fingerprint()];
@@ -492,7 +553,7 @@ fn planner_config() {
             ("maxScaleUpStep", "1"),
             ("maxScaleDownStep", "1"),
         ]),
-        with(&[("slTolerance", "1e300"), ("scaleDownHoldSeconds", "1.8e19")]),
+        with(&[("slTolerance", "1e14"), ("scaleDownHoldSeconds", "3600")]),
     ];
     for metadata in &extremes {
         let config = parse(metadata);
@@ -505,10 +566,10 @@ fn planner_config() {
 
 #[test]
 fn a_query_of_the_longest_length_is_accepted() {
-    let query = format!("sum({})", "x".repeat(QUERY_MAX_LEN - 5));
-    assert_eq!(query.len(), QUERY_MAX_LEN);
+    let query = format!("sum({})", "x".repeat(MAX_QUERY_BYTES - 5));
+    assert_eq!(query.len(), MAX_QUERY_BYTES);
     assert_eq!(
-        parse(&with(&[("arrivalRateQuery", &query)])).arrival_rate_query,
+        &*parse(&with(&[("arrivalRateQuery", &query)])).arrival_rate_query,
         query
     );
 }
@@ -572,7 +633,7 @@ mod arbitrary {
                 Ok(config) => {
                     prop_assert!(config.min_replicas <= config.max_replicas);
                     prop_assert!((0.0..1.0).contains(&config.target_sl));
-                    prop_assert!(config.arrival_rate_query.len() <= QUERY_MAX_LEN);
+                    prop_assert!(config.arrival_rate_query.len() <= MAX_QUERY_BYTES);
                 }
                 Err(error) => {
                     prop_assert!(!error.problems().is_empty());

@@ -249,17 +249,17 @@ impl PrometheusClient {
     ///
     /// `base` is Prometheus' URL, path prefix included (`http://prom:9090/prometheus`). The
     /// timeout bounds the wait for a slot and the whole exchange (connect, send, read body)
-    /// together, and is also sent as `timeout=`.
+    /// together, and is also sent as `timeout=`. A failure names `query` by sharing it.
     pub async fn query(
         &self,
         base: &Uri,
-        query: &str,
+        query: &Arc<str>,
         time: Option<f64>,
     ) -> Result<Answer, QueryError> {
         self.slot_and_exchange(base, query, time)
             .await
             .map_err(|kind| QueryError {
-                query: query.to_owned(),
+                query: Arc::clone(query),
                 kind,
             })
     }

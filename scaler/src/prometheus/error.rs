@@ -3,9 +3,11 @@
 //! Every text a failure carries that the scaler did not write (Prometheus' `error`,
 //! `errorType` and `resultType`, label sets, values, the start of a body, the URL, the cause a
 //! connection failed with) is an [`excerpt`]: at most
-//! [`EXCERPT_CHARS`](crate::excerpt::EXCERPT_CHARS) characters, control characters escaped.
+//! [`EXCERPT_CHARS`](crate::excerpt::EXCERPT_CHARS) characters, invisible characters (controls,
+//! bidirectional and other format characters) escaped.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::excerpt::excerpt;
 
@@ -133,8 +135,8 @@ impl fmt::Display for QueryErrorKind {
 /// A failed query: the PromQL text and what went wrong.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryError {
-    /// The PromQL text as sent.
-    pub query: String,
+    /// The PromQL text as sent (the configuration's own, shared).
+    pub query: Arc<str>,
     /// What went wrong.
     pub kind: QueryErrorKind,
 }

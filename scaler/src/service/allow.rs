@@ -6,10 +6,10 @@ use http::Uri;
 
 /// The Prometheus base URLs triggers may use (`--allow-prometheus`): a trigger's
 /// `prometheusURL` must have an allowed URL's scheme, host and port, and its path must start
-/// with the allowed path at a `/` boundary. Paths with `.` or `..` segments, encoded dots,
-/// slashes or backslashes (`%2e`, `%2f`, `%5c`) or `;`, and URLs with credentials, are never
-/// allowed: a proxy in front of Prometheus could resolve them outside the prefix. Empty allows
-/// every URL.
+/// with the allowed path at a `/` boundary. Paths with `.` or `..` segments, any
+/// percent-encoded byte (`%2e`, `%2f`, `%5c`, a double-encoded `%252e`, an overlong `%c0%ae`,
+/// ...), a backslash or `;`, and URLs with credentials, are never allowed: a proxy in front of
+/// Prometheus could decode or resolve them outside the prefix. Empty allows every URL.
 ///
 /// ```
 /// use admit_scaler::service::AllowList;
@@ -22,6 +22,7 @@ use http::Uri;
 /// assert!(!allow.permits(&"http://metadata.internal/prom".parse()?));
 /// assert!(!allow.permits(&"http://prometheus.monitoring:9090/prom/../admin".parse()?));
 /// assert!(!allow.permits(&"http://prometheus.monitoring:9090/prom/..%2fadmin".parse()?));
+/// assert!(!allow.permits(&"http://prometheus.monitoring:9090/prom/%252e%252e/admin".parse()?));
 /// assert!(AllowList::default().permits(&"http://anything:1234".parse()?));
 /// // A URL that cannot be a prefix is an error, never a silently shorter list.
 /// assert!(AllowList::new(["prometheus.monitoring:9090".parse()?]).is_err());
@@ -95,7 +96,11 @@ impl AllowList {
 }
 
 impl fmt::Display for AllowList {
+    /// The allowed URLs, separated by commas; `any URL` when empty.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.prefixes.is_empty() {
+            return f.write_str("any URL");
+        }
         for (i, prefix) in self.prefixes.iter().enumerate() {
             if i > 0 {
                 f.write_str(", ")?;
@@ -128,12 +133,10 @@ impl Prefix {
         let host = authority.host().to_ascii_lowercase();
         let port = url.port_u16().filter(|&port| port != default_port);
         let path = url.path().trim_end_matches('/').to_owned();
-        let lower = path.to_ascii_lowercase();
-        if ["%2e", "%2f", "%5c", ";", "\\"]
-            .iter()
-            .any(|needle| lower.contains(needle))
-        {
-            return Err("encoded dots, slashes or backslashes, or `;`, in the path");
+        // Decoded once (`%2e`), twice (`%252e`) or as an overlong sequence (`%c0%ae`), an
+        // escape can become a dot or a slash in a proxy: no base path needs one.
+        if path.contains(['%', ';', '\\']) {
+            return Err("a percent-encoded byte, a backslash or `;` in the path");
         }
         // `/prom/../admin` would escape its prefix wherever the path is normalised.
         if path
@@ -158,5 +161,67 @@ impl Prefix {
                 .path
                 .strip_prefix(&self.path)
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allow() -> AllowList {
+        AllowList::new(["http://prometheus:9090/prom".parse().unwrap()]).unwrap()
+    }
+
+    #[test]
+    fn percent_encoding_in_a_path_is_never_allowed() {
+        let allow = allow();
+        assert!(allow.permits(&"http://prometheus:9090/prom/team-a".parse().unwrap()));
+        for path in [
+            // A dot, a slash, a backslash, encoded once...
+            "/prom/%2e%2e/admin",
+            "/prom/%2E%2E/admin",
+            "/prom/..%2fadmin",
+            "/prom/..%5cadmin",
+            // ...twice (a proxy that decodes once more than the allow-list)...
+            "/prom/%252e%252e/admin",
+            "/prom/%252E%252E/admin",
+            "/prom/%25252e/admin",
+            "/prom/..%252fadmin",
+            // ...as overlong UTF-8, and any other escape.
+            "/prom/%c0%ae%c0%ae/admin",
+            "/prom/%00",
+            "/prom/%41",
+            "/prom%2fadmin",
+            // And the rest of the rule.
+            "/prom/../admin",
+            "/prom/./x",
+            "/prom/x;y",
+            "/prom\\..\\admin",
+        ] {
+            // `http::Uri` refuses a backslash itself.
+            let Ok(url) = format!("http://prometheus:9090{path}").parse::<Uri>() else {
+                assert!(path.contains('\\'), "{path}");
+                continue;
+            };
+            assert!(!allow.permits(&url), "{path}");
+        }
+        for allowed in ["http://p:9090/a%2e", "http://p:9090/%252e"] {
+            assert!(
+                AllowList::new([allowed.parse().unwrap()]).is_err(),
+                "{allowed}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_list_shows_as_its_urls() {
+        assert_eq!(allow().to_string(), "http://prometheus:9090/prom");
+        let two = AllowList::new([
+            "https://a:443/".parse().unwrap(),
+            "http://B:80/x".parse().unwrap(),
+        ])
+        .unwrap();
+        assert_eq!(two.to_string(), "https://a, http://b/x");
+        assert_eq!(AllowList::default().to_string(), "any URL");
     }
 }

@@ -23,12 +23,13 @@ mod allow;
 mod failure;
 mod names;
 mod registry;
+mod slots;
+mod streams;
 #[cfg(test)]
 mod tests;
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
@@ -50,7 +51,8 @@ use crate::telemetry;
 
 pub use self::allow::{AllowList, AllowListError};
 pub use self::failure::code;
-use self::registry::{Limits, Outcome, Refused, Registry};
+use self::registry::{Cap, Limits, Outcome, Refused, Registry};
+use self::streams::{OpenStream, Streams};
 
 /// The largest request message: a metadata map of every key at its longest fits many times.
 pub const MAX_REQUEST_BYTES: usize = 64 << 10;
@@ -58,8 +60,21 @@ pub const MAX_REQUEST_BYTES: usize = 64 << 10;
 /// [`ServiceOptions::max_triggers`]' default.
 pub const DEFAULT_MAX_TRIGGERS: usize = 2000;
 
+/// [`ServiceOptions::max_triggers_per_namespace`]' default: half the scaler's.
+pub const DEFAULT_MAX_TRIGGERS_PER_NAMESPACE: usize = 1000;
+
+/// [`ServiceOptions::max_triggers_per_object`]' default: 16 triggers, each under two
+/// configurations while an edit reaches KEDA's operator and metrics server.
+pub const DEFAULT_MAX_TRIGGERS_PER_OBJECT: usize = 32;
+
 /// [`ServiceOptions::max_concurrent_decisions`]' default.
 pub const DEFAULT_MAX_CONCURRENT_DECISIONS: usize = 8;
+
+/// [`ServiceOptions::max_concurrent_decisions_per_namespace`]' default: half the scaler's.
+pub const DEFAULT_MAX_CONCURRENT_DECISIONS_PER_NAMESPACE: usize = 4;
+
+/// [`ServiceOptions::max_decision_wait`]' default.
+pub const DEFAULT_MAX_DECISION_WAIT: Duration = Duration::from_secs(10);
 
 /// How a [`ScalerService`] decides and queries.
 #[derive(Clone, Debug)]
@@ -70,15 +85,33 @@ pub struct ServiceOptions {
     /// A trigger unused for longer is forgotten, planner and all. Default 10 min.
     pub state_ttl: Duration,
     /// The most triggers (a ScaledObject's trigger under one configuration) tracked at once:
-    /// a new one beyond it gets `RESOURCE_EXHAUSTED` until an old one is forgotten. Default
-    /// [`DEFAULT_MAX_TRIGGERS`].
+    /// a new one beyond it gets `RESOURCE_EXHAUSTED` until an old one is forgotten. Also the
+    /// most `StreamIsActive` streams open at once. Default [`DEFAULT_MAX_TRIGGERS`].
     pub max_triggers: usize,
+    /// The most triggers tracked at once in one namespace, and `StreamIsActive` streams open
+    /// for it: a new one beyond gets `RESOURCE_EXHAUSTED`. Default
+    /// [`DEFAULT_MAX_TRIGGERS_PER_NAMESPACE`].
+    pub max_triggers_per_namespace: usize,
+    /// The most triggers tracked at once for one ScaledObject (each trigger under each
+    /// configuration KEDA sends): a new one beyond gets `RESOURCE_EXHAUSTED`. Default
+    /// [`DEFAULT_MAX_TRIGGERS_PER_OBJECT`].
+    pub max_triggers_per_object: usize,
     /// The most decisions (queries and model) running at once across all triggers; more wait
-    /// for a turn. Default [`DEFAULT_MAX_CONCURRENT_DECISIONS`].
+    /// for a slot, which goes to the waiting namespaces in turn. Default
+    /// [`DEFAULT_MAX_CONCURRENT_DECISIONS`].
     pub max_concurrent_decisions: usize,
+    /// The most decisions running at once for one namespace's triggers (at most
+    /// `max_concurrent_decisions`): another namespace finds a slot free however slow this
+    /// one's queries are. Default [`DEFAULT_MAX_CONCURRENT_DECISIONS_PER_NAMESPACE`].
+    pub max_concurrent_decisions_per_namespace: usize,
+    /// The longest a decision waits for a slot: past it, its callers get `RESOURCE_EXHAUSTED`
+    /// and it is not made. Keep it shorter than the RPC's own limit less the query timeout.
+    /// Default [`DEFAULT_MAX_DECISION_WAIT`].
+    pub max_decision_wait: Duration,
     /// The Prometheus client's timeout and credentials.
     pub client: ClientOptions,
-    /// The Prometheus URLs triggers may use; empty allows all.
+    /// The Prometheus URLs triggers may use; empty allows all (the binary requires a list, or
+    /// `--allow-any-prometheus`).
     pub allow: AllowList,
 }
 
@@ -88,7 +121,11 @@ impl Default for ServiceOptions {
             decision_interval: Duration::from_secs(10),
             state_ttl: Duration::from_secs(600),
             max_triggers: DEFAULT_MAX_TRIGGERS,
+            max_triggers_per_namespace: DEFAULT_MAX_TRIGGERS_PER_NAMESPACE,
+            max_triggers_per_object: DEFAULT_MAX_TRIGGERS_PER_OBJECT,
             max_concurrent_decisions: DEFAULT_MAX_CONCURRENT_DECISIONS,
+            max_concurrent_decisions_per_namespace: DEFAULT_MAX_CONCURRENT_DECISIONS_PER_NAMESPACE,
+            max_decision_wait: DEFAULT_MAX_DECISION_WAIT,
             client: ClientOptions::default(),
             allow: AllowList::default(),
         }
@@ -102,12 +139,12 @@ impl Default for ServiceOptions {
 /// | failure | code |
 /// |---|---|
 /// | a `name` or `namespace` that is not a Kubernetes name, bad/missing/unknown metadata, unknown `metricName`, PromQL syntax (HTTP 400) | `INVALID_ARGUMENT` |
-/// | `prometheusURL` outside `--allow-prometheus` | `PERMISSION_DENIED` |
+/// | `prometheusURL` outside the [allow-list](ServiceOptions::allow) (the message does not list it; the log does) | `PERMISSION_DENIED` |
 /// | HTTP 422, empty result, several series, a non-number, NaN/±Inf, λ < 0, service time ≤ 0 | `FAILED_PRECONDITION` |
-/// | Prometheus unreachable, a non-JSON answer, other 5xx | `UNAVAILABLE` |
-/// | Prometheus' timeout (503) or ours | `DEADLINE_EXCEEDED` |
-/// | the queueing model's limits (a load above 10¹⁰ erlangs, Erlang A work past its budget); a request over [`MAX_REQUEST_BYTES`] | `OUT_OF_RANGE` |
-/// | a new trigger while [`max_triggers`](ServiceOptions::max_triggers) are tracked, or a `StreamIsActive` stream while as many are open | `RESOURCE_EXHAUSTED` |
+/// | Prometheus unreachable, a non-JSON answer, other 5xx; the service shutting down | `UNAVAILABLE` |
+/// | Prometheus' timeout (503) or ours (reused longer after each timeout in a row, at most 8 decision intervals) | `DEADLINE_EXCEEDED` |
+/// | the queueing model's limits short of the cap (a load above 10¹⁰ erlangs, Erlang A work past its budget); a request over [`MAX_REQUEST_BYTES`] | `OUT_OF_RANGE` |
+/// | a new trigger beyond [`max_triggers`](ServiceOptions::max_triggers), [`max_triggers_per_namespace`](ServiceOptions::max_triggers_per_namespace) or [`max_triggers_per_object`](ServiceOptions::max_triggers_per_object); a `StreamIsActive` stream beyond `max_triggers` or `max_triggers_per_namespace`; no decision slot within [`max_decision_wait`](ServiceOptions::max_decision_wait) | `RESOURCE_EXHAUSTED` |
 /// | a decision that panicked (a bug) | `INTERNAL` |
 #[derive(Clone, Debug)]
 pub struct ScalerService {
@@ -119,9 +156,8 @@ struct Shared {
     /// Set by [`ScalerService::shut_down`]: open `StreamIsActive` streams end.
     shutting_down: watch::Sender<bool>,
     registry: Registry,
-    /// `StreamIsActive` streams open now, and the most that may be (one per trigger tracked).
-    open_streams: AtomicUsize,
-    max_streams: usize,
+    /// `StreamIsActive` streams open now, in all and per namespace.
+    streams: Arc<Streams>,
     client: PrometheusClient,
     allow: AllowList,
     decision_interval: Duration,
@@ -130,7 +166,7 @@ struct Shared {
 /// A trigger whose metadata parsed and passed the allow-list.
 struct Trigger {
     key: TriggerKey,
-    config: ScalerConfig,
+    config: Arc<ScalerConfig>,
 }
 
 impl ScalerService {
@@ -144,12 +180,16 @@ impl ScalerService {
                         decision_interval: options.decision_interval,
                         state_ttl: options.state_ttl,
                         max_triggers: options.max_triggers,
+                        max_triggers_per_namespace: options.max_triggers_per_namespace,
+                        max_triggers_per_object: options.max_triggers_per_object,
                         max_concurrent_decisions: options.max_concurrent_decisions,
+                        max_concurrent_decisions_per_namespace: options
+                            .max_concurrent_decisions_per_namespace,
+                        max_decision_wait: options.max_decision_wait,
                     },
                     publish,
                 ),
-                open_streams: AtomicUsize::new(0),
-                max_streams: options.max_triggers,
+                streams: Streams::new(options.max_triggers, options.max_triggers_per_namespace),
                 client: PrometheusClient::new(options.client),
                 allow: options.allow,
                 decision_interval: options.decision_interval,
@@ -175,7 +215,7 @@ impl ScalerService {
     /// How many `StreamIsActive` streams are open: each ends when its client goes away (or,
     /// for a client that vanished without closing, when keepalive finds its connection dead).
     pub fn open_streams(&self) -> usize {
-        self.shared.open_streams.load(Ordering::Relaxed)
+        self.shared.streams.open()
     }
 
     /// Ends every open `StreamIsActive` stream, and every RPC waiting for a decision, with
@@ -229,29 +269,35 @@ impl ScalerService {
             )
         })?;
         if !self.shared.allow.permits(&config.prometheus_url) {
+            // The caller learns no allowed URL; the operator finds them in the log.
+            let url = excerpt(&config.prometheus_url.to_string());
+            tracing::debug!(
+                target: "admit_scaler",
+                allowed = %self.shared.allow,
+                "{}: prometheusURL \"{url}\" is outside the allowed URLs",
+                described()
+            );
             return Err(refuse(
                 "permission",
                 Status::permission_denied(format!(
-                    "{}: prometheusURL \"{}\" is outside the allowed URLs ({})",
+                    "{}: prometheusURL \"{url}\" is outside the Prometheus URLs the scaler \
+                     may query (--allow-prometheus, listed in its log)",
                     described(),
-                    excerpt(&config.prometheus_url.to_string()),
-                    self.shared.allow
                 )),
             ));
         }
         // The parsed name: a `metricNameFromEnv` names the trigger as much as `metricName`.
-        let key = TriggerKey {
-            namespace: object.namespace.clone(),
-            name: object.name.clone(),
-            metric: config.metric_name.clone(),
-        };
-        Ok(Trigger { key, config })
+        let key = TriggerKey::new(&object.namespace, &object.name, &config.metric_name);
+        Ok(Trigger {
+            key,
+            config: Arc::new(config),
+        })
     }
 
     /// The trigger's decision: memoised, running, or made now from fresh queries.
     async fn decide(&self, trigger: &Trigger) -> Result<crate::decision::Decision, Status> {
         let shared = &self.shared;
-        let (client, config) = (shared.client.clone(), trigger.config.clone());
+        let (client, config) = (shared.client.clone(), Arc::clone(&trigger.config));
         let mut shutting_down = shared.shutting_down.subscribe();
         let answer = tokio::select! {
             biased;
@@ -264,27 +310,50 @@ impl ScalerService {
         };
         // The answer may be a new trigger's first.
         telemetry::scaler(shared.registry.len(), self.open_streams());
+        let described = describe_key(&trigger.key);
         match answer {
             Ok(outcome) => outcome.map_err(|error| decision_status(&trigger.key, &error)),
-            Err(Refused::Full { max_triggers }) => {
+            Err(Refused::Full(cap)) => {
                 telemetry::refused("exhausted");
+                let (limit, scope, flag) = match cap {
+                    Cap::Scaler(limit) => (limit, "in all", "--max-triggers"),
+                    Cap::Namespace(limit) => {
+                        (limit, "in this namespace", "--max-triggers-per-namespace")
+                    }
+                    Cap::Object(limit) => (
+                        limit,
+                        "for this ScaledObject (each trigger under each configuration)",
+                        "--max-triggers-per-object",
+                    ),
+                };
                 Err(Status::resource_exhausted(format!(
-                    "{}: the scaler tracks {max_triggers} triggers, its limit \
-                     (--max-triggers); a trigger unused for --state-ttl is forgotten",
-                    describe_key(&trigger.key)
+                    "{described}: the scaler tracks {limit} triggers {scope}, its limit \
+                     ({flag}); a trigger unused for --state-ttl is forgotten"
+                )))
+            }
+            Err(Refused::Busy) => {
+                telemetry::refused("busy");
+                let limits = shared.registry.limits();
+                Err(Status::resource_exhausted(format!(
+                    "{described}: no decision slot came free within {:?} \
+                     (--max-decision-wait): {} decisions run at once, at most {} for one \
+                     namespace (--max-concurrent-decisions, \
+                     --max-concurrent-decisions-per-namespace); no decision was made",
+                    limits.max_decision_wait,
+                    limits.max_concurrent_decisions,
+                    limits.max_concurrent_decisions_per_namespace,
                 )))
             }
             Err(Refused::Lost) => Err(Status::internal(format!(
-                "{}: the decision failed (a bug: see the scaler's log)",
-                describe_key(&trigger.key)
+                "{described}: the decision failed (a bug: see the scaler's log)"
             ))),
         }
     }
 }
 
 /// Publishes a decision once, whoever asked for it: the trigger's metrics, and a log line for a
-/// failure.
-fn publish(key: &TriggerKey, config: &ScalerConfig, outcome: &Outcome) {
+/// failure, with how long it is reused.
+fn publish(key: &TriggerKey, config: &ScalerConfig, outcome: &Outcome, reused: Duration) {
     match outcome {
         Ok(decision) => telemetry::decision(key, config, decision),
         Err(error) => {
@@ -295,6 +364,7 @@ fn publish(key: &TriggerKey, config: &ScalerConfig, outcome: &Outcome) {
                 scaled_object = %key.name,
                 metric = %key.metric,
                 code = telemetry::code_name(code(error)),
+                reused = ?reused,
                 "no decision: {error}"
             );
         }
@@ -357,15 +427,22 @@ impl ExternalScaler for ScalerService {
     ) -> Result<Response<Self::StreamIsActiveStream>, Status> {
         counted("StreamIsActive", async {
             let trigger = self.trigger(request.get_ref())?;
-            let shared = Arc::clone(&self.shared);
-            let Some(open) = OpenStream::new(shared) else {
-                telemetry::refused("exhausted");
-                return Err(Status::resource_exhausted(format!(
-                    "{}: {} StreamIsActive streams are open, one per trigger the scaler may \
-                     track (--max-triggers)",
-                    describe_key(&trigger.key),
-                    self.shared.max_streams
-                )));
+            let open = match self.shared.streams.open_one(&trigger.key.namespace) {
+                Ok(open) => open,
+                Err(full) => {
+                    telemetry::refused("exhausted");
+                    let (limit, scope, flag) = match full {
+                        streams::Full::Scaler(limit) => (limit, "", "--max-triggers"),
+                        streams::Full::Namespace(limit) => {
+                            (limit, " for this namespace", "--max-triggers-per-namespace")
+                        }
+                    };
+                    return Err(Status::resource_exhausted(format!(
+                        "{}: {limit} StreamIsActive streams are open{scope}, one per trigger \
+                         the scaler may track ({flag})",
+                        describe_key(&trigger.key),
+                    )));
+                }
             };
             let (sender, receiver) = mpsc::channel(1);
             tokio::spawn(self.clone().push_activity(trigger, sender, open));
@@ -383,7 +460,7 @@ impl ExternalScaler for ScalerService {
             let trigger = self.trigger(request.get_ref())?;
             Ok(Response::new(GetMetricSpecResponse {
                 metric_specs: vec![MetricSpec {
-                    metric_name: trigger.config.metric_name,
+                    metric_name: trigger.config.metric_name.clone(),
                     target_size: 1,
                     target_size_float: 1.0,
                 }],
@@ -466,29 +543,6 @@ impl ScalerService {
                 }
             }
         }
-    }
-}
-
-/// Counts a `StreamIsActive` stream as open while it lives.
-struct OpenStream(Arc<Shared>);
-
-impl OpenStream {
-    /// A stream counted as open, unless `max_streams` are.
-    fn new(shared: Arc<Shared>) -> Option<Self> {
-        let max = shared.max_streams;
-        shared
-            .open_streams
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |open| {
-                (open < max).then_some(open + 1)
-            })
-            .ok()?;
-        Some(OpenStream(shared))
-    }
-}
-
-impl Drop for OpenStream {
-    fn drop(&mut self) {
-        self.0.open_streams.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

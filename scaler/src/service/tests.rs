@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use super::registry::{Limits, Outcome, Refused, Registry};
+use super::registry::{Cap, Limits, Outcome, Refused, Registry};
 use crate::metadata::{ScalerConfig, TriggerKey};
 use crate::prometheus::QueryError;
 
@@ -16,13 +16,15 @@ type Measured = crate::decision::Measured<QueryError>;
 
 const INTERVAL: Duration = Duration::from_secs(10);
 const TTL: Duration = Duration::from_secs(600);
+/// The longest wait for a decision slot.
+const WAIT: Duration = Duration::from_secs(10);
 
 thread_local! {
     /// Decisions published on this thread (the tests' runtimes have one thread).
     static PUBLISHED: Cell<u32> = const { Cell::new(0) };
 }
 
-fn count(_: &TriggerKey, _: &ScalerConfig, _: &Outcome) {
+fn count(_: &TriggerKey, _: &ScalerConfig, _: &Outcome, _: Duration) {
     PUBLISHED.set(PUBLISHED.get() + 1);
 }
 
@@ -31,7 +33,11 @@ fn limits() -> Limits {
         decision_interval: INTERVAL,
         state_ttl: TTL,
         max_triggers: 100,
+        max_triggers_per_namespace: 100,
+        max_triggers_per_object: 100,
         max_concurrent_decisions: 8,
+        max_concurrent_decisions_per_namespace: 8,
+        max_decision_wait: WAIT,
     }
 }
 
@@ -51,7 +57,7 @@ fn registry_with(max_triggers: usize, max_concurrent_decisions: usize) -> Regist
     )
 }
 
-fn config(extra: &[(&str, &str)]) -> ScalerConfig {
+fn config(extra: &[(&str, &str)]) -> Arc<ScalerConfig> {
     let metadata = admit_testkit::keda::metadata(
         &[
             ("prometheusURL", "http://prometheus:9090"),
@@ -62,15 +68,11 @@ fn config(extra: &[(&str, &str)]) -> ScalerConfig {
         ],
         extra,
     );
-    ScalerConfig::from_metadata(&metadata).expect("valid metadata")
+    Arc::new(ScalerConfig::from_metadata(&metadata).expect("valid metadata"))
 }
 
 fn key(name: &str) -> TriggerKey {
-    TriggerKey {
-        namespace: "shop".to_owned(),
-        name: name.to_owned(),
-        metric: "admit-erlang".to_owned(),
-    }
+    TriggerKey::new("shop", name, "admit-erlang")
 }
 
 /// λ at s = 0.25 s: at T = 0, p = 0.8, 120/s needs 37 servers and 400/s needs 111.
@@ -107,7 +109,7 @@ impl Queried {
 async fn decide(
     registry: &Registry,
     key: TriggerKey,
-    config: &ScalerConfig,
+    config: &Arc<ScalerConfig>,
     arrival_rate: f64,
     queried: &Queried,
 ) -> u64 {
@@ -182,7 +184,7 @@ async fn keys_do_not_share_state() {
         111
     );
     let mut other_metric = key("a");
-    other_metric.metric = "second".to_owned();
+    other_metric.metric = "second".into();
     decide(&registry, other_metric, &config, 400.0, &queried).await;
     assert_eq!(queried.get(), 3);
     assert_eq!(registry.len(), 3);
@@ -274,7 +276,7 @@ async fn new_triggers_beyond_the_limit_are_refused_until_one_expires() {
         .decide(key("c"), &config, queried.load(120.0))
         .await
         .unwrap_err();
-    assert_eq!(refused, Refused::Full { max_triggers: 2 });
+    assert_eq!(refused, Refused::Full(Cap::Scaler(2)));
     assert_eq!(queried.get(), 2, "a refused trigger queries nothing");
     // Known triggers are still served.
     tokio::time::advance(INTERVAL).await;
@@ -323,7 +325,7 @@ async fn concurrent_calls_for_one_trigger_query_once() {
 /// 1 s, as a cancelled RPC does: the decision goes on.
 async fn give_up(
     registry: &Registry,
-    config: &ScalerConfig,
+    config: &Arc<ScalerConfig>,
     queried: &Queried,
     release: &Arc<Notify>,
 ) {
@@ -391,4 +393,162 @@ async fn decisions_across_triggers_take_turns_beyond_the_limit() {
     };
     let (first, second, ()) = tokio::join!(first, second, checking);
     assert!(first.unwrap().is_ok() && second.unwrap().is_ok());
+}
+
+fn key_in(namespace: &str, name: &str) -> TriggerKey {
+    TriggerKey::new(namespace, name, "admit-erlang")
+}
+
+/// A registry with the test's limits but `change`d.
+fn registry_where(change: impl FnOnce(&mut Limits)) -> Registry {
+    let mut limits = limits();
+    change(&mut limits);
+    Registry::new(limits, count)
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_namespace_s_hanging_decisions_leave_slots_to_another() {
+    let registry = registry_where(|limits| {
+        limits.max_concurrent_decisions = 4;
+        limits.max_concurrent_decisions_per_namespace = 2;
+    });
+    let config = config(&[]);
+    let queried = Queried::default();
+    let never = Arc::new(Notify::new());
+    // Eight decisions of `slow` whose queries never answer: two hold its share, six wait.
+    let registry = Arc::new(registry);
+    for i in 0..8 {
+        let (registry, config) = (Arc::clone(&registry), Arc::clone(&config));
+        let measure = held(&queried, &never, 120.0);
+        tokio::spawn(async move {
+            let _ = registry
+                .decide(key_in("slow", &format!("s{i}")), &config, measure)
+                .await;
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(queried.get(), 2, "the slow namespace holds its share only");
+    let start = tokio::time::Instant::now();
+    let replicas = decide(&registry, key_in("other", "a"), &config, 120.0, &queried).await;
+    assert_eq!((replicas, start.elapsed()), (37, Duration::ZERO));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_decision_without_a_slot_in_time_is_refused_not_made_and_not_memoised() {
+    let registry = registry_with(limits().max_triggers, 1);
+    let config = config(&[]);
+    let queried = Queried::default();
+    let release = Arc::new(Notify::new());
+    let holding = registry.decide(key("a"), &config, held(&queried, &release, 120.0));
+    let waiting = async {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let start = tokio::time::Instant::now();
+        let refused = registry
+            .decide(key("b"), &config, queried.load(120.0))
+            .await
+            .unwrap_err();
+        assert_eq!((refused, start.elapsed()), (Refused::Busy, WAIT));
+        assert_eq!(queried.get(), 1, "b never queried");
+        release.notify_one();
+    };
+    let (held, ()) = tokio::join!(holding, waiting);
+    assert!(held.unwrap().is_ok());
+    // The next call for b decides: nothing was memoised.
+    assert_eq!(
+        decide(&registry, key("b"), &config, 120.0, &queried).await,
+        37
+    );
+    assert_eq!(queried.get(), 2);
+}
+
+/// A measurement whose λ query timed out, counted.
+fn timing_out(queried: &Queried) -> impl FnOnce() -> std::future::Ready<Measured> + Send + 'static {
+    let counter = Arc::clone(&queried.0);
+    move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+        std::future::ready(Measured {
+            arrival_rate: Err(QueryError {
+                query: "lambda".into(),
+                kind: crate::prometheus::QueryErrorKind::Timeout {
+                    message: "no answer within 5s".into(),
+                },
+            }),
+            service_time: Ok(0.25),
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn timed_out_decisions_are_reused_longer_until_another_outcome() {
+    let registry = registry();
+    let config = config(&[]);
+    let queried = Queried::default();
+    // The n-th timeout in a row is reused for 1, 2, 4, 8, 8 intervals: a new query only then.
+    let mut queries_at = Vec::new();
+    let start = tokio::time::Instant::now();
+    while queries_at.len() < 6 {
+        let before = queried.get();
+        let outcome = registry
+            .decide(key("a"), &config, timing_out(&queried))
+            .await
+            .unwrap();
+        assert!(outcome.is_err());
+        if queried.get() > before {
+            queries_at.push(start.elapsed().as_secs() / INTERVAL.as_secs());
+        }
+        tokio::time::advance(INTERVAL).await;
+    }
+    assert_eq!(queries_at, [0, 1, 3, 7, 15, 23]);
+    // A success resets it: the next timeout is reused for one interval.
+    tokio::time::advance(INTERVAL * 8).await;
+    decide(&registry, key("a"), &config, 120.0, &queried).await;
+    tokio::time::advance(INTERVAL).await;
+    let before = queried.get();
+    for _ in 0..2 {
+        let _ = registry
+            .decide(key("a"), &config, timing_out(&queried))
+            .await;
+        tokio::time::advance(INTERVAL).await;
+    }
+    assert_eq!(queried.get(), before + 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn triggers_are_capped_per_namespace_and_per_object() {
+    let registry = registry_where(|limits| {
+        limits.max_triggers_per_namespace = 3;
+        limits.max_triggers_per_object = 2;
+    });
+    let config = config(&[]);
+    let queried = Queried::default();
+    let metric = |name: &str, metric: &str| TriggerKey::new("shop", name, metric);
+    decide(&registry, metric("a", "one"), &config, 120.0, &queried).await;
+    decide(&registry, metric("a", "two"), &config, 120.0, &queried).await;
+    // A third trigger of object `a` (or a second configuration of one) is refused...
+    let refused = registry
+        .decide(metric("a", "three"), &config, queried.load(120.0))
+        .await
+        .unwrap_err();
+    assert_eq!(refused, Refused::Full(Cap::Object(2)));
+    let other_config = self::config(&[("slTolerance", "0.2")]);
+    let refused = registry
+        .decide(metric("a", "one"), &other_config, queried.load(120.0))
+        .await
+        .unwrap_err();
+    assert_eq!(refused, Refused::Full(Cap::Object(2)));
+    // ...another object of the namespace is not, up to the namespace's cap...
+    decide(&registry, metric("b", "one"), &config, 120.0, &queried).await;
+    let refused = registry
+        .decide(metric("c", "one"), &config, queried.load(120.0))
+        .await
+        .unwrap_err();
+    assert_eq!(refused, Refused::Full(Cap::Namespace(3)));
+    // ...and another namespace is not at all.
+    decide(&registry, key_in("other", "c"), &config, 120.0, &queried).await;
+    assert_eq!(queried.get(), 4, "a refused trigger queries nothing");
+    // Forgotten triggers free their places.
+    tokio::time::advance(TTL + Duration::from_millis(1)).await;
+    decide(&registry, metric("c", "one"), &config, 120.0, &queried).await;
+    decide(&registry, metric("a", "three"), &config, 120.0, &queried).await;
+    assert_eq!(registry.len(), 2);
 }

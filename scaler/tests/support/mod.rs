@@ -17,7 +17,7 @@ use admit_scaler::service::{ScalerService, ServiceOptions};
 use admit_testkit::TestServer;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use http_body_util::{BodyExt, Empty};
@@ -134,11 +134,24 @@ impl Reply {
 #[derive(Default)]
 struct Answers {
     replies: HashMap<String, Reply>,
+    /// Replies for every query that starts with a prefix, tried in order after `replies`.
+    prefixed: Vec<(String, Reply)>,
     asked: HashMap<String, usize>,
 }
 
-/// A fake Prometheus: `POST /api/v1/query` answers the reply set for the form's `query`
-/// (an empty vector if none), and counts the questions.
+impl Answers {
+    fn reply(&self, query: &str) -> Option<&Reply> {
+        self.replies.get(query).or_else(|| {
+            self.prefixed
+                .iter()
+                .find(|(prefix, _)| query.starts_with(prefix.as_str()))
+                .map(|(_, reply)| reply)
+        })
+    }
+}
+
+/// A fake Prometheus: `POST <any prefix>/api/v1/query` answers the reply set for the form's
+/// `query` (an empty vector if none), and counts the questions.
 pub struct FakePrometheus {
     answers: Arc<Mutex<Answers>>,
     server: TestServer,
@@ -149,6 +162,7 @@ impl FakePrometheus {
         let answers = Arc::new(Mutex::new(Answers::default()));
         let router = Router::new()
             .route("/api/v1/query", post(answer))
+            .route("/{*prefix}", post(prefixed))
             .with_state(Arc::clone(&answers));
         let server = admit_testkit::axum::serve_router(router).await;
         FakePrometheus { answers, server }
@@ -164,11 +178,30 @@ impl FakePrometheus {
         answers.replies.insert(query.to_owned(), reply);
     }
 
+    /// Answers every query that starts with `prefix` (and has no reply of its own) with
+    /// `reply` from now on.
+    pub fn set_prefixed(&self, prefix: &str, reply: Reply) {
+        let mut answers = self.answers.lock().unwrap();
+        answers.prefixed.push((prefix.to_owned(), reply));
+    }
+
     /// How many times `query` was asked.
     pub fn asked(&self, query: &str) -> usize {
         let answers = self.answers.lock().unwrap();
         answers.asked.get(query).copied().unwrap_or(0)
     }
+}
+
+/// A query under a path prefix (`prometheusURL` with a path): answered as at the root.
+async fn prefixed(
+    Path(prefix): Path<String>,
+    state: State<Arc<Mutex<Answers>>>,
+    body: String,
+) -> (StatusCode, String) {
+    if !prefix.ends_with("/api/v1/query") {
+        return (StatusCode::NOT_FOUND, String::new());
+    }
+    answer(state, body).await
 }
 
 async fn answer(State(answers): State<Arc<Mutex<Answers>>>, body: String) -> (StatusCode, String) {
@@ -179,7 +212,7 @@ async fn answer(State(answers): State<Arc<Mutex<Answers>>>, body: String) -> (St
     let reply = {
         let mut answers = answers.lock().unwrap();
         *answers.asked.entry(query.clone()).or_default() += 1;
-        answers.replies.get(&query).cloned().unwrap_or(Reply::ok(
+        answers.reply(&query).cloned().unwrap_or(Reply::ok(
             r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#,
         ))
     };

@@ -25,7 +25,7 @@ use self::routes::{http_router, install_recorder};
 use self::tasks::{reload_tls, signalled, stop_signal, sweep};
 use super::BoxError;
 use super::duration;
-use super::prometheus::{PrometheusArgs, allow_list, client_options};
+use super::prometheus::{PrometheusArgs, client_options, serve_allow_list};
 
 /// The largest `--max-concurrent-decisions`.
 const MAX_CONCURRENT_DECISIONS: usize = 256;
@@ -82,9 +82,26 @@ pub(super) struct ServeArgs {
     /// a new one beyond it gets RESOURCE_EXHAUSTED until an unused one is forgotten.
     #[arg(long, env = "ADMIT_SCALER_MAX_TRIGGERS", default_value_t = admit_scaler::service::DEFAULT_MAX_TRIGGERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
     max_triggers: usize,
-    /// The most decisions (two queries and the model) running at once; more wait their turn.
+    /// The most triggers tracked at once in one namespace, and StreamIsActive streams open for
+    /// it: a new one beyond gets RESOURCE_EXHAUSTED.
+    #[arg(long, env = "ADMIT_SCALER_MAX_TRIGGERS_PER_NAMESPACE", default_value_t = admit_scaler::service::DEFAULT_MAX_TRIGGERS_PER_NAMESPACE, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    max_triggers_per_namespace: usize,
+    /// The most triggers tracked at once for one ScaledObject (each trigger under each
+    /// configuration KEDA sends): a new one beyond gets RESOURCE_EXHAUSTED.
+    #[arg(long, env = "ADMIT_SCALER_MAX_TRIGGERS_PER_OBJECT", default_value_t = admit_scaler::service::DEFAULT_MAX_TRIGGERS_PER_OBJECT, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    max_triggers_per_object: usize,
+    /// The most decisions (two queries and the model) running at once; more wait for a slot,
+    /// which goes to the waiting namespaces in turn.
     #[arg(long, env = "ADMIT_SCALER_MAX_CONCURRENT_DECISIONS", default_value_t = admit_scaler::service::DEFAULT_MAX_CONCURRENT_DECISIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_CONCURRENT_DECISIONS as u64))]
     max_concurrent_decisions: usize,
+    /// The most decisions running at once for one namespace (at most
+    /// --max-concurrent-decisions): the rest stay free for the others.
+    #[arg(long, env = "ADMIT_SCALER_MAX_CONCURRENT_DECISIONS_PER_NAMESPACE", default_value_t = admit_scaler::service::DEFAULT_MAX_CONCURRENT_DECISIONS_PER_NAMESPACE, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_CONCURRENT_DECISIONS as u64))]
+    max_concurrent_decisions_per_namespace: usize,
+    /// The longest a decision waits for a slot: past it, RESOURCE_EXHAUSTED, and no decision
+    /// is made. With --query-timeout, shorter than --request-timeout.
+    #[arg(long, env = "ADMIT_SCALER_MAX_DECISION_WAIT", default_value = "10s", value_parser = duration::between("10ms", "10m"), value_name = "DURATION")]
+    max_decision_wait: Duration,
     /// The longest an RPC may take (a decision waiting for its turn and its queries); past it
     /// the RPC fails with CANCELLED and its decision goes on for the next caller. At least
     /// twice --query-timeout.
@@ -92,6 +109,15 @@ pub(super) struct ServeArgs {
     request_timeout: Duration,
     #[command(flatten)]
     prometheus: PrometheusArgs,
+    /// Let triggers name any Prometheus URL: any caller that reaches the gRPC port can then
+    /// make the scaler send requests anywhere it can reach (cloud metadata endpoints
+    /// included). Without it, --allow-prometheus is required.
+    #[arg(
+        long,
+        env = "ADMIT_SCALER_ALLOW_ANY_PROMETHEUS",
+        conflicts_with = "allow_prometheus"
+    )]
+    allow_any_prometheus: bool,
     /// How long a stop (SIGTERM, SIGINT) waits for RPCs in flight before closing.
     #[arg(long, env = "ADMIT_SCALER_SHUTDOWN_GRACE", default_value = "10s", value_parser = duration::between("0s", "10m"), value_name = "DURATION")]
     shutdown_grace: Duration,
@@ -175,7 +201,27 @@ fn check(args: &ServeArgs) -> Result<AllowList, String> {
             args.request_timeout
         ));
     }
-    allow_list(&args.prometheus)
+    // A decision that waited its longest for a slot still answers before the RPC's limit.
+    let decision = args
+        .max_decision_wait
+        .saturating_add(args.prometheus.query_timeout);
+    if decision >= args.request_timeout {
+        return Err(format!(
+            "--max-decision-wait {:?} is too long: with --query-timeout ({decision:?}) it must \
+             be shorter than --request-timeout ({:?})",
+            args.max_decision_wait, args.request_timeout
+        ));
+    }
+    // Queries beyond the client's slots wait in arrival order, whatever their namespace.
+    let queries = args.max_concurrent_decisions.saturating_mul(2);
+    if args.prometheus.prometheus_max_in_flight.get() < queries {
+        return Err(format!(
+            "--prometheus-max-in-flight {} is too small: at least twice \
+             --max-concurrent-decisions ({queries}), or decisions wait for one another's queries",
+            args.prometheus.prometheus_max_in_flight
+        ));
+    }
+    serve_allow_list(&args.prometheus, args.allow_any_prometheus)
 }
 
 async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
@@ -184,11 +230,16 @@ async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
     let tls = tls_files(&args)
         .map(|files| ReloadingTls::load(files).map(Arc::new))
         .transpose()?;
+    tracing::info!(target: "admit_scaler", "triggers may query Prometheus at: {allow}");
     let service = ScalerService::new(ServiceOptions {
         decision_interval: args.decision_interval,
         state_ttl: args.state_ttl,
         max_triggers: args.max_triggers,
+        max_triggers_per_namespace: args.max_triggers_per_namespace,
+        max_triggers_per_object: args.max_triggers_per_object,
         max_concurrent_decisions: args.max_concurrent_decisions,
+        max_concurrent_decisions_per_namespace: args.max_concurrent_decisions_per_namespace,
+        max_decision_wait: args.max_decision_wait,
         client: client_options(&args.prometheus)?,
         allow,
     });

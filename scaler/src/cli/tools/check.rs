@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
+use admit_scaler::excerpt::excerpt;
 use admit_scaler::metadata::{DEFAULT_METRIC_NAME, ScalerConfig};
 use clap::Args;
 
@@ -26,9 +27,11 @@ pub(crate) fn main(args: CheckArgs) -> ExitCode {
     for trigger in &triggers {
         for (key, variable) in &trigger.unresolved {
             println!(
-                "{}: {key} reads the environment variable {variable}, which --env does not set: \
-                 KEDA drops the key when the variable is unset or empty",
-                trigger.label
+                "{}: {} reads the environment variable {}, which --env does not set: KEDA \
+                 drops the key when the variable is unset or empty",
+                trigger.label,
+                excerpt(key),
+                excerpt(variable)
             );
         }
         // The scaler never reads it, but KEDA refuses an external trigger without it.
@@ -89,9 +92,12 @@ fn no_shared_keys(triggers: &[input::Source]) -> bool {
         if labels.len() > 1 {
             unique = false;
             println!(
-                "{namespace}/{name} metric {metric:?} is named by {} triggers: {}; \
+                "{}/{} metric \"{}\" is named by {} triggers: {}; \
                  the last one applied replaces the others, and KEDA refuses one ScaledObject \
                  with two metrics of one name",
+                excerpt(namespace),
+                excerpt(name),
+                excerpt(metric),
                 labels.len(),
                 labels.join(", ")
             );

@@ -5,6 +5,7 @@ use std::fs;
 use std::io::Read;
 use std::path::PathBuf;
 
+use admit_scaler::excerpt::excerpt;
 use admit_scaler::tools::manifest::{self, Trigger};
 use clap::Args;
 
@@ -103,7 +104,11 @@ fn read_manifest(reader: impl Read) -> std::io::Result<String> {
 }
 
 fn source(trigger: Trigger) -> Source {
-    let namespace = trigger.namespace.as_deref().unwrap_or("<namespace>");
+    // A manifest's names are foreign text until the API server validates them.
+    let namespace = trigger
+        .namespace
+        .as_deref()
+        .map_or_else(|| "<namespace>".to_owned(), excerpt);
     let unresolved = trigger
         .from_env
         .iter()
@@ -113,7 +118,10 @@ fn source(trigger: Trigger) -> Source {
     Source {
         label: format!(
             "{} {namespace}/{} trigger {} ({})",
-            trigger.kind, trigger.name, trigger.index, trigger.trigger_type
+            trigger.kind,
+            excerpt(&trigger.name),
+            trigger.index,
+            trigger.trigger_type
         ),
         namespace: trigger.namespace.clone(),
         name: trigger.name,
@@ -150,7 +158,7 @@ pub(super) fn one(args: &TriggerArgs, select: Option<&str>) -> Result<Source, St
             "{} external triggers match; choose one with --select NAME/INDEX: {}",
             all.len(),
             all.iter()
-                .map(|source| format!("{}/{}", source.name, source.index))
+                .map(|source| format!("{}/{}", excerpt(&source.name), source.index))
                 .collect::<Vec<_>>()
                 .join(", ")
         )),

@@ -145,7 +145,7 @@ async fn bounded<T>(future: impl Future<Output = T>) -> T {
 
 /// Queries `up` at `base` and expects a failure.
 async fn query_error(prometheus: &PrometheusClient, base: &Uri) -> crate::prometheus::QueryError {
-    bounded(prometheus.query(base, "up", None))
+    bounded(prometheus.query(base, &"up".into(), None))
         .await
         .unwrap_err()
 }
@@ -180,7 +180,7 @@ async fn posts_a_form_to_the_query_path_under_the_prefix() {
         ("/a/b?tenant=t1", "/a/b/api/v1/query?tenant=t1"),
     ];
     for (suffix, path) in cases {
-        let answer = bounded(prometheus.query(&fake.uri(suffix), "up", None))
+        let answer = bounded(prometheus.query(&fake.uri(suffix), &"up".into(), None))
             .await
             .unwrap();
         let expected = Sample {
@@ -207,7 +207,7 @@ async fn encodes_the_query_exactly_and_sends_the_timeout() {
     let query =
         "sum(rate(http_requests_total{path=\"/a&b=c+d\"}[1m])) # what + why\n  / 2 # ünïcødé ✓ %20";
     let prometheus = client(Duration::from_secs(5), None);
-    bounded(prometheus.query(&fake.uri(""), query, None))
+    bounded(prometheus.query(&fake.uri(""), &query.into(), None))
         .await
         .unwrap();
     assert_eq!(
@@ -248,7 +248,7 @@ async fn sends_the_time_only_when_given() {
         ),
     ];
     for (time, expected) in cases {
-        bounded(prometheus.query(&fake.uri(""), "up", time))
+        bounded(prometheus.query(&fake.uri(""), &"up".into(), time))
             .await
             .unwrap();
         assert_eq!(fake.take().form, expected, "time {time:?}");
@@ -259,7 +259,7 @@ async fn sends_the_time_only_when_given() {
 async fn a_time_that_is_not_finite_is_refused_before_sending() {
     let mut fake = Fake::start(200, SCALAR).await;
     let prometheus = client(Duration::from_secs(5), None);
-    let error = bounded(prometheus.query(&fake.uri(""), "up", Some(f64::NAN)))
+    let error = bounded(prometheus.query(&fake.uri(""), &"up".into(), Some(f64::NAN)))
         .await
         .unwrap_err();
     assert_eq!(error.kind.as_str(), "bad_query");
@@ -284,7 +284,7 @@ async fn sends_the_bearer_token_when_set() {
 
 /// The `Authorization` header of one query `prometheus` sends to `fake`.
 async fn authorization(prometheus: &PrometheusClient, fake: &mut Fake) -> Option<String> {
-    bounded(prometheus.query(&fake.uri(""), "up", None))
+    bounded(prometheus.query(&fake.uri(""), &"up".into(), None))
         .await
         .unwrap();
     fake.take().authorization
@@ -341,7 +341,7 @@ async fn an_unusable_token_file_fails_the_query_before_sending_it() {
         (&not_utf8, "it is not UTF-8"),
     ];
     for (path, problem) in cases {
-        let error = bounded(file_client(path).query(&fake.uri(""), "up", None))
+        let error = bounded(file_client(path).query(&fake.uri(""), &"up".into(), None))
             .await
             .unwrap_err();
         let QueryErrorKind::Credentials { message } = &error.kind else {
@@ -404,7 +404,7 @@ async fn the_bearer_token_goes_over_plain_http_only_when_allowed() {
     }
     // Without a token there is nothing to refuse.
     let no_token = PrometheusClient::new(ClientOptions::default());
-    bounded(no_token.query(&fake.uri(""), "up", None))
+    bounded(no_token.query(&fake.uri(""), &"up".into(), None))
         .await
         .unwrap();
     assert_eq!(fake.take().authorization, None);
@@ -416,10 +416,10 @@ async fn error_answers_name_the_query() {
     let body = r#"{"status":"error","errorType":"bad_data","error":"parse error"}"#;
     let fake = Fake::start(400, body).await;
     let prometheus = client(Duration::from_secs(5), None);
-    let error = bounded(prometheus.query(&fake.uri(""), "sum(", None))
+    let error = bounded(prometheus.query(&fake.uri(""), &"sum(".into(), None))
         .await
         .unwrap_err();
-    assert_eq!(error.query, "sum(");
+    assert_eq!(&*error.query, "sum(");
     assert_eq!(
         error.kind,
         QueryErrorKind::BadQuery {
@@ -473,7 +473,7 @@ fn capped_client(cap: usize) -> PrometheusClient {
 async fn a_body_declared_over_the_cap_is_a_bad_response() {
     let fake = Fake::start(200, SCALAR).await;
     let at_cap = capped_client(SCALAR.len());
-    let answer = bounded(at_cap.query(&fake.uri(""), "up", None)).await;
+    let answer = bounded(at_cap.query(&fake.uri(""), &"up".into(), None)).await;
     assert_eq!(answer.unwrap().sample.value, 7.0);
     let under = capped_client(SCALAR.len() - 1);
     let error = query_error(&under, &fake.uri("")).await;
@@ -596,7 +596,7 @@ async fn queries_beyond_max_in_flight_wait_for_a_slot_within_the_timeout() {
     let held: Vec<_> = (0..2)
         .map(|_| {
             let (prometheus, base) = (long.clone(), base.clone());
-            tokio::spawn(async move { prometheus.query(&base, "up", None).await })
+            tokio::spawn(async move { prometheus.query(&base, &"up".into(), None).await })
         })
         .collect();
     for _ in 0..2 {
@@ -616,7 +616,9 @@ async fn queries_beyond_max_in_flight_wait_for_a_slot_within_the_timeout() {
         assert_eq!(bounded(query).await.unwrap().unwrap().sample.value, 7.0);
     }
     // The slots are free again.
-    let answer = bounded(short.query(&base, "up", None)).await.unwrap();
+    let answer = bounded(short.query(&base, &"up".into(), None))
+        .await
+        .unwrap();
     assert_eq!(answer.sample.value, 7.0);
     fake.take();
 }
@@ -659,10 +661,10 @@ async fn a_long_query_is_quoted_as_an_excerpt() {
     .await;
     let query = format!("sum(x)\n{}", "#".repeat(5000));
     let prometheus = client(Duration::from_secs(5), None);
-    let error = bounded(prometheus.query(&fake.uri(""), &query, None))
+    let error = bounded(prometheus.query(&fake.uri(""), &query.as_str().into(), None))
         .await
         .unwrap_err();
-    assert_eq!(error.query, query, "kept whole");
+    assert_eq!(&*error.query, query, "kept whole");
     let shown = error.to_string();
     assert!(shown.starts_with(r#"query "sum(x)\n###"#), "{shown}");
     assert!(

@@ -114,8 +114,9 @@ impl fmt::Display for Plan {
         }
         writeln!(f)?;
         let mut answer = format!(
-            "recommended  {} replicas, predicted P(wait ≤ T) = {:.6}",
-            decision.replicas, decision.predicted_service_level
+            "recommended  {} replicas, predicted P(wait ≤ T) = {}",
+            decision.replicas,
+            predicted(decision.predicted_service_level)
         );
         if decision.capped {
             let _ = write!(answer, " (capped at maxReplicas {})", config.max_replicas);
@@ -129,6 +130,14 @@ impl fmt::Display for Plan {
             config.activation_arrival_rate
         )
     }
+}
+
+/// A predicted service level, or why there is none.
+fn predicted(level: Option<f64>) -> String {
+    level.map_or_else(
+        || "unknown (beyond the model's budget)".to_owned(),
+        |level| format!("{level:.6}"),
+    )
 }
 
 fn optional(value: Option<f64>, digits: usize) -> String {

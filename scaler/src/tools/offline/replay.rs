@@ -116,7 +116,7 @@ pub fn replay_table(config: &ScalerConfig, steps: &[ReplayStep]) -> String {
         let _ = match &step.outcome {
             Ok(decision) => writeln!(
                 out,
-                "{time:<20} {:>12.4} {:>12} {:>12.4} {:>9} {:>9} {:>9} {:>10.6}{}",
+                "{time:<20} {:>12.4} {:>12} {:>12.4} {:>9} {:>9} {:>9} {:>10}{}",
                 decision.arrival_rate,
                 decision
                     .service_time
@@ -125,7 +125,9 @@ pub fn replay_table(config: &ScalerConfig, steps: &[ReplayStep]) -> String {
                 decision.required_servers,
                 decision.required_servers.div_ceil(per_replica),
                 decision.replicas,
-                decision.predicted_service_level,
+                decision
+                    .predicted_service_level
+                    .map_or_else(|| "unknown".to_owned(), |level| format!("{level:.6}")),
                 if decision.capped { "  capped" } else { "" }
             ),
             Err(error) => writeln!(
