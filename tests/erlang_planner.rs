@@ -355,3 +355,85 @@ proptest! {
         }
     }
 }
+
+/// The planner's hold, written plainly: the highest `down` (in replicas) of the last hold
+/// period, each scale-up counting as a recommendation too, with nothing forgotten.
+struct Unbounded {
+    config: PlannerConfig,
+    replicas: u64,
+    seen: Vec<(Duration, u64)>,
+    now: Duration,
+}
+
+impl Unbounded {
+    fn observe(&mut self, now: Duration, up: u64, down: u64) -> u64 {
+        let config = &self.config;
+        let replicas_for = |servers: u64| {
+            servers
+                .div_ceil(config.per_replica)
+                .clamp(config.min_replicas, config.max_replicas)
+        };
+        if self.seen.is_empty() {
+            self.seen.push((now, self.replicas));
+        }
+        self.now = self.now.max(now);
+        let (up, down) = (replicas_for(up), replicas_for(down.max(up)));
+        self.seen.push((self.now, down));
+        let now = self.now;
+        let hold = self
+            .seen
+            .iter()
+            .filter(|&&(at, _)| now.saturating_sub(at) <= config.scale_down_hold)
+            .map(|&(_, held)| held)
+            .max()
+            .unwrap_or(down);
+        let current = self.replicas;
+        self.replicas = if up > current {
+            let step = (up - current).clamp(config.min_step_up, config.max_step_up);
+            let raised = current.saturating_add(step).min(config.max_replicas);
+            self.seen.push((self.now, raised));
+            raised
+        } else if current > config.max_replicas {
+            config.max_replicas
+        } else if hold < current {
+            hold.max(current.saturating_sub(config.max_step_down))
+        } else {
+            current
+        };
+        self.replicas
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// With a bounded memory, the planner is the plain hold as long as it keeps every
+    /// recommendation that can still be the highest, and holds at least as high after.
+    #[test]
+    fn the_bounded_hold_never_scales_down_earlier_than_the_plain_one(
+        start in 1u64..2_000,
+        steps in proptest::collection::vec((0u64..3_000, 0u64..5, 0u64..40), 1..1_500),
+        hold in 0u64..200,
+        max_step_down in 1u64..50,
+    ) {
+        let config = PlannerConfig {
+            scale_down_hold: secs(hold),
+            max_step_down,
+            max_replicas: 5_000,
+            ..PlannerConfig::default()
+        };
+        let mut bounded = planner(config, start);
+        let mut plain = Unbounded { config, replicas: start, seen: Vec::new(), now: Duration::ZERO };
+        let mut t = 0;
+        for (i, (up, extra, dt)) in steps.into_iter().enumerate() {
+            // Every other case falls by one each decision, at most a second apart: a run
+            // within the hold longer than the bound.
+            let falling = start % 2 == 0;
+            t += if falling { dt % 2 } else { dt };
+            let up = if falling { 3_000u64.saturating_sub(i as u64) } else { up };
+            let got = bounded.observe(secs(t), up, up + extra);
+            let want = plain.observe(secs(t), up, up + extra);
+            prop_assert!(got >= want, "at {t} s: {got} < {want}");
+        }
+    }
+}

@@ -136,6 +136,11 @@ impl PlannerConfig {
 ///    oscillate. How wide the band is in servers depends on `tolerance` and the load; at a
 ///    zero-width band the hold window alone damps changes.
 ///
+/// Its memory is bounded: the hold window keeps at most [`MAX_HELD`](Self::MAX_HELD)
+/// recommendations (only those that can still be its highest: each lower than the one before).
+/// Past that, a lower recommendation extends the hold of the last one kept instead: the planner
+/// never scales down earlier than the hold says, and after a long fall may scale down later.
+///
 /// Time is an argument, so the planner is deterministic; it only needs to be non-decreasing
 /// (an earlier time counts as the latest one seen). Step limits apply per decision: make one
 /// per period (for KEDA, per polling interval). Nothing is clamped before the first decision:
@@ -185,6 +190,9 @@ pub struct ReplicaPlanner {
 }
 
 impl ReplicaPlanner {
+    /// The most recommendations the hold window keeps: 256, 4 KiB.
+    pub const MAX_HELD: usize = 256;
+
     /// A planner currently at `replicas`.
     ///
     /// The starting count counts as a recommendation made at the first decision, so a new
@@ -258,7 +266,9 @@ impl ReplicaPlanner {
     }
 
     /// Enters a recommendation made now into the hold window, which keeps only the ones that
-    /// can still be its maximum (strictly decreasing from the front).
+    /// can still be its maximum (strictly decreasing from the front), at most
+    /// [`MAX_HELD`](Self::MAX_HELD) of them: when it is full, the last one, higher than this
+    /// one, is held from now instead, which keeps this one's hold too.
     fn remember(&mut self, replicas: u64) {
         while self
             .recent
@@ -267,7 +277,13 @@ impl ReplicaPlanner {
         {
             self.recent.pop_back();
         }
-        self.recent.push_back((self.now, replicas));
+        if self.recent.len() >= Self::MAX_HELD
+            && let Some(last) = self.recent.back_mut()
+        {
+            last.0 = self.now;
+        } else {
+            self.recent.push_back((self.now, replicas));
+        }
     }
 
     /// One decision at time `now` for `queue` and `target`: the servers `target` needs, and
@@ -290,5 +306,32 @@ impl ReplicaPlanner {
         };
         let down = queue.min_servers(stricter)?;
         Ok(self.observe(now, up, down))
+    }
+}
+
+#[cfg(all(test, not(admit_loom)))]
+mod tests {
+    use std::time::Duration;
+
+    use super::{PlannerConfig, ReplicaPlanner};
+
+    /// A load that falls at every decision for longer than the hold: without the bound the
+    /// window would keep one recommendation per decision.
+    #[test]
+    fn the_hold_window_is_bounded_whatever_the_fall() {
+        let config = PlannerConfig {
+            scale_down_hold: Duration::from_secs(3_600),
+            max_replicas: 1_000_000,
+            ..PlannerConfig::default()
+        };
+        let mut planner = ReplicaPlanner::new(config, 1).unwrap();
+        planner.observe(Duration::ZERO, 100_000, 100_000);
+        for i in 1..=36_000u64 {
+            let replicas =
+                planner.observe(Duration::from_millis(100 * i), 100_000 - i, 100_000 - i);
+            assert!(planner.recent.len() <= ReplicaPlanner::MAX_HELD);
+            assert_eq!(replicas, 100_000, "held at {i}");
+        }
+        assert_eq!(planner.recent.len(), ReplicaPlanner::MAX_HELD);
     }
 }
