@@ -24,7 +24,8 @@
 //!
 //! Every key may also be spelled `<key>FromEnv` (KEDA's value resolved from the workload's
 //! environment), but not both at once. KEDA's own `scalerAddress`, `enableTLS` and `unsafeSsl`
-//! are ignored; any other key is an error. Integers are plain decimal digits; numbers with
+//! are ignored; any other key is an error. Every value but the queries' is at most
+//! [`VALUE_MAX_LEN`] bytes, so a valid map is never larger than [`longest_metadata`]. Integers are plain decimal digits; numbers with
 //! surrounding whitespace are refused, not trimmed. Errors quote values and unknown keys as
 //! excerpts ([`crate::excerpt`]), and list at most eight unknown keys.
 //!
@@ -75,6 +76,9 @@ const METRIC_NAME_MAX_LEN: usize = 48;
 
 /// The longest PromQL query, in bytes.
 const QUERY_MAX_LEN: usize = 8192;
+
+/// The longest value of any other key (a URL, a number, KEDA's own keys), in bytes.
+pub const VALUE_MAX_LEN: usize = 1024;
 
 /// Unknown keys listed one by one in an error; more are counted.
 const MAX_LISTED_UNKNOWN: usize = 8;
@@ -136,6 +140,7 @@ const KEYS: [Key; 16] = [
 const KEDA_KEYS: [&str; 3] = ["scalerAddress", "enableTLS", "unsafeSsl"];
 
 const NO_WHITESPACE: &str = "no leading or trailing whitespace";
+const TOO_LONG: &str = "at most 1024 bytes";
 const NOT_FINITE: &str = "a finite number, not NaN or infinity";
 const URL_ABSOLUTE: &str = "an absolute http or https URL, e.g. http://prometheus:9090";
 const URL_SCHEME: &str = "an http or https URL";
@@ -358,6 +363,34 @@ impl ScalerConfig {
     }
 }
 
+/// The largest metadata map that parses: every key under its longer spelling (`<key>FromEnv`)
+/// with a value at its longest (queries of [`QUERY_MAX_LEN`] bytes, a 48-character
+/// `metricName`, every other value, KEDA's keys included, of [`VALUE_MAX_LEN`] bytes). No valid
+/// map has more keys or longer ones, or a longer value under any key: what sizes the largest
+/// request the scaler accepts.
+pub fn longest_metadata() -> BTreeMap<String, String> {
+    let number = |head: &str| format!("{head}{}", "0".repeat(VALUE_MAX_LEN - head.len()));
+    let integer = format!("{}1", "0".repeat(VALUE_MAX_LEN - 1));
+    let url = format!("http://prometheus:9090/{}", "p".repeat(VALUE_MAX_LEN - 23));
+    let query = "x".repeat(QUERY_MAX_LEN);
+    let value = |key: Key| match key.name {
+        "prometheusURL" => url.clone(),
+        "arrivalRateQuery" | "serviceTimeQuery" => query.clone(),
+        "waitThresholdSeconds"
+        | "scaleDownHoldSeconds"
+        | "slTolerance"
+        | "activationArrivalRate" => number("0."),
+        "targetSL" => number("0.9"),
+        "patienceSeconds" => number("1."),
+        "metricName" => "m".repeat(METRIC_NAME_MAX_LEN),
+        _ => integer.clone(),
+    };
+    KEYS.iter()
+        .map(|key| (key.env.to_owned(), value(*key)))
+        .chain(KEDA_KEYS.map(|key| (key.to_owned(), "k".repeat(VALUE_MAX_LEN))))
+        .collect()
+}
+
 /// Which trigger a decision, its state and its metrics belong to: a ScaledObject's trigger,
 /// named by its `metricName`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -398,6 +431,16 @@ impl<'a> Parser<'a> {
                 .chain(KEDA_KEYS)
         };
         for (given, value) in self.metadata {
+            if let Some(keda) = KEDA_KEYS.iter().find(|name| *name == given) {
+                if value.len() > VALUE_MAX_LEN {
+                    self.problems.push(Problem::Invalid {
+                        key: keda,
+                        value: excerpt(value),
+                        expected: TOO_LONG,
+                    });
+                }
+                continue;
+            }
             if names().any(|name| name == given) {
                 continue;
             }
@@ -493,12 +536,14 @@ impl<'a> Parser<'a> {
     }
 }
 
-/// `Err(NO_WHITESPACE)` when `raw` has leading or trailing whitespace.
-fn unpadded(raw: &str) -> Result<(), &'static str> {
-    if raw.trim() == raw {
-        Ok(())
-    } else {
+/// `Err` when `raw` is longer than [`VALUE_MAX_LEN`] or has leading or trailing whitespace.
+fn plain(raw: &str) -> Result<(), &'static str> {
+    if raw.len() > VALUE_MAX_LEN {
+        Err(TOO_LONG)
+    } else if raw.trim() != raw {
         Err(NO_WHITESPACE)
+    } else {
+        Ok(())
     }
 }
 
@@ -508,7 +553,7 @@ fn float(
     expected: &'static str,
     valid: impl Fn(f64) -> bool,
 ) -> Result<f64, &'static str> {
-    unpadded(raw)?;
+    plain(raw)?;
     let value: f64 = raw.parse().map_err(|_| expected)?;
     if !value.is_finite() {
         return Err(NOT_FINITE);
@@ -530,7 +575,7 @@ fn seconds(raw: &str, expected: &'static str, min: Duration) -> Result<Duration,
 
 /// Plain decimal digits (no sign, point or exponent) forming a `u64` in `min..=max`.
 fn integer(raw: &str, expected: &'static str, min: u64, max: u64) -> Result<u64, &'static str> {
-    unpadded(raw)?;
+    plain(raw)?;
     if raw.is_empty() || !raw.bytes().all(|byte| byte.is_ascii_digit()) {
         return Err(expected);
     }
@@ -552,7 +597,7 @@ fn replicas(raw: &str) -> Result<u64, &'static str> {
 
 /// An absolute `http`/`https` URL without query or fragment.
 fn url(raw: &str) -> Result<Uri, &'static str> {
-    unpadded(raw)?;
+    plain(raw)?;
     // `Uri` drops a fragment silently, and may take an empty `?` for no query.
     if raw.contains('#') {
         return Err(URL_NO_FRAGMENT);
