@@ -1,7 +1,10 @@
 //! The scaler's network edges and their limits: the gRPC server ([`grpc`]), gRPC over TLS
 //! with certificates that rotate ([`tls`]), and the HTTP side for metrics and probes
-//! ([`http`]).
+//! ([`http`]). Both servers count and cap their connections ([`connections`]); the gRPC
+//! server also charges its requests to a budget of bytes ([`budget`]).
 
+mod budget;
+mod connections;
 pub mod grpc;
 pub mod http;
 pub mod tls;

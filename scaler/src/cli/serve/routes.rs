@@ -6,11 +6,16 @@ use std::time::Duration;
 
 use admit_scaler::telemetry;
 use axum::Router;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use http_body_util::{BodyExt, Full};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use metrics_util::MetricKindMask;
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
 use crate::cli::BoxError;
 
@@ -25,14 +30,16 @@ pub(super) fn install_recorder(state_ttl: Duration) -> Result<PrometheusHandle, 
     Ok(builder.install_recorder()?)
 }
 
-/// `GET /metrics` (the recorder's text), `/healthz`, and `/readyz` (503 once `ready` is false).
-pub(super) fn http_router(metrics: PrometheusHandle, ready: Arc<AtomicBool>) -> Router {
+/// `GET /metrics` (the recorder's text, at most `max_scrapes` at once), `/healthz`, and
+/// `/readyz` (503 once `ready` is false). The probes take no scrape slot.
+pub(super) fn http_router(
+    metrics: PrometheusHandle,
+    max_scrapes: usize,
+    ready: Arc<AtomicBool>,
+) -> Router {
     Router::new()
-        .route(
-            "/metrics",
-            get(|State(metrics): State<PrometheusHandle>| async move { metrics.render() }),
-        )
-        .with_state(metrics)
+        .route("/metrics", get(scrape))
+        .with_state(Arc::new(MetricsPage::new(metrics, max_scrapes)))
         .route("/healthz", get(|| async { "ok\n" }))
         .route(
             "/readyz",
@@ -47,4 +54,107 @@ pub(super) fn http_router(metrics: PrometheusHandle, ready: Arc<AtomicBool>) -> 
                 }
             }),
         )
+}
+
+/// A page is rendered again only once the last is older than this: scrapes that come
+/// together (two Prometheus replicas, a person with curl) share one.
+const FRESH: Duration = Duration::from_secs(1);
+
+/// The most pages in memory at once: the latest, and one that slow readers still hold.
+const PAGES: usize = 2;
+
+/// `/metrics`' page: rendered once for the scrapes of the same second and shared by them (one
+/// copy in memory however many read it), and at most [`PAGES`] in memory. While readers still
+/// hold an older page, a scrape gets the latest one even if it is no longer fresh.
+#[derive(Debug)]
+struct MetricsPage {
+    handle: PrometheusHandle,
+    /// The latest page and when it was rendered; the lock makes renders single-flight.
+    latest: Mutex<Option<(Instant, Bytes)>>,
+    /// One permit per page in memory, held until its last reader is done.
+    pages: Arc<Semaphore>,
+    /// One permit per scrape being answered.
+    scrapes: Arc<Semaphore>,
+}
+
+impl MetricsPage {
+    fn new(handle: PrometheusHandle, max_scrapes: usize) -> Self {
+        MetricsPage {
+            handle,
+            latest: Mutex::new(None),
+            pages: Arc::new(Semaphore::new(PAGES)),
+            scrapes: Arc::new(Semaphore::new(max_scrapes.max(1))),
+        }
+    }
+
+    /// The page to answer with now.
+    async fn page(&self) -> Result<Bytes, BoxError> {
+        let mut latest = self.latest.lock().await;
+        if let Some((rendered, page)) = &*latest
+            && rendered.elapsed() < FRESH
+        {
+            return Ok(page.clone());
+        }
+        let Ok(permit) = Arc::clone(&self.pages).try_acquire_owned() else {
+            // Slow readers hold an older page: no third one.
+            if let Some((_, page)) = &*latest {
+                return Ok(page.clone());
+            }
+            return Err("no page".into());
+        };
+        let handle = self.handle.clone();
+        let text = tokio::task::spawn_blocking(move || handle.render()).await?;
+        let page = Bytes::from_owner(Page {
+            text,
+            _permit: permit,
+        });
+        *latest = Some((Instant::now(), page.clone()));
+        Ok(page)
+    }
+}
+
+/// A rendered page, holding its place among the [`PAGES`] until its last copy is dropped.
+struct Page {
+    text: String,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl AsRef<[u8]> for Page {
+    fn as_ref(&self) -> &[u8] {
+        self.text.as_bytes()
+    }
+}
+
+/// `GET /metrics`: the shared page, or 503 when as many scrapes are being answered as may be.
+async fn scrape(State(page): State<Arc<MetricsPage>>) -> Response {
+    let Ok(slot) = Arc::clone(&page.scrapes).try_acquire_owned() else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "1")],
+            "too many scrapes at once (--http-max-scrapes)\n",
+        )
+            .into_response();
+    };
+    match page.page().await {
+        Ok(page) => {
+            // The slot is held until the page is sent whole (or the connection dropped).
+            let body = Full::new(page).map_frame(move |frame| {
+                let _slot = &slot;
+                frame
+            });
+            (
+                [(
+                    header::CONTENT_TYPE,
+                    "text/plain; version=0.0.4; charset=utf-8",
+                )],
+                Body::new(body),
+            )
+                .into_response()
+        }
+        Err(error) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("rendering the metrics: {error}\n"),
+        )
+            .into_response(),
+    }
 }
