@@ -12,7 +12,8 @@
 //! charged to its connection's share, a quarter of the budget, until its body ends. One
 //! connection that opens streams and never finishes their messages thus holds at most a
 //! quarter of the budget, and other connections' requests still get in. A request body must
-//! also end within a deadline, or its RPC fails with `CANCELLED`.
+//! also end within a deadline, or its RPC fails with `DEADLINE_EXCEEDED` (not `CANCELLED`,
+//! which tonic takes for a client that went away).
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -205,7 +206,7 @@ impl Framing {
     }
 
     /// Reads `data` and returns what the prefixes completed in it announce: each prefix's
-    /// bytes and its message's length (up to the message limit).
+    /// bytes and its message's length (unless over the message limit).
     fn announced(&mut self, mut data: &[u8]) -> usize {
         let mut announced = 0_usize;
         while !data.is_empty() {
@@ -226,9 +227,15 @@ impl Framing {
                 let length =
                     usize::try_from(u32::from_be_bytes([a, b, c, d])).unwrap_or(usize::MAX);
                 self.message_left = length;
+                // tonic refuses a longer message as it reads the prefix, reserving nothing.
+                let reserved = if length <= self.max_message {
+                    length
+                } else {
+                    0
+                };
                 announced = announced
                     .saturating_add(PREFIX_BYTES)
-                    .saturating_add(length.min(self.max_message));
+                    .saturating_add(reserved);
             }
         }
         announced
@@ -271,7 +278,7 @@ where
                 *this.done = true;
                 this.charges.share = None;
                 crate::telemetry::refused("slow_request");
-                let status = Status::cancelled(format!(
+                let status = Status::deadline_exceeded(format!(
                     "the request message did not arrive whole within {:?} \
                      (--grpc-request-body-timeout)",
                     this.body_timeout
@@ -354,8 +361,8 @@ mod tests {
         assert_eq!(framing.announced(&[0, 10, 1, 2, 3]), 15);
         assert_eq!(framing.announced(&[4, 5, 6, 7, 8, 9, 10, 0, 0, 0, 0, 3]), 8);
         assert_eq!(framing.announced(&[1, 2, 3]), 0);
-        // A length over the limit is charged the limit only.
-        assert_eq!(framing.announced(&[0, 0xff, 0xff, 0xff, 0xff]), 1005);
+        // A length over the limit is not charged: the decoder refuses it at once.
+        assert_eq!(framing.announced(&[0, 0xff, 0xff, 0xff, 0xff]), 5);
     }
 
     #[tokio::test(start_paused = true)]
@@ -430,7 +437,10 @@ mod tests {
         let started = tokio::time::Instant::now();
         let error = body.frame().await.unwrap().unwrap_err();
         assert_eq!(started.elapsed(), Duration::from_secs(10));
-        assert_eq!(Status::from_error(error).code(), tonic::Code::Cancelled);
+        assert_eq!(
+            Status::from_error(error).code(),
+            tonic::Code::DeadlineExceeded
+        );
         assert_eq!(connection.share.available_permits(), 1 << 18);
         assert!(body.frame().await.is_none());
         drop(sender);

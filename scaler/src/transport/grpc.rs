@@ -66,7 +66,7 @@ pub struct GrpcLimits {
     /// [`budget`](super::budget)); past it a request gets `RESOURCE_EXHAUSTED`.
     pub max_request_bytes_in_flight: usize,
     /// The longest a request's message may take to arrive whole; past it the RPC fails with
-    /// `CANCELLED`.
+    /// `DEADLINE_EXCEEDED`.
     pub request_body_timeout: Duration,
     /// The largest request message: larger ones are refused by the decoder, and not charged.
     pub max_message_bytes: usize,
@@ -278,6 +278,12 @@ where
             () = changed => {}
             () = sleep_until(idle_until) => {}
         }
+    }
+    let now = connection.snapshot();
+    if !now.used && now.in_flight == 0 {
+        // Nothing was ever asked on it, and it may still be in its handshake, which a GOAWAY
+        // does not end: drop it.
+        return;
     }
     served.as_mut().graceful_shutdown();
     let goaway = Instant::now();

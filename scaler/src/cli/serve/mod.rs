@@ -115,7 +115,7 @@ pub(super) struct ServeArgs {
     #[arg(long, env = "ADMIT_SCALER_GRPC_MAX_REQUEST_BYTES_IN_FLIGHT", default_value_t = 32 << 20, value_parser = RangedU64ValueParser::<usize>::new().range(1 << 20..=1 << 30), value_name = "BYTES")]
     grpc_max_request_bytes_in_flight: usize,
     /// A gRPC request's message must arrive whole within this of its head; past it the RPC
-    /// fails with CANCELLED.
+    /// fails with DEADLINE_EXCEEDED.
     #[arg(long, env = "ADMIT_SCALER_GRPC_REQUEST_BODY_TIMEOUT", default_value = "10s", value_parser = duration::between("100ms", "10m"), value_name = "DURATION")]
     grpc_request_body_timeout: Duration,
     /// An HTTP answer (a /metrics page, say) must be sent whole within this of its request's
