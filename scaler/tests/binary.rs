@@ -204,9 +204,12 @@ async fn sigterm_keeps_serving_through_the_delay_and_a_second_signal_ends_it() {
     })
     .await;
     println!("/readyz failed {:?} after SIGTERM", started.elapsed());
-    let channel = bounded("connect", Channel::from_shared(url.clone()).unwrap().connect())
-        .await
-        .unwrap();
+    let channel = bounded(
+        "connect",
+        Channel::from_shared(url.clone()).unwrap().connect(),
+    )
+    .await
+    .unwrap();
     let status = HealthClient::new(channel.clone())
         .check(HealthCheckRequest {
             service: String::new(),
@@ -229,7 +232,8 @@ async fn sigterm_keeps_serving_through_the_delay_and_a_second_signal_ends_it() {
         "{log:?}"
     );
     assert!(
-        log.iter().any(|line| line.contains("SIGTERM: stopping now")),
+        log.iter()
+            .any(|line| line.contains("SIGTERM: stopping now")),
         "{log:?}"
     );
 }

@@ -386,6 +386,50 @@ async fn a_slow_http_client_is_dropped_and_connections_are_capped() {
     );
 }
 
+#[tokio::test]
+async fn an_answer_not_read_within_its_deadline_drops_the_connection() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    // 16 MiB in 64 KiB chunks, as /metrics sends its page.
+    let router = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(|| async {
+            let chunks = (0..256).map(|_| Ok::<_, std::convert::Infallible>(vec![b'x'; 64 << 10]));
+            axum::body::Body::from_stream(tokio_stream::iter(chunks))
+        }),
+    );
+    let request_timeout = Duration::from_millis(500);
+    let limits = HttpLimits {
+        request_timeout,
+        ..HttpLimits::default()
+    };
+    tokio::spawn(http::serve(
+        listener,
+        router,
+        limits,
+        std::future::pending(),
+    ));
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut reader = socket.connect(addr).await.unwrap();
+    reader
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    // It reads nothing for twice the deadline; then the connection is found closed, with far
+    // less than the answer sent.
+    tokio::time::sleep(2 * request_timeout).await;
+    let mut received = Vec::new();
+    let read = bounded("the close", reader.read_to_end(&mut received)).await;
+    assert!(started.elapsed() >= request_timeout);
+    assert!(
+        read.is_err() || received.len() < 8 << 20,
+        "{} bytes",
+        received.len()
+    );
+}
+
 /// A temporary directory for one test's files.
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("admit-hostile-{name}-{}", std::process::id()));

@@ -259,7 +259,9 @@ pub(super) struct InFlight {
 }
 
 impl InFlight {
-    /// `body`, keeping the request in flight until it is done with (sent whole, or dropped).
+    /// `body`, keeping the request in flight until it is done with: dropped, or its last frame
+    /// taken by the server (whose buffers may still hold that frame, so a large answer should
+    /// come in chunks).
     pub(super) fn until_sent<B: http_body::Body>(
         self,
         body: B,

@@ -18,6 +18,7 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
 
 use super::connections::{Connection, Connections, RequestTracker};
 use super::tcp_keepalive;
@@ -28,7 +29,8 @@ pub struct HttpLimits {
     /// A request head (or, between requests, the next one) not read by then closes the
     /// connection: a client that sends nothing, or a byte a second, is dropped.
     pub header_read_timeout: Duration,
-    /// A request's answer not sent whole by then, from its head, drops the connection.
+    /// A request's answer not sent whole by then, from its head, drops the connection. (An
+    /// answer counts as sent once hyper has taken its last chunk.)
     pub request_timeout: Duration,
     /// The most connections open at once: at the cap, one with no request in flight is closed
     /// to admit a new one.
@@ -54,6 +56,9 @@ const MAX_HEAD_BYTES: usize = 8192;
 
 /// How often the gauge of open connections is refreshed.
 const PUBLISH_PERIOD: Duration = Duration::from_secs(15);
+
+/// How long an idle connection may stay once it should have closed.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
 /// Serves `router` on `listener` until `shutdown` resolves, then closes idle connections and
 /// waits for the requests in flight (each within its deadline).
@@ -101,7 +106,7 @@ pub async fn serve(
             connections.open(),
             builder.clone(),
             router.clone(),
-            limits.request_timeout,
+            limits,
         ));
     }
     drop(listener);
@@ -110,39 +115,50 @@ pub async fn serve(
 }
 
 /// Serves one connection until the peer closes it, it is told to close (after the answer in
-/// flight, if any), or an answer outlives `request_timeout`.
+/// flight, if any), or it outlives a deadline: an answer `request_timeout` after its head, an
+/// idle connection [`CLOSE_GRACE`] after hyper's own header deadline (a connection whose last
+/// bytes the client never reads is idle to us but not to hyper), one told to close
+/// [`CLOSE_GRACE`] after it became idle.
 async fn connection(
     stream: TcpStream,
     connection: Connection,
     builder: http1::Builder,
     router: TowerToHyperService<Router>,
-    request_timeout: Duration,
+    limits: HttpLimits,
 ) {
     let service = TrackedService {
         router,
         tracker: connection.tracker(),
     };
     let mut served = pin!(builder.serve_connection(TokioIo::new(stream), service));
-    let mut closing = false;
+    let mut closing_since = None;
     loop {
         let changed = connection.changed();
         let now = connection.snapshot();
-        if now.closing && !closing {
+        if now.closing && closing_since.is_none() {
             // Closes at once if no request is in flight, or after its answer.
             served.as_mut().graceful_shutdown();
-            closing = true;
+            closing_since = Some(Instant::now());
         }
-        let deadline = (now.in_flight > 0).then(|| now.since + request_timeout);
+        let deadline = if now.in_flight > 0 {
+            now.since + limits.request_timeout
+        } else {
+            match closing_since {
+                Some(closing) => now.since.max(closing) + CLOSE_GRACE,
+                None => now.since + limits.header_read_timeout + CLOSE_GRACE,
+            }
+        };
         tokio::select! {
             _ = &mut served => return,
             () = changed => {}
-            () = async {
-                match deadline {
-                    Some(deadline) => tokio::time::sleep_until(deadline).await,
-                    None => std::future::pending().await,
+            () = tokio::time::sleep_until(deadline) => {
+                if now.in_flight > 0 {
+                    tracing::debug!(
+                        target: "admit_scaler",
+                        "an HTTP answer not sent within {:?}: closing",
+                        limits.request_timeout
+                    );
                 }
-            } => {
-                tracing::debug!(target: "admit_scaler", "an HTTP answer not sent within {request_timeout:?}: closing");
                 return;
             }
         }

@@ -4,6 +4,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod memory;
 pub mod process;
 
 use std::collections::{BTreeMap, HashMap};

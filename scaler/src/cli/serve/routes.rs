@@ -1,5 +1,6 @@
 //! `serve`'s HTTP side: the Prometheus recorder and the routes for Prometheus and the probes.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -11,7 +12,8 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use http_body_util::{BodyExt, Full};
+use http_body::Frame;
+use http_body_util::{BodyExt, StreamBody};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use metrics_util::MetricKindMask;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
@@ -62,6 +64,9 @@ const FRESH: Duration = Duration::from_secs(1);
 
 /// The most pages in memory at once: the latest, and one that slow readers still hold.
 const PAGES: usize = 2;
+
+/// A page is sent in chunks of this many bytes (slices of the shared page, not copies).
+const CHUNK_BYTES: usize = 64 << 10;
 
 /// `/metrics`' page: rendered once for the scrapes of the same second and shared by them (one
 /// copy in memory however many read it), and at most [`PAGES`] in memory. While readers still
@@ -137,8 +142,13 @@ async fn scrape(State(page): State<Arc<MetricsPage>>) -> Response {
     };
     match page.page().await {
         Ok(page) => {
-            // The slot is held until the page is sent whole (or the connection dropped).
-            let body = Full::new(page).map_frame(move |frame| {
+            // In chunks, so that the answer is done with only once nearly all of it is sent;
+            // the slot is held until then (or until the connection is dropped).
+            let chunks = (0..page.len()).step_by(CHUNK_BYTES).map(move |start| {
+                let end = (start + CHUNK_BYTES).min(page.len());
+                Ok::<_, Infallible>(Frame::data(page.slice(start..end)))
+            });
+            let body = StreamBody::new(tokio_stream::iter(chunks)).map_frame(move |frame| {
                 let _slot = &slot;
                 frame
             });
@@ -156,5 +166,47 @@ async fn scrape(State(page): State<Arc<MetricsPage>>) -> Response {
             format!("rendering the metrics: {error}\n"),
         )
             .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A page of one counter.
+    fn page() -> MetricsPage {
+        let recorder = PrometheusBuilder::new().build_recorder();
+        metrics::with_local_recorder(&recorder, || {
+            metrics::counter!("admit_scaler_test_total").increment(1);
+        });
+        MetricsPage::new(recorder.handle(), 4)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn scrapes_of_the_same_second_share_one_page() {
+        let page = page();
+        let first = page.page().await.unwrap();
+        assert!(first.starts_with(b"# TYPE admit_scaler_test_total counter"));
+        let second = page.page().await.unwrap();
+        assert_eq!(first.as_ptr(), second.as_ptr(), "one copy");
+        tokio::time::advance(FRESH).await;
+        let third = page.page().await.unwrap();
+        assert_ne!(first.as_ptr(), third.as_ptr(), "rendered again");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn while_readers_hold_an_older_page_no_third_is_rendered() {
+        let page = page();
+        let old = page.page().await.unwrap();
+        tokio::time::advance(FRESH).await;
+        let latest = page.page().await.unwrap();
+        // A reader still holds the old page: the latest is served, stale.
+        tokio::time::advance(FRESH).await;
+        assert_eq!(page.page().await.unwrap().as_ptr(), latest.as_ptr());
+        assert_eq!(page.pages.available_permits(), 0);
+        // Once it lets go, the next scrape gets a fresh page.
+        drop(old);
+        assert_eq!(page.pages.available_permits(), 1);
+        assert_ne!(page.page().await.unwrap().as_ptr(), latest.as_ptr());
     }
 }
