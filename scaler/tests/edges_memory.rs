@@ -116,6 +116,41 @@ async fn partial_messages_and_idle_connections_leave_keda_served_within_64_mib()
     assert!(status.success(), "{status:?}: {log:?}");
 }
 
+/// What the budget charges a request besides its headers and message
+/// (`transport::budget::REQUEST_COST`).
+const CHARGED_PER_REQUEST: u64 = 20 << 10;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_in_transit_holds_less_than_it_is_charged() {
+    let largest = u32::try_from(max_request_bytes()).unwrap();
+    for announced in [4000, largest] {
+        // A budget and a deadline that refuse nothing here.
+        let served = support::process::Served::start(&[
+            "--grpc-max-request-bytes-in-flight",
+            "1073741824",
+            "--grpc-request-body-timeout",
+            "10m",
+        ]);
+        let warm = PartialMessages::open(served.grpc, 100, announced, announced as usize - 3).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let before = resident(&served);
+        let streams =
+            PartialMessages::open(served.grpc, 2000, announced, announced as usize - 3).await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let each = resident(&served).saturating_sub(before) / 2000;
+        let charged = CHARGED_PER_REQUEST + 5 + u64::from(announced);
+        println!(
+            "a request in transit with a {announced}-byte message: {each} bytes resident, \
+             {charged} charged (besides headers)"
+        );
+        assert!(streams.answers().is_empty(), "{:?}", streams.answers());
+        assert!(each <= charged, "{each} bytes");
+        drop((warm, streams));
+        let (status, log) = served.terminate();
+        assert!(status.success(), "{status:?}: {log:?}");
+    }
+}
+
 /// A client that sends `GET /metrics` and never reads the answer (with a small receive
 /// buffer, so that the scaler's writes stall at once).
 async fn never_reads(http: SocketAddr) -> TcpStream {

@@ -13,7 +13,8 @@
 //! connection that opens streams and never finishes their messages thus holds at most a
 //! quarter of the budget, and other connections' requests still get in. A request body must
 //! also end within a deadline, or its RPC fails with `DEADLINE_EXCEEDED` (not `CANCELLED`,
-//! which tonic takes for a client that went away).
+//! which tonic takes for a client that went away), and once the server stops, a body still in
+//! transit fails at once with `UNAVAILABLE`.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -23,14 +24,15 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::Sleep;
 use tonic::Status;
 
-/// What serving one request allocates besides its headers and messages, in bytes: tonic's
-/// decoding and encoding buffers (8 KiB each), the HTTP/2 stream and the handler's future.
-/// Measured on the binary: see `scaler/tests/grpc_memory.rs`.
-pub(super) const REQUEST_COST: usize = 24 << 10;
+/// What serving one request allocates besides its headers and message, in bytes: tonic's
+/// decoding buffer (8 KiB, which holds a message up to that size), the HTTP/2 stream and the
+/// handler's future. Measured on the binary (`scaler/tests/edges_memory.rs`): a request in
+/// transit holds about 14 KB with a 4 000-byte message, 48 KB with the largest.
+pub(super) const REQUEST_COST: usize = 20 << 10;
 
 /// The bytes of a gRPC message prefix: a compression flag and a big-endian `u32` length.
 const PREFIX_BYTES: usize = 5;
@@ -42,6 +44,8 @@ pub(super) struct RequestBudget {
     bytes: usize,
     max_message: usize,
     body_timeout: Duration,
+    /// Set when the server stops: bodies in transit fail.
+    stopping: Arc<watch::Sender<bool>>,
 }
 
 impl RequestBudget {
@@ -54,7 +58,13 @@ impl RequestBudget {
             bytes,
             max_message,
             body_timeout,
+            stopping: Arc::new(watch::Sender::new(false)),
         }
+    }
+
+    /// The server stops: bodies in transit fail with `UNAVAILABLE`, so that their RPCs end.
+    pub(super) fn stop(&self) {
+        self.stopping.send_replace(true);
     }
 
     /// The budget as seen by one new connection, with its share for requests in transit.
@@ -107,11 +117,15 @@ impl ConnectionBudget {
         };
         let body_timeout = self.budget.body_timeout;
         let max_message = self.budget.max_message;
+        let mut stopping = self.budget.stopping.subscribe();
         let request = request.map(|inner| BudgetBody {
             inner,
             charges,
             framing: Framing::new(max_message),
             deadline: Box::pin(tokio::time::sleep(body_timeout)),
+            stopping: Box::pin(async move {
+                let _ = stopping.wait_for(|stopping| *stopping).await;
+            }),
             body_timeout,
             done: false,
         });
@@ -250,6 +264,7 @@ pin_project_lite::pin_project! {
         charges: Charges,
         framing: Framing,
         deadline: Pin<Box<Sleep>>,
+        stopping: Pin<Box<dyn Future<Output = ()> + Send>>,
         body_timeout: Duration,
         done: bool,
     }
@@ -274,15 +289,19 @@ where
         let polled = this.inner.poll_frame(cx);
         let frame = match polled {
             Poll::Pending => {
-                ready!(this.deadline.as_mut().poll(cx));
+                let status = if this.stopping.as_mut().poll(cx).is_ready() {
+                    Status::unavailable("the scaler is stopping")
+                } else {
+                    ready!(this.deadline.as_mut().poll(cx));
+                    crate::telemetry::refused("slow_request");
+                    Status::deadline_exceeded(format!(
+                        "the request message did not arrive whole within {:?} \
+                         (--grpc-request-body-timeout)",
+                        this.body_timeout
+                    ))
+                };
                 *this.done = true;
                 this.charges.share = None;
-                crate::telemetry::refused("slow_request");
-                let status = Status::deadline_exceeded(format!(
-                    "the request message did not arrive whole within {:?} \
-                     (--grpc-request-body-timeout)",
-                    this.body_timeout
-                ));
                 return Poll::Ready(Some(Err(status.into())));
             }
             Poll::Ready(frame) => frame,
@@ -423,6 +442,22 @@ mod tests {
 
     fn request_only() -> http::Request<StreamBody<ReceiverStream<Sent>>> {
         request().1
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_in_transit_fails_when_the_server_stops() {
+        let budget = RequestBudget::new(1 << 20, 64 << 10, Duration::from_secs(10));
+        let (sender, request) = request();
+        let (request, _held) = budget.connection().charge(request).unwrap();
+        let mut body = request.into_body();
+        sender.send(Ok(message(100, 50))).await.unwrap();
+        body.frame().await.unwrap().unwrap();
+        let stopped = tokio::spawn(async move { body.frame().await });
+        tokio::task::yield_now().await;
+        budget.stop();
+        let error = stopped.await.unwrap().unwrap().unwrap_err();
+        assert_eq!(Status::from_error(error).code(), tonic::Code::Unavailable);
+        drop(sender);
     }
 
     #[tokio::test(start_paused = true)]

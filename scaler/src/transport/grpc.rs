@@ -203,6 +203,7 @@ pub async fn serve(
         ));
     }
     drop(listener);
+    server.budget.stop();
     connections.close_all();
     connections.closed().await;
 }

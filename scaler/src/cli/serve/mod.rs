@@ -109,7 +109,7 @@ pub(super) struct ServeArgs {
     /// within this, or it is closed.
     #[arg(long, env = "ADMIT_SCALER_GRPC_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = duration::between("1s", "5m"), value_name = "DURATION")]
     grpc_handshake_timeout: Duration,
-    /// The bytes all gRPC requests in flight may hold: each is charged 24 KiB, its headers and
+    /// The bytes all gRPC requests in flight may hold: each is charged 20 KiB, its headers and
     /// its message from its head until it is answered; one connection's requests whose message
     /// is not yet whole, at most a quarter. A request past it gets RESOURCE_EXHAUSTED.
     #[arg(long, env = "ADMIT_SCALER_GRPC_MAX_REQUEST_BYTES_IN_FLIGHT", default_value_t = 32 << 20, value_parser = RangedU64ValueParser::<usize>::new().range(1 << 20..=1 << 30), value_name = "BYTES")]

@@ -107,10 +107,11 @@ impl MetricsPage {
             }
             return Err("no page".into());
         };
-        let handle = self.handle.clone();
-        let text = tokio::task::spawn_blocking(move || handle.render()).await?;
+        // On this worker thread, as a handler's work: on a blocking thread each render would
+        // leave its memory in that thread's malloc arena, and the resident set would grow by a
+        // page for each thread that rendered one.
         let page = Bytes::from_owner(Page {
-            text,
+            text: self.handle.render(),
             _permit: permit,
         });
         *latest = Some((Instant::now(), page.clone()));
