@@ -364,7 +364,7 @@ impl ScalerConfig {
 }
 
 /// The largest metadata map that parses: every key under its longer spelling (`<key>FromEnv`)
-/// with a value at its longest (queries of [`QUERY_MAX_LEN`] bytes, a 48-character
+/// with a value at its longest (queries of 8192 bytes, a 48-character
 /// `metricName`, every other value, KEDA's keys included, of [`VALUE_MAX_LEN`] bytes). No valid
 /// map has more keys or longer ones, or a longer value under any key: what sizes the largest
 /// request the scaler accepts.

@@ -7,7 +7,8 @@
 //! silent TCP connection, a stalled handshake) and was opened first, or else the one idle
 //! longest, and tells it to close ([`Snapshot::closing`]); a connection serving a request is
 //! never picked. So idle connections cannot keep a well-behaved client out; connections that
-//! all have requests in flight can, until those end (each request has a deadline).
+//! all have requests in flight can, until those end (an answer has a deadline, a
+//! `StreamIsActive` stream lasts as long as its client keeps it).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -85,20 +86,26 @@ impl Connections {
         }
     }
 
-    /// `true` if there is room; otherwise tells one idle connection to close, unless one is
-    /// closing already.
+    /// `true` if there is room; otherwise tells one idle connection to close, unless an idle
+    /// one is closing already (it goes within moments; one closing with requests in flight
+    /// may take as long as they do, so it is not waited for).
     fn make_room(&self) -> bool {
         let mut state = self.shared.lock();
         if state.open.len() < self.shared.cap {
             return true;
         }
-        if state.open.values().any(|slot| slot.activity.closing) {
+        let idle = |slot: &Slot| slot.activity.in_flight == 0;
+        if state
+            .open
+            .values()
+            .any(|slot| idle(slot) && slot.activity.closing)
+        {
             return false;
         }
         let victim = state
             .open
             .values_mut()
-            .filter(|slot| slot.activity.in_flight == 0)
+            .filter(|slot| idle(slot) && !slot.activity.closing)
             .min_by_key(|slot| (slot.activity.used, slot.activity.since));
         if let Some(victim) = victim {
             victim.activity.closing = true;
@@ -367,6 +374,24 @@ mod tests {
         tokio::task::yield_now().await;
         assert!(busy.snapshot().closing);
         drop(busy);
+        admitted.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_closing_connection_that_keeps_a_request_does_not_hold_the_door() {
+        let connections = Connections::new("test", 2);
+        let lingering = connections.open();
+        connections.close_all();
+        // A request crossed the GOAWAY: the connection stays until it ends.
+        let _request = lingering.tracker().start();
+        let idle = connections.open();
+        let admitted = tokio::spawn({
+            let connections = connections.clone();
+            async move { connections.admit().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(idle.snapshot().closing, "the idle one is told to close");
+        drop(idle);
         admitted.await.unwrap();
     }
 

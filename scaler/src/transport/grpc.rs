@@ -4,8 +4,7 @@
 //! What one caller can make the scaler hold is bounded as a product, not factor by factor:
 //! connections are capped ([`GrpcLimits::max_connections`], idle ones closed to admit new
 //! ones), and every request in flight on any of them is charged to one budget of bytes
-//! ([`GrpcLimits::max_request_bytes_in_flight`], see [`budget`](super::budget)), whatever the
-//! number of streams.
+//! ([`GrpcLimits::max_request_bytes_in_flight`]), whatever the number of streams.
 //!
 //! The server is hyper's, not tonic's `Server`, because tonic closes a connection only when the
 //! whole server stops: here each connection has a task that closes it gracefully (a GOAWAY, so
@@ -62,8 +61,10 @@ pub struct GrpcLimits {
     /// A new connection must finish its handshakes (TLS, HTTP/2) and start its first RPC
     /// within this, or it is closed.
     pub handshake_timeout: Duration,
-    /// The bytes the requests in flight on all connections may hold (see
-    /// [`budget`](super::budget)); past it a request gets `RESOURCE_EXHAUSTED`.
+    /// The bytes the requests in flight on all connections may hold: each is charged 20 KiB,
+    /// its headers and its message as its gRPC prefix announces it, from its head until it is
+    /// answered, and while its message is still arriving, also to its connection's share, a
+    /// quarter of this. Past either, a request gets `RESOURCE_EXHAUSTED`.
     pub max_request_bytes_in_flight: usize,
     /// The longest a request's message may take to arrive whole; past it the RPC fails with
     /// `DEADLINE_EXCEEDED`.
