@@ -71,6 +71,8 @@ async fn a_connection_idle_too_long_is_closed_with_a_goaway() {
     .await;
     // One connection makes a call and goes quiet; another keeps a stream open.
     let (mut quiet, quiet_connection) = h2_connection(addr).await;
+    // Before the call: its idle time starts after it.
+    let started = Instant::now();
     let request = http::Request::post("/externalscaler.ExternalScaler/GetMetricSpec")
         .header("content-type", "application/grpc")
         .header("te", "trailers")
@@ -83,7 +85,6 @@ async fn a_connection_idle_too_long_is_closed_with_a_goaway() {
     message.extend_from_slice(&trigger);
     body.send_data(message.into(), true).unwrap();
     assert_eq!(answer.await.unwrap().status(), 200);
-    let started = Instant::now();
 
     let mut streaming = keda(addr).await;
     let trigger = object("checkout", metadata(&prometheus.url(), &[]));
