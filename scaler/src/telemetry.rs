@@ -22,8 +22,11 @@
 //!
 //! Scaler-wide: `admit_scaler_refused_total{kind}` (requests refused before a decision:
 //! `metadata`, `permission`, `exhausted` for a new trigger or stream beyond a cap, `busy` for
-//! no decision slot within `--max-decision-wait`; without the object's labels, which the caller
-//! chooses), `admit_scaler_open_streams` (`StreamIsActive`),
+//! no decision slot within `--max-decision-wait`, `request_bytes` past the gRPC request budget,
+//! `slow_request` for a request message not whole within its deadline; without the object's
+//! labels, which the caller chooses), `admit_scaler_connections{server}` (`grpc` or `http`),
+//! `admit_scaler_connections_evicted_total{server}` (idle connections closed to admit new ones),
+//! `admit_scaler_open_streams` (`StreamIsActive`),
 //! `admit_scaler_prometheus_query_duration_seconds{query}` (histogram;
 //! `query` is `arrival_rate` or `service_time`), `admit_scaler_rpc_total{method,code}`,
 //! `admit_scaler_rpc_duration_seconds{method}` (histogram), `admit_scaler_tracked_objects`
@@ -147,4 +150,14 @@ pub fn code_name(code: tonic::Code) -> &'static str {
         Code::DataLoss => "DATA_LOSS",
         Code::Unauthenticated => "UNAUTHENTICATED",
     }
+}
+
+/// The connections open on `server` (`grpc` or `http`).
+pub(crate) fn connections(server: &'static str, open: usize) {
+    gauge!("admit_scaler_connections", "server" => server).set(open as f64);
+}
+
+/// Counts a connection told to close to make room for a new one.
+pub(crate) fn connection_evicted(server: &'static str) {
+    counter!("admit_scaler_connections_evicted_total", "server" => server).increment(1);
 }

@@ -192,6 +192,67 @@ async fn sigterm_stops_the_process_while_a_decision_waits() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_keeps_serving_through_the_delay_and_a_second_signal_ends_it() {
+    // Far longer than the test's bounds: if the process stops, the second signal did it.
+    // Its trigger's decisions fail to connect (port 9): the URL needs only be allowed.
+    let served = Served::start(&[
+        "--shutdown-delay",
+        "10m",
+        "--allow-prometheus",
+        "http://127.0.0.1:9",
+    ]);
+    let url = format!("http://{}", served.grpc);
+    let mut keda = bounded("connect", ExternalScalerClient::connect(url.clone()))
+        .await
+        .unwrap();
+    let trigger = object("checkout", metadata("http://127.0.0.1:9", &[]));
+    keda.get_metric_spec(trigger.clone()).await.unwrap();
+
+    served.sigterm();
+    let http = served.http;
+    let started = std::time::Instant::now();
+    bounded("/readyz fails", async {
+        while !get(http, "/readyz").await.0.contains(" 503 ") {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    println!("/readyz failed {:?} after SIGTERM", started.elapsed());
+    let channel = bounded(
+        "connect",
+        Channel::from_shared(url.clone()).unwrap().connect(),
+    )
+    .await
+    .unwrap();
+    let status = HealthClient::new(channel.clone())
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(status.get_ref().status, ServingStatus::NotServing as i32);
+    // Not ready, and still serving: on KEDA's connection, and on a new one.
+    keda.get_metric_spec(trigger.clone()).await.unwrap();
+    ExternalScalerClient::new(channel)
+        .get_metric_spec(trigger)
+        .await
+        .unwrap();
+    assert!(get(http, "/healthz").await.0.contains(" 200 "));
+
+    let (status, log) = served.terminate();
+    assert!(status.success(), "{status:?}: {log:?}");
+    assert!(
+        log.iter().any(|line| line.contains("SIGTERM: not ready")),
+        "{log:?}"
+    );
+    assert!(
+        log.iter()
+            .any(|line| line.contains("SIGTERM: stopping now")),
+        "{log:?}"
+    );
+}
+
 /// The flags `deploy/scaler.yaml` gives `serve`, but for the listen addresses.
 fn deployment_args() -> Vec<String> {
     let manifest = include_str!("../../deploy/scaler.yaml");
@@ -481,6 +542,16 @@ fn every_number_on_the_command_line_has_a_range() {
         &["serve", "--max-decision-wait", "11m"],
         &["serve", "--request-timeout", "0s"],
         &["serve", "--tls-reload-interval", "0s"],
+        &["serve", "--max-grpc-connections", "0"],
+        &["serve", "--grpc-idle-timeout", "0s"],
+        &["serve", "--grpc-handshake-timeout", "1h"],
+        &["serve", "--grpc-max-request-bytes-in-flight", "1000"],
+        &["serve", "--grpc-max-request-bytes-in-flight", "2000000000"],
+        &["serve", "--grpc-request-body-timeout", "0s"],
+        &["serve", "--http-request-timeout", "0s"],
+        &["serve", "--http-max-scrapes", "0"],
+        &["serve", "--http-max-scrapes", "33"],
+        &["serve", "--shutdown-delay", "1h"],
         &["plan", "--metadata", "a=b", "--rows", "1000000000"],
         &[
             "replay",

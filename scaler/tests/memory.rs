@@ -7,130 +7,17 @@
 
 mod support;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use admit_scaler::proto::external_scaler_client::ExternalScalerClient;
-use admit_testkit::cgroup::{self, Cgroup};
-use admit_testkit::wait::bounded;
+use admit_testkit::cgroup;
 use tonic::Code;
 use tonic::transport::Channel;
 
 use admit_scaler::proto::ScaledObjectRef;
-use support::process::{BINARY, Served, get};
+use support::memory::{connect, deployment_limit, each, mib, peak_resident, resident, serve_in};
+use support::process::{Served, get};
 use support::{FakePrometheus, Reply, metadata, metrics_request, object};
-
-/// The Deployment's memory limit, read from the manifest this repository ships.
-fn deployment_limit() -> u64 {
-    let manifest = include_str!("../../deploy/scaler.yaml");
-    let limits = manifest
-        .split("limits:")
-        .nth(1)
-        .expect("the Deployment has resource limits");
-    let memory = limits
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("memory:"))
-        .expect("a memory limit")
-        .trim();
-    let mebibytes: u64 = memory
-        .strip_suffix("Mi")
-        .expect("the limit in Mi")
-        .parse()
-        .unwrap();
-    mebibytes << 20
-}
-
-/// The scaler in `cgroup`, with `args`.
-fn serve_in(cgroup: &Cgroup, args: &[&str]) -> Served {
-    Served::start_with(cgroup.command(BINARY, &[] as &[&str]), args)
-}
-
-/// The resident set of `served`, in bytes.
-fn resident(served: &Served) -> u64 {
-    status_bytes(served, "VmRSS:")
-}
-
-/// The most `served` has had resident since it started, in bytes.
-fn resident_peak(served: &Served) -> u64 {
-    status_bytes(served, "VmHWM:")
-}
-
-/// A size in `/proc/<pid>/status`, in bytes.
-fn status_bytes(served: &Served, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", served.child.id()))
-        .expect("the scaler is running");
-    let kib: u64 = status
-        .lines()
-        .find_map(|line| line.strip_prefix(field))
-        .and_then(|value| value.trim().strip_suffix("kB"))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{field}"));
-    kib << 10
-}
-
-/// Calls `call(i)` for `i` in `0..count`, `concurrency` at a time over one channel, as KEDA
-/// does (one connection for every ScaledObject); returns the codes' counts: OK, and others.
-/// Each call is bounded, not the whole: on a busy machine thousands of calls can take longer
-/// than one network operation's limit.
-async fn each<F, Fut>(
-    channel: &Channel,
-    count: usize,
-    concurrency: usize,
-    call: F,
-) -> (usize, usize)
-where
-    F: Fn(ExternalScalerClient<Channel>, usize) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<(), tonic::Status>> + Send,
-{
-    let call = Arc::new(call);
-    let next = Arc::new(AtomicUsize::new(0));
-    let (ok, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let mut workers = tokio::task::JoinSet::new();
-    for _ in 0..concurrency {
-        let (call, next, ok, failed) = (
-            Arc::clone(&call),
-            Arc::clone(&next),
-            Arc::clone(&ok),
-            Arc::clone(&failed),
-        );
-        let client = ExternalScalerClient::new(channel.clone());
-        workers.spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= count {
-                    return;
-                }
-                match bounded("a call", call(client.clone(), i)).await {
-                    Ok(()) => ok.fetch_add(1, Ordering::Relaxed),
-                    Err(status) => {
-                        assert!(status.message().len() < 2048, "{status:?}");
-                        failed.fetch_add(1, Ordering::Relaxed)
-                    }
-                };
-            }
-        });
-    }
-    while let Some(done) = workers.join_next().await {
-        done.unwrap();
-    }
-    (ok.load(Ordering::Relaxed), failed.load(Ordering::Relaxed))
-}
-
-async fn connect(served: &Served) -> Channel {
-    bounded(
-        "connecting",
-        Channel::from_shared(format!("http://{}", served.grpc))
-            .unwrap()
-            .connect(),
-    )
-    .await
-    .unwrap()
-}
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / f64::from(1 << 20)
-}
 
 // Several threads: the clients' calls go on while the test reads the process's memory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -293,9 +180,9 @@ async fn longest_triggers(test: &str, lambda: Reply, code: tonic::Code) {
     let before = resident(&served);
     let (status, page) = get(served.http, "/metrics").await;
     assert!(status.contains(" 200 "), "{status}");
-    let scraped = resident_peak(&served);
+    let scraped = peak_resident(&served);
     let page_twice = two_scrapes(&served).await;
-    let scraped_twice = resident_peak(&served);
+    let scraped_twice = peak_resident(&served);
     println!(
         "{TRIGGERS} longest valid triggers ({code:?}): resident {:.1} MiB before any scrape; \
          peak {:.1} MiB after a scrape of {:.2} MiB; peak {:.1} MiB after two concurrent \

@@ -7,7 +7,7 @@
 //!
 //! | key | required | value | default |
 //! |---|---|---|---|
-//! | `prometheusURL` | yes | absolute `http`/`https` URL of at most 2048 bytes, no query, no fragment | — |
+//! | `prometheusURL` | yes | absolute `http`/`https` URL, no query, no fragment | — |
 //! | `arrivalRateQuery` | yes | non-empty PromQL of at most 8192 bytes, kept verbatim | — |
 //! | `serviceTimeQuery` | yes | non-empty PromQL of at most 8192 bytes, kept verbatim | — |
 //! | `waitThresholdSeconds` | yes | finite ≥ 0 | — |
@@ -24,7 +24,8 @@
 //!
 //! Every key may also be spelled `<key>FromEnv` (KEDA's value resolved from the workload's
 //! environment), but not both at once. KEDA's own `scalerAddress`, `enableTLS` and `unsafeSsl`
-//! are ignored; any other key is an error. Integers are plain decimal digits; numbers with
+//! are ignored; any other key is an error. Every value but the queries' is at most
+//! [`MAX_VALUE_BYTES`] bytes, so a valid map is never larger than [`longest_metadata`]. Integers are plain decimal digits; numbers with
 //! surrounding whitespace are refused, not trimmed. Errors quote values and unknown keys as
 //! excerpts ([`crate::excerpt`]), and list at most eight unknown keys.
 //!
@@ -78,13 +79,13 @@ const METRIC_NAME_MAX_LEN: usize = 48;
 /// The longest PromQL query (`arrivalRateQuery`, `serviceTimeQuery`), in bytes.
 pub const MAX_QUERY_BYTES: usize = 8192;
 
-/// The longest `prometheusURL`, in bytes.
-pub const MAX_URL_BYTES: usize = 2048;
-
 /// The longest `scaleDownHoldSeconds`: the longest stabilization window the HPA accepts
 /// (`behavior.scaleDown.stabilizationWindowSeconds` ≤ 3600). It bounds the planner's history,
 /// which keeps a recommendation for each decision of the window on a falling load.
 pub const MAX_SCALE_DOWN_HOLD: Duration = Duration::from_secs(3600);
+
+/// The longest value of any other key (a URL, a number, KEDA's own keys), in bytes.
+pub const MAX_VALUE_BYTES: usize = 1024;
 
 /// Unknown keys listed one by one in an error; more are counted.
 const MAX_LISTED_UNKNOWN: usize = 8;
@@ -146,13 +147,13 @@ const KEYS: [Key; 16] = [
 const KEDA_KEYS: [&str; 3] = ["scalerAddress", "enableTLS", "unsafeSsl"];
 
 const NO_WHITESPACE: &str = "no leading or trailing whitespace";
+const TOO_LONG: &str = "at most 1024 bytes";
 const NOT_FINITE: &str = "a finite number, not NaN or infinity";
 const URL_ABSOLUTE: &str = "an absolute http or https URL, e.g. http://prometheus:9090";
 const URL_SCHEME: &str = "an http or https URL";
 const URL_NO_QUERY: &str = "a URL without a query string";
 const URL_NO_FRAGMENT: &str = "a URL without a fragment (`#`)";
 const URL_NO_CREDENTIALS: &str = "a URL without credentials (use --prometheus-bearer-token-file)";
-const URL_TOO_LONG: &str = "a URL of at most 2048 bytes";
 const QUERY: &str = "non-empty PromQL text of at most 8192 bytes";
 const SECONDS: &str = "a finite number of seconds ≥ 0";
 const HOLD_SECONDS: &str = "a finite number of seconds from 0 to 3600 (the HPA's longest \
@@ -390,6 +391,37 @@ impl Hash for ScalerConfig {
     }
 }
 
+/// The largest metadata map that parses: every key under its longer spelling (`<key>FromEnv`)
+/// with a value at its longest (queries of 8192 bytes, a 48-character
+/// `metricName`, every other value, KEDA's keys included, of [`MAX_VALUE_BYTES`] bytes). No valid
+/// map has more keys or longer ones, or a longer value under any key: what sizes the largest
+/// request the scaler accepts.
+pub fn longest_metadata() -> BTreeMap<String, String> {
+    let number = |head: &str| format!("{head}{}", "0".repeat(MAX_VALUE_BYTES - head.len()));
+    let integer = format!("{}1", "0".repeat(MAX_VALUE_BYTES - 1));
+    let url = format!(
+        "http://prometheus:9090/{}",
+        "p".repeat(MAX_VALUE_BYTES - 23)
+    );
+    let query = "x".repeat(MAX_QUERY_BYTES);
+    let value = |key: Key| match key.name {
+        "prometheusURL" => url.clone(),
+        "arrivalRateQuery" | "serviceTimeQuery" => query.clone(),
+        "waitThresholdSeconds"
+        | "scaleDownHoldSeconds"
+        | "slTolerance"
+        | "activationArrivalRate" => number("0."),
+        "targetSL" => number("0.9"),
+        "patienceSeconds" => number("1."),
+        "metricName" => "m".repeat(METRIC_NAME_MAX_LEN),
+        _ => integer.clone(),
+    };
+    KEYS.iter()
+        .map(|key| (key.env.to_owned(), value(*key)))
+        .chain(KEDA_KEYS.map(|key| (key.to_owned(), "k".repeat(MAX_VALUE_BYTES))))
+        .collect()
+}
+
 /// Which trigger a decision, its state and its metrics belong to: a ScaledObject's trigger,
 /// named by its `metricName`. Clones share the text, as do the metric series labelled with it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -441,6 +473,16 @@ impl<'a> Parser<'a> {
                 .chain(KEDA_KEYS)
         };
         for (given, value) in self.metadata {
+            if let Some(keda) = KEDA_KEYS.iter().find(|name| *name == given) {
+                if value.len() > MAX_VALUE_BYTES {
+                    self.problems.push(Problem::Invalid {
+                        key: keda,
+                        value: excerpt(value),
+                        expected: TOO_LONG,
+                    });
+                }
+                continue;
+            }
             if names().any(|name| name == given) {
                 continue;
             }
@@ -568,12 +610,14 @@ impl<'a> Parser<'a> {
     }
 }
 
-/// `Err(NO_WHITESPACE)` when `raw` has leading or trailing whitespace.
-fn unpadded(raw: &str) -> Result<(), &'static str> {
-    if raw.trim() == raw {
-        Ok(())
-    } else {
+/// `Err` when `raw` is longer than [`MAX_VALUE_BYTES`] or has leading or trailing whitespace.
+fn plain(raw: &str) -> Result<(), &'static str> {
+    if raw.len() > MAX_VALUE_BYTES {
+        Err(TOO_LONG)
+    } else if raw.trim() != raw {
         Err(NO_WHITESPACE)
+    } else {
+        Ok(())
     }
 }
 
@@ -583,7 +627,7 @@ fn float(
     expected: &'static str,
     valid: impl Fn(f64) -> bool,
 ) -> Result<f64, &'static str> {
-    unpadded(raw)?;
+    plain(raw)?;
     let value: f64 = raw.parse().map_err(|_| expected)?;
     if !value.is_finite() {
         return Err(NOT_FINITE);
@@ -605,7 +649,7 @@ fn seconds(raw: &str, expected: &'static str, min: Duration) -> Result<Duration,
 
 /// Plain decimal digits (no sign, point or exponent) forming a `u64` in `min..=max`.
 fn integer(raw: &str, expected: &'static str, min: u64, max: u64) -> Result<u64, &'static str> {
-    unpadded(raw)?;
+    plain(raw)?;
     if raw.is_empty() || !raw.bytes().all(|byte| byte.is_ascii_digit()) {
         return Err(expected);
     }
@@ -627,16 +671,13 @@ fn replicas(raw: &str) -> Result<u64, &'static str> {
 
 /// An absolute `http`/`https` URL without query or fragment.
 fn url(raw: &str) -> Result<Uri, &'static str> {
-    unpadded(raw)?;
+    plain(raw)?;
     // `Uri` drops a fragment silently, and may take an empty `?` for no query.
     if raw.contains('#') {
         return Err(URL_NO_FRAGMENT);
     }
     if raw.contains('?') {
         return Err(URL_NO_QUERY);
-    }
-    if raw.len() > MAX_URL_BYTES {
-        return Err(URL_TOO_LONG);
     }
     let uri: Uri = raw.parse().map_err(|_| URL_ABSOLUTE)?;
     let scheme = uri.scheme_str().ok_or(URL_ABSOLUTE)?;

@@ -654,3 +654,27 @@ mod arbitrary {
         }
     }
 }
+
+#[test]
+fn the_longest_metadata_parses_and_nothing_longer_does() {
+    let longest = longest_metadata();
+    assert_eq!(longest.len(), KEYS.len() + KEDA_KEYS.len());
+    let config = parse(&longest);
+    assert_eq!(config.arrival_rate_query.len(), MAX_QUERY_BYTES);
+    assert_eq!(config.metric_name.len(), METRIC_NAME_MAX_LEN);
+    for (key, value) in &longest {
+        assert!(
+            [MAX_QUERY_BYTES, METRIC_NAME_MAX_LEN, MAX_VALUE_BYTES].contains(&value.len()),
+            "{key}: {} bytes",
+            value.len()
+        );
+        // One byte more, anywhere, is refused.
+        let mut longer = longest.clone();
+        longer.insert(key.clone(), format!("{value}0"));
+        let refused = problems(&longer);
+        assert!(
+            refused.iter().any(|problem| key.starts_with(problem.key())),
+            "{key}: {refused:?}"
+        );
+    }
+}

@@ -54,8 +54,36 @@ pub use self::failure::code;
 use self::registry::{Cap, Limits, Outcome, Refused, Registry};
 use self::streams::{OpenStream, Streams};
 
-/// The largest request message: a metadata map of every key at its longest fits many times.
-pub const MAX_REQUEST_BYTES: usize = 64 << 10;
+/// The largest request message the service decodes, in bytes: a `GetMetricsRequest` for the
+/// largest valid trigger (the longest namespace and name, and
+/// [`longest_metadata`](crate::metadata::longest_metadata)), 33 721 bytes. Anything larger is
+/// not a valid trigger.
+pub fn max_request_bytes() -> usize {
+    static BYTES: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
+        use prost::Message;
+        largest_request().encoded_len()
+    });
+    *BYTES
+}
+
+/// The largest valid request: see [`max_request_bytes`].
+fn largest_request() -> GetMetricsRequest {
+    let scaler_metadata = crate::metadata::longest_metadata();
+    let metric_name = ScalerConfig::from_metadata(&scaler_metadata)
+        .map(|config| config.metric_name)
+        .unwrap_or_default();
+    let label = "o".repeat(names::LABEL_MAX);
+    let mut name = [label.as_str(); 4].join(".");
+    name.truncate(names::SUBDOMAIN_MAX);
+    GetMetricsRequest {
+        scaled_object_ref: Some(ScaledObjectRef {
+            name,
+            namespace: "n".repeat(names::LABEL_MAX),
+            scaler_metadata,
+        }),
+        metric_name,
+    }
+}
 
 /// [`ServiceOptions::max_triggers`]' default.
 pub const DEFAULT_MAX_TRIGGERS: usize = 2000;
@@ -143,7 +171,7 @@ impl Default for ServiceOptions {
 /// | HTTP 422, empty result, several series, a non-number, NaN/±Inf, λ < 0, service time ≤ 0 | `FAILED_PRECONDITION` |
 /// | Prometheus unreachable, a non-JSON answer, other 5xx; the service shutting down | `UNAVAILABLE` |
 /// | Prometheus' timeout (503) or ours (reused longer after each timeout in a row, at most 8 decision intervals) | `DEADLINE_EXCEEDED` |
-/// | the queueing model's limits short of the cap (a load above 10¹⁰ erlangs, Erlang A work past its budget); a request over [`MAX_REQUEST_BYTES`] | `OUT_OF_RANGE` |
+/// | the queueing model's limits short of the cap (a load above 10¹⁰ erlangs, Erlang A work past its budget); a request over [`max_request_bytes`] | `OUT_OF_RANGE` |
 /// | a new trigger beyond [`max_triggers`](ServiceOptions::max_triggers), [`max_triggers_per_namespace`](ServiceOptions::max_triggers_per_namespace) or [`max_triggers_per_object`](ServiceOptions::max_triggers_per_object); a `StreamIsActive` stream beyond `max_triggers` or `max_triggers_per_namespace`; no decision slot within [`max_decision_wait`](ServiceOptions::max_decision_wait) | `RESOURCE_EXHAUSTED` |
 /// | a decision that panicked (a bug) | `INTERNAL` |
 #[derive(Clone, Debug)]
@@ -197,10 +225,10 @@ impl ScalerService {
         }
     }
 
-    /// The tonic service to add to a server: requests larger than [`MAX_REQUEST_BYTES`] are
+    /// The tonic service to add to a server: requests larger than [`max_request_bytes`] are
     /// refused with `OUT_OF_RANGE` before they are decoded.
     pub fn into_server(self) -> ExternalScalerServer<Self> {
-        ExternalScalerServer::new(self).max_decoding_message_size(MAX_REQUEST_BYTES)
+        ExternalScalerServer::new(self).max_decoding_message_size(max_request_bytes())
     }
 
     /// Forgets triggers unused for the state TTL, refreshes the scaler-wide gauges, and returns

@@ -8,9 +8,9 @@ const SUBDOMAIN: &str = "a Kubernetes object name: 1 to 253 characters of [a-z0-
                          dot-separated parts that start and end with a letter or digit";
 
 /// The longest RFC 1123 label.
-const LABEL_MAX: usize = 63;
+pub(super) const LABEL_MAX: usize = 63;
 /// The longest RFC 1123 subdomain.
-const SUBDOMAIN_MAX: usize = 253;
+pub(super) const SUBDOMAIN_MAX: usize = 253;
 
 /// A namespace: an RFC 1123 label.
 ///

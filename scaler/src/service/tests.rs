@@ -552,3 +552,19 @@ async fn triggers_are_capped_per_namespace_and_per_object() {
     decide(&registry, metric("a", "three"), &config, 120.0, &queried).await;
     assert_eq!(registry.len(), 2);
 }
+
+#[test]
+fn the_largest_valid_request_sizes_the_limit() {
+    use super::{largest_request, max_request_bytes, names};
+    use prost::Message;
+    let request = largest_request();
+    let object = request.scaled_object_ref.as_ref().unwrap();
+    names::object_name(&object.name).unwrap();
+    names::namespace(&object.namespace).unwrap();
+    assert_eq!(object.name.len(), names::SUBDOMAIN_MAX);
+    assert_eq!(object.namespace.len(), names::LABEL_MAX);
+    ScalerConfig::from_metadata(&object.scaler_metadata).unwrap();
+    assert_eq!(request.encoded_len(), max_request_bytes());
+    println!("the largest valid request: {} bytes", max_request_bytes());
+    assert_eq!(max_request_bytes(), 33_721, "the guide quotes it");
+}

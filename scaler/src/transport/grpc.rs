@@ -1,17 +1,52 @@
-//! The gRPC server's limits: how long an RPC may take, how many streams a connection may
-//! open, and how a connection whose peer vanished is noticed.
+//! The gRPC server: HTTP/2 connections, plain text or TLS, served by hyper with tonic's
+//! routes, and what they may hold.
+//!
+//! What one caller can make the scaler hold is bounded as a product, not factor by factor:
+//! connections are capped ([`GrpcLimits::max_connections`], idle ones closed to admit new
+//! ones), and every request in flight on any of them is charged to one budget of bytes
+//! ([`GrpcLimits::max_request_bytes_in_flight`]), whatever the number of streams.
+//!
+//! The server is hyper's, not tonic's `Server`, because tonic closes a connection only when the
+//! whole server stops: here each connection has a task that closes it gracefully (a GOAWAY, so
+//! that a request crossing it is retried by the client) once it has been idle too long, or
+//! when a new connection needs its place.
 
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::{Pin, pin};
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
-use tonic::transport::Server;
-use tonic::transport::server::TcpIncoming;
+use hyper::body::Incoming;
+use hyper::server::conn::http2;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
+use tokio_rustls::TlsAcceptor;
+use tonic::Status;
+use tonic::body::Body;
+use tonic::service::Routes;
 
-/// Streams one connection may have open beyond one per trigger: KEDA sends every
-/// ScaledObject's calls, and every `StreamIsActive` stream, over one connection.
-pub const STREAMS_BEYOND_TRIGGERS: u32 = 256;
+use super::budget::{ConnectionBudget, RequestBudget};
+use super::connections::{Connection, Connections, RequestTracker};
+use super::tcp_keepalive;
+use super::tls::ReloadingTls;
 
-/// What a gRPC connection may hold and how long its parts may take.
+/// Streams one connection may have open beyond two per trigger: see
+/// [`GrpcLimits::max_concurrent_streams`].
+pub const STREAMS_BEYOND_TRIGGERS: u32 = 64;
+
+/// How long a connection told to close (by a GOAWAY) may stay once nothing is in flight on it:
+/// time for the client to see the GOAWAY and answer its ping.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// How often the gauge of open connections is refreshed.
+const PUBLISH_PERIOD: Duration = Duration::from_secs(15);
+
+/// What the gRPC server's connections may hold and how long their parts may take.
 #[derive(Clone, Copy, Debug)]
 pub struct GrpcLimits {
     /// The longest an RPC may take to answer (the head of a stream's answer, for
@@ -19,6 +54,23 @@ pub struct GrpcLimits {
     pub request_timeout: Duration,
     /// The most streams (RPCs in flight and open `StreamIsActive` streams) per connection.
     pub max_concurrent_streams: u32,
+    /// The most connections open at once: at the cap, an idle one is closed to admit a new one.
+    pub max_connections: usize,
+    /// A connection with no RPC in flight for this long is closed (GOAWAY).
+    pub idle_timeout: Duration,
+    /// A new connection must finish its handshakes (TLS, HTTP/2) and start its first RPC
+    /// within this, or it is closed.
+    pub handshake_timeout: Duration,
+    /// The bytes the requests in flight on all connections may hold: each is charged 20 KiB,
+    /// its headers and its message as its gRPC prefix announces it, from its head until it is
+    /// answered, and while its message is still arriving, also to its connection's share, a
+    /// quarter of this. Past either, a request gets `RESOURCE_EXHAUSTED`.
+    pub max_request_bytes_in_flight: usize,
+    /// The longest a request's message may take to arrive whole; past it the RPC fails with
+    /// `DEADLINE_EXCEEDED`.
+    pub request_body_timeout: Duration,
+    /// The largest request message: larger ones are refused by the decoder, and not charged.
+    pub max_message_bytes: usize,
     /// HTTP/2 pings on a connection without traffic, every this long...
     pub http2_keepalive_interval: Duration,
     /// ...and how long an answer may take before the connection, and its streams, are closed.
@@ -27,38 +79,278 @@ pub struct GrpcLimits {
     pub tcp_keepalive: Duration,
     /// The largest header list a request may carry.
     pub max_header_list_bytes: u32,
+    /// HTTP/2 flow control: the bytes a stream may send before the server reads them (more
+    /// than the largest message)...
+    pub stream_window_bytes: u32,
+    /// ...and all of a connection's streams together.
+    pub connection_window_bytes: u32,
 }
 
 impl GrpcLimits {
     /// The scaler's limits for up to `max_triggers` triggers and RPCs of at most
-    /// `request_timeout`: pings every 30 s answered within 20 s, TCP keepalive after 60 s,
-    /// headers up to 16 KiB, and `max_triggers` + [`STREAMS_BEYOND_TRIGGERS`] streams.
+    /// `request_timeout`: 32 connections idle for at most 5 min, 10 s to handshake, 32 MiB
+    /// of requests in flight, 10 s for a request's message, messages of
+    /// [`max_request_bytes`](crate::service::max_request_bytes), 2 × `max_triggers` +
+    /// [`STREAMS_BEYOND_TRIGGERS`] streams a connection; pings every 30 s answered within 20 s,
+    /// TCP keepalive after 60 s, headers up to 16 KiB, windows of 64 KiB a stream and 256 KiB a
+    /// connection.
+    ///
+    /// The streams: KEDA sends every call over one connection per process (its operator's),
+    /// and calls one trigger's RPCs one after the other, so at most one unary RPC per trigger
+    /// is in flight, plus one `StreamIsActive` stream per `external-push` trigger, plus the
+    /// few calls of reconciles and HPA syncs. grpc-go queues RPCs beyond the server's stream
+    /// limit (they wait for a stream to end, not fail), so the limit decides only whether a
+    /// call waits behind slow ones, and it is high enough that none does.
     pub fn new(max_triggers: usize, request_timeout: Duration) -> Self {
         let triggers = u32::try_from(max_triggers).unwrap_or(u32::MAX);
         GrpcLimits {
             request_timeout,
-            max_concurrent_streams: triggers.saturating_add(STREAMS_BEYOND_TRIGGERS),
+            max_concurrent_streams: triggers
+                .saturating_mul(2)
+                .saturating_add(STREAMS_BEYOND_TRIGGERS),
+            max_connections: 32,
+            idle_timeout: Duration::from_secs(300),
+            handshake_timeout: Duration::from_secs(10),
+            max_request_bytes_in_flight: 32 << 20,
+            request_body_timeout: Duration::from_secs(10),
+            max_message_bytes: crate::service::max_request_bytes(),
             http2_keepalive_interval: Duration::from_secs(30),
             http2_keepalive_timeout: Duration::from_secs(20),
             tcp_keepalive: Duration::from_secs(60),
             max_header_list_bytes: 16 << 10,
+            stream_window_bytes: 64 << 10,
+            connection_window_bytes: 256 << 10,
         }
     }
 
-    /// A tonic server builder with these limits.
-    pub fn server(&self) -> Server {
-        Server::builder()
-            .timeout(self.request_timeout)
+    fn builder(&self) -> http2::Builder<TokioExecutor> {
+        let mut builder = http2::Builder::new(TokioExecutor::new());
+        builder
+            .timer(TokioTimer::new())
             .max_concurrent_streams(self.max_concurrent_streams)
-            .http2_keepalive_interval(Some(self.http2_keepalive_interval))
-            .http2_keepalive_timeout(Some(self.http2_keepalive_timeout))
-            .http2_max_header_list_size(self.max_header_list_bytes)
+            .keep_alive_interval(self.http2_keepalive_interval)
+            .keep_alive_timeout(self.http2_keepalive_timeout)
+            .max_header_list_size(self.max_header_list_bytes)
+            .initial_stream_window_size(self.stream_window_bytes)
+            .initial_connection_window_size(self.connection_window_bytes);
+        builder
     }
+}
 
-    /// The plain-text connections of `listener`, with TCP keepalive and no Nagle delay.
-    pub fn incoming(&self, listener: TcpListener) -> TcpIncoming {
-        TcpIncoming::from(listener)
-            .with_nodelay(Some(true))
-            .with_keepalive(Some(self.tcp_keepalive))
+/// What every connection's task shares.
+struct Server {
+    routes: TowerToHyperService<Routes>,
+    tls: Option<Arc<ReloadingTls>>,
+    limits: GrpcLimits,
+    budget: RequestBudget,
+    builder: http2::Builder<TokioExecutor>,
+}
+
+/// Serves `routes` on `listener`, over TLS with `tls`'s configuration of the moment if given,
+/// until `shutdown` resolves; then stops accepting, closes every connection gracefully
+/// (GOAWAY) and waits for them (the caller bounds that wait).
+pub async fn serve(
+    listener: TcpListener,
+    routes: Routes,
+    tls: Option<Arc<ReloadingTls>>,
+    limits: GrpcLimits,
+    shutdown: impl Future<Output = ()>,
+) {
+    let connections = Connections::new("grpc", limits.max_connections);
+    let server = Arc::new(Server {
+        routes: TowerToHyperService::new(routes.prepare()),
+        tls,
+        budget: RequestBudget::new(
+            limits.max_request_bytes_in_flight,
+            limits.max_message_bytes,
+            limits.request_body_timeout,
+        ),
+        builder: limits.builder(),
+        limits,
+    });
+    let mut shutdown = pin!(shutdown);
+    let mut publish = tokio::time::interval(PUBLISH_PERIOD);
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            _ = publish.tick() => {
+                connections.publish();
+                continue;
+            }
+            accepted = listener.accept() => accepted,
+        };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                // Out of file descriptors, say: wait rather than spin.
+                tracing::warn!(target: "admit_scaler", "accepting a gRPC connection: {error}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        // At the cap, an idle connection is closed to make room for this one.
+        tokio::select! {
+            () = connections.admit() => {}
+            () = &mut shutdown => break,
+        }
+        let _ = stream.set_nodelay(true);
+        tcp_keepalive(&stream, limits.tcp_keepalive);
+        tokio::spawn(connection(
+            stream,
+            peer,
+            connections.open(),
+            Arc::clone(&server),
+        ));
+    }
+    drop(listener);
+    server.budget.stop();
+    connections.close_all();
+    connections.closed().await;
+}
+
+/// One connection's life: its TLS handshake if any, then HTTP/2 until it ends or is closed.
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    connection: Connection,
+    server: Arc<Server>,
+) {
+    let Some(tls) = &server.tls else {
+        return serve_http2(stream, peer, connection, &server).await;
+    };
+    let deadline = Instant::now() + server.limits.handshake_timeout;
+    let handshake = TlsAcceptor::from(tls.config()).accept(stream);
+    let handshake = tokio::select! {
+        handshake = tokio::time::timeout_at(deadline, handshake) => handshake,
+        () = told_to_close(&connection) => return,
+    };
+    match handshake {
+        Ok(Ok(stream)) => serve_http2(stream, peer, connection, &server).await,
+        Ok(Err(error)) => tracing::debug!(target: "admit_scaler", %peer, "TLS handshake: {error}"),
+        Err(_) => tracing::debug!(target: "admit_scaler", %peer, "TLS handshake timed out"),
+    }
+}
+
+/// Resolves once `connection` is told to close.
+async fn told_to_close(connection: &Connection) {
+    loop {
+        let changed = connection.changed();
+        if connection.snapshot().closing {
+            return;
+        }
+        changed.await;
+    }
+}
+
+/// Serves HTTP/2 on `io` until the peer closes, the connection has been idle too long, or it
+/// is told to close; then closes it gracefully.
+async fn serve_http2<IO>(io: IO, peer: SocketAddr, connection: Connection, server: &Server)
+where
+    IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let service = ConnectionService {
+        routes: server.routes.clone(),
+        tracker: connection.tracker(),
+        budget: server.budget.connection(),
+        request_timeout: server.limits.request_timeout,
+    };
+    let mut served = pin!(server.builder.serve_connection(TokioIo::new(io), service));
+    let limits = &server.limits;
+    loop {
+        let changed = connection.changed();
+        let now = connection.snapshot();
+        if now.closing {
+            break;
+        }
+        let idle_until = (now.in_flight == 0).then(|| {
+            now.since
+                + if now.used {
+                    limits.idle_timeout
+                } else {
+                    limits.handshake_timeout
+                }
+        });
+        if idle_until.is_some_and(|until| until <= Instant::now()) {
+            tracing::debug!(target: "admit_scaler", %peer, used = now.used, "closing an idle gRPC connection");
+            break;
+        }
+        tokio::select! {
+            ended = &mut served => return ended_with(peer, ended),
+            () = changed => {}
+            () = sleep_until(idle_until) => {}
+        }
+    }
+    let now = connection.snapshot();
+    if !now.used && now.in_flight == 0 {
+        // Nothing was ever asked on it, and it may still be in its handshake, which a GOAWAY
+        // does not end: drop it.
+        return;
+    }
+    served.as_mut().graceful_shutdown();
+    let goaway = Instant::now();
+    loop {
+        let changed = connection.changed();
+        let now = connection.snapshot();
+        let give_up = (now.in_flight == 0).then(|| now.since.max(goaway) + CLOSE_GRACE);
+        tokio::select! {
+            ended = &mut served => return ended_with(peer, ended),
+            () = changed => {}
+            () = sleep_until(give_up) => return,
+        }
+    }
+}
+
+fn ended_with(peer: SocketAddr, ended: Result<(), hyper::Error>) {
+    if let Err(error) = ended {
+        tracing::debug!(target: "admit_scaler", %peer, "gRPC connection: {error}");
+    }
+}
+
+/// Sleeps until `until`, or forever.
+async fn sleep_until(until: Option<Instant>) {
+    match until {
+        Some(until) => tokio::time::sleep_until(until).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// One connection's requests: each counted in flight until its answer ends, charged to the
+/// budget until its handler answers, and given the request timeout.
+#[derive(Clone)]
+struct ConnectionService {
+    routes: TowerToHyperService<Routes>,
+    tracker: RequestTracker,
+    budget: ConnectionBudget,
+    request_timeout: Duration,
+}
+
+impl hyper::service::Service<http::Request<Incoming>> for ConnectionService {
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn call(&self, request: http::Request<Incoming>) -> Self::Future {
+        let in_flight = self.tracker.start();
+        let charged = self.budget.charge(request);
+        let routes = self.routes.clone();
+        let request_timeout = self.request_timeout;
+        Box::pin(async move {
+            let response = match charged {
+                Err(status) => status.into_http(),
+                Ok((request, held)) => {
+                    let answered =
+                        tokio::time::timeout(request_timeout, routes.call(request)).await;
+                    drop(held);
+                    match answered {
+                        Ok(Ok(response)) => response,
+                        Ok(Err(never)) => match never {},
+                        Err(_) => Status::cancelled("Timeout expired").into_http(),
+                    }
+                }
+            };
+            // In flight until its answer is sent (for `StreamIsActive`, until the stream ends).
+            Ok(response.map(|body| Body::new(in_flight.until_sent(body))))
+        })
     }
 }

@@ -1,7 +1,10 @@
 //! The scaler's network edges and their limits: the gRPC server ([`grpc`]), gRPC over TLS
 //! with certificates that rotate ([`tls`]), and the HTTP side for metrics and probes
-//! ([`http`]).
+//! ([`http`]). Both servers count and cap their connections, closing an idle one to admit a
+//! new one; the gRPC server also charges its requests to a budget of bytes.
 
+mod budget;
+mod connections;
 pub mod grpc;
 pub mod http;
 pub mod tls;

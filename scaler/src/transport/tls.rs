@@ -1,5 +1,7 @@
 //! gRPC over TLS with certificates that rotate: the certificate, key and client CA files are
-//! read again periodically, and each new connection is accepted with the newest valid set.
+//! read again periodically, and each new connection is accepted with the newest valid set
+//! (the handshake itself is the gRPC server's, within its connection cap and handshake
+//! deadline: see [`GrpcLimits`](super::grpc::GrpcLimits)).
 //!
 //! cert-manager and Kubernetes' projected and Secret volumes replace those files in place
 //! before the old certificate expires. [`ReloadingTls::reload`] reads them again; when they
@@ -8,22 +10,13 @@
 //! that does not match) is reported and the previous one stays in force.
 
 use std::fmt;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::Duration;
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, mpsc};
-use tokio_rustls::TlsAcceptor;
-use tokio_rustls::server::TlsStream;
-use tokio_stream::wrappers::ReceiverStream;
-
-use super::tcp_keepalive;
 
 /// The PEM files of a TLS server.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -197,80 +190,4 @@ fn certificates(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
         return Err("no PEM certificate in the file".to_owned());
     }
     Ok(certificates)
-}
-
-/// How TLS connections are accepted.
-#[derive(Clone, Copy, Debug)]
-pub struct TlsAcceptLimits {
-    /// A handshake not done by then is dropped.
-    pub handshake_timeout: Duration,
-    /// The most handshakes in progress at once; further connections wait in the listener's
-    /// backlog.
-    pub max_handshakes: usize,
-    /// TCP keepalive on accepted connections (idle time before the first probe).
-    pub tcp_keepalive: Duration,
-}
-
-impl Default for TlsAcceptLimits {
-    /// 10 s for a handshake, 64 at once, TCP keepalive after 60 s.
-    fn default() -> Self {
-        TlsAcceptLimits {
-            handshake_timeout: Duration::from_secs(10),
-            max_handshakes: 64,
-            tcp_keepalive: Duration::from_secs(60),
-        }
-    }
-}
-
-/// The TLS connections of `listener`, handshaken with `tls`'s configuration of the moment:
-/// the stream a tonic server serves with `serve_with_incoming`. Failed or slow handshakes are
-/// logged at debug level and dropped. Accepting stops when the stream is dropped.
-pub fn accept(
-    listener: TcpListener,
-    tls: Arc<ReloadingTls>,
-    limits: TlsAcceptLimits,
-) -> ReceiverStream<io::Result<TlsStream<TcpStream>>> {
-    let (sender, receiver) = mpsc::channel(limits.max_handshakes.max(1));
-    let handshakes = Arc::new(Semaphore::new(limits.max_handshakes.max(1)));
-    tokio::spawn(async move {
-        loop {
-            let Ok(permit) = Arc::clone(&handshakes).acquire_owned().await else {
-                return;
-            };
-            let accepted = tokio::select! {
-                accepted = listener.accept() => accepted,
-                () = sender.closed() => return,
-            };
-            let (stream, peer) = match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    // Out of file descriptors, say: wait rather than spin.
-                    tracing::warn!(target: "admit_scaler", "accepting a gRPC connection: {error}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            let _ = stream.set_nodelay(true);
-            tcp_keepalive(&stream, limits.tcp_keepalive);
-            let acceptor = TlsAcceptor::from(tls.config());
-            let sender = sender.clone();
-            tokio::spawn(async move {
-                let handshake =
-                    tokio::time::timeout(limits.handshake_timeout, acceptor.accept(stream)).await;
-                drop(permit);
-                match handshake {
-                    Ok(Ok(stream)) => {
-                        let _ = sender.send(Ok(stream)).await;
-                    }
-                    Ok(Err(error)) => {
-                        tracing::debug!(target: "admit_scaler", %peer, "TLS handshake: {error}");
-                    }
-                    Err(_) => {
-                        tracing::debug!(target: "admit_scaler", %peer, "TLS handshake timed out");
-                    }
-                }
-            });
-        }
-    });
-    ReceiverStream::new(receiver)
 }

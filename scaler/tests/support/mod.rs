@@ -4,6 +4,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod memory;
 pub mod process;
 
 use std::collections::{BTreeMap, HashMap};
@@ -14,6 +15,8 @@ use admit::metrics::Reporter;
 use admit_scaler::proto::external_scaler_client::ExternalScalerClient;
 use admit_scaler::proto::{GetMetricsRequest, ScaledObjectRef};
 use admit_scaler::service::{ScalerService, ServiceOptions};
+use admit_scaler::transport::grpc::{self, GrpcLimits};
+use admit_scaler::transport::tls::ReloadingTls;
 use admit_testkit::TestServer;
 use axum::Router;
 use axum::body::Bytes;
@@ -246,6 +249,93 @@ impl Scaler {
             service,
             server,
         }
+    }
+}
+
+/// `service` behind the scaler's own gRPC server with `limits` (over TLS with `tls`), on a
+/// loopback port, until the test ends.
+pub async fn serve_grpc(
+    service: ScalerService,
+    tls: Option<Arc<ReloadingTls>>,
+    limits: GrpcLimits,
+) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let routes = tonic::service::Routes::new(service.into_server());
+    tokio::spawn(grpc::serve(
+        listener,
+        routes,
+        tls,
+        limits,
+        std::future::pending(),
+    ));
+    addr
+}
+
+/// One HTTP/2 connection that calls `IsActive` on `streams` streams, each sending a gRPC
+/// prefix that announces `announced` bytes and then `sent` of them, and never ending: the
+/// client that made tonic buffer partial messages until the request timeout.
+pub struct PartialMessages {
+    /// The streams, kept open.
+    pub streams: Vec<h2::SendStream<Bytes>>,
+    /// The `grpc-status` of each stream answered so far (the others still wait).
+    pub answered: Arc<Mutex<Vec<tonic::Code>>>,
+}
+
+impl PartialMessages {
+    pub async fn open(
+        addr: std::net::SocketAddr,
+        streams: usize,
+        announced: u32,
+        sent: usize,
+    ) -> Self {
+        let tcp = admit_testkit::wait::bounded("connect", tokio::net::TcpStream::connect(addr))
+            .await
+            .unwrap();
+        let (mut client, connection) = h2::client::handshake(tcp).await.unwrap();
+        tokio::spawn(connection);
+        let mut message = vec![0];
+        message.extend_from_slice(&announced.to_be_bytes());
+        message.resize(5 + sent, b'x');
+        let message = Bytes::from(message);
+        let answered = Arc::new(Mutex::new(Vec::new()));
+        let mut opened = Vec::new();
+        for _ in 0..streams {
+            client = admit_testkit::wait::bounded("a stream", client.ready())
+                .await
+                .unwrap();
+            let request = http::Request::post("/externalscaler.ExternalScaler/IsActive")
+                .header("content-type", "application/grpc")
+                .header("te", "trailers")
+                .body(())
+                .unwrap();
+            let (answer, mut stream) = client.send_request(request, false).unwrap();
+            // Sent as flow control allows; never ended.
+            stream.send_data(message.clone(), false).unwrap();
+            opened.push(stream);
+            let answered = Arc::clone(&answered);
+            tokio::spawn(async move {
+                let code = match answer.await {
+                    Ok(response) => tonic::Status::from_header_map(response.headers())
+                        .map_or(tonic::Code::Ok, |status| status.code()),
+                    Err(_) => tonic::Code::Unavailable,
+                };
+                answered.lock().unwrap().push(code);
+            });
+        }
+        PartialMessages {
+            streams: opened,
+            answered,
+        }
+    }
+
+    /// How many streams got each code so far.
+    pub fn answers(&self) -> HashMap<tonic::Code, usize> {
+        let mut counts = HashMap::new();
+        for code in self.answered.lock().unwrap().iter() {
+            *counts.entry(*code).or_default() += 1;
+        }
+        counts
     }
 }
 

@@ -30,8 +30,10 @@ impl Served {
     }
 
     /// [`start`](Self::start) through `command`, which runs the binary (in a cgroup, say).
+    /// Without a `--shutdown-delay` in `args`, it stops at once at SIGTERM.
     pub fn start_with(mut command: Command, args: &[&str]) -> Served {
         let mut child = command
+            .env("ADMIT_SCALER_SHUTDOWN_DELAY", "0s")
             .args([
                 "serve",
                 "--grpc-listen",
@@ -79,10 +81,14 @@ impl Served {
         }
     }
 
+    /// Sends SIGTERM, and returns at once.
+    pub fn sigterm(&self) {
+        kill_process(Pid::from_child(&self.child), Signal::TERM).expect("SIGTERM");
+    }
+
     /// SIGTERM, then the exit status and every line logged since the start.
     pub fn terminate(mut self) -> (ExitStatus, Vec<String>) {
-        let pid = Pid::from_child(&self.child);
-        kill_process(pid, Signal::TERM).expect("SIGTERM");
+        self.sigterm();
         let (sender, receiver) = mpsc::channel();
         std::thread::spawn(move || {
             let _ = sender.send(self.child.wait());

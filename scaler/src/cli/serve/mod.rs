@@ -13,22 +13,28 @@ use std::time::Duration;
 
 use admit_scaler::proto::external_scaler_server::ExternalScalerServer;
 use admit_scaler::service::{AllowList, ScalerService, ServiceOptions};
-use admit_scaler::transport::grpc::GrpcLimits;
+use admit_scaler::transport::grpc::{self, GrpcLimits};
 use admit_scaler::transport::http::{self, HttpLimits};
-use admit_scaler::transport::tls::{self, ReloadingTls, TlsAcceptLimits, TlsFiles};
+use admit_scaler::transport::tls::{ReloadingTls, TlsFiles};
 use clap::Args;
+use clap::builder::RangedU64ValueParser;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tonic::service::Routes;
 use tracing_subscriber::EnvFilter;
 
 use self::routes::{http_router, install_recorder};
-use self::tasks::{reload_tls, signalled, stop_signal, sweep};
+use self::tasks::{Signal, Signals, reload_tls, signalled, sweep};
 use super::BoxError;
 use super::duration;
 use super::prometheus::{PrometheusArgs, client_options, serve_allow_list};
 
 /// The largest `--max-concurrent-decisions`.
 const MAX_CONCURRENT_DECISIONS: usize = 256;
+
+/// The largest `--http-max-scrapes`: half the HTTP side's connections, so that probes always
+/// find some not taken by a scrape.
+const MAX_SCRAPES: usize = 32;
 
 /// `serve`'s flags. Each can also be set by the environment variable in brackets.
 #[derive(Debug, Args)]
@@ -107,6 +113,36 @@ pub(super) struct ServeArgs {
     /// twice --query-timeout.
     #[arg(long, env = "ADMIT_SCALER_REQUEST_TIMEOUT", default_value = "30s", value_parser = duration::between("1s", "10m"), value_name = "DURATION")]
     request_timeout: Duration,
+    /// The most gRPC connections open at once (KEDA keeps one per process; kubelet's gRPC
+    /// probes open one each). At the cap, the connection idle longest is closed to admit a
+    /// new one; a connection with an RPC in flight is never closed for this.
+    #[arg(long, env = "ADMIT_SCALER_MAX_GRPC_CONNECTIONS", default_value_t = 32, value_parser = RangedU64ValueParser::<usize>::new().range(1..=10_000))]
+    max_grpc_connections: usize,
+    /// A gRPC connection with no RPC in flight for this long is closed (GOAWAY; the client
+    /// reconnects at its next call).
+    #[arg(long, env = "ADMIT_SCALER_GRPC_IDLE_TIMEOUT", default_value = "5m", value_parser = duration::between("1s", "1d"), value_name = "DURATION")]
+    grpc_idle_timeout: Duration,
+    /// A new gRPC connection must finish its handshakes (TLS, HTTP/2) and start its first RPC
+    /// within this, or it is closed.
+    #[arg(long, env = "ADMIT_SCALER_GRPC_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = duration::between("1s", "5m"), value_name = "DURATION")]
+    grpc_handshake_timeout: Duration,
+    /// The bytes all gRPC requests in flight may hold: each is charged 20 KiB, its headers and
+    /// its message from its head until it is answered; one connection's requests whose message
+    /// is not yet whole, at most a quarter. A request past it gets RESOURCE_EXHAUSTED.
+    #[arg(long, env = "ADMIT_SCALER_GRPC_MAX_REQUEST_BYTES_IN_FLIGHT", default_value_t = 32 << 20, value_parser = RangedU64ValueParser::<usize>::new().range(1 << 20..=1 << 30), value_name = "BYTES")]
+    grpc_max_request_bytes_in_flight: usize,
+    /// A gRPC request's message must arrive whole within this of its head; past it the RPC
+    /// fails with DEADLINE_EXCEEDED.
+    #[arg(long, env = "ADMIT_SCALER_GRPC_REQUEST_BODY_TIMEOUT", default_value = "10s", value_parser = duration::between("100ms", "10m"), value_name = "DURATION")]
+    grpc_request_body_timeout: Duration,
+    /// An HTTP answer (a /metrics page, say) must be sent whole within this of its request's
+    /// head, or its connection is closed.
+    #[arg(long, env = "ADMIT_SCALER_HTTP_REQUEST_TIMEOUT", default_value = "10s", value_parser = duration::between("1s", "10m"), value_name = "DURATION")]
+    http_request_timeout: Duration,
+    /// The most /metrics scrapes answered at once (they share one rendered page); more get 503
+    /// at once. The probes need no scrape slot.
+    #[arg(long, env = "ADMIT_SCALER_HTTP_MAX_SCRAPES", default_value_t = 4, value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_SCRAPES as u64))]
+    http_max_scrapes: usize,
     #[command(flatten)]
     prometheus: PrometheusArgs,
     /// Let triggers name any Prometheus URL: any caller that reaches the gRPC port can then
@@ -118,7 +154,13 @@ pub(super) struct ServeArgs {
         conflicts_with = "allow_prometheus"
     )]
     allow_any_prometheus: bool,
-    /// How long a stop (SIGTERM, SIGINT) waits for RPCs in flight before closing.
+    /// At SIGTERM the scaler stops being ready at once, and keeps serving for this long while
+    /// KEDA and the Service's endpoints learn it is leaving; a second signal (or a first
+    /// SIGINT) skips the wait.
+    #[arg(long, env = "ADMIT_SCALER_SHUTDOWN_DELAY", default_value = "5s", value_parser = duration::between("0s", "10m"), value_name = "DURATION")]
+    shutdown_delay: Duration,
+    /// After the delay, how long the scaler waits for RPCs in flight, and connections to close,
+    /// before stopping anyway; a further signal stops it at once.
     #[arg(long, env = "ADMIT_SCALER_SHUTDOWN_GRACE", default_value = "10s", value_parser = duration::between("0s", "10m"), value_name = "DURATION")]
     shutdown_grace: Duration,
     /// Log filter (tracing's EnvFilter syntax), e.g. `info` or `admit_scaler=debug`.
@@ -225,7 +267,7 @@ fn check(args: &ServeArgs) -> Result<AllowList, String> {
 }
 
 async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
-    let stop_signal = stop_signal()?;
+    let mut signals = Signals::subscribe()?;
     let metrics = install_recorder(args.state_ttl)?;
     let tls = tls_files(&args)
         .map(|files| ReloadingTls::load(files).map(Arc::new))
@@ -260,29 +302,22 @@ async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
     let ready = Arc::new(AtomicBool::new(true));
     let (stop, stopped) = watch::channel(false);
 
-    let limits = GrpcLimits::new(args.max_triggers, args.request_timeout);
-    let router = limits
-        .server()
-        .add_service(health_service.max_decoding_message_size(4 << 10))
+    let routes = Routes::new(health_service.max_decoding_message_size(4 << 10))
         .add_service(service.clone().into_server());
-    let grpc = match &tls {
-        Some(tls) => {
-            let accept = TlsAcceptLimits {
-                tcp_keepalive: limits.tcp_keepalive,
-                ..TlsAcceptLimits::default()
-            };
-            let incoming = tls::accept(grpc_listener, Arc::clone(tls), accept);
-            tokio::spawn(router.serve_with_incoming_shutdown(incoming, signalled(stopped.clone())))
-        }
-        None => tokio::spawn(router.serve_with_incoming_shutdown(
-            limits.incoming(grpc_listener),
-            signalled(stopped.clone()),
-        )),
-    };
+    let grpc = tokio::spawn(grpc::serve(
+        grpc_listener,
+        routes,
+        tls.clone(),
+        grpc_limits(&args),
+        signalled(stopped.clone()),
+    ));
     let http = tokio::spawn(http::serve(
         http_listener,
-        http_router(metrics.clone(), Arc::clone(&ready)),
-        HttpLimits::default(),
+        http_router(metrics.clone(), args.http_max_scrapes, Arc::clone(&ready)),
+        HttpLimits {
+            request_timeout: args.http_request_timeout,
+            ..HttpLimits::default()
+        },
         signalled(stopped.clone()),
     ));
     let sweeper = tokio::spawn(sweep(service.clone(), metrics, stopped.clone()));
@@ -297,44 +332,66 @@ async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
         env!("CARGO_PKG_VERSION")
     );
 
-    let signal = stop_signal.await;
+    // Not ready at once: the Service's endpoints and the kubelet's probes learn it while the
+    // scaler still serves, for the delay; a second signal, or a SIGINT, skips it.
+    let signal = signals.next().await;
+    let delay = match signal {
+        Signal::Terminate => args.shutdown_delay,
+        Signal::Interrupt => Duration::ZERO,
+    };
     tracing::info!(
-        "{signal}: not ready, stopping within {:?}",
+        "{signal}: not ready; serving for {delay:?} (--shutdown-delay), then stopping within \
+         {:?}",
         args.shutdown_grace
     );
     ready.store(false, Ordering::SeqCst);
-    // Open StreamIsActive streams, and RPCs waiting for a decision, would hold the graceful
-    // shutdown: they end with UNAVAILABLE.
-    service.shut_down();
     health
         .set_not_serving::<ExternalScalerServer<ScalerService>>()
         .await;
     health
         .set_service_status("", tonic_health::ServingStatus::NotServing)
         .await;
+    tokio::select! {
+        () = tokio::time::sleep(delay) => {}
+        signal = signals.next() => tracing::info!("{signal}: stopping now"),
+    }
+
+    // Open StreamIsActive streams, and RPCs waiting for a decision, would hold the graceful
+    // shutdown: they end with UNAVAILABLE. The listeners close; every connection is told to
+    // go (GOAWAY) and closes once its RPCs are answered.
+    service.shut_down();
     let _ = stop.send(true);
-    let drained = tokio::time::timeout(args.shutdown_grace, async {
-        let grpc = grpc.await;
-        let http = http.await;
-        (grpc, http)
-    })
-    .await;
+    let drained = tokio::select! {
+        drained = tokio::time::timeout(args.shutdown_grace, async {
+            let grpc = grpc.await;
+            let http = http.await;
+            (grpc, http)
+        }) => drained.map_err(|_| format!(
+            "RPCs still in flight after --shutdown-grace {:?}; stopping anyway",
+            args.shutdown_grace
+        )),
+        signal = signals.next() => Err(format!("{signal}: stopping at once")),
+    };
     sweeper.abort();
     if let Some(reloader) = reloader {
         reloader.abort();
     }
-    match drained {
-        Ok((grpc, http)) => {
-            grpc??;
-            http?;
-            tracing::info!("stopped");
-            Ok(())
-        }
-        Err(_) => Err(format!(
-            "RPCs still in flight after --shutdown-grace {:?}; stopping anyway",
-            args.shutdown_grace
-        )
-        .into()),
+    let (grpc, http) = drained?;
+    grpc?;
+    http?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// The gRPC server's limits, from the flags.
+fn grpc_limits(args: &ServeArgs) -> GrpcLimits {
+    GrpcLimits {
+        max_connections: args.max_grpc_connections,
+        idle_timeout: args.grpc_idle_timeout,
+        handshake_timeout: args.grpc_handshake_timeout,
+        max_request_bytes_in_flight: args.grpc_max_request_bytes_in_flight,
+        request_body_timeout: args.grpc_request_body_timeout,
+        ..GrpcLimits::new(args.max_triggers, args.request_timeout)
     }
 }
 

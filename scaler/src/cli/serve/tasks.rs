@@ -65,17 +65,45 @@ pub(super) async fn signalled(mut stopped: watch::Receiver<bool>) {
     let _ = stopped.wait_for(|&stop| stop).await;
 }
 
-/// Resolves at SIGTERM (Kubernetes) or SIGINT (a terminal), with the signal's name. The
-/// handlers are installed by this call, not when the future is first polled: a signal that
-/// comes at once is caught, not fatal.
-pub(super) fn stop_signal() -> Result<impl Future<Output = &'static str>, BoxError> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    Ok(async move {
+/// A stop signal: SIGTERM (Kubernetes) or SIGINT (a terminal).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Signal {
+    Terminate,
+    Interrupt,
+}
+
+impl std::fmt::Display for Signal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Signal::Terminate => "SIGTERM",
+            Signal::Interrupt => "SIGINT",
+        })
+    }
+}
+
+/// The process's stop signals, from the moment [`Signals::subscribe`] returns: a signal that
+/// comes at once is caught, not fatal, and so is every later one.
+#[derive(Debug)]
+pub(super) struct Signals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    pub(super) fn subscribe() -> Result<Self, BoxError> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            terminate: signal(SignalKind::terminate())?,
+            interrupt: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    /// The next signal (never, once the runtime stops delivering them).
+    pub(super) async fn next(&mut self) -> Signal {
         tokio::select! {
-            _ = term.recv() => "SIGTERM",
-            _ = interrupt.recv() => "SIGINT",
+            Some(()) = self.terminate.recv() => Signal::Terminate,
+            Some(()) = self.interrupt.recv() => Signal::Interrupt,
+            else => std::future::pending().await,
         }
-    })
+    }
 }

@@ -1,0 +1,483 @@
+//! The gRPC server's budget of request memory: what every request in flight holds, counted
+//! against one global figure, refused with `RESOURCE_EXHAUSTED` past it.
+//!
+//! A request is charged, from its head until its handler answers, a fixed cost for what
+//! serving it allocates whatever its size ([`REQUEST_COST`]: buffers, stream state, the
+//! handler's future), its header bytes, and each message's length as its gRPC prefix
+//! announces it (tonic reserves that much before the bytes arrive; a length over the message
+//! limit is not charged, as tonic refuses it at once). So a stream that announces a large
+//! message and never sends it holds no more than it was charged.
+//!
+//! A request whose message is not yet whole is *in transit*: besides the global budget, it is
+//! charged to its connection's share, a quarter of the budget, until its body ends. One
+//! connection that opens streams and never finishes their messages thus holds at most a
+//! quarter of the budget, and other connections' requests still get in. A request body must
+//! also end within a deadline, or its RPC fails with `DEADLINE_EXCEEDED` (not `CANCELLED`,
+//! which tonic takes for a client that went away), and once the server stops, a body still in
+//! transit fails at once with `UNAVAILABLE`.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::HeaderMap;
+use http_body::{Body, Frame, SizeHint};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::time::Sleep;
+use tonic::Status;
+
+/// What serving one request allocates besides its headers and message, in bytes: tonic's
+/// decoding buffer (8 KiB, which holds a message up to that size), the HTTP/2 stream and the
+/// handler's future. Measured on the binary (`scaler/tests/edges_memory.rs`): a request in
+/// transit holds about 14 KB with a 4 000-byte message, 48 KB with the largest.
+pub(super) const REQUEST_COST: usize = 20 << 10;
+
+/// The bytes of a gRPC message prefix: a compression flag and a big-endian `u32` length.
+const PREFIX_BYTES: usize = 5;
+
+/// The global budget: request bytes that may be held at once.
+#[derive(Clone, Debug)]
+pub(super) struct RequestBudget {
+    global: Arc<Semaphore>,
+    bytes: usize,
+    max_message: usize,
+    body_timeout: Duration,
+    /// Set when the server stops: bodies in transit fail.
+    stopping: Arc<watch::Sender<bool>>,
+}
+
+impl RequestBudget {
+    /// A budget of `bytes`, for messages of at most `max_message` bytes (larger ones are
+    /// refused by the decoder, not charged), whose bodies must end within `body_timeout`.
+    pub(super) fn new(bytes: usize, max_message: usize, body_timeout: Duration) -> Self {
+        let bytes = bytes.clamp(1, Semaphore::MAX_PERMITS);
+        RequestBudget {
+            global: Arc::new(Semaphore::new(bytes)),
+            bytes,
+            max_message,
+            body_timeout,
+            stopping: Arc::new(watch::Sender::new(false)),
+        }
+    }
+
+    /// The server stops: bodies in transit fail with `UNAVAILABLE`, so that their RPCs end.
+    pub(super) fn stop(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    /// The budget as seen by one new connection, with its share for requests in transit.
+    pub(super) fn connection(&self) -> ConnectionBudget {
+        ConnectionBudget {
+            budget: self.clone(),
+            share: Arc::new(Semaphore::new((self.bytes / 4).max(1))),
+        }
+    }
+
+    /// The bytes not held now.
+    #[cfg(test)]
+    fn available(&self) -> usize {
+        self.global.available_permits()
+    }
+}
+
+/// The budget for one connection's requests.
+#[derive(Clone, Debug)]
+pub(super) struct ConnectionBudget {
+    budget: RequestBudget,
+    share: Arc<Semaphore>,
+}
+
+impl ConnectionBudget {
+    /// Charges a request's head: its body is charged as it arrives. What is held is released
+    /// once both the returned [`Held`] (keep it until the handler answers) and the body are
+    /// dropped.
+    ///
+    /// # Errors
+    ///
+    /// `RESOURCE_EXHAUSTED` when the global budget, or the connection's share, cannot cover
+    /// the head.
+    pub(super) fn charge<B>(
+        &self,
+        request: http::Request<B>,
+    ) -> Result<(http::Request<BudgetBody<B>>, Held), Status> {
+        let cost = REQUEST_COST.saturating_add(header_bytes(request.headers()));
+        let (Some(global), Some(share)) = (
+            acquire(&self.budget.global, cost),
+            acquire(&self.share, cost),
+        ) else {
+            return Err(exhausted(&self.budget));
+        };
+        let held = Held(Arc::new(Mutex::new(Some(global))));
+        let charges = Charges {
+            connection: self.clone(),
+            held: held.clone(),
+            share: Some(share),
+        };
+        let body_timeout = self.budget.body_timeout;
+        let max_message = self.budget.max_message;
+        let mut stopping = self.budget.stopping.subscribe();
+        let request = request.map(|inner| BudgetBody {
+            inner,
+            charges,
+            framing: Framing::new(max_message),
+            deadline: Box::pin(tokio::time::sleep(body_timeout)),
+            stopping: Box::pin(async move {
+                let _ = stopping.wait_for(|stopping| *stopping).await;
+            }),
+            body_timeout,
+            done: false,
+        });
+        Ok((request, held))
+    }
+}
+
+/// Takes `bytes` permits from `semaphore` at once, or none.
+fn acquire(semaphore: &Arc<Semaphore>, bytes: usize) -> Option<OwnedSemaphorePermit> {
+    let bytes = u32::try_from(bytes).ok()?;
+    Arc::clone(semaphore).try_acquire_many_owned(bytes).ok()
+}
+
+fn exhausted(budget: &RequestBudget) -> Status {
+    crate::telemetry::refused("request_bytes");
+    Status::resource_exhausted(format!(
+        "the scaler holds as many request bytes as it may ({} bytes, \
+         --grpc-max-request-bytes-in-flight); retry later",
+        budget.bytes
+    ))
+}
+
+/// HTTP/2's measure of a header list: each name and value, plus 32 bytes.
+fn header_bytes(headers: &HeaderMap) -> usize {
+    headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 32)
+        .sum()
+}
+
+/// A request's global charge: released when the handler's answer and the body are both gone.
+#[derive(Clone, Debug)]
+pub(super) struct Held(Arc<Mutex<Option<OwnedSemaphorePermit>>>);
+
+impl Held {
+    fn add(&self, permit: OwnedSemaphorePermit) {
+        let mut held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match held.as_mut() {
+            Some(held) => held.merge(permit),
+            None => *held = Some(permit),
+        }
+    }
+}
+
+/// What a body's arrival is charged to.
+#[derive(Debug)]
+struct Charges {
+    connection: ConnectionBudget,
+    held: Held,
+    /// The connection's share, held while the body is in transit.
+    share: Option<OwnedSemaphorePermit>,
+}
+
+impl Charges {
+    fn charge(&mut self, bytes: usize) -> Result<(), Status> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let (Some(global), Some(share)) = (
+            acquire(&self.connection.budget.global, bytes),
+            acquire(&self.connection.share, bytes),
+        ) else {
+            return Err(exhausted(&self.connection.budget));
+        };
+        self.held.add(global);
+        match self.share.as_mut() {
+            Some(held) => held.merge(share),
+            None => self.share = Some(share),
+        }
+        Ok(())
+    }
+}
+
+/// Where a body is in its gRPC messages: in a prefix, or in a message's bytes.
+#[derive(Debug)]
+struct Framing {
+    max_message: usize,
+    prefix: [u8; PREFIX_BYTES],
+    prefix_filled: usize,
+    /// Bytes of the current message still to come.
+    message_left: usize,
+}
+
+impl Framing {
+    fn new(max_message: usize) -> Self {
+        Framing {
+            max_message,
+            prefix: [0; PREFIX_BYTES],
+            prefix_filled: 0,
+            message_left: 0,
+        }
+    }
+
+    /// Reads `data` and returns what the prefixes completed in it announce: each prefix's
+    /// bytes and its message's length (unless over the message limit).
+    fn announced(&mut self, mut data: &[u8]) -> usize {
+        let mut announced = 0_usize;
+        while !data.is_empty() {
+            if self.message_left > 0 {
+                let skipped = self.message_left.min(data.len());
+                self.message_left -= skipped;
+                data = &data[skipped..];
+                continue;
+            }
+            let taken = (PREFIX_BYTES - self.prefix_filled).min(data.len());
+            self.prefix[self.prefix_filled..self.prefix_filled + taken]
+                .copy_from_slice(&data[..taken]);
+            self.prefix_filled += taken;
+            data = &data[taken..];
+            if self.prefix_filled == PREFIX_BYTES {
+                self.prefix_filled = 0;
+                let [_, a, b, c, d] = self.prefix;
+                let length =
+                    usize::try_from(u32::from_be_bytes([a, b, c, d])).unwrap_or(usize::MAX);
+                self.message_left = length;
+                // tonic refuses a longer message as it reads the prefix, reserving nothing.
+                let reserved = if length <= self.max_message {
+                    length
+                } else {
+                    0
+                };
+                announced = announced
+                    .saturating_add(PREFIX_BYTES)
+                    .saturating_add(reserved);
+            }
+        }
+        announced
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request body charged to the budget as it arrives, with a deadline to end.
+    pub(super) struct BudgetBody<B> {
+        #[pin]
+        inner: B,
+        charges: Charges,
+        framing: Framing,
+        deadline: Pin<Box<Sleep>>,
+        stopping: Pin<Box<dyn Future<Output = ()> + Send>>,
+        body_timeout: Duration,
+        done: bool,
+    }
+}
+
+impl<B> Body for BudgetBody<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = self.project();
+        if *this.done {
+            return Poll::Ready(None);
+        }
+        let polled = this.inner.poll_frame(cx);
+        let frame = match polled {
+            Poll::Pending => {
+                let status = if this.stopping.as_mut().poll(cx).is_ready() {
+                    Status::unavailable("the scaler is stopping")
+                } else {
+                    ready!(this.deadline.as_mut().poll(cx));
+                    crate::telemetry::refused("slow_request");
+                    Status::deadline_exceeded(format!(
+                        "the request message did not arrive whole within {:?} \
+                         (--grpc-request-body-timeout)",
+                        this.body_timeout
+                    ))
+                };
+                *this.done = true;
+                this.charges.share = None;
+                return Poll::Ready(Some(Err(status.into())));
+            }
+            Poll::Ready(frame) => frame,
+        };
+        match frame {
+            Some(Ok(frame)) => {
+                if let Some(data) = frame.data_ref() {
+                    let announced = this.framing.announced(data);
+                    if let Err(status) = this.charges.charge(announced) {
+                        *this.done = true;
+                        this.charges.share = None;
+                        return Poll::Ready(Some(Err(status.into())));
+                    }
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Some(Err(error)) => {
+                *this.done = true;
+                this.charges.share = None;
+                Poll::Ready(Some(Err(error.into())))
+            }
+            None => {
+                *this.done = true;
+                this.charges.share = None;
+                Poll::Ready(None)
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done || self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::{BodyExt, StreamBody};
+    use tokio::sync::mpsc;
+    use tokio_stream::wrappers::ReceiverStream;
+
+    use super::*;
+
+    type Sent = Result<Frame<Bytes>, std::convert::Infallible>;
+
+    /// A request whose body is fed through the returned sender.
+    fn request() -> (
+        mpsc::Sender<Sent>,
+        http::Request<StreamBody<ReceiverStream<Sent>>>,
+    ) {
+        let (sender, receiver) = mpsc::channel(16);
+        let request = http::Request::builder()
+            .header("content-type", "application/grpc")
+            .body(StreamBody::new(ReceiverStream::new(receiver)))
+            .unwrap();
+        (sender, request)
+    }
+
+    fn message(announced: u32, bytes: usize) -> Frame<Bytes> {
+        let mut data = vec![0];
+        data.extend_from_slice(&announced.to_be_bytes());
+        data.resize(PREFIX_BYTES + bytes, 7);
+        Frame::data(Bytes::from(data))
+    }
+
+    const HEAD: usize = REQUEST_COST + "content-type".len() + "application/grpc".len() + 32;
+
+    #[test]
+    fn prefixes_are_read_across_frames() {
+        let mut framing = Framing::new(1000);
+        // A prefix split in two, its message, and the next prefix.
+        assert_eq!(framing.announced(&[0, 0, 0]), 0);
+        assert_eq!(framing.announced(&[0, 10, 1, 2, 3]), 15);
+        assert_eq!(framing.announced(&[4, 5, 6, 7, 8, 9, 10, 0, 0, 0, 0, 3]), 8);
+        assert_eq!(framing.announced(&[1, 2, 3]), 0);
+        // A length over the limit is not charged: the decoder refuses it at once.
+        assert_eq!(framing.announced(&[0, 0xff, 0xff, 0xff, 0xff]), 5);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_holds_its_head_and_announced_messages_until_answered_and_read() {
+        let budget = RequestBudget::new(1 << 20, 64 << 10, Duration::from_secs(10));
+        let connection = budget.connection();
+        let (sender, request) = request();
+        let (request, held) = connection.charge(request).unwrap();
+        assert_eq!(budget.available(), (1 << 20) - HEAD);
+        let mut body = request.into_body();
+        // A prefix announcing 40 000 bytes, and 100 of them: the whole length is charged.
+        sender.send(Ok(message(40_000, 100))).await.unwrap();
+        body.frame().await.unwrap().unwrap();
+        assert_eq!(budget.available(), (1 << 20) - HEAD - 40_005);
+        assert_eq!(
+            connection.share.available_permits(),
+            (1 << 18) - HEAD - 40_005
+        );
+        drop(sender);
+        assert!(body.frame().await.is_none());
+        // The body ended: the connection's share is back, the global charge is not.
+        assert_eq!(connection.share.available_permits(), 1 << 18);
+        assert_eq!(budget.available(), (1 << 20) - HEAD - 40_005);
+        drop(body);
+        assert_eq!(budget.available(), (1 << 20) - HEAD - 40_005);
+        drop(held);
+        assert_eq!(budget.available(), 1 << 20);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn past_the_budget_requests_are_refused_and_one_connection_takes_a_quarter() {
+        let budget = RequestBudget::new(16 * REQUEST_COST, 100 << 10, Duration::from_secs(10));
+        let greedy = budget.connection();
+        let mut kept = Vec::new();
+        let refused = loop {
+            match greedy.charge(request().1) {
+                Ok(charged) => kept.push(charged),
+                Err(status) => break status,
+            }
+        };
+        assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+        assert!(refused.message().len() < 200, "{}", refused.message());
+        // A quarter of the budget: three requests' heads.
+        assert_eq!(kept.len(), 3);
+        // Another connection still gets in.
+        let other = budget.connection();
+        let (sender, request) = request();
+        let (request, _held) = other.charge(request).unwrap();
+        // A message its share cannot hold is refused as it arrives.
+        let mut body = request.into_body();
+        sender.send(Ok(message(80_000, 10))).await.unwrap();
+        let error = body.frame().await.unwrap().unwrap_err();
+        let status = Status::from_error(error);
+        assert_eq!(status.code(), tonic::Code::ResourceExhausted);
+        drop(kept);
+        assert!(greedy.charge(request_only()).is_ok());
+    }
+
+    fn request_only() -> http::Request<StreamBody<ReceiverStream<Sent>>> {
+        request().1
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_in_transit_fails_when_the_server_stops() {
+        let budget = RequestBudget::new(1 << 20, 64 << 10, Duration::from_secs(10));
+        let (sender, request) = request();
+        let (request, _held) = budget.connection().charge(request).unwrap();
+        let mut body = request.into_body();
+        sender.send(Ok(message(100, 50))).await.unwrap();
+        body.frame().await.unwrap().unwrap();
+        let stopped = tokio::spawn(async move { body.frame().await });
+        tokio::task::yield_now().await;
+        budget.stop();
+        let error = stopped.await.unwrap().unwrap().unwrap_err();
+        assert_eq!(Status::from_error(error).code(), tonic::Code::Unavailable);
+        drop(sender);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_does_not_end_in_time_fails_and_frees_its_share() {
+        let budget = RequestBudget::new(1 << 20, 64 << 10, Duration::from_secs(10));
+        let connection = budget.connection();
+        let (sender, request) = request();
+        let (request, _held) = connection.charge(request).unwrap();
+        let mut body = request.into_body();
+        sender.send(Ok(message(100, 50))).await.unwrap();
+        body.frame().await.unwrap().unwrap();
+        let started = tokio::time::Instant::now();
+        let error = body.frame().await.unwrap().unwrap_err();
+        assert_eq!(started.elapsed(), Duration::from_secs(10));
+        assert_eq!(
+            Status::from_error(error).code(),
+            tonic::Code::DeadlineExceeded
+        );
+        assert_eq!(connection.share.available_permits(), 1 << 18);
+        assert!(body.frame().await.is_none());
+        drop(sender);
+    }
+}
