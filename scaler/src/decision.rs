@@ -18,11 +18,10 @@
 //!    that lower bound as the servers required.
 //! 4. A planner is made at the first decision, starting at that decision's replicas (the
 //!    current count is unknown), so a restarted scaler never scales down at once.
-//! 5. The service level predicted at the replicas is computed on a copy of the planner that
-//!    has stepped; the copy replaces the planner only once the decision is whole, so a failed
-//!    decision leaves the planner as it was. A prediction the model cannot make within its
-//!    budget (Erlang A deep in overload, at the cap) is unknown
-//!    ([`Decision::predicted_service_level`] is `None`), never a failed decision.
+//! 5. The planner steps only once every search has answered: a failed decision leaves it as
+//!    it was. The service level predicted at the replicas comes after, and never fails the
+//!    decision: one the model cannot make within its budget (Erlang A deep in overload, at the
+//!    cap) is unknown ([`Decision::predicted_service_level`] is `None`).
 //!
 //! A decision's work is bounded whatever the metadata: its Erlang B walks by
 //! [`MAX_OFFERED_LOAD`], Erlang A's series by admit's budgets (at most
@@ -335,7 +334,7 @@ impl Evaluator {
 }
 
 /// [`Evaluator::decide`] for a caller that keeps the configuration itself: one decision for
-/// `config` at `now`, with `planner` (made at the first decision, replaced only by a whole
+/// `config` at `now`, with `planner` (made at the first decision, stepped only by a whole
 /// one). The gRPC service's registry keeps only the planner, and decides with the caller's
 /// configuration, identical to the one it was made for.
 pub(crate) fn decide<E: MeasurementError>(
@@ -385,12 +384,12 @@ pub(crate) fn decide<E: MeasurementError>(
     };
 
     let needed = up.div_ceil(per_replica);
-    // The planner steps on a copy, which replaces it once nothing can fail.
-    let mut stepped = match planner {
-        Some(planner) => planner.clone(),
-        None => {
+    // Nothing fails past this point: the planner steps only for a decision that is made.
+    let stepped = match planner {
+        Some(planner) => planner,
+        empty => {
             let start = needed.clamp(planner_config.min_replicas, planner_config.max_replicas);
-            ReplicaPlanner::new(planner_config, start)?
+            empty.insert(ReplicaPlanner::new(planner_config, start)?)
         }
     };
     let replicas = stepped.observe(now, up, down);
@@ -403,7 +402,6 @@ pub(crate) fn decide<E: MeasurementError>(
         },
         None => Some(1.0),
     };
-    *planner = Some(stepped);
     Ok(Decision {
         arrival_rate,
         service_time,

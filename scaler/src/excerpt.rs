@@ -15,6 +15,26 @@ use std::fmt::Write;
 /// The most characters of foreign text a message quotes.
 pub const EXCERPT_CHARS: usize = 160;
 
+/// Code points that show nothing, or a blank, though Rust deems them printable: Unicode's
+/// default-ignorable code points (fillers, joiners, variation selectors, tags) and the
+/// braille blank.
+const BLANK: [std::ops::RangeInclusive<char>; 14] = [
+    '\u{034f}'..='\u{034f}',
+    '\u{115f}'..='\u{1160}',
+    '\u{17b4}'..='\u{17b5}',
+    '\u{180b}'..='\u{180f}',
+    '\u{2060}'..='\u{206f}',
+    '\u{2800}'..='\u{2800}',
+    '\u{3164}'..='\u{3164}',
+    '\u{fe00}'..='\u{fe0f}',
+    '\u{ffa0}'..='\u{ffa0}',
+    '\u{fff0}'..='\u{fff8}',
+    '\u{1bca0}'..='\u{1bca3}',
+    '\u{1d173}'..='\u{1d17a}',
+    '\u{e0000}'..='\u{e0fff}',
+    '\u{200b}'..='\u{200f}',
+];
+
 /// `text` for a message: its first [`EXCERPT_CHARS`] characters, invisible characters escaped
 /// as Rust writes them, and `…(N more bytes)` when it was longer.
 ///
@@ -51,7 +71,9 @@ pub fn excerpt_bytes(bytes: &[u8]) -> String {
                 let _ = write!(out, "…({} more bytes)", bytes.len() - at);
                 return out;
             }
-            if hidden(c) {
+            if blank(c) {
+                let _ = write!(out, "{}", c.escape_unicode());
+            } else if hidden(c) {
                 let _ = write!(out, "{}", c.escape_debug());
             } else {
                 out.push(c);
@@ -63,12 +85,18 @@ pub fn excerpt_bytes(bytes: &[u8]) -> String {
     out
 }
 
-/// Whether `c` does not print as itself: a control character, or one that Rust's `Debug`
-/// escapes as not printable (format characters, separators other than U+0020, private-use and
-/// unassigned code points). Quotes and backslashes print; so do combining marks, which Rust
-/// escapes only at the start of a string.
+/// Whether `c` is in [`BLANK`]: Rust prints it as itself, so it is escaped as `\u{…}`.
+fn blank(c: char) -> bool {
+    BLANK.iter().any(|range| range.contains(&c))
+}
+
+/// Whether `c` does not print as itself: a control character, a default-ignorable or blank
+/// code point ([`BLANK`]), or one that Rust's `Debug` escapes as not printable (format
+/// characters, separators other than U+0020, private-use and unassigned code points). Quotes
+/// and backslashes print; so do combining marks, which Rust escapes only at the start of a
+/// string.
 fn hidden(c: char) -> bool {
-    if c.is_control() {
+    if c.is_control() || blank(c) {
         return true;
     }
     if matches!(c, '"' | '\'' | '\\') {
@@ -116,6 +144,11 @@ mod tests {
             ('\u{a0}', r"\u{a0}"),
             ('\u{e0041}', r"\u{e0041}"),
             ('\u{e000}', r"\u{e000}"),
+            ('\u{3164}', r"\u{3164}"),
+            ('\u{115f}', r"\u{115f}"),
+            ('\u{2800}', r"\u{2800}"),
+            ('\u{34f}', r"\u{34f}"),
+            ('\u{fe0f}', r"\u{fe0f}"),
         ] {
             assert_eq!(excerpt(&format!("a{c}b")), format!("a{escaped}b"), "{c:?}");
         }
@@ -163,7 +196,9 @@ mod tests {
         }
 
         #[test]
-        fn any_text_keeps_its_printable_prefix(text in "[^\\p{C}\\p{Z}]{0,300}") {
+        fn any_text_keeps_its_printable_prefix(
+            text in "[^\\p{C}\\p{Z}]{0,300}".prop_filter("no blank", |text| !text.chars().any(blank)),
+        ) {
             let quoted = excerpt(&text);
             let kept: String = text.chars().take(EXCERPT_CHARS).collect();
             prop_assert!(quoted.starts_with(&kept));

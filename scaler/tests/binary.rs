@@ -54,6 +54,14 @@ async fn serve_answers_keda_health_and_metrics_and_stops_on_sigterm() {
             "{service:?}"
         );
     }
+    // Watch is a stream any caller could hold open: refused, as the protocol allows.
+    let watch = health
+        .watch(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(watch.code(), tonic::Code::Unimplemented, "{watch:?}");
 
     let mut keda = bounded("connect", ExternalScalerClient::connect(url))
         .await

@@ -8,7 +8,6 @@
 
 mod support;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -17,10 +16,11 @@ use admit_scaler::proto::external_scaler_client::ExternalScalerClient;
 use admit_scaler::service::max_request_bytes;
 use admit_testkit::cgroup;
 use admit_testkit::wait::bounded;
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::TcpStream;
 
-use support::memory::{connect, deployment_limit, each, mib, peak_resident, resident, serve_in};
+use support::memory::{
+    connect, deployment_limit, each, mib, never_reads, peak_resident, resident, serve_in,
+};
 use support::process::get;
 use support::{FakePrometheus, PartialMessages, Reply, metadata, metrics_request, object};
 
@@ -159,19 +159,6 @@ async fn a_request_in_transit_holds_less_than_it_is_charged() {
         let (status, log) = served.terminate();
         assert!(status.success(), "{status:?}: {log:?}");
     }
-}
-
-/// A client that sends `GET /metrics` and never reads the answer (with a small receive
-/// buffer, so that the scaler's writes stall at once).
-async fn never_reads(http: SocketAddr) -> TcpStream {
-    let socket = TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut stream = bounded("connect", socket.connect(http)).await.unwrap();
-    stream
-        .write_all(format!("GET /metrics HTTP/1.1\r\nHost: {http}\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    stream
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

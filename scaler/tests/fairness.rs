@@ -100,12 +100,12 @@ async fn a_slow_namespace_does_not_delay_another_s_get_metrics() {
     let since_start = started.elapsed();
     println!(
         "tenant-b's GetMetrics answered in {took:?}, {since_start:?} after tenant-a's 64 calls \
-         began, with {finished_slow} of them finished (their queries take {SLOW:?})"
+         began, with {finished_slow} of them finished (their queries take {SLOW:?}, and time \
+         out at the 5 s --query-timeout)"
     );
     assert_eq!(answer.get_ref().metric_values[0].metric_value, 37);
-    // No slow call had finished, nor could have: their queries began after `started`.
+    // No slow call had finished: tenant-b did not wait for one to give up its slot.
     assert_eq!(finished_slow, 0);
-    assert!(since_start < SLOW, "{since_start:?}");
 
     // The slow namespace's calls end on their own (their queries time out at 5 s, later
     // ones wait for a slot within --max-decision-wait): none is left hanging.

@@ -44,14 +44,6 @@ pub(super) fn one_pass(latency_ms: u64) -> u64 {
     pass_code(1, latency_ms.min(MAX_LATENCY_MS))
 }
 
-/// What [`Ledger::note`] notes the time of.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Event {
-    Admitted,
-    Completed,
-    Refused,
-}
-
 /// The shedder's lifetime totals at some instant: what a mark records.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Totals {
@@ -92,9 +84,8 @@ pub(super) struct Flight {
     pub(super) failed: AtomicU64,
     /// `f64` bits of go-zero's `avgFlying`.
     pub(super) avg_flying: AtomicU64,
-    /// When a request was last admitted, completed and refused, on the shedder's clock (0:
-    /// never), each to a granule: what tells whether the next request found the service idle.
-    pub(super) admitted_at: AtomicU64,
+    /// When a request last completed and was last refused (to a granule), on the shedder's
+    /// clock plus one (0: never): what tells whether the next request found the service idle.
     pub(super) completed_at: AtomicU64,
     pub(super) refused_at: AtomicU64,
 }
@@ -117,7 +108,6 @@ impl Ledger {
                 passed: AtomicU64::new(0),
                 failed: AtomicU64::new(0),
                 avg_flying: AtomicU64::new(0.0f64.to_bits()),
-                admitted_at: AtomicU64::new(0),
                 completed_at: AtomicU64::new(0),
                 refused_at: AtomicU64::new(0),
             }),
@@ -245,40 +235,45 @@ impl Ledger {
         self.flight.flying()
     }
 
-    /// Notes that a request was admitted, completed or refused (`event`) at `now`, unless the
-    /// note is already within `granule` of it: a store at most once a granule, not once a
-    /// request.
+    /// Notes that a request completed at `now`: one store, to the line the completion's count
+    /// has just written.
     #[inline]
-    pub(super) fn note(&self, event: Event, now: u64, granule: u64) {
-        let flight = &self.flight;
-        let at = match event {
-            Event::Admitted => &flight.admitted_at,
-            Event::Completed => &flight.completed_at,
-            Event::Refused => &flight.refused_at,
-        };
-        let now = now.max(1);
-        if now.saturating_sub(at.load(Ordering::Relaxed)) >= granule.max(1) {
-            at.store(now, Ordering::Relaxed);
+    pub(super) fn note_completion(&self, now: u64) {
+        self.flight
+            .completed_at
+            .store(now.wrapping_add(1), Ordering::Relaxed);
+    }
+
+    /// Notes that a request was refused at `now`, unless the note is already within `granule`
+    /// of it: refusals write nothing else to this line, so it is stored at most once a
+    /// granule, not once a refusal.
+    #[inline]
+    pub(super) fn note_refusal(&self, now: u64, granule: u64) {
+        let refused_at = &self.flight.refused_at;
+        let noted = refused_at.load(Ordering::Relaxed);
+        let now = now.wrapping_add(1);
+        if noted == 0 || now.saturating_sub(noted) >= granule {
+            refused_at.store(now, Ordering::Relaxed);
         }
     }
 
-    /// When a request was last admitted, completed and refused (to the granule of
-    /// [`note`](Self::note)).
+    /// When a request last completed, and was last refused (to the granule of
+    /// [`note_refusal`](Self::note_refusal)).
     #[inline]
     pub(super) fn last_activity(&self) -> LastActivity {
         let read = |at: &AtomicU64| match at.load(Ordering::Relaxed) {
             0 => None,
-            at => Some(at),
+            at => Some(at - 1),
         };
         let flight = &self.flight;
         LastActivity {
-            admitted: read(&flight.admitted_at),
             completed: read(&flight.completed_at),
             refused: read(&flight.refused_at),
         }
     }
 
     /// Counts a request-start stamp that could not be read.
+    #[cfg(feature = "tower")]
     pub(super) fn count_header_error(&self, error: HeaderError) {
         let kind = HeaderError::ALL
             .iter()

@@ -9,7 +9,7 @@ use crossbeam_utils::CachePadded;
 
 use super::cut::{Cut, Place};
 use super::error::{Drops, Overloaded};
-use super::ledger::{Event, Ledger};
+use super::ledger::Ledger;
 use super::permit::{OwnedPermit, Permit};
 use super::window::RollingWindow;
 use crate::Shared;
@@ -377,14 +377,11 @@ impl<C: Clock> Shedder<C> {
             // The epoch first: the first event of an epoch marks it before counting itself.
             self.epoch(now);
             self.ledger().refuse(cause);
-            self.ledger()
-                .note(Event::Refused, now, self.floor.granule());
+            self.ledger().note_refusal(now, self.floor.granule());
             self.ledger().decide(class, true);
             return Err(Overloaded::new(cause, class, self.retry_after(now, cause)));
         }
         self.ledger().admit();
-        self.ledger()
-            .note(Event::Admitted, now, self.floor.granule());
         self.ledger().decide(class, false);
         Ok(now)
     }
@@ -631,7 +628,7 @@ impl<C: Clock> Shedder<C> {
         self.epoch(now);
         let ledger = self.ledger();
         ledger.complete(now.saturating_sub(admitted_at), passed, cpu_wait_nanos);
-        ledger.note(Event::Completed, now, self.floor.granule());
+        ledger.note_completion(now);
     }
 
     /// The clock this shedder reads.

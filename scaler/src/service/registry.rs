@@ -6,7 +6,9 @@
 //!
 //! Each configuration of a trigger has its own state: when KEDA's operator and its metrics
 //! server call with different versions of an edited ScaledObject, each keeps its memo and its
-//! planner's hold, and the one no longer sent is forgotten after the TTL. An entry keeps its
+//! planner's hold. The one no longer sent is forgotten once a newer configuration of the
+//! trigger arrives and it has gone unused for two decision intervals, or after the TTL,
+//! whichever comes first, so that it does not hold a place under the caps. An entry keeps its
 //! configuration's identity (a keyed 128-bit digest), not its text: a decision runs with the
 //! caller's configuration, and only a memoised error keeps the query it names.
 //!
@@ -107,7 +109,7 @@ pub(crate) struct Registry {
 }
 
 /// A trigger under one configuration (by its [digest](Registry::digest)).
-#[derive(Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct StateKey {
     trigger: TriggerKey,
     digest: [u64; 2],
@@ -288,6 +290,7 @@ impl Registry {
             return Ok(Arc::clone(&found.entry));
         }
         self.forget_expired(&mut tracked, now);
+        self.forget_replaced(&mut tracked, &key.trigger, now);
         let limits = &self.limits;
         let trigger = &key.trigger;
         let object = (Arc::clone(&trigger.namespace), Arc::clone(&trigger.name));
@@ -347,6 +350,27 @@ impl Registry {
     /// How many triggers the registry holds.
     pub(crate) fn len(&self) -> usize {
         lock(&self.tracked).entries.len()
+    }
+
+    /// Drops the other configurations of `trigger` (a new one is coming) that no caller has
+    /// asked about for two decision intervals: an edited ScaledObject's old configuration,
+    /// which KEDA no longer sends, so that it does not hold a place under the caps until the
+    /// state TTL. A configuration still in use (KEDA's operator and metrics server may send
+    /// two versions for a while) stays.
+    fn forget_replaced(&self, tracked: &mut Tracked, trigger: &TriggerKey, now: Instant) {
+        let unused_for = self.limits.decision_interval.saturating_mul(2);
+        let replaced: Vec<StateKey> = tracked
+            .entries
+            .iter()
+            .filter(|(key, used)| {
+                key.trigger == *trigger && now.duration_since(used.last_used) >= unused_for
+            })
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in replaced {
+            tracked.entries.remove(&key);
+            tracked.uncount(&key.trigger);
+        }
     }
 
     /// Drops the least recently used triggers while they are past the state TTL: each one

@@ -264,6 +264,12 @@ mod tests {
                 .is_none()
         );
         assert_eq!(start.elapsed(), Duration::from_secs(5));
+        // No trace of `b` even before a slot frees (a release would clean up after it).
+        {
+            let state = lock(&slots.state);
+            assert!(!state.namespaces.contains_key("b"));
+            assert!(state.turns.is_empty());
+        }
         drop(held);
         assert!(slots.is_idle());
     }
@@ -306,6 +312,9 @@ mod tests {
         };
         tokio::task::yield_now().await;
         gave_up.abort();
+        // Its wait, and so its receiver, is dropped before the slot frees: the hand-off finds
+        // it closed, and goes on to `c`.
+        assert!(gave_up.await.unwrap_err().is_cancelled());
         drop(held);
         assert!(next.await.unwrap());
         assert!(slots.is_idle());

@@ -553,6 +553,29 @@ async fn triggers_are_capped_per_namespace_and_per_object() {
     assert_eq!(registry.len(), 2);
 }
 
+#[tokio::test(start_paused = true)]
+async fn an_edited_trigger_gives_its_old_configuration_s_place_back() {
+    let registry = registry_where(|limits| {
+        limits.max_triggers_per_namespace = 1;
+    });
+    let queried = Queried::default();
+    let old = config(&[]);
+    let edited = config(&[("slTolerance", "0.2")]);
+    decide(&registry, key("a"), &old, 120.0, &queried).await;
+    // At once, the edit is a second configuration in use (KEDA's operator and metrics server
+    // may send both for a while): the namespace's cap refuses it.
+    let refused = registry
+        .decide(key("a"), &edited, queried.load(120.0))
+        .await
+        .unwrap_err();
+    assert_eq!(refused, Refused::Full(Cap::Namespace(1)));
+    // Two decision intervals later, nobody has asked about the old one: the edit takes its
+    // place, long before the state TTL.
+    tokio::time::advance(INTERVAL * 2).await;
+    decide(&registry, key("a"), &edited, 120.0, &queried).await;
+    assert_eq!(registry.len(), 1);
+}
+
 #[test]
 fn the_largest_valid_request_sizes_the_limit() {
     use super::{largest_request, max_request_bytes, names};

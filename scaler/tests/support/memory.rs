@@ -1,12 +1,15 @@
 //! The scaler's memory as a pod sees it: the Deployment's limit, the binary in a cgroup at it,
 //! its resident set, and calls made as KEDA makes them, many over one channel.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use admit_scaler::proto::external_scaler_client::ExternalScalerClient;
 use admit_testkit::cgroup::Cgroup;
 use admit_testkit::wait::bounded;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpSocket, TcpStream};
 use tonic::transport::Channel;
 
 use super::process::{BINARY, Served};
@@ -120,4 +123,17 @@ where
         done.unwrap();
     }
     (ok.load(Ordering::Relaxed), failed.load(Ordering::Relaxed))
+}
+
+/// A client that sends `GET /metrics` and never reads the answer (with a small receive
+/// buffer, so that the scaler's writes stall at once).
+pub async fn never_reads(http: SocketAddr) -> TcpStream {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = bounded("connect", socket.connect(http)).await.unwrap();
+    stream
+        .write_all(format!("GET /metrics HTTP/1.1\r\nHost: {http}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    stream
 }

@@ -121,15 +121,15 @@ pub struct SkewFloor {
     floor: AtomicU64,
     half_nanos: u64,
     quiet_nanos: u64,
+    granule_nanos: u64,
     window: Duration,
     quiet: Duration,
 }
 
-/// When a shedder last admitted, completed and refused a request, on its clock (`None`:
-/// never): what tells whether a request found the service idle.
+/// When a shedder last completed and last refused a request, on its clock (`None`: never):
+/// what tells whether a request found the service idle.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct LastActivity {
-    pub(crate) admitted: Option<u64>,
     pub(crate) completed: Option<u64>,
     pub(crate) refused: Option<u64>,
 }
@@ -166,12 +166,14 @@ impl SkewFloor {
                 min: Duration::from_nanos(2),
             });
         }
+        let quiet_nanos = u64::try_from(quiet.as_nanos()).unwrap_or(u64::MAX);
         Ok(SkewFloor {
             lanes: Line::new(std::array::from_fn(|_| AtomicU64::new(EMPTY))),
             idle: std::array::from_fn(|_| AtomicU64::new(EMPTY)),
             floor: AtomicU64::new(EMPTY),
             half_nanos,
-            quiet_nanos: u64::try_from(quiet.as_nanos()).unwrap_or(u64::MAX),
+            quiet_nanos,
+            granule_nanos: (quiet_nanos / 8).max(1),
             window,
             quiet,
         })
@@ -187,17 +189,17 @@ impl SkewFloor {
         self.quiet
     }
 
-    /// How stale the note of the last activity may be: an eighth of `quiet`, so that a
-    /// shedder writes it at most once a granule, not once a request.
+    /// How stale the note of the last refusal may be: an eighth of `quiet` (at least 1 ns), so
+    /// that a shedder writes it at most once a granule, not once a refusal.
     #[inline]
     pub(crate) fn granule(&self) -> u64 {
-        self.quiet_nanos / 8
+        self.granule_nanos
     }
 
     /// Whether a request arriving at `now_ns` with `in_flight` requests in flight, after
     /// `last`'s activity, found the service idle: nothing in flight, nothing completed in the
     /// quiet time, and nothing refused in it unless nothing was admitted for [`SETTLE`] times
-    /// it.
+    /// it (with nothing in flight, nothing completed for that long).
     #[inline]
     pub(crate) fn is_idle(&self, in_flight: u64, last: LastActivity, now_ns: u64) -> bool {
         let since =
@@ -205,7 +207,7 @@ impl SkewFloor {
         let quiet = self.quiet_nanos;
         in_flight == 0
             && since(last.completed, quiet)
-            && (since(last.refused, quiet) || since(last.admitted, quiet.saturating_mul(SETTLE)))
+            && (since(last.refused, quiet) || since(last.completed, quiet.saturating_mul(SETTLE)))
     }
 
     /// Records a request's raw queue time `raw_ns` (from
@@ -411,7 +413,6 @@ mod tests {
         let now = secs(10);
         let ms = MS as u64;
         let completed = |at| LastActivity {
-            admitted: Some(at),
             completed: Some(at),
             refused: None,
         };
@@ -431,21 +432,24 @@ mod tests {
         let floor = SkewFloor::default();
         let now = secs(10);
         let ms = MS as u64;
-        let last = |admitted, refused| LastActivity {
-            admitted: Some(admitted),
-            completed: Some(now - 5 * ms),
+        let last = |completed, refused| LastActivity {
+            completed: Some(completed),
             refused: Some(refused),
         };
-        // A refusal 1 ms ago, beside an admission 1 ms ago: the service turns requests away
+        // A refusal 1 ms ago, and a completion 5 ms ago: the service turns requests away
         // while it serves others (a queue drains through it).
-        assert!(!floor.is_idle(0, last(now - ms, now - ms), now));
-        // Refused for 3 ms, and nothing admitted: a queue may still be draining.
-        assert!(!floor.is_idle(0, last(now - 3 * ms, now - ms), now));
-        // Nothing admitted for 1 s, 500 times the quiet: every request is refused, and no
-        // queue stands behind the refusals.
+        assert!(!floor.is_idle(0, last(now - 5 * ms, now - ms), now));
+        // Nothing completed (so, with nothing in flight, nothing admitted) for 1 s, 500 times
+        // the quiet: every request is refused, and no queue stands behind the refusals.
         assert!(floor.is_idle(0, last(now - 1_000 * ms, now - ms), now));
         assert!(!floor.is_idle(0, last(now - 1_000 * ms + 1, now - ms), now));
-        assert!(floor.is_idle(0, last(now - ms, now - 3 * ms), now));
+        assert!(floor.is_idle(0, last(now - 5 * ms, now - 3 * ms), now));
+        // Never anything completed, and refusals only: idle.
+        let refused_only = LastActivity {
+            completed: None,
+            refused: Some(now - ms),
+        };
+        assert!(floor.is_idle(0, refused_only, now));
     }
 
     #[test]
@@ -586,7 +590,6 @@ mod tests {
         );
         assert_eq!(floor.excess_in_lane(i64::MIN, u64::MAX, true, 3), Some(0));
         let long_ago = LastActivity {
-            admitted: Some(0),
             completed: Some(0),
             refused: Some(0),
         };

@@ -1,6 +1,7 @@
 //! `admit-scaler serve`: the gRPC service KEDA calls, and the HTTP side for Prometheus and
 //! Kubernetes probes.
 
+mod health;
 mod routes;
 mod tasks;
 
@@ -89,9 +90,9 @@ pub(super) struct ServeArgs {
     #[arg(long, env = "ADMIT_SCALER_MAX_TRIGGERS", default_value_t = admit_scaler::service::DEFAULT_MAX_TRIGGERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
     max_triggers: usize,
     /// The most triggers tracked at once in one namespace, and StreamIsActive streams open for
-    /// it: a new one beyond gets RESOURCE_EXHAUSTED.
-    #[arg(long, env = "ADMIT_SCALER_MAX_TRIGGERS_PER_NAMESPACE", default_value_t = admit_scaler::service::DEFAULT_MAX_TRIGGERS_PER_NAMESPACE, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
-    max_triggers_per_namespace: usize,
+    /// it: a new one beyond gets RESOURCE_EXHAUSTED. Default: half --max-triggers; at most it.
+    #[arg(long, env = "ADMIT_SCALER_MAX_TRIGGERS_PER_NAMESPACE", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    max_triggers_per_namespace: Option<usize>,
     /// The most triggers tracked at once for one ScaledObject (each trigger under each
     /// configuration KEDA sends): a new one beyond gets RESOURCE_EXHAUSTED.
     #[arg(long, env = "ADMIT_SCALER_MAX_TRIGGERS_PER_OBJECT", default_value_t = admit_scaler::service::DEFAULT_MAX_TRIGGERS_PER_OBJECT, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
@@ -100,10 +101,10 @@ pub(super) struct ServeArgs {
     /// which goes to the waiting namespaces in turn.
     #[arg(long, env = "ADMIT_SCALER_MAX_CONCURRENT_DECISIONS", default_value_t = admit_scaler::service::DEFAULT_MAX_CONCURRENT_DECISIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_CONCURRENT_DECISIONS as u64))]
     max_concurrent_decisions: usize,
-    /// The most decisions running at once for one namespace (at most
-    /// --max-concurrent-decisions): the rest stay free for the others.
-    #[arg(long, env = "ADMIT_SCALER_MAX_CONCURRENT_DECISIONS_PER_NAMESPACE", default_value_t = admit_scaler::service::DEFAULT_MAX_CONCURRENT_DECISIONS_PER_NAMESPACE, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_CONCURRENT_DECISIONS as u64))]
-    max_concurrent_decisions_per_namespace: usize,
+    /// The most decisions running at once for one namespace: the rest stay free for the
+    /// others. Default: half --max-concurrent-decisions; at most it.
+    #[arg(long, env = "ADMIT_SCALER_MAX_CONCURRENT_DECISIONS_PER_NAMESPACE", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_CONCURRENT_DECISIONS as u64))]
+    max_concurrent_decisions_per_namespace: Option<usize>,
     /// The longest a decision waits for a slot: past it, RESOURCE_EXHAUSTED, and no decision
     /// is made. With --query-timeout, shorter than --request-timeout.
     #[arg(long, env = "ADMIT_SCALER_MAX_DECISION_WAIT", default_value = "10s", value_parser = duration::between("10ms", "10m"), value_name = "DURATION")]
@@ -254,6 +255,27 @@ fn check(args: &ServeArgs) -> Result<AllowList, String> {
             args.max_decision_wait, args.request_timeout
         ));
     }
+    // A namespace's share is a share: one as large as the whole would be no cap at all.
+    for (flag, share, total, of) in [
+        (
+            "--max-triggers-per-namespace",
+            args.max_triggers_per_namespace,
+            args.max_triggers,
+            "--max-triggers",
+        ),
+        (
+            "--max-concurrent-decisions-per-namespace",
+            args.max_concurrent_decisions_per_namespace,
+            args.max_concurrent_decisions,
+            "--max-concurrent-decisions",
+        ),
+    ] {
+        if let Some(share) = share
+            && share > total
+        {
+            return Err(format!("{flag} {share} is above {of} ({total})"));
+        }
+    }
     // Queries beyond the client's slots wait in arrival order, whatever their namespace.
     let queries = args.max_concurrent_decisions.saturating_mul(2);
     if args.prometheus.prometheus_max_in_flight.get() < queries {
@@ -277,10 +299,16 @@ async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
         decision_interval: args.decision_interval,
         state_ttl: args.state_ttl,
         max_triggers: args.max_triggers,
-        max_triggers_per_namespace: args.max_triggers_per_namespace,
+        max_triggers_per_namespace: per_namespace(
+            args.max_triggers_per_namespace,
+            args.max_triggers,
+        ),
         max_triggers_per_object: args.max_triggers_per_object,
         max_concurrent_decisions: args.max_concurrent_decisions,
-        max_concurrent_decisions_per_namespace: args.max_concurrent_decisions_per_namespace,
+        max_concurrent_decisions_per_namespace: per_namespace(
+            args.max_concurrent_decisions_per_namespace,
+            args.max_concurrent_decisions,
+        ),
         max_decision_wait: args.max_decision_wait,
         client: client_options(&args.prometheus)?,
         allow,
@@ -295,7 +323,8 @@ async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
     let grpc_addr = grpc_listener.local_addr()?;
     let http_addr = http_listener.local_addr()?;
 
-    let (health, health_service) = tonic_health::server::health_reporter();
+    let health = tonic_health::server::HealthReporter::new();
+    let health_service = health::check_only(&health);
     health
         .set_serving::<ExternalScalerServer<ScalerService>>()
         .await;
@@ -393,6 +422,11 @@ fn grpc_limits(args: &ServeArgs) -> GrpcLimits {
         request_body_timeout: args.grpc_request_body_timeout,
         ..GrpcLimits::new(args.max_triggers, args.request_timeout)
     }
+}
+
+/// A namespace's share of `total`: `given`, or half of it (at least 1).
+fn per_namespace(given: Option<usize>, total: usize) -> usize {
+    given.unwrap_or((total / 2).max(1))
 }
 
 fn tls_files(args: &ServeArgs) -> Option<TlsFiles> {
