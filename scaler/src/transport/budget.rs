@@ -4,9 +4,9 @@
 //! A request is charged, from its head until its handler answers, a fixed cost for what
 //! serving it allocates whatever its size ([`REQUEST_COST`]: buffers, stream state, the
 //! handler's future), its header bytes, and each message's length as its gRPC prefix
-//! announces it (tonic reserves that much before the bytes arrive; a length over the message
-//! limit is not charged, as tonic refuses it at once). So a stream that announces a large
-//! message and never sends it holds no more than it was charged.
+//! announces it (tonic reserves that much before the bytes arrive), at most the message limit
+//! (tonic refuses a longer one at once). So a stream that announces a large message and never
+//! sends it holds no more than it was charged.
 //!
 //! A request whose message is not yet whole is *in transit*: besides the global budget, it is
 //! charged to its connection's share, a quarter of the budget, until its body ends. One
@@ -50,7 +50,8 @@ pub(super) struct RequestBudget {
 
 impl RequestBudget {
     /// A budget of `bytes`, for messages of at most `max_message` bytes (larger ones are
-    /// refused by the decoder, not charged), whose bodies must end within `body_timeout`.
+    /// refused by the decoder, and charged as `max_message`), whose bodies must end within
+    /// `body_timeout`.
     pub(super) fn new(bytes: usize, max_message: usize, body_timeout: Duration) -> Self {
         let bytes = bytes.clamp(1, Semaphore::MAX_PERMITS);
         RequestBudget {
@@ -220,7 +221,7 @@ impl Framing {
     }
 
     /// Reads `data` and returns what the prefixes completed in it announce: each prefix's
-    /// bytes and its message's length (unless over the message limit).
+    /// bytes and its message's length (at most the message limit).
     fn announced(&mut self, mut data: &[u8]) -> usize {
         let mut announced = 0_usize;
         while !data.is_empty() {
@@ -241,15 +242,11 @@ impl Framing {
                 let length =
                     usize::try_from(u32::from_be_bytes([a, b, c, d])).unwrap_or(usize::MAX);
                 self.message_left = length;
-                // tonic refuses a longer message as it reads the prefix, reserving nothing.
-                let reserved = if length <= self.max_message {
-                    length
-                } else {
-                    0
-                };
+                // The decoder refuses a longer message as it reads the prefix, but its limit is
+                // set apart from this one: charged as the longest, never more.
                 announced = announced
                     .saturating_add(PREFIX_BYTES)
-                    .saturating_add(reserved);
+                    .saturating_add(length.min(self.max_message));
             }
         }
         announced
@@ -380,8 +377,8 @@ mod tests {
         assert_eq!(framing.announced(&[0, 10, 1, 2, 3]), 15);
         assert_eq!(framing.announced(&[4, 5, 6, 7, 8, 9, 10, 0, 0, 0, 0, 3]), 8);
         assert_eq!(framing.announced(&[1, 2, 3]), 0);
-        // A length over the limit is not charged: the decoder refuses it at once.
-        assert_eq!(framing.announced(&[0, 0xff, 0xff, 0xff, 0xff]), 5);
+        // A length over the limit is charged as the limit.
+        assert_eq!(framing.announced(&[0, 0xff, 0xff, 0xff, 0xff]), 1005);
     }
 
     #[tokio::test(start_paused = true)]
