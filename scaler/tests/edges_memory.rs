@@ -13,16 +13,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use admit_scaler::proto::external_scaler_client::ExternalScalerClient;
+use admit_scaler::proto::{GetMetricsRequest, ScaledObjectRef};
 use admit_scaler::service::max_request_bytes;
 use admit_testkit::cgroup;
 use admit_testkit::wait::bounded;
-use tokio::net::TcpStream;
+use prost::Message;
 
 use support::memory::{
-    connect, deployment_limit, each, mib, never_reads, peak_resident, resident, serve_in,
+    connect, deployment_limit, each, mib, never_reads_from, peak_resident, resident, serve_in,
+    settled_resident,
 };
-use support::process::get;
-use support::{FakePrometheus, PartialMessages, Reply, metadata, metrics_request, object};
+use support::process::{Served, get};
+use support::{
+    FakePrometheus, RawCalls, Reply, connect_from, grpc_body, loopback, metadata, metrics_request,
+    object,
+};
 
 /// The resident set the gRPC attacks must stay under.
 const GRPC_ATTACK_LIMIT: u64 = 64 << 20;
@@ -77,22 +82,25 @@ async fn partial_messages_and_idle_connections_leave_keda_served_within_64_mib()
     let keda = ExternalScalerClient::new(connect(&served).await);
     let stop = Arc::new(AtomicBool::new(false));
     let polls = tokio::spawn(poll_until(keda, prometheus.url(), Arc::clone(&stop)));
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let before = resident(&served);
+    let before = settled_resident(&served).await;
 
-    // The issue's attack: 2000 streams on one connection announcing 65 536 bytes and sending
-    // all but the last few; then the same at the largest message the scaler decodes.
+    // The issue's attack, from addresses other than KEDA's: 2000 streams on one connection
+    // announcing 65 536 bytes and sending all but the last few; then the same at the largest
+    // message the scaler decodes.
     let announced = u32::try_from(max_request_bytes()).unwrap();
-    let oversized = PartialMessages::open(served.grpc, 2000, 65_536, 65_533).await;
-    let largest = PartialMessages::open(served.grpc, 2000, announced, announced as usize - 3).await;
+    let oversized = RawCalls::partial(served.grpc, loopback(2), 2000, 65_536, 65_533).await;
+    let largest = RawCalls::partial(
+        served.grpc,
+        loopback(3),
+        2000,
+        announced,
+        announced as usize - 3,
+    )
+    .await;
     // A thousand TCP connections that never send a byte.
     let mut idle = Vec::new();
     for _ in 0..1000 {
-        idle.push(
-            bounded("an idle connection", TcpStream::connect(served.grpc))
-                .await
-                .unwrap(),
-        );
+        idle.push(connect_from(loopback(4), served.grpc).await);
     }
     let mut highest = 0;
     for _ in 0..50 {
@@ -101,8 +109,7 @@ async fn partial_messages_and_idle_connections_leave_keda_served_within_64_mib()
     }
     let during = (oversized.answers(), largest.answers());
     drop((oversized, largest, idle));
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let after = resident(&served);
+    let after = settled_resident(&served).await;
     stop.store(true, Ordering::SeqCst);
     let (answered, slowest) = bounded("KEDA's polls", polls).await.unwrap();
     // VmHWM is updated lazily: the highest sample may be above it.
@@ -134,20 +141,31 @@ async fn a_request_in_transit_holds_less_than_it_is_charged() {
     for announced in [4000, largest] {
         // A budget and a deadline that refuse nothing here.
         // Its partial messages make no decision: any Prometheus URL would do.
-        let served = support::process::Served::start(&[
+        let served = Served::start(&[
             "--allow-any-prometheus",
             "--grpc-max-request-bytes-in-flight",
             "1073741824",
             "--grpc-request-body-timeout",
             "10m",
         ]);
-        let warm = PartialMessages::open(served.grpc, 100, announced, announced as usize - 3).await;
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let before = resident(&served);
-        let streams =
-            PartialMessages::open(served.grpc, 2000, announced, announced as usize - 3).await;
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        let each = resident(&served).saturating_sub(before) / 2000;
+        let warm = RawCalls::partial(
+            served.grpc,
+            loopback(1),
+            100,
+            announced,
+            announced as usize - 3,
+        )
+        .await;
+        let before = settled_resident(&served).await;
+        let streams = RawCalls::partial(
+            served.grpc,
+            loopback(2),
+            2000,
+            announced,
+            announced as usize - 3,
+        )
+        .await;
+        let each = settled_resident(&served).await.saturating_sub(before) / 2000;
         let charged = CHARGED_PER_REQUEST + 5 + u64::from(announced);
         println!(
             "a request in transit with a {announced}-byte message: {each} bytes resident, \
@@ -195,12 +213,19 @@ async fn metrics_readers_that_never_read_leave_healthz_answering() {
     assert!(status.contains(" 200 "), "{status}");
     let before = resident(&served);
 
+    // From four addresses (sixteen connections each, the most one may keep), none KEDA's or
+    // the kubelet's.
     let mut readers = Vec::new();
-    for _ in 0..64 {
-        readers.push(never_reads(served.http).await);
+    for i in 0..64 {
+        readers.push(never_reads_from(loopback(2 + i / 16), served.http).await);
     }
-    // Give the scaler time to start every answer it will.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Each gets the start of its answer: a page, or a 503 for want of a scrape slot.
+    for reader in &readers {
+        let mut first = [0];
+        bounded("an answer's first byte", reader.peek(&mut first))
+            .await
+            .unwrap();
+    }
     let (scrape, _) = get(served.http, "/metrics").await;
     let started = Instant::now();
     let (healthz, _) = get(served.http, "/healthz").await;
@@ -224,6 +249,133 @@ async fn metrics_readers_that_never_read_leave_healthz_answering() {
     assert!(peak < limit, "peak {peak} bytes of {limit}");
     assert_eq!(cgroup.limit_hits(), 0);
     drop(readers);
+    let (status, log) = served.terminate();
+    assert!(status.success(), "{status:?}: {log:?}");
+}
+
+/// KEDA's call for trigger `i` as `deploy/example-target.yaml` writes it (ScaledObject
+/// `shop/checkout-<i>`): a `GetMetrics` of KEDA's usual size.
+fn usual_call(prometheus: &str, i: usize) -> GetMetricsRequest {
+    let limiter = format!("checkout-{i}");
+    let lambda = format!(
+        r#"sum(irate(admit_offered_requests_total{{namespace="shop", limiter=~"{limiter}|"}}[1m]))"#
+    );
+    let s = format!(
+        r#"sum(rate(admit_shed_service_seconds_total{{namespace="shop", limiter="{limiter}"}}[1m])) / sum(rate(admit_shed_requests_total{{namespace="shop", limiter="{limiter}", outcome!="dropped"}}[1m]))"#
+    );
+    let metadata = admit_testkit::keda::metadata(
+        &[
+            ("scalerAddress", "admit-scaler.admit-system.svc:6000"),
+            ("prometheusURL", prometheus),
+            ("arrivalRateQuery", &lambda),
+            ("serviceTimeQuery", &s),
+            ("waitThresholdSeconds", "0.05"),
+            ("targetSL", "0.95"),
+            ("concurrencyPerReplica", "16"),
+            ("scaleDownHoldSeconds", "120"),
+            ("minReplicas", "1"),
+            ("maxReplicas", "50"),
+        ],
+        &[],
+    );
+    metrics_request(ScaledObjectRef {
+        name: limiter,
+        namespace: "shop".to_owned(),
+        scaler_metadata: metadata,
+    })
+}
+
+/// `usual_call(i)` for each of `triggers`, at once over one connection from `from`, left
+/// waiting.
+async fn waiting_calls(
+    served: &Served,
+    from: std::net::IpAddr,
+    prometheus: &str,
+    triggers: usize,
+) -> RawCalls {
+    let bodies = (0..triggers).map(|i| grpc_body(&usual_call(prometheus, i)));
+    RawCalls::open(
+        served.grpc,
+        from,
+        "/externalscaler.ExternalScaler/GetMetrics",
+        bodies,
+        true,
+    )
+    .await
+}
+
+/// KEDA's operator and its metrics server each with a call per trigger waiting for a slow
+/// Prometheus: what one such call holds, the first (which starts its trigger's decision, left
+/// waiting for a slot) and the second (which joins it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_call_holds_less_than_it_is_charged() {
+    const TRIGGERS: usize = 2000;
+    let prometheus = FakePrometheus::start().await;
+    prometheus.set_prefixed("sum(irate(", Reply::value("120"));
+    prometheus.set_prefixed("sum(rate(", Reply::value("0.25"));
+    let url = prometheus.url();
+    // A budget that refuses nothing here, and waits longer than the test.
+    let served = Served::start(&[
+        "--allow-prometheus",
+        &url,
+        "--max-triggers-per-namespace",
+        "2000",
+        "--decision-interval",
+        "1s",
+        "--max-decision-wait",
+        "5m",
+        "--query-timeout",
+        "2m",
+        "--request-timeout",
+        "10m",
+        "--grpc-max-request-bytes-in-flight",
+        "1073741824",
+    ]);
+    let operator = connect(&served).await;
+    // The triggers are tracked and decided once: what follows costs their calls alone.
+    let (ok, failed) = each(&operator, TRIGGERS, 64, {
+        let url = url.clone();
+        move |mut client, i| {
+            let request = usual_call(&url, i);
+            async move { client.get_metrics(request).await.map(drop) }
+        }
+    })
+    .await;
+    assert_eq!((ok, failed), (TRIGGERS, 0));
+    // From now on λ takes an hour; the memos expire after the decision interval.
+    prometheus.set_prefixed(
+        "sum(irate(",
+        Reply::value("120").after(Duration::from_secs(3600)),
+    );
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let decided = settled_resident(&served).await;
+    let first = waiting_calls(&served, loopback(2), &url, TRIGGERS).await;
+    let one_each = settled_resident(&served).await;
+    let second = waiting_calls(&served, loopback(3), &url, TRIGGERS).await;
+    let two_each = settled_resident(&served).await;
+    let message = usual_call(&url, TRIGGERS - 1).encoded_len() as u64;
+    let charged = CHARGED_PER_REQUEST + 5 + message;
+    let (starting, joining) = (
+        one_each.saturating_sub(decided) / TRIGGERS as u64,
+        two_each.saturating_sub(one_each) / TRIGGERS as u64,
+    );
+    println!(
+        "a waiting GetMetrics of {message} bytes: {starting} bytes resident when it starts its \
+         trigger's decision, {joining} when it joins one; {charged} charged besides headers; \
+         resident {:.1} MiB decided, {:.1} MiB with {TRIGGERS} calls waiting, {:.1} MiB with \
+         {}",
+        mib(decided),
+        mib(one_each),
+        mib(two_each),
+        2 * TRIGGERS
+    );
+    assert_eq!(
+        (first.answers(), second.answers()),
+        Default::default(),
+        "every call waits"
+    );
+    assert!(starting <= charged, "{starting} bytes");
+    assert!(joining <= charged, "{joining} bytes");
     let (status, log) = served.terminate();
     assert!(status.success(), "{status:?}: {log:?}");
 }
