@@ -408,7 +408,9 @@ async fn partial_messages_on_one_connection_cannot_shut_another_out() {
     let answers = attack.answers();
     let waiting = 500 - answers.values().sum::<usize>();
     println!("500 partial messages: {answers:?}, {waiting} still in transit");
-    assert!(waiting * (20 << 10) <= budget / 4, "{waiting} in transit");
+    // Each charged 16 KiB and twice its message (`transport::budget`).
+    let charged = (16 << 10) + 5 + 2 * announced as usize;
+    assert!(waiting * charged <= budget / 4, "{waiting} in transit");
     // Past their deadline, those in transit fail and free what they held.
     eventually(
         "the messages in transit time out",

@@ -77,10 +77,12 @@ pub struct GrpcLimits {
     /// A new connection must finish its handshakes (TLS, HTTP/2) and start its first RPC
     /// within this, or it is closed.
     pub handshake_timeout: Duration,
-    /// The bytes the requests in flight on all connections may hold: each is charged 20 KiB,
-    /// its headers and its message as its gRPC prefix announces it, from its head until it is
-    /// answered, and while its message is still arriving, also to its connection's share, a
-    /// quarter of this. Past either, a request gets `RESOURCE_EXHAUSTED`.
+    /// The bytes the requests in flight on all connections may hold: each is charged 16 KiB,
+    /// its headers and twice its message's length as its gRPC prefix announces it, from its
+    /// head until it is answered, and while it has read part of a message and not the rest,
+    /// also to its connection's share, a quarter of this. Past either, a request gets
+    /// `RESOURCE_EXHAUSTED`. Once their messages are whole, one connection's requests may take
+    /// all of it (KEDA sends every call over one connection).
     pub max_request_bytes_in_flight: usize,
     /// The longest a request's message may take to arrive whole; past it the RPC fails with
     /// `DEADLINE_EXCEEDED`.
@@ -110,8 +112,10 @@ pub struct GrpcLimits {
 impl GrpcLimits {
     /// The scaler's limits for up to `max_triggers` triggers and RPCs of at most
     /// `request_timeout`: 32 connections, 8 from one address, idle for at most 5 min, 10 s to
-    /// handshake, 32 MiB of requests in flight, 10 s for a request's message, answers sent
-    /// within `request_timeout` + [`ANSWER_SEND_TIMEOUT`], messages of
+    /// handshake, requests in flight that hold 2 × `max_triggers` calls of KEDA's usual size
+    /// (18 KiB each: 70.3 MiB for 2000 triggers; at least 1 MiB, at most 1 GiB), 10 s for a
+    /// request's message, answers sent within `request_timeout` + [`ANSWER_SEND_TIMEOUT`],
+    /// messages of
     /// [`max_request_bytes`](crate::service::max_request_bytes), 2 × `max_triggers` +
     /// [`STREAMS_BEYOND_TRIGGERS`] streams a connection; pings every 30 s answered within 20 s,
     /// TCP keepalive after 60 s, headers up to 16 KiB, windows of 64 KiB a stream and 256 KiB a
@@ -121,6 +125,9 @@ impl GrpcLimits {
     /// pod's address; kubelet's gRPC probes open one per probe, from the node's address. A
     /// quarter of the connections per address leaves them room, and takes four addresses to
     /// fill the server with connections that all have an RPC in flight.
+    ///
+    /// The budget: KEDA's operator and its metrics server may each have a call per trigger
+    /// waiting for a slow Prometheus, and they must not be refused.
     ///
     /// The streams: KEDA sends every call over one connection per process (its operator's),
     /// and calls one trigger's RPCs one after the other, so at most one unary RPC per trigger
@@ -139,7 +146,9 @@ impl GrpcLimits {
             max_connections_per_peer: 8,
             idle_timeout: Duration::from_secs(300),
             handshake_timeout: Duration::from_secs(10),
-            max_request_bytes_in_flight: 32 << 20,
+            max_request_bytes_in_flight: super::budget::for_waiting_calls(
+                max_triggers.saturating_mul(2),
+            ),
             request_body_timeout: Duration::from_secs(10),
             answer_timeout: request_timeout.saturating_add(ANSWER_SEND_TIMEOUT),
             max_message_bytes: crate::service::max_request_bytes(),
@@ -403,8 +412,12 @@ impl hyper::service::Service<http::Request<Incoming>> for ConnectionService {
             let response = match charged {
                 Err(status) => status.into_http(),
                 Ok((request, held)) => {
-                    let answered =
-                        tokio::time::timeout(request_timeout, routes.call(request)).await;
+                    let (head, body) = request.into_parts();
+                    let answered = tokio::time::timeout(request_timeout, async move {
+                        let body = body.started().await;
+                        routes.call(http::Request::from_parts(head, body)).await
+                    })
+                    .await;
                     drop(held);
                     match answered {
                         Ok(Ok(response)) => response,

@@ -139,11 +139,13 @@ pub(super) struct ServeArgs {
     /// within this, or it is closed.
     #[arg(long, env = "ADMIT_SCALER_GRPC_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = duration::between("1s", "5m"), value_name = "DURATION")]
     grpc_handshake_timeout: Duration,
-    /// The bytes all gRPC requests in flight may hold: each is charged 20 KiB, its headers and
-    /// its message from its head until it is answered; one connection's requests whose message
-    /// is not yet whole, at most a quarter. A request past it gets RESOURCE_EXHAUSTED.
-    #[arg(long, env = "ADMIT_SCALER_GRPC_MAX_REQUEST_BYTES_IN_FLIGHT", default_value_t = 32 << 20, value_parser = RangedU64ValueParser::<usize>::new().range(1 << 20..=1 << 30), value_name = "BYTES")]
-    grpc_max_request_bytes_in_flight: usize,
+    /// The bytes all gRPC requests in flight may hold: each is charged 16 KiB, its headers and
+    /// twice its message from its head until it is answered; one connection's requests whose
+    /// message is not yet whole, at most a quarter. A request past it gets RESOURCE_EXHAUSTED.
+    /// Default: room for 2 × --max-triggers of KEDA's usual calls, 18 KiB each (its operator
+    /// and metrics server each waiting on every trigger): 73728000 at 2000 triggers.
+    #[arg(long, env = "ADMIT_SCALER_GRPC_MAX_REQUEST_BYTES_IN_FLIGHT", value_parser = RangedU64ValueParser::<usize>::new().range(1 << 20..=1 << 30), value_name = "BYTES")]
+    grpc_max_request_bytes_in_flight: Option<usize>,
     /// A gRPC request's message must arrive whole within this of its head; past it the RPC
     /// fails with DEADLINE_EXCEEDED.
     #[arg(long, env = "ADMIT_SCALER_GRPC_REQUEST_BODY_TIMEOUT", default_value = "10s", value_parser = duration::between("100ms", "10m"), value_name = "DURATION")]
@@ -440,14 +442,17 @@ async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
 
 /// The gRPC server's limits, from the flags.
 fn grpc_limits(args: &ServeArgs) -> GrpcLimits {
+    let defaults = GrpcLimits::new(args.max_triggers, args.request_timeout);
     GrpcLimits {
         max_connections: args.max_grpc_connections,
         max_connections_per_peer: args.max_grpc_connections_per_peer,
         idle_timeout: args.grpc_idle_timeout,
         handshake_timeout: args.grpc_handshake_timeout,
-        max_request_bytes_in_flight: args.grpc_max_request_bytes_in_flight,
+        max_request_bytes_in_flight: args
+            .grpc_max_request_bytes_in_flight
+            .unwrap_or(defaults.max_request_bytes_in_flight),
         request_body_timeout: args.grpc_request_body_timeout,
-        ..GrpcLimits::new(args.max_triggers, args.request_timeout)
+        ..defaults
     }
 }
 
