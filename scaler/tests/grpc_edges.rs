@@ -27,8 +27,8 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 use support::{
-    FakePrometheus, RawCalls, Reply, connect_from, grpc_body, h2_from, loopback, metadata, object,
-    raw_call, serve_grpc,
+    FakePrometheus, RawCalls, Reply, connect_from, grpc_body, grpc_request, h2_from, loopback,
+    metadata, object, raw_call, serve_grpc,
 };
 
 /// How long a connection that never made a call is safe from being closed to make room
@@ -85,12 +85,7 @@ impl OpenStream {
     async fn open(from: IpAddr, to: SocketAddr, prometheus: &FakePrometheus) -> Self {
         let (client, connection) = h2_from(from, to).await;
         let mut ready = bounded("a stream", client.clone().ready()).await.unwrap();
-        let request = http::Request::post(STREAM)
-            .header("content-type", "application/grpc")
-            .header("te", "trailers")
-            .body(())
-            .unwrap();
-        let (answer, mut sent) = ready.send_request(request, false).unwrap();
+        let (answer, mut sent) = ready.send_request(grpc_request(STREAM), false).unwrap();
         let trigger = object("checkout", metadata(&prometheus.url(), &[]));
         sent.send_data(grpc_body(&trigger), true).unwrap();
         let response = bounded("the stream's head", answer).await.unwrap();
@@ -297,12 +292,7 @@ async fn an_answer_its_client_never_takes_closes_its_connection_but_a_stream_sta
     let stalled_connection = tokio::spawn(connection);
     let started = Instant::now();
     let mut ready = bounded("a stream", stalled.ready()).await.unwrap();
-    let request = http::Request::post(SPEC)
-        .header("content-type", "application/grpc")
-        .header("te", "trailers")
-        .body(())
-        .unwrap();
-    let (answer, mut body) = ready.send_request(request, false).unwrap();
+    let (answer, mut body) = ready.send_request(grpc_request(SPEC), false).unwrap();
     let trigger = object("checkout", metadata("http://127.0.0.1:9", &[]));
     body.send_data(grpc_body(&trigger), true).unwrap();
     // The answer's head comes (it needs no window); its message never does.

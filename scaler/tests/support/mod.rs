@@ -324,7 +324,7 @@ pub async fn h2_from(
 }
 
 /// The head of a gRPC call to `path`.
-fn grpc_request(path: &str) -> http::Request<()> {
+pub fn grpc_request(path: &str) -> http::Request<()> {
     http::Request::post(path)
         .header("content-type", "application/grpc")
         .header("te", "trailers")
