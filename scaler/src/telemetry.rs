@@ -26,6 +26,8 @@
 //! `slow_request` for a request message not whole within its deadline; without the object's
 //! labels, which the caller chooses), `admit_scaler_connections{server}` (`grpc` or `http`),
 //! `admit_scaler_connections_evicted_total{server}` (idle connections closed to admit new ones),
+//! `admit_scaler_connections_refused_total{server,cap}` (new connections refused at the `peer`
+//! or `total` cap, every connection there being busy, new or closing),
 //! `admit_scaler_open_streams` (`StreamIsActive`),
 //! `admit_scaler_prometheus_query_duration_seconds{query}` (histogram;
 //! `query` is `arrival_rate` or `service_time`), `admit_scaler_rpc_total{method,code}`,
@@ -160,4 +162,11 @@ pub(crate) fn connections(server: &'static str, open: usize) {
 /// Counts a connection told to close to make room for a new one.
 pub(crate) fn connection_evicted(server: &'static str) {
     counter!("admit_scaler_connections_evicted_total", "server" => server).increment(1);
+}
+
+/// Counts a new connection refused at a cap (`cap`: `peer` or `total`) because no connection
+/// could make room.
+pub(crate) fn connection_refused(server: &'static str, cap: &'static str) {
+    counter!("admit_scaler_connections_refused_total", "server" => server, "cap" => cap)
+        .increment(1);
 }

@@ -551,6 +551,9 @@ fn every_number_on_the_command_line_has_a_range() {
         &["serve", "--request-timeout", "0s"],
         &["serve", "--tls-reload-interval", "0s"],
         &["serve", "--max-grpc-connections", "0"],
+        &["serve", "--max-grpc-connections-per-peer", "0"],
+        &["serve", "--max-http-connections-per-peer", "0"],
+        &["serve", "--max-http-connections-per-peer", "65"],
         &["serve", "--grpc-idle-timeout", "0s"],
         &["serve", "--grpc-handshake-timeout", "1h"],
         &["serve", "--grpc-max-request-bytes-in-flight", "1000"],
@@ -605,6 +608,20 @@ fn every_number_on_the_command_line_has_a_range() {
     ]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("--prometheus-max-in-flight"), "{stderr}");
+    // A peer's share of the connections is at most all of them.
+    let (code, _, stderr) = run(&[
+        "serve",
+        "--max-grpc-connections",
+        "4",
+        "--max-grpc-connections-per-peer",
+        "8",
+        "--allow-any-prometheus",
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--max-grpc-connections-per-peer 8 is above --max-grpc-connections"),
+        "{stderr}"
+    );
     let (code, _, stderr) = run(&["serve", "--prometheus-bearer-token-file", "/etc/hostname"]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("needs --allow-prometheus"), "{stderr}");

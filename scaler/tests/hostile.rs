@@ -25,7 +25,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tonic::Code;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
 
-use support::{FakePrometheus, Reply, Scaler, metadata, metrics_request, object, serve_grpc};
+use support::{
+    FakePrometheus, Reply, Scaler, connect_from, loopback, metadata, metrics_request, object,
+    serve_grpc,
+};
 
 /// Every message the scaler answers stays below this, whatever it was sent.
 const MESSAGE_LIMIT: usize = 2048;
@@ -341,13 +344,44 @@ async fn a_peer_that_vanishes_releases_its_stream() {
     .await;
 }
 
+/// `GET /healthz` from `from`: the answer, empty if the connection was refused (closed before
+/// anything was read).
+async fn healthz_from(from: std::net::IpAddr, addr: SocketAddr) -> String {
+    let mut probe = connect_from(from, addr).await;
+    let _ = probe
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await;
+    let mut answer = Vec::new();
+    let _ = bounded("the answer", probe.read_to_end(&mut answer)).await;
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// Probes `/healthz` from `from` until it is answered: the answer, and the probes refused
+/// before.
+async fn healthz_once_admitted(from: std::net::IpAddr, addr: SocketAddr) -> (String, usize) {
+    let mut refused = 0;
+    let answer = bounded("a probe admitted", async {
+        loop {
+            let answer = healthz_from(from, addr).await;
+            if !answer.is_empty() {
+                break answer;
+            }
+            refused += 1;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    (answer, refused)
+}
+
 #[tokio::test]
 async fn a_slow_http_client_is_dropped_and_connections_are_capped() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let router = axum::Router::new().route("/healthz", axum::routing::get(|| async { "ok\n" }));
     let limits = HttpLimits {
-        header_read_timeout: Duration::from_millis(300),
+        // Far beyond the test's bounds: only the cap closes the slow client.
+        header_read_timeout: Duration::from_secs(60),
         max_connections: 1,
         ..HttpLimits::default()
     };
@@ -359,31 +393,21 @@ async fn a_slow_http_client_is_dropped_and_connections_are_capped() {
     ));
 
     // A client that sends half a head and then nothing holds the one connection...
-    let mut slow = TcpStream::connect(addr).await.unwrap();
+    let mut slow = connect_from(loopback(2), addr).await;
     slow.write_all(b"GET /healthz HT").await.unwrap();
-    // ...until a second client comes: the first has no request in flight, so it is closed to
-    // admit the second (or, had it been alone, at its deadline).
-    let mut patient = TcpStream::connect(addr).await.unwrap();
-    patient
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    // ...until a probe comes once it is a second old: it has no request in flight, so it is
+    // closed to admit the probe (had it been alone, at its deadline).
+    let started = Instant::now();
+    let (answer, refused) = healthz_once_admitted(loopback(3), addr).await;
+    println!(
+        "a probe behind a slow client (cap 1): answered after {:?}, {refused} probes refused",
+        started.elapsed()
+    );
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
+    let mut rest = Vec::new();
+    bounded("the slow client's close", slow.read_to_end(&mut rest))
         .await
         .unwrap();
-    let mut answer = String::new();
-    let answered = async {
-        patient.read_to_string(&mut answer).await.unwrap();
-        Instant::now()
-    };
-    let mut rest = Vec::new();
-    let closed = async {
-        slow.read_to_end(&mut rest).await.unwrap();
-        Instant::now()
-    };
-    let (answered, closed) = bounded("both", async { tokio::join!(answered, closed) }).await;
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
-    assert!(
-        closed <= answered,
-        "the second client was served before the first left"
-    );
 }
 
 #[tokio::test]
@@ -391,16 +415,21 @@ async fn an_answer_not_read_within_its_deadline_drops_the_connection() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     // 16 MiB in 64 KiB chunks, as /metrics sends its page.
-    let router = axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(|| async {
-            let chunks = (0..256).map(|_| Ok::<_, std::convert::Infallible>(vec![b'x'; 64 << 10]));
-            axum::body::Body::from_stream(tokio_stream::iter(chunks))
-        }),
-    );
-    let request_timeout = Duration::from_millis(500);
+    let router = axum::Router::new()
+        .route(
+            "/metrics",
+            axum::routing::get(|| async {
+                let chunks =
+                    (0..256).map(|_| Ok::<_, std::convert::Infallible>(vec![b'x'; 64 << 10]));
+                axum::body::Body::from_stream(tokio_stream::iter(chunks))
+            }),
+        )
+        .route("/healthz", axum::routing::get(|| async { "ok\n" }));
+    let request_timeout = Duration::from_secs(2);
+    // One connection: while the reader's answer is in flight, nobody else gets in.
     let limits = HttpLimits {
         request_timeout,
+        max_connections: 1,
         ..HttpLimits::default()
     };
     tokio::spawn(http::serve(
@@ -411,18 +440,31 @@ async fn an_answer_not_read_within_its_deadline_drops_the_connection() {
     ));
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
+    socket.bind(SocketAddr::new(loopback(2), 0)).unwrap();
     let mut reader = socket.connect(addr).await.unwrap();
     reader
         .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
         .await
         .unwrap();
     let started = Instant::now();
-    // It reads nothing for twice the deadline; then the connection is found closed, with far
-    // less than the answer sent.
-    tokio::time::sleep(2 * request_timeout).await;
+    // It reads nothing. A probe is refused while the answer is in flight, and admitted once
+    // the answer's deadline dropped the reader's connection.
+    assert_eq!(
+        healthz_from(loopback(3), addr).await,
+        "",
+        "refused at first"
+    );
+    let (answer, refused) = healthz_once_admitted(loopback(3), addr).await;
+    println!(
+        "a probe behind a reader that never reads (cap 1, deadline {request_timeout:?}): \
+         answered after {:?}, {} probes refused",
+        started.elapsed(),
+        refused + 1
+    );
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
+    // The reader's connection was closed with far less than the answer sent.
     let mut received = Vec::new();
     let read = bounded("the close", reader.read_to_end(&mut received)).await;
-    assert!(started.elapsed() >= request_timeout);
     assert!(
         read.is_err() || received.len() < 8 << 20,
         "{} bytes",
@@ -627,6 +669,7 @@ async fn silent_connections_cannot_keep_a_tls_client_out() {
     let limits = GrpcLimits {
         handshake_timeout: Duration::from_secs(60),
         max_connections: 32,
+        max_connections_per_peer: 8,
         ..GrpcLimits::new(100, Duration::from_secs(30))
     };
     let addr = serve_grpc(
@@ -635,21 +678,32 @@ async fn silent_connections_cannot_keep_a_tls_client_out() {
         limits,
     )
     .await;
+    // 50 from each of four addresses: each keeps eight, which fill the server; the others
+    // are refused at once.
     let mut silent = Vec::new();
-    for _ in 0..200 {
-        silent.push(TcpStream::connect(addr).await.unwrap());
+    for from in 2..6 {
+        for _ in 0..50 {
+            silent.push(connect_from(loopback(from), addr).await);
+        }
     }
+    let mut byte = [0];
+    for (i, connection) in silent.iter_mut().enumerate() {
+        if i % 50 >= 8 {
+            let read = bounded("a refused connection's close", connection.read(&mut byte)).await;
+            assert!(matches!(read, Ok(0) | Err(_)), "{i}: {read:?}");
+        }
+    }
+    // Once they are a second old (silent connections are safe until then), the oldest makes
+    // room for a TLS client, at once.
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let started = Instant::now();
     let channel = connect_tls(addr.port(), &ca, None).await.unwrap();
     spec(channel).await.unwrap();
     println!(
-        "a TLS call behind 200 silent connections (cap 32): {:?}",
+        "a TLS call behind 200 silent connections (cap 32, 8 per address): {:?}",
         started.elapsed()
     );
-    // Served before any silent connection could have timed out: the oldest ones were closed
-    // to admit it.
-    assert!(started.elapsed() < Duration::from_secs(60));
-    let mut byte = [0];
+    // The oldest silent connection was closed for it, long before its handshake deadline.
     let closed = bounded(
         "the oldest silent connection closes",
         silent[0].read(&mut byte),

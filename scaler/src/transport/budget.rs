@@ -2,16 +2,26 @@
 //! against one global figure, refused with `RESOURCE_EXHAUSTED` past it.
 //!
 //! A request is charged, from its head until its handler answers, a fixed cost for what
-//! serving it allocates whatever its size ([`REQUEST_COST`]: buffers, stream state, the
-//! handler's future), its header bytes, and each message's length as its gRPC prefix
-//! announces it (tonic reserves that much before the bytes arrive; a length over the message
-//! limit is not charged, as tonic refuses it at once). So a stream that announces a large
-//! message and never sends it holds no more than it was charged.
+//! serving it allocates whatever its size ([`REQUEST_COST`]: the HTTP/2 stream, the futures
+//! of the server, tonic and the handler, the decision it waits for), its header bytes, and
+//! [`MESSAGE_COPIES`] times each message's length as its gRPC prefix announces it (tonic
+//! reserves that much before the bytes arrive; then the request holds the decoded message and
+//! the configuration parsed from it), at most the message limit (tonic refuses a longer one
+//! at once). So a stream that announces a large message and never sends it holds no more than
+//! it was charged.
 //!
-//! A request whose message is not yet whole is *in transit*: besides the global budget, it is
-//! charged to its connection's share, a quarter of the budget, until its body ends. One
-//! connection that opens streams and never finishes their messages thus holds at most a
-//! quarter of the budget, and other connections' requests still get in. A request body must
+//! Nothing limits how much of the budget one connection's requests take once their messages
+//! are whole: KEDA sends every call over one connection, so a share per connection would
+//! refuse KEDA's own calls waiting on a slow Prometheus. The budget is sized for those
+//! ([`for_waiting_calls`]); other callers are kept out by the NetworkPolicy.
+//!
+//! A request whose body, as read so far, ends inside a message is *in transit*: from then
+//! until its body ends, what it was charged is also charged to its connection's share, a
+//! quarter of the budget. One connection that opens streams and never finishes their messages
+//! thus holds at most a quarter of the budget, and other connections' requests still get in;
+//! while calls whose messages arrive whole in a frame, even thousands at once whose heads are
+//! read before their messages (KEDA's, after a reconnect or at each HPA sync), are charged to
+//! the global budget alone, as are calls whose message has not begun. A request body must
 //! also end within a deadline, or its RPC fails with `DEADLINE_EXCEEDED` (not `CANCELLED`,
 //! which tonic takes for a client that went away), and once the server stops, a body still in
 //! transit fails at once with `UNAVAILABLE`.
@@ -28,11 +38,28 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::Sleep;
 use tonic::Status;
 
-/// What serving one request allocates besides its headers and message, in bytes: tonic's
-/// decoding buffer (8 KiB, which holds a message up to that size), the HTTP/2 stream and the
-/// handler's future. Measured on the binary (`scaler/tests/edges_memory.rs`): a request in
-/// transit holds about 14 KB with a 4 000-byte message, 48 KB with the largest.
-pub(super) const REQUEST_COST: usize = 20 << 10;
+/// What serving one request holds besides its headers and message, in bytes. Measured on the
+/// binary (`scaler/tests/edges_memory.rs`, debug and release builds alike): a `GetMetrics` of
+/// KEDA's usual size (a 600-byte message) waiting for a slow Prometheus holds 15.5 KB when it
+/// starts its trigger's decision (which waits for a slot), 11.1 to 11.9 KB when it joins one;
+/// with the largest message (33 721 bytes), 63.7 KB. 16 KiB, with its message counted twice,
+/// covers each: 17.9 KB charged for the usual call, 84 KB for the largest.
+pub(super) const REQUEST_COST: usize = 16 << 10;
+
+/// How many times a message's length is charged: the bytes tonic buffers while the message
+/// arrives, then the decoded request and the configuration parsed from it (measured: 1.46
+/// times the largest message's length besides [`REQUEST_COST`]).
+const MESSAGE_COPIES: usize = 2;
+
+/// What the budget charges one of KEDA's usual calls, rounded up: [`REQUEST_COST`], grpc-go's
+/// headers (under 512 bytes) and twice a message of under 1 KiB.
+const USUAL_CALL: usize = 18 << 10;
+
+/// A budget that holds `calls` of KEDA's usual calls at once ([`USUAL_CALL`] each), between
+/// 1 MiB and 1 GiB.
+pub(super) fn for_waiting_calls(calls: usize) -> usize {
+    calls.saturating_mul(USUAL_CALL).clamp(1 << 20, 1 << 30)
+}
 
 /// The bytes of a gRPC message prefix: a compression flag and a big-endian `u32` length.
 const PREFIX_BYTES: usize = 5;
@@ -50,7 +77,8 @@ pub(super) struct RequestBudget {
 
 impl RequestBudget {
     /// A budget of `bytes`, for messages of at most `max_message` bytes (larger ones are
-    /// refused by the decoder, not charged), whose bodies must end within `body_timeout`.
+    /// refused by the decoder, and charged as `max_message`), whose bodies must end within
+    /// `body_timeout`.
     pub(super) fn new(bytes: usize, max_message: usize, body_timeout: Duration) -> Self {
         let bytes = bytes.clamp(1, Semaphore::MAX_PERMITS);
         RequestBudget {
@@ -90,30 +118,27 @@ pub(super) struct ConnectionBudget {
 }
 
 impl ConnectionBudget {
-    /// Charges a request's head: its body is charged as it arrives. What is held is released
-    /// once both the returned [`Held`] (keep it until the handler answers) and the body are
-    /// dropped.
+    /// Charges a request's head to the global budget: its body is charged as it arrives (and
+    /// to the connection's share if it has to wait). What is held is released once both the
+    /// returned [`Held`] (keep it until the handler answers) and the body are dropped.
     ///
     /// # Errors
     ///
-    /// `RESOURCE_EXHAUSTED` when the global budget, or the connection's share, cannot cover
-    /// the head.
+    /// `RESOURCE_EXHAUSTED` when the global budget cannot cover the head.
     pub(super) fn charge<B>(
         &self,
         request: http::Request<B>,
     ) -> Result<(http::Request<BudgetBody<B>>, Held), Status> {
         let cost = REQUEST_COST.saturating_add(header_bytes(request.headers()));
-        let (Some(global), Some(share)) = (
-            acquire(&self.budget.global, cost),
-            acquire(&self.share, cost),
-        ) else {
+        let Some(global) = acquire(&self.budget.global, cost) else {
             return Err(exhausted(&self.budget));
         };
         let held = Held(Arc::new(Mutex::new(Some(global))));
         let charges = Charges {
             connection: self.clone(),
             held: held.clone(),
-            share: Some(share),
+            charged: cost,
+            share: None,
         };
         let body_timeout = self.budget.body_timeout;
         let max_message = self.budget.max_message;
@@ -175,25 +200,36 @@ impl Held {
 struct Charges {
     connection: ConnectionBudget,
     held: Held,
-    /// The connection's share, held while the body is in transit.
+    /// What the request was charged so far: its head and the messages announced.
+    charged: usize,
+    /// As much of the connection's share, held once the body had to wait (in transit) until
+    /// it ends.
     share: Option<OwnedSemaphorePermit>,
 }
 
 impl Charges {
+    /// Charges `bytes` more: to the global budget, and to the share if in transit.
     fn charge(&mut self, bytes: usize) -> Result<(), Status> {
         if bytes == 0 {
             return Ok(());
         }
-        let (Some(global), Some(share)) = (
-            acquire(&self.connection.budget.global, bytes),
-            acquire(&self.connection.share, bytes),
-        ) else {
-            return Err(exhausted(&self.connection.budget));
-        };
+        let exhausted = || exhausted(&self.connection.budget);
+        let global = acquire(&self.connection.budget.global, bytes).ok_or_else(exhausted)?;
+        if let Some(share) = self.share.as_mut() {
+            share.merge(acquire(&self.connection.share, bytes).ok_or_else(exhausted)?);
+        }
         self.held.add(global);
-        match self.share.as_mut() {
-            Some(held) => held.merge(share),
-            None => self.share = Some(share),
+        self.charged = self.charged.saturating_add(bytes);
+        Ok(())
+    }
+
+    /// The body, as read so far, ends inside a message: what the request was charged counts
+    /// against the connection's share until its body ends.
+    fn in_transit(&mut self) -> Result<(), Status> {
+        if self.share.is_none() {
+            let share = acquire(&self.connection.share, self.charged)
+                .ok_or_else(|| exhausted(&self.connection.budget))?;
+            self.share = Some(share);
         }
         Ok(())
     }
@@ -219,8 +255,13 @@ impl Framing {
         }
     }
 
+    /// Whether a message has begun (a prefix, or some of its bytes) and is not whole.
+    fn mid_message(&self) -> bool {
+        self.prefix_filled > 0 || self.message_left > 0
+    }
+
     /// Reads `data` and returns what the prefixes completed in it announce: each prefix's
-    /// bytes and its message's length (unless over the message limit).
+    /// bytes and [`MESSAGE_COPIES`] times its message's length (at most the message limit).
     fn announced(&mut self, mut data: &[u8]) -> usize {
         let mut announced = 0_usize;
         while !data.is_empty() {
@@ -241,15 +282,11 @@ impl Framing {
                 let length =
                     usize::try_from(u32::from_be_bytes([a, b, c, d])).unwrap_or(usize::MAX);
                 self.message_left = length;
-                // tonic refuses a longer message as it reads the prefix, reserving nothing.
-                let reserved = if length <= self.max_message {
-                    length
-                } else {
-                    0
-                };
+                // The decoder refuses a longer message as it reads the prefix, but its limit is
+                // set apart from this one: charged as the longest, never more.
                 announced = announced
                     .saturating_add(PREFIX_BYTES)
-                    .saturating_add(reserved);
+                    .saturating_add(MESSAGE_COPIES * length.min(self.max_message));
             }
         }
         announced
@@ -267,6 +304,63 @@ pin_project_lite::pin_project! {
         stopping: Pin<Box<dyn Future<Output = ()> + Send>>,
         body_timeout: Duration,
         done: bool,
+    }
+}
+
+impl<B> BudgetBody<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    /// Waits for the body's first frame (or its end, or its failure) and returns the body with
+    /// that frame in front again. Handing the request to tonic only then means that its
+    /// decoding buffer and the handler are allocated once there is something to decode: a head
+    /// whose message does not come (or waits behind others for flow-control window) holds its
+    /// stream and this future alone, a tenth of what a request being decoded holds.
+    pub(super) async fn started(mut self) -> Started<B> {
+        let first = http_body_util::BodyExt::frame(&mut self).await;
+        Started {
+            first: Some(first),
+            body: self,
+        }
+    }
+}
+
+/// A [`BudgetBody`] whose first frame was read ahead: see [`BudgetBody::started`].
+pub(super) struct Started<B> {
+    first: Option<Option<Result<Frame<Bytes>, BoxError>>>,
+    body: BudgetBody<B>,
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl<B> Body for Started<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match self.first.take() {
+            Some(first) => Poll::Ready(first),
+            None => Pin::new(&mut self.body).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.first {
+            Some(first) => first.is_none(),
+            None => self.body.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }
 
@@ -310,7 +404,14 @@ where
             Some(Ok(frame)) => {
                 if let Some(data) = frame.data_ref() {
                     let announced = this.framing.announced(data);
-                    if let Err(status) = this.charges.charge(announced) {
+                    let charged = this.charges.charge(announced).and_then(|()| {
+                        if this.framing.mid_message() {
+                            this.charges.in_transit()
+                        } else {
+                            Ok(())
+                        }
+                    });
+                    if let Err(status) = charged {
                         *this.done = true;
                         this.charges.share = None;
                         return Poll::Ready(Some(Err(status.into())));
@@ -377,11 +478,22 @@ mod tests {
         let mut framing = Framing::new(1000);
         // A prefix split in two, its message, and the next prefix.
         assert_eq!(framing.announced(&[0, 0, 0]), 0);
-        assert_eq!(framing.announced(&[0, 10, 1, 2, 3]), 15);
-        assert_eq!(framing.announced(&[4, 5, 6, 7, 8, 9, 10, 0, 0, 0, 0, 3]), 8);
+        assert_eq!(framing.announced(&[0, 10, 1, 2, 3]), 25);
+        assert_eq!(
+            framing.announced(&[4, 5, 6, 7, 8, 9, 10, 0, 0, 0, 0, 3]),
+            11
+        );
         assert_eq!(framing.announced(&[1, 2, 3]), 0);
-        // A length over the limit is not charged: the decoder refuses it at once.
-        assert_eq!(framing.announced(&[0, 0xff, 0xff, 0xff, 0xff]), 5);
+        // A length over the limit is charged as the limit.
+        assert_eq!(framing.announced(&[0, 0xff, 0xff, 0xff, 0xff]), 2005);
+    }
+
+    /// Whether `body` has to wait for its next frame, polled once.
+    fn waits<B: Body + Unpin>(body: &mut B) -> bool {
+        let waker = std::task::Waker::noop();
+        std::pin::Pin::new(body)
+            .poll_frame(&mut Context::from_waker(waker))
+            .is_pending()
     }
 
     #[tokio::test(start_paused = true)]
@@ -392,39 +504,58 @@ mod tests {
         let (request, held) = connection.charge(request).unwrap();
         assert_eq!(budget.available(), (1 << 20) - HEAD);
         let mut body = request.into_body();
-        // A prefix announcing 40 000 bytes, and 100 of them: the whole length is charged.
+        // A prefix announcing 40 000 bytes, and 100 of them: the whole length is charged,
+        // twice.
         sender.send(Ok(message(40_000, 100))).await.unwrap();
         body.frame().await.unwrap().unwrap();
-        assert_eq!(budget.available(), (1 << 20) - HEAD - 40_005);
+        assert_eq!(budget.available(), (1 << 20) - HEAD - 80_005);
+        // The message is not whole: in transit, it holds its share too.
         assert_eq!(
             connection.share.available_permits(),
-            (1 << 18) - HEAD - 40_005
+            (1 << 18) - HEAD - 80_005
+        );
+        // The rest of that message, and a second one whole.
+        let mut rest = vec![7; 39_900];
+        rest.extend_from_slice(&message(10, 10).into_data().unwrap());
+        sender
+            .send(Ok(Frame::data(Bytes::from(rest))))
+            .await
+            .unwrap();
+        body.frame().await.unwrap().unwrap();
+        assert_eq!(
+            connection.share.available_permits(),
+            (1 << 18) - HEAD - 80_005 - 25
         );
         drop(sender);
         assert!(body.frame().await.is_none());
         // The body ended: the connection's share is back, the global charge is not.
         assert_eq!(connection.share.available_permits(), 1 << 18);
-        assert_eq!(budget.available(), (1 << 20) - HEAD - 40_005);
+        assert_eq!(budget.available(), (1 << 20) - HEAD - 80_030);
         drop(body);
-        assert_eq!(budget.available(), (1 << 20) - HEAD - 40_005);
+        assert_eq!(budget.available(), (1 << 20) - HEAD - 80_030);
         drop(held);
         assert_eq!(budget.available(), 1 << 20);
     }
 
     #[tokio::test(start_paused = true)]
-    async fn past_the_budget_requests_are_refused_and_one_connection_takes_a_quarter() {
+    async fn waiting_requests_take_a_quarter_of_the_budget_a_connection() {
         let budget = RequestBudget::new(16 * REQUEST_COST, 100 << 10, Duration::from_secs(10));
         let greedy = budget.connection();
         let mut kept = Vec::new();
+        // Messages begun and never finished.
         let refused = loop {
-            match greedy.charge(request().1) {
-                Ok(charged) => kept.push(charged),
-                Err(status) => break status,
+            let (sender, request) = request();
+            let (request, held) = greedy.charge(request).unwrap();
+            let mut body = request.into_body();
+            sender.send(Ok(message(1000, 10))).await.unwrap();
+            match body.frame().await.unwrap() {
+                Ok(_) => kept.push((sender, body, held)),
+                Err(error) => break Status::from_error(error),
             }
         };
         assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
         assert!(refused.message().len() < 200, "{}", refused.message());
-        // A quarter of the budget: three requests' heads.
+        // A quarter of the budget: three requests.
         assert_eq!(kept.len(), 3);
         // Another connection still gets in.
         let other = budget.connection();
@@ -432,12 +563,85 @@ mod tests {
         let (request, _held) = other.charge(request).unwrap();
         // A message its share cannot hold is refused as it arrives.
         let mut body = request.into_body();
-        sender.send(Ok(message(80_000, 10))).await.unwrap();
+        sender.send(Ok(message(40_000, 10))).await.unwrap();
         let error = body.frame().await.unwrap().unwrap_err();
         let status = Status::from_error(error);
         assert_eq!(status.code(), tonic::Code::ResourceExhausted);
         drop(kept);
         assert!(greedy.charge(request_only()).is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn requests_whose_messages_come_whole_take_the_global_budget_alone() {
+        let budget = RequestBudget::new(16 * REQUEST_COST, 100 << 10, Duration::from_secs(10));
+        let keda = budget.connection();
+        // A burst of calls, more than a quarter: their heads are read before their messages,
+        // which then come whole.
+        let mut waiting = Vec::new();
+        for _ in 0..8 {
+            let (sender, request) = request();
+            let (request, held) = keda.charge(request).unwrap();
+            let mut body = request.into_body();
+            assert!(waits(&mut body));
+            sender.send(Ok(message(100, 100))).await.unwrap();
+            drop(sender);
+            body.frame().await.unwrap().unwrap();
+            assert!(body.frame().await.is_none());
+            // Decoded; the handler waits for its answer.
+            waiting.push(held);
+        }
+        assert_eq!(keda.share.available_permits(), 4 * REQUEST_COST);
+        assert_eq!(budget.available(), 16 * REQUEST_COST - 8 * (HEAD + 205));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_started_body_gives_back_its_first_frame_then_the_rest() {
+        let budget = RequestBudget::new(1 << 20, 64 << 10, Duration::from_secs(10));
+        let (sender, first) = request();
+        let (charged, _held) = budget.connection().charge(first).unwrap();
+        let started = tokio::spawn(charged.into_body().started());
+        tokio::task::yield_now().await;
+        assert!(!started.is_finished(), "waits for a frame");
+        sender.send(Ok(message(3, 3))).await.unwrap();
+        let mut body = started.await.unwrap();
+        assert!(!body.is_end_stream());
+        assert_eq!(
+            body.frame()
+                .await
+                .unwrap()
+                .unwrap()
+                .into_data()
+                .unwrap()
+                .len(),
+            8
+        );
+        sender.send(Ok(message(1, 1))).await.unwrap();
+        drop(sender);
+        assert_eq!(
+            body.frame()
+                .await
+                .unwrap()
+                .unwrap()
+                .into_data()
+                .unwrap()
+                .len(),
+            6
+        );
+        assert!(body.frame().await.is_none());
+
+        // An empty body ends at once.
+        let (sender, empty) = request();
+        drop(sender);
+        let (empty, _held) = budget.connection().charge(empty).unwrap();
+        let body = empty.into_body().started().await;
+        assert!(body.is_end_stream());
+    }
+
+    #[test]
+    fn the_budget_for_keda_is_sized_in_its_usual_calls() {
+        assert_eq!(for_waiting_calls(4000), 4000 * USUAL_CALL);
+        assert_eq!(for_waiting_calls(1), 1 << 20);
+        assert_eq!(for_waiting_calls(usize::MAX), 1 << 30);
     }
 
     fn request_only() -> http::Request<StreamBody<ReceiverStream<Sent>>> {

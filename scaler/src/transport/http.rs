@@ -1,10 +1,12 @@
 //! The HTTP side (`/metrics`, `/healthz`, `/readyz`): HTTP/1.1 with a capped number of
-//! connections, a deadline for each request head, and one for each answer.
+//! connections, in all and per peer address, a deadline for each request head, and one for
+//! each answer.
 //!
-//! At the cap, a connection with no request in flight (waiting for its first head, or
-//! between requests) is closed to admit a new one, so idle clients cannot keep a probe out;
-//! one whose answer is not sent whole within [`HttpLimits::request_timeout`] of its head is
-//! dropped, so a client that never reads frees its place and what its answer held.
+//! At a cap, a connection with no request in flight (between requests, or waiting for its
+//! first head for over a second) is closed to admit a new one, so idle clients cannot keep a
+//! probe out, and a new one is refused when none is idle; a connection whose answer is not
+//! sent whole within [`HttpLimits::request_timeout`] of its head is dropped, so a client that
+//! never reads frees its place and what its answer held.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -21,7 +23,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
 use super::connections::{Connection, Connections, RequestTracker};
-use super::tcp_keepalive;
+use super::{sleep_until, tcp_keepalive};
 
 /// What the HTTP side's connections may hold.
 #[derive(Clone, Copy, Debug)]
@@ -32,20 +34,28 @@ pub struct HttpLimits {
     /// A request's answer not sent whole by then, from its head, drops the connection. (An
     /// answer counts as sent once hyper has taken its last chunk.)
     pub request_timeout: Duration,
-    /// The most connections open at once: at the cap, one with no request in flight is closed
-    /// to admit a new one.
+    /// The most connections open at once, not counting those told to close: at the cap, one
+    /// with no request in flight is closed to admit a new one, or the new one is refused.
     pub max_connections: usize,
+    /// The same, from one peer address (at most `max_connections`).
+    pub max_connections_per_peer: usize,
     /// TCP keepalive on accepted connections (idle time before the first probe).
     pub tcp_keepalive: Duration,
 }
 
 impl Default for HttpLimits {
-    /// 10 s for a request head, 10 s for an answer, 64 connections, TCP keepalive after 60 s.
+    /// 10 s for a request head, 10 s for an answer, 64 connections, 16 from one address, TCP
+    /// keepalive after 60 s.
+    ///
+    /// Prometheus keeps a connection per scraping replica, kubelet one per probe from the
+    /// node's address: a quarter of the connections per address leaves them room, and takes
+    /// four addresses to fill the server.
     fn default() -> Self {
         HttpLimits {
             header_read_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(10),
             max_connections: 64,
+            max_connections_per_peer: 16,
             tcp_keepalive: Duration::from_secs(60),
         }
     }
@@ -68,7 +78,11 @@ pub async fn serve(
     limits: HttpLimits,
     shutdown: impl Future<Output = ()>,
 ) {
-    let connections = Connections::new("http", limits.max_connections);
+    let connections = Connections::new(
+        "http",
+        limits.max_connections,
+        limits.max_connections_per_peer,
+    );
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
@@ -87,23 +101,23 @@ pub async fn serve(
             }
             accepted = listener.accept() => accepted,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(error) => {
                 tracing::warn!(target: "admit_scaler", "accepting an HTTP connection: {error}");
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }
         };
-        // At the cap, an idle connection is closed to make room for this one.
-        tokio::select! {
-            () = connections.admit() => {}
-            () = &mut shutdown => break,
-        }
+        // At a cap, an idle connection is closed to make room for this one, or it is refused
+        // (dropped) at once.
+        let Some(admitted) = connections.admit(peer.ip()) else {
+            continue;
+        };
         tcp_keepalive(&stream, limits.tcp_keepalive);
         tokio::spawn(connection(
             stream,
-            connections.open(),
+            admitted,
             builder.clone(),
             router.clone(),
             limits,
@@ -129,6 +143,7 @@ async fn connection(
     let service = TrackedService {
         router,
         tracker: connection.tracker(),
+        request_timeout: limits.request_timeout,
     };
     let mut served = pin!(builder.serve_connection(TokioIo::new(stream), service));
     let mut closing_since = None;
@@ -141,17 +156,17 @@ async fn connection(
             closing_since = Some(Instant::now());
         }
         let deadline = if now.in_flight > 0 {
-            now.since + limits.request_timeout
+            now.answer_deadline
         } else {
-            match closing_since {
+            Some(match closing_since {
                 Some(closing) => now.since.max(closing) + CLOSE_GRACE,
                 None => now.since + limits.header_read_timeout + CLOSE_GRACE,
-            }
+            })
         };
         tokio::select! {
             _ = &mut served => return,
             () = changed => {}
-            () = tokio::time::sleep_until(deadline) => {
+            () = sleep_until(deadline) => {
                 if now.in_flight > 0 {
                     tracing::debug!(
                         target: "admit_scaler",
@@ -165,11 +180,13 @@ async fn connection(
     }
 }
 
-/// The router, with each request counted in flight until its answer is sent.
+/// The router, with each request counted in flight until its answer is sent, due within the
+/// request timeout.
 #[derive(Clone)]
 struct TrackedService {
     router: TowerToHyperService<Router>,
     tracker: RequestTracker,
+    request_timeout: Duration,
 }
 
 impl hyper::service::Service<http::Request<Incoming>> for TrackedService {
@@ -178,7 +195,9 @@ impl hyper::service::Service<http::Request<Incoming>> for TrackedService {
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
 
     fn call(&self, request: http::Request<Incoming>) -> Self::Future {
-        let in_flight = self.tracker.start();
+        let in_flight = self
+            .tracker
+            .start(Instant::now().checked_add(self.request_timeout));
         let answer = self.router.call(request);
         Box::pin(async move {
             let response = answer.await?;

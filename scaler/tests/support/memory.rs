@@ -62,6 +62,33 @@ pub fn peak_resident(served: &Served) -> u64 {
     status_bytes(served, "VmHWM:")
 }
 
+/// The resident set of `served` once it has stopped growing: sampled every 100 ms until ten
+/// samples in a row (a second) grew by less than 1 %; the highest of them.
+///
+/// # Panics
+///
+/// If it still grows after a minute.
+pub async fn settled_resident(served: &Served) -> u64 {
+    const WINDOW: usize = 10;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut samples = std::collections::VecDeque::with_capacity(WINDOW + 1);
+    loop {
+        samples.push_back(resident(served));
+        if samples.len() > WINDOW {
+            samples.pop_front();
+        }
+        let (first, highest) = (samples[0], *samples.iter().max().unwrap());
+        if samples.len() == WINDOW && highest <= first + first / 100 {
+            return highest;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the resident set still grows: {samples:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 pub fn mib(bytes: u64) -> f64 {
     bytes as f64 / f64::from(1 << 20)
 }
@@ -128,8 +155,14 @@ where
 /// A client that sends `GET /metrics` and never reads the answer (with a small receive
 /// buffer, so that the scaler's writes stall at once).
 pub async fn never_reads(http: SocketAddr) -> TcpStream {
+    never_reads_from(super::loopback(1), http).await
+}
+
+/// [`never_reads`] from address `from`.
+pub async fn never_reads_from(from: std::net::IpAddr, http: SocketAddr) -> TcpStream {
     let socket = TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
+    socket.bind(SocketAddr::new(from, 0)).unwrap();
     let mut stream = bounded("connect", socket.connect(http)).await.unwrap();
     stream
         .write_all(format!("GET /metrics HTTP/1.1\r\nHost: {http}\r\n\r\n").as_bytes())

@@ -182,10 +182,13 @@ impl FakePrometheus {
     }
 
     /// Answers every query that starts with `prefix` (and has no reply of its own) with
-    /// `reply` from now on.
+    /// `reply` from now on, instead of any reply set before for `prefix`.
     pub fn set_prefixed(&self, prefix: &str, reply: Reply) {
         let mut answers = self.answers.lock().unwrap();
-        answers.prefixed.push((prefix.to_owned(), reply));
+        match answers.prefixed.iter_mut().find(|(set, _)| set == prefix) {
+            Some((_, set)) => *set = reply,
+            None => answers.prefixed.push((prefix.to_owned(), reply)),
+        }
     }
 
     /// How many times `query` was asked.
@@ -272,61 +275,147 @@ pub async fn serve_grpc(
     addr
 }
 
-/// One HTTP/2 connection that calls `IsActive` on `streams` streams, each sending a gRPC
-/// prefix that announces `announced` bytes and then `sent` of them, and never ending: the
-/// client that made tonic buffer partial messages until the request timeout.
-pub struct PartialMessages {
+/// The loopback address `127.0.0.<n>`: on Linux every `127.0.0.0/8` address is local, so a
+/// test can play several peers, each from its own address.
+pub fn loopback(n: u8) -> std::net::IpAddr {
+    std::net::Ipv4Addr::new(127, 0, 0, n).into()
+}
+
+/// A TCP connection to `to` from address `from`.
+pub async fn connect_from(
+    from: std::net::IpAddr,
+    to: std::net::SocketAddr,
+) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(std::net::SocketAddr::new(from, 0)).unwrap();
+    admit_testkit::wait::bounded("connect", socket.connect(to))
+        .await
+        .unwrap()
+}
+
+/// A tonic channel to `to` from address `from`, connected.
+pub async fn channel_from(from: std::net::IpAddr, to: std::net::SocketAddr) -> Channel {
+    admit_testkit::wait::bounded(
+        "connecting",
+        Channel::from_shared(format!("http://{to}"))
+            .unwrap()
+            .local_address(Some(from))
+            .connect(),
+    )
+    .await
+    .unwrap()
+}
+
+/// A raw HTTP/2 connection to `to` from `from`: its client, and its task, which runs while the
+/// connection is open.
+pub async fn h2_from(
+    from: std::net::IpAddr,
+    to: std::net::SocketAddr,
+) -> (
+    h2::client::SendRequest<Bytes>,
+    JoinHandle<Result<(), h2::Error>>,
+) {
+    let tcp = connect_from(from, to).await;
+    let (client, connection) =
+        admit_testkit::wait::bounded("the handshake", h2::client::handshake(tcp))
+            .await
+            .unwrap();
+    (client, tokio::spawn(connection))
+}
+
+/// The head of a gRPC call to `path`.
+pub fn grpc_request(path: &str) -> http::Request<()> {
+    http::Request::post(path)
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap()
+}
+
+/// One gRPC call on `client`: `message` to `path`, and its answer's code.
+pub async fn raw_call(
+    client: &mut h2::client::SendRequest<Bytes>,
+    path: &str,
+    message: &impl prost::Message,
+) -> Result<tonic::Code, h2::Error> {
+    admit_testkit::wait::bounded("a call", async {
+        let mut ready = client.clone().ready().await?;
+        let (answer, mut body) = ready.send_request(grpc_request(path), false)?;
+        body.send_data(grpc_body(message), true)?;
+        Ok(answered_with(answer.await?).await)
+    })
+    .await
+}
+
+/// gRPC calls over one raw HTTP/2 connection, each stream its head and its body in one DATA
+/// frame as flow control allows, the way grpc-go (KEDA) frames them. (hyper's client, under
+/// tonic, first claims one byte of window per stream: with thousands of calls at once on one
+/// connection it sends one-byte DATA frames, which h2 servers take for a flood of small
+/// frames and answer with GOAWAY `ENHANCE_YOUR_CALM`.)
+pub struct RawCalls {
     /// The streams, kept open.
     pub streams: Vec<h2::SendStream<Bytes>>,
     /// The `grpc-status` of each stream answered so far (the others still wait).
     pub answered: Arc<Mutex<Vec<tonic::Code>>>,
 }
 
-impl PartialMessages {
+impl RawCalls {
+    /// Calls `path` from `from` once per body, each stream ended after its body if `end`.
     pub async fn open(
-        addr: std::net::SocketAddr,
-        streams: usize,
-        announced: u32,
-        sent: usize,
+        to: std::net::SocketAddr,
+        from: std::net::IpAddr,
+        path: &str,
+        bodies: impl IntoIterator<Item = Bytes>,
+        end: bool,
     ) -> Self {
-        let tcp = admit_testkit::wait::bounded("connect", tokio::net::TcpStream::connect(addr))
-            .await
-            .unwrap();
-        let (mut client, connection) = h2::client::handshake(tcp).await.unwrap();
-        tokio::spawn(connection);
-        let mut message = vec![0];
-        message.extend_from_slice(&announced.to_be_bytes());
-        message.resize(5 + sent, b'x');
-        let message = Bytes::from(message);
+        let (mut client, _connection) = h2_from(from, to).await;
         let answered = Arc::new(Mutex::new(Vec::new()));
         let mut opened = Vec::new();
-        for _ in 0..streams {
+        for body in bodies {
             client = admit_testkit::wait::bounded("a stream", client.ready())
                 .await
                 .unwrap();
-            let request = http::Request::post("/externalscaler.ExternalScaler/IsActive")
-                .header("content-type", "application/grpc")
-                .header("te", "trailers")
-                .body(())
-                .unwrap();
-            let (answer, mut stream) = client.send_request(request, false).unwrap();
-            // Sent as flow control allows; never ended.
-            stream.send_data(message.clone(), false).unwrap();
+            let (answer, mut stream) = client.send_request(grpc_request(path), false).unwrap();
+            // Sent as flow control allows (unless the server already refused the call).
+            let _ = stream.send_data(body, end);
             opened.push(stream);
             let answered = Arc::clone(&answered);
             tokio::spawn(async move {
                 let code = match answer.await {
-                    Ok(response) => tonic::Status::from_header_map(response.headers())
-                        .map_or(tonic::Code::Ok, |status| status.code()),
+                    Ok(response) => answered_with(response).await,
                     Err(_) => tonic::Code::Unavailable,
                 };
                 answered.lock().unwrap().push(code);
             });
         }
-        PartialMessages {
+        RawCalls {
             streams: opened,
             answered,
         }
+    }
+
+    /// `streams` calls to `IsActive` from `from`, each sending a gRPC prefix that announces
+    /// `announced` bytes and then `sent` of them, and never ending: the client that made tonic
+    /// buffer partial messages until the request timeout.
+    pub async fn partial(
+        to: std::net::SocketAddr,
+        from: std::net::IpAddr,
+        streams: usize,
+        announced: u32,
+        sent: usize,
+    ) -> Self {
+        let mut message = vec![0];
+        message.extend_from_slice(&announced.to_be_bytes());
+        message.resize(5 + sent, b'x');
+        let message = Bytes::from(message);
+        RawCalls::open(
+            to,
+            from,
+            "/externalscaler.ExternalScaler/IsActive",
+            std::iter::repeat_n(message, streams),
+            false,
+        )
+        .await
     }
 
     /// How many streams got each code so far.
@@ -337,6 +426,34 @@ impl PartialMessages {
         }
         counts
     }
+}
+
+/// A gRPC answer's code: in its head (an answer of trailers only), or in its trailers.
+pub async fn answered_with(response: http::Response<h2::RecvStream>) -> tonic::Code {
+    if let Some(status) = tonic::Status::from_header_map(response.headers()) {
+        return status.code();
+    }
+    let mut body = response.into_body();
+    while let Some(data) = body.data().await {
+        let Ok(data) = data else {
+            return tonic::Code::Unavailable;
+        };
+        let _ = body.flow_control().release_capacity(data.len());
+    }
+    match body.trailers().await {
+        Ok(Some(trailers)) => tonic::Status::from_header_map(&trailers)
+            .map_or(tonic::Code::Ok, |status| status.code()),
+        _ => tonic::Code::Unavailable,
+    }
+}
+
+/// `message` as a gRPC body: its prefix, then its bytes.
+pub fn grpc_body(message: &impl prost::Message) -> Bytes {
+    let encoded = message.encode_to_vec();
+    let mut body = vec![0];
+    body.extend_from_slice(&u32::try_from(encoded.len()).unwrap().to_be_bytes());
+    body.extend_from_slice(&encoded);
+    Bytes::from(body)
 }
 
 /// The metadata of a trigger reading λ from `lambda` and s from `s` at `prometheus`, at

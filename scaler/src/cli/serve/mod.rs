@@ -37,6 +37,9 @@ const MAX_CONCURRENT_DECISIONS: usize = 256;
 /// find some not taken by a scrape.
 const MAX_SCRAPES: usize = 32;
 
+/// The HTTP side's connections ([`HttpLimits::default`]'s).
+const MAX_HTTP_CONNECTIONS: usize = 64;
+
 /// `serve`'s flags. Each can also be set by the environment variable in brackets.
 #[derive(Debug, Args)]
 pub(super) struct ServeArgs {
@@ -114,11 +117,20 @@ pub(super) struct ServeArgs {
     /// twice --query-timeout.
     #[arg(long, env = "ADMIT_SCALER_REQUEST_TIMEOUT", default_value = "30s", value_parser = duration::between("1s", "10m"), value_name = "DURATION")]
     request_timeout: Duration,
-    /// The most gRPC connections open at once (KEDA keeps one per process; kubelet's gRPC
-    /// probes open one each). At the cap, the connection idle longest is closed to admit a
-    /// new one; a connection with an RPC in flight is never closed for this.
+    /// The most gRPC connections open at once, besides those closing (KEDA keeps one per
+    /// process; kubelet's gRPC probes open one each). At the cap a new connection gets in at
+    /// once: an idle connection is closed for it (one that never made a call and is over a
+    /// second old first, else the one idle longest; never one with an RPC in flight), or, if
+    /// none is idle, the new one is refused (closed at once).
     #[arg(long, env = "ADMIT_SCALER_MAX_GRPC_CONNECTIONS", default_value_t = 32, value_parser = RangedU64ValueParser::<usize>::new().range(1..=10_000))]
     max_grpc_connections: usize,
+    /// The most gRPC connections open at once from one IP address (KEDA's operator and metrics
+    /// server each have their own; kubelet's probes come from the node's): at it, one of that
+    /// address's idle connections is closed for its new one, or the new one is refused. At
+    /// most --max-grpc-connections. Behind a proxy or a mesh sidecar every caller has the
+    /// proxy's address: raise it.
+    #[arg(long, env = "ADMIT_SCALER_MAX_GRPC_CONNECTIONS_PER_PEER", default_value_t = 8, value_parser = RangedU64ValueParser::<usize>::new().range(1..=10_000))]
+    max_grpc_connections_per_peer: usize,
     /// A gRPC connection with no RPC in flight for this long is closed (GOAWAY; the client
     /// reconnects at its next call).
     #[arg(long, env = "ADMIT_SCALER_GRPC_IDLE_TIMEOUT", default_value = "5m", value_parser = duration::between("1s", "1d"), value_name = "DURATION")]
@@ -127,15 +139,23 @@ pub(super) struct ServeArgs {
     /// within this, or it is closed.
     #[arg(long, env = "ADMIT_SCALER_GRPC_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = duration::between("1s", "5m"), value_name = "DURATION")]
     grpc_handshake_timeout: Duration,
-    /// The bytes all gRPC requests in flight may hold: each is charged 20 KiB, its headers and
-    /// its message from its head until it is answered; one connection's requests whose message
-    /// is not yet whole, at most a quarter. A request past it gets RESOURCE_EXHAUSTED.
-    #[arg(long, env = "ADMIT_SCALER_GRPC_MAX_REQUEST_BYTES_IN_FLIGHT", default_value_t = 32 << 20, value_parser = RangedU64ValueParser::<usize>::new().range(1 << 20..=1 << 30), value_name = "BYTES")]
-    grpc_max_request_bytes_in_flight: usize,
+    /// The bytes all gRPC requests in flight may hold: each is charged 16 KiB, its headers and
+    /// twice its message from its head until it is answered; one connection's requests whose
+    /// message is not yet whole, at most a quarter. A request past it gets RESOURCE_EXHAUSTED.
+    /// Default: room for 2 × --max-triggers of KEDA's usual calls, 18 KiB each (its operator
+    /// and metrics server each waiting on every trigger): 73728000 at 2000 triggers.
+    #[arg(long, env = "ADMIT_SCALER_GRPC_MAX_REQUEST_BYTES_IN_FLIGHT", value_parser = RangedU64ValueParser::<usize>::new().range(1 << 20..=1 << 30), value_name = "BYTES")]
+    grpc_max_request_bytes_in_flight: Option<usize>,
     /// A gRPC request's message must arrive whole within this of its head; past it the RPC
     /// fails with DEADLINE_EXCEEDED.
     #[arg(long, env = "ADMIT_SCALER_GRPC_REQUEST_BODY_TIMEOUT", default_value = "10s", value_parser = duration::between("100ms", "10m"), value_name = "DURATION")]
     grpc_request_body_timeout: Duration,
+    /// The most HTTP connections open at once from one IP address (Prometheus keeps one per
+    /// replica; kubelet's probes come from the node's address), of the 64 the HTTP side keeps:
+    /// at it, one of that address's idle connections is closed for its new one, or the new one
+    /// is refused.
+    #[arg(long, env = "ADMIT_SCALER_MAX_HTTP_CONNECTIONS_PER_PEER", default_value_t = 16, value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_HTTP_CONNECTIONS as u64))]
+    max_http_connections_per_peer: usize,
     /// An HTTP answer (a /metrics page, say) must be sent whole within this of its request's
     /// head, or its connection is closed.
     #[arg(long, env = "ADMIT_SCALER_HTTP_REQUEST_TIMEOUT", default_value = "10s", value_parser = duration::between("1s", "10m"), value_name = "DURATION")]
@@ -255,8 +275,14 @@ fn check(args: &ServeArgs) -> Result<AllowList, String> {
             args.max_decision_wait, args.request_timeout
         ));
     }
-    // A namespace's share is a share: one as large as the whole would be no cap at all.
+    // A share is a share: one larger than the whole would not be a cap at all.
     for (flag, share, total, of) in [
+        (
+            "--max-grpc-connections-per-peer",
+            Some(args.max_grpc_connections_per_peer),
+            args.max_grpc_connections,
+            "--max-grpc-connections",
+        ),
         (
             "--max-triggers-per-namespace",
             args.max_triggers_per_namespace,
@@ -345,6 +371,8 @@ async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
         http_router(metrics.clone(), args.http_max_scrapes, Arc::clone(&ready)),
         HttpLimits {
             request_timeout: args.http_request_timeout,
+            max_connections: MAX_HTTP_CONNECTIONS,
+            max_connections_per_peer: args.max_http_connections_per_peer,
             ..HttpLimits::default()
         },
         signalled(stopped.clone()),
@@ -414,13 +442,17 @@ async fn serve(args: ServeArgs, allow: AllowList) -> Result<(), BoxError> {
 
 /// The gRPC server's limits, from the flags.
 fn grpc_limits(args: &ServeArgs) -> GrpcLimits {
+    let defaults = GrpcLimits::new(args.max_triggers, args.request_timeout);
     GrpcLimits {
         max_connections: args.max_grpc_connections,
+        max_connections_per_peer: args.max_grpc_connections_per_peer,
         idle_timeout: args.grpc_idle_timeout,
         handshake_timeout: args.grpc_handshake_timeout,
-        max_request_bytes_in_flight: args.grpc_max_request_bytes_in_flight,
+        max_request_bytes_in_flight: args
+            .grpc_max_request_bytes_in_flight
+            .unwrap_or(defaults.max_request_bytes_in_flight),
         request_body_timeout: args.grpc_request_body_timeout,
-        ..GrpcLimits::new(args.max_triggers, args.request_timeout)
+        ..defaults
     }
 }
 

@@ -93,19 +93,14 @@ impl MetricsPage {
     }
 
     /// The page to answer with now.
-    async fn page(&self) -> Result<Bytes, BoxError> {
+    async fn page(&self) -> Bytes {
         let mut latest = self.latest.lock().await;
-        if let Some((rendered, page)) = &*latest
-            && rendered.elapsed() < FRESH
-        {
-            return Ok(page.clone());
-        }
-        let Ok(permit) = Arc::clone(&self.pages).try_acquire_owned() else {
-            // Slow readers hold an older page: no third one.
-            if let Some((_, page)) = &*latest {
-                return Ok(page.clone());
-            }
-            return Err("no page".into());
+        let permit = match (&*latest, Arc::clone(&self.pages).try_acquire_owned()) {
+            (Some((rendered, page)), _) if rendered.elapsed() < FRESH => return page.clone(),
+            // Slow readers hold an older page and the latest: no third one.
+            (Some((_, page)), Err(_)) => return page.clone(),
+            // Before the first render every permit is free.
+            (_, permit) => permit.ok(),
         };
         // On this worker thread, as a handler's work: on a blocking thread each render would
         // leave its memory in that thread's malloc arena, and the resident set would grow by a
@@ -115,14 +110,14 @@ impl MetricsPage {
             _permit: permit,
         });
         *latest = Some((Instant::now(), page.clone()));
-        Ok(page)
+        page
     }
 }
 
 /// A rendered page, holding its place among the [`PAGES`] until its last copy is dropped.
 struct Page {
     text: String,
-    _permit: OwnedSemaphorePermit,
+    _permit: Option<OwnedSemaphorePermit>,
 }
 
 impl AsRef<[u8]> for Page {
@@ -141,33 +136,25 @@ async fn scrape(State(page): State<Arc<MetricsPage>>) -> Response {
         )
             .into_response();
     };
-    match page.page().await {
-        Ok(page) => {
-            // In chunks, so that the answer is done with only once nearly all of it is sent;
-            // the slot is held until then (or until the connection is dropped).
-            let chunks = (0..page.len()).step_by(CHUNK_BYTES).map(move |start| {
-                let end = (start + CHUNK_BYTES).min(page.len());
-                Ok::<_, Infallible>(Frame::data(page.slice(start..end)))
-            });
-            let body = StreamBody::new(tokio_stream::iter(chunks)).map_frame(move |frame| {
-                let _slot = &slot;
-                frame
-            });
-            (
-                [(
-                    header::CONTENT_TYPE,
-                    "text/plain; version=0.0.4; charset=utf-8",
-                )],
-                Body::new(body),
-            )
-                .into_response()
-        }
-        Err(error) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("rendering the metrics: {error}\n"),
-        )
-            .into_response(),
-    }
+    let page = page.page().await;
+    // In chunks, so that the answer is done with only once nearly all of it is sent; the slot
+    // is held until then (or until the connection is dropped).
+    let chunks = (0..page.len()).step_by(CHUNK_BYTES).map(move |start| {
+        let end = (start + CHUNK_BYTES).min(page.len());
+        Ok::<_, Infallible>(Frame::data(page.slice(start..end)))
+    });
+    let body = StreamBody::new(tokio_stream::iter(chunks)).map_frame(move |frame| {
+        let _slot = &slot;
+        frame
+    });
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        Body::new(body),
+    )
+        .into_response()
 }
 
 #[cfg(test)]
@@ -186,28 +173,28 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn scrapes_of_the_same_second_share_one_page() {
         let page = page();
-        let first = page.page().await.unwrap();
+        let first = page.page().await;
         assert!(first.starts_with(b"# TYPE admit_scaler_test_total counter"));
-        let second = page.page().await.unwrap();
+        let second = page.page().await;
         assert_eq!(first.as_ptr(), second.as_ptr(), "one copy");
         tokio::time::advance(FRESH).await;
-        let third = page.page().await.unwrap();
+        let third = page.page().await;
         assert_ne!(first.as_ptr(), third.as_ptr(), "rendered again");
     }
 
     #[tokio::test(start_paused = true)]
     async fn while_readers_hold_an_older_page_no_third_is_rendered() {
         let page = page();
-        let old = page.page().await.unwrap();
+        let old = page.page().await;
         tokio::time::advance(FRESH).await;
-        let latest = page.page().await.unwrap();
+        let latest = page.page().await;
         // A reader still holds the old page: the latest is served, stale.
         tokio::time::advance(FRESH).await;
-        assert_eq!(page.page().await.unwrap().as_ptr(), latest.as_ptr());
+        assert_eq!(page.page().await.as_ptr(), latest.as_ptr());
         assert_eq!(page.pages.available_permits(), 0);
         // Once it lets go, the next scrape gets a fresh page.
         drop(old);
         assert_eq!(page.pages.available_permits(), 1);
-        assert_ne!(page.page().await.unwrap().as_ptr(), latest.as_ptr());
+        assert_ne!(page.page().await.as_ptr(), latest.as_ptr());
     }
 }
