@@ -1,33 +1,37 @@
 //! The gRPC server's budget of request memory: what every request in flight holds, counted
 //! against one global figure, refused with `RESOURCE_EXHAUSTED` past it.
 //!
-//! A request is charged, from its head until its handler answers, a fixed cost for what
-//! serving it allocates whatever its size ([`REQUEST_COST`]: the HTTP/2 stream, the futures
-//! of the server, tonic and the handler, the decision it waits for), its header bytes, and
+//! A request is charged, from its head until its handler answers, what serving it allocates
+//! whatever its size: [`HEAD_COST`] while it waits for its body's first frame (its HTTP/2
+//! stream and the server's future), [`REQUEST_COST`] in all once the frame arrives (tonic's
+//! and the handler's futures, the decision it waits for); its header bytes; and
 //! [`MESSAGE_COPIES`] times each message's length as its gRPC prefix announces it (tonic
 //! reserves that much before the bytes arrive; then the request holds the decoded message and
 //! the configuration parsed from it), at most the message limit (tonic refuses a longer one
 //! at once). So a stream that announces a large message and never sends it holds no more than
 //! it was charged.
 //!
-//! Nothing limits how much of the budget one connection's requests take once their messages
-//! are whole: KEDA sends every call over one connection, so a share per connection would
-//! refuse KEDA's own calls waiting on a slow Prometheus. The budget is sized for those
-//! ([`for_waiting_calls`]); other callers are kept out by the NetworkPolicy.
+//! Until its body ends, a request is *in transit*, and what it was charged also counts against
+//! its peer's share: a quarter of the budget for all the connections from one address. One
+//! address that opens streams and never finishes their messages (or never sends them) thus
+//! holds at most a quarter of the budget, and other addresses' requests still get in. A call
+//! whose message arrives whole with its end, as KEDA's do, is in transit for a moment: even
+//! thousands at once whose heads are read before their messages (after a reconnect, at each
+//! HPA sync) fit in a share at [`HEAD_COST`] each.
 //!
-//! A request whose body, as read so far, ends inside a message is *in transit*: from then
-//! until its body ends, what it was charged is also charged to its connection's share, a
-//! quarter of the budget. One connection that opens streams and never finishes their messages
-//! thus holds at most a quarter of the budget, and other connections' requests still get in;
-//! while calls whose messages arrive whole in a frame, even thousands at once whose heads are
-//! read before their messages (KEDA's, after a reconnect or at each HPA sync), are charged to
-//! the global budget alone, as are calls whose message has not begun. A request body must
-//! also end within a deadline, or its RPC fails with `DEADLINE_EXCEEDED` (not `CANCELLED`,
-//! which tonic takes for a client that went away), and once the server stops, a body still in
-//! transit fails at once with `UNAVAILABLE`.
+//! Nothing limits how much of the budget one address's requests take once their bodies have
+//! ended: KEDA sends every call over one connection, so a share would refuse KEDA's own calls
+//! waiting on a slow Prometheus. The budget is sized for those ([`for_waiting_calls`]); other
+//! callers are kept out by the NetworkPolicy.
+//!
+//! A request body must also end within a deadline, or its RPC fails with `DEADLINE_EXCEEDED`
+//! (not `CANCELLED`, which tonic takes for a client that went away), and once the server
+//! stops, a body still in transit fails at once with `UNAVAILABLE`.
 
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -45,6 +49,11 @@ use tonic::Status;
 /// with the largest message (33 721 bytes), 63.7 KB. 16 KiB, with its message counted twice,
 /// covers each: 17.9 KB charged for the usual call, 84 KB for the largest.
 pub(super) const REQUEST_COST: usize = 16 << 10;
+
+/// What a request holds while it waits for its body's first frame: its HTTP/2 stream and the
+/// server's future, before tonic and the handler are called (measured: a tenth of a request
+/// being decoded).
+pub(super) const HEAD_COST: usize = 2 << 10;
 
 /// How many times a message's length is charged: the bytes tonic buffers while the message
 /// arrives, then the decoded request and the configuration parsed from it (measured: 1.46
@@ -68,6 +77,8 @@ const PREFIX_BYTES: usize = 5;
 #[derive(Clone, Debug)]
 pub(super) struct RequestBudget {
     global: Arc<Semaphore>,
+    /// Each peer address's share for its requests in transit, while it has a connection.
+    peers: Arc<Mutex<HashMap<IpAddr, Weak<Semaphore>>>>,
     bytes: usize,
     max_message: usize,
     body_timeout: Duration,
@@ -83,6 +94,7 @@ impl RequestBudget {
         let bytes = bytes.clamp(1, Semaphore::MAX_PERMITS);
         RequestBudget {
             global: Arc::new(Semaphore::new(bytes)),
+            peers: Arc::default(),
             bytes,
             max_message,
             body_timeout,
@@ -95,11 +107,25 @@ impl RequestBudget {
         self.stopping.send_replace(true);
     }
 
-    /// The budget as seen by one new connection, with its share for requests in transit.
-    pub(super) fn connection(&self) -> ConnectionBudget {
+    /// The budget as seen by one new connection from `peer`, with the share for the requests
+    /// in transit of all the connections from that address.
+    pub(super) fn connection(&self, peer: IpAddr) -> ConnectionBudget {
+        let peer = canonical(peer);
+        let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
+        let share = match peers.get(&peer).and_then(Weak::upgrade) {
+            Some(share) => share,
+            None => {
+                // The addresses whose connections have all gone: a table at most as long as
+                // the connections open.
+                peers.retain(|_, share| share.strong_count() > 0);
+                let share = Arc::new(Semaphore::new((self.bytes / 4).max(1)));
+                peers.insert(peer, Arc::downgrade(&share));
+                share
+            }
+        };
         ConnectionBudget {
             budget: self.clone(),
-            share: Arc::new(Semaphore::new((self.bytes / 4).max(1))),
+            share,
         }
     }
 
@@ -107,6 +133,14 @@ impl RequestBudget {
     #[cfg(test)]
     fn available(&self) -> usize {
         self.global.available_permits()
+    }
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 address it is: one peer either way.
+fn canonical(peer: IpAddr) -> IpAddr {
+    match peer {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(peer, IpAddr::V4),
+        v4 => v4,
     }
 }
 
@@ -118,27 +152,28 @@ pub(super) struct ConnectionBudget {
 }
 
 impl ConnectionBudget {
-    /// Charges a request's head to the global budget: its body is charged as it arrives (and
-    /// to the connection's share if it has to wait). What is held is released once both the
-    /// returned [`Held`] (keep it until the handler answers) and the body are dropped.
+    /// Charges a request's head to the global budget and its peer's share: its body is
+    /// charged as it arrives, to both until it ends. What is held globally is released once
+    /// both the returned [`Held`] (keep it until the handler answers) and the body are dropped.
     ///
     /// # Errors
     ///
-    /// `RESOURCE_EXHAUSTED` when the global budget cannot cover the head.
+    /// `RESOURCE_EXHAUSTED` when the global budget or the peer's share cannot cover the head.
     pub(super) fn charge<B>(
         &self,
         request: http::Request<B>,
     ) -> Result<(http::Request<BudgetBody<B>>, Held), Status> {
-        let cost = REQUEST_COST.saturating_add(header_bytes(request.headers()));
-        let Some(global) = acquire(&self.budget.global, cost) else {
-            return Err(exhausted(&self.budget));
-        };
+        let cost = HEAD_COST.saturating_add(header_bytes(request.headers()));
+        let exhausted = || exhausted(&self.budget);
+        let global = acquire(&self.budget.global, cost).ok_or_else(exhausted)?;
+        let share = acquire(&self.share, cost).ok_or_else(exhausted)?;
         let held = Held(Arc::new(Mutex::new(Some(global))));
         let charges = Charges {
             connection: self.clone(),
             held: held.clone(),
             charged: cost,
-            share: None,
+            share: Some(share),
+            begun: false,
         };
         let body_timeout = self.budget.body_timeout;
         let max_message = self.budget.max_message;
@@ -202,13 +237,14 @@ struct Charges {
     held: Held,
     /// What the request was charged so far: its head and the messages announced.
     charged: usize,
-    /// As much of the connection's share, held once the body had to wait (in transit) until
-    /// it ends.
+    /// As much of the peer's share, held until the body ends.
     share: Option<OwnedSemaphorePermit>,
+    /// Whether the body's first frame came: the rest of [`REQUEST_COST`] is charged then.
+    begun: bool,
 }
 
 impl Charges {
-    /// Charges `bytes` more: to the global budget, and to the share if in transit.
+    /// Charges `bytes` more: to the global budget, and to the share while in transit.
     fn charge(&mut self, bytes: usize) -> Result<(), Status> {
         if bytes == 0 {
             return Ok(());
@@ -223,15 +259,14 @@ impl Charges {
         Ok(())
     }
 
-    /// The body, as read so far, ends inside a message: what the request was charged counts
-    /// against the connection's share until its body ends.
-    fn in_transit(&mut self) -> Result<(), Status> {
-        if self.share.is_none() {
-            let share = acquire(&self.connection.share, self.charged)
-                .ok_or_else(|| exhausted(&self.connection.budget))?;
-            self.share = Some(share);
+    /// The body's first frame came: the request is about to be decoded, and holds all of
+    /// [`REQUEST_COST`] from now on.
+    fn begin(&mut self) -> Result<(), Status> {
+        if self.begun {
+            return Ok(());
         }
-        Ok(())
+        self.begun = true;
+        self.charge(REQUEST_COST - HEAD_COST)
     }
 }
 
@@ -253,11 +288,6 @@ impl Framing {
             prefix_filled: 0,
             message_left: 0,
         }
-    }
-
-    /// Whether a message has begun (a prefix, or some of its bytes) and is not whole.
-    fn mid_message(&self) -> bool {
-        self.prefix_filled > 0 || self.message_left > 0
     }
 
     /// Reads `data` and returns what the prefixes completed in it announce: each prefix's
@@ -402,20 +432,17 @@ where
         };
         match frame {
             Some(Ok(frame)) => {
-                if let Some(data) = frame.data_ref() {
-                    let announced = this.framing.announced(data);
-                    let charged = this.charges.charge(announced).and_then(|()| {
-                        if this.framing.mid_message() {
-                            this.charges.in_transit()
-                        } else {
-                            Ok(())
-                        }
-                    });
-                    if let Err(status) = charged {
-                        *this.done = true;
-                        this.charges.share = None;
-                        return Poll::Ready(Some(Err(status.into())));
-                    }
+                let announced = frame
+                    .data_ref()
+                    .map_or(0, |data| this.framing.announced(data));
+                let charged = this
+                    .charges
+                    .begin()
+                    .and_then(|()| this.charges.charge(announced));
+                if let Err(status) = charged {
+                    *this.done = true;
+                    this.charges.share = None;
+                    return Poll::Ready(Some(Err(status.into())));
                 }
                 Poll::Ready(Some(Ok(frame)))
             }
@@ -425,9 +452,14 @@ where
                 Poll::Ready(Some(Err(error.into())))
             }
             None => {
+                // An empty body is decoded too (and refused there).
+                let begun = this.charges.begin();
                 *this.done = true;
                 this.charges.share = None;
-                Poll::Ready(None)
+                match begun {
+                    Ok(()) => Poll::Ready(None),
+                    Err(status) => Poll::Ready(Some(Err(status.into()))),
+                }
             }
         }
     }
@@ -471,7 +503,15 @@ mod tests {
         Frame::data(Bytes::from(data))
     }
 
-    const HEAD: usize = REQUEST_COST + "content-type".len() + "application/grpc".len() + 32;
+    /// The header bytes of [`request`]'s head.
+    const HEADERS: usize = "content-type".len() + "application/grpc".len() + 32;
+    /// What its head holds until its body's first frame, and from then on.
+    const HEAD: usize = HEAD_COST + HEADERS;
+    const BEGUN: usize = REQUEST_COST + HEADERS;
+
+    /// A peer address, and another.
+    const PEER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+    const OTHER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 2));
 
     #[test]
     fn prefixes_are_read_across_frames() {
@@ -499,20 +539,21 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_request_holds_its_head_and_announced_messages_until_answered_and_read() {
         let budget = RequestBudget::new(1 << 20, 64 << 10, Duration::from_secs(10));
-        let connection = budget.connection();
+        let connection = budget.connection(PEER);
         let (sender, request) = request();
         let (request, held) = connection.charge(request).unwrap();
+        // Its head, in transit, is charged globally and to its peer's share.
         assert_eq!(budget.available(), (1 << 20) - HEAD);
+        assert_eq!(connection.share.available_permits(), (1 << 18) - HEAD);
         let mut body = request.into_body();
-        // A prefix announcing 40 000 bytes, and 100 of them: the whole length is charged,
-        // twice.
+        // Its first frame: a prefix announcing 40 000 bytes, and 100 of them. The request is
+        // decoded from now on, and the whole length is charged, twice.
         sender.send(Ok(message(40_000, 100))).await.unwrap();
         body.frame().await.unwrap().unwrap();
-        assert_eq!(budget.available(), (1 << 20) - HEAD - 80_005);
-        // The message is not whole: in transit, it holds its share too.
+        assert_eq!(budget.available(), (1 << 20) - BEGUN - 80_005);
         assert_eq!(
             connection.share.available_permits(),
-            (1 << 18) - HEAD - 80_005
+            (1 << 18) - BEGUN - 80_005
         );
         // The rest of that message, and a second one whole.
         let mut rest = vec![7; 39_900];
@@ -524,28 +565,30 @@ mod tests {
         body.frame().await.unwrap().unwrap();
         assert_eq!(
             connection.share.available_permits(),
-            (1 << 18) - HEAD - 80_005 - 25
+            (1 << 18) - BEGUN - 80_005 - 25
         );
         drop(sender);
         assert!(body.frame().await.is_none());
-        // The body ended: the connection's share is back, the global charge is not.
+        // The body ended: the peer's share is back, the global charge is not.
         assert_eq!(connection.share.available_permits(), 1 << 18);
-        assert_eq!(budget.available(), (1 << 20) - HEAD - 80_030);
+        assert_eq!(budget.available(), (1 << 20) - BEGUN - 80_030);
         drop(body);
-        assert_eq!(budget.available(), (1 << 20) - HEAD - 80_030);
+        assert_eq!(budget.available(), (1 << 20) - BEGUN - 80_030);
         drop(held);
         assert_eq!(budget.available(), 1 << 20);
     }
 
     #[tokio::test(start_paused = true)]
-    async fn waiting_requests_take_a_quarter_of_the_budget_a_connection() {
+    async fn requests_in_transit_take_a_quarter_of_the_budget_a_peer() {
         let budget = RequestBudget::new(16 * REQUEST_COST, 100 << 10, Duration::from_secs(10));
-        let greedy = budget.connection();
+        // Two connections from one address share its quarter.
+        let (greedy, again) = (budget.connection(PEER), budget.connection(PEER));
         let mut kept = Vec::new();
-        // Messages begun and never finished.
+        // Messages begun and never finished, on one connection then the other.
         let refused = loop {
+            let connection = if kept.len() % 2 == 0 { &greedy } else { &again };
             let (sender, request) = request();
-            let (request, held) = greedy.charge(request).unwrap();
+            let (request, held) = connection.charge(request).unwrap();
             let mut body = request.into_body();
             sender.send(Ok(message(1000, 10))).await.unwrap();
             match body.frame().await.unwrap() {
@@ -555,10 +598,20 @@ mod tests {
         };
         assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
         assert!(refused.message().len() < 200, "{}", refused.message());
-        // A quarter of the budget: three requests.
+        // A quarter of the budget: three requests, whatever the connection.
         assert_eq!(kept.len(), 3);
-        // Another connection still gets in.
-        let other = budget.connection();
+        // Heads that never send their message take it too.
+        let mut heads = Vec::new();
+        let refused = loop {
+            match greedy.charge(request_only()) {
+                Ok(head) => heads.push(head),
+                Err(status) => break status,
+            }
+        };
+        assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+        assert_eq!(heads.len(), (4 * REQUEST_COST - 3 * (BEGUN + 2005)) / HEAD);
+        // Another address still gets in.
+        let other = budget.connection(OTHER);
         let (sender, request) = request();
         let (request, _held) = other.charge(request).unwrap();
         // A message its share cannot hold is refused as it arrives.
@@ -567,21 +620,29 @@ mod tests {
         let error = body.frame().await.unwrap().unwrap_err();
         let status = Status::from_error(error);
         assert_eq!(status.code(), tonic::Code::ResourceExhausted);
-        drop(kept);
+        drop((kept, heads));
         assert!(greedy.charge(request_only()).is_ok());
     }
 
     #[tokio::test(start_paused = true)]
-    async fn requests_whose_messages_come_whole_take_the_global_budget_alone() {
-        let budget = RequestBudget::new(16 * REQUEST_COST, 100 << 10, Duration::from_secs(10));
-        let keda = budget.connection();
-        // A burst of calls, more than a quarter: their heads are read before their messages,
-        // which then come whole.
+    async fn calls_whose_messages_come_whole_pass_through_the_share_at_once() {
+        let budget = RequestBudget::new(64 * REQUEST_COST, 100 << 10, Duration::from_secs(10));
+        let keda = budget.connection(PEER);
+        // A burst of calls, more than a quarter of the budget once decoded: all their heads
+        // are read before their messages, which then come whole, one after the other.
+        let bodies: Vec<_> = (0..24)
+            .map(|_| {
+                let (sender, request) = request();
+                let (request, held) = keda.charge(request).unwrap();
+                (sender, request.into_body(), held)
+            })
+            .collect();
+        assert_eq!(
+            keda.share.available_permits(),
+            16 * REQUEST_COST - 24 * HEAD
+        );
         let mut waiting = Vec::new();
-        for _ in 0..8 {
-            let (sender, request) = request();
-            let (request, held) = keda.charge(request).unwrap();
-            let mut body = request.into_body();
+        for (sender, mut body, held) in bodies {
             assert!(waits(&mut body));
             sender.send(Ok(message(100, 100))).await.unwrap();
             drop(sender);
@@ -590,15 +651,30 @@ mod tests {
             // Decoded; the handler waits for its answer.
             waiting.push(held);
         }
-        assert_eq!(keda.share.available_permits(), 4 * REQUEST_COST);
-        assert_eq!(budget.available(), 16 * REQUEST_COST - 8 * (HEAD + 205));
+        assert_eq!(keda.share.available_permits(), 16 * REQUEST_COST);
+        assert_eq!(budget.available(), 64 * REQUEST_COST - 24 * (BEGUN + 205));
+        const { assert!(24 * (BEGUN + 205) > 16 * REQUEST_COST) };
+    }
+
+    #[test]
+    fn a_peer_is_its_address_and_its_share_lives_with_its_connections() {
+        let budget = RequestBudget::new(1 << 20, 64 << 10, Duration::from_secs(10));
+        let mapped = IpAddr::V6(std::net::Ipv4Addr::LOCALHOST.to_ipv6_mapped());
+        let (a, b) = (budget.connection(PEER), budget.connection(mapped));
+        assert!(Arc::ptr_eq(&a.share, &b.share));
+        assert!(!Arc::ptr_eq(&a.share, &budget.connection(OTHER).share));
+        drop((a, b));
+        // The next connection from it starts a new share, and the table forgets the gone.
+        let _c = budget.connection(OTHER);
+        let peers = budget.peers.lock().unwrap();
+        assert_eq!(peers.len(), 1);
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_started_body_gives_back_its_first_frame_then_the_rest() {
         let budget = RequestBudget::new(1 << 20, 64 << 10, Duration::from_secs(10));
         let (sender, first) = request();
-        let (charged, _held) = budget.connection().charge(first).unwrap();
+        let (charged, _held) = budget.connection(PEER).charge(first).unwrap();
         let started = tokio::spawn(charged.into_body().started());
         tokio::task::yield_now().await;
         assert!(!started.is_finished(), "waits for a frame");
@@ -632,7 +708,7 @@ mod tests {
         // An empty body ends at once.
         let (sender, empty) = request();
         drop(sender);
-        let (empty, _held) = budget.connection().charge(empty).unwrap();
+        let (empty, _held) = budget.connection(PEER).charge(empty).unwrap();
         let body = empty.into_body().started().await;
         assert!(body.is_end_stream());
     }
@@ -652,7 +728,7 @@ mod tests {
     async fn a_body_in_transit_fails_when_the_server_stops() {
         let budget = RequestBudget::new(1 << 20, 64 << 10, Duration::from_secs(10));
         let (sender, request) = request();
-        let (request, _held) = budget.connection().charge(request).unwrap();
+        let (request, _held) = budget.connection(PEER).charge(request).unwrap();
         let mut body = request.into_body();
         sender.send(Ok(message(100, 50))).await.unwrap();
         body.frame().await.unwrap().unwrap();
@@ -667,7 +743,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_body_that_does_not_end_in_time_fails_and_frees_its_share() {
         let budget = RequestBudget::new(1 << 20, 64 << 10, Duration::from_secs(10));
-        let connection = budget.connection();
+        let connection = budget.connection(PEER);
         let (sender, request) = request();
         let (request, _held) = connection.charge(request).unwrap();
         let mut body = request.into_body();

@@ -77,11 +77,11 @@ pub struct GrpcLimits {
     /// A new connection must finish its handshakes (TLS, HTTP/2) and start its first RPC
     /// within this, or it is closed.
     pub handshake_timeout: Duration,
-    /// The bytes the requests in flight on all connections may hold: each is charged 16 KiB,
-    /// its headers and twice its message's length as its gRPC prefix announces it, from its
-    /// head until it is answered, and while it has read part of a message and not the rest,
-    /// also to its connection's share, a quarter of this. Past either, a request gets
-    /// `RESOURCE_EXHAUSTED`. Once their messages are whole, one connection's requests may take
+    /// The bytes the requests in flight on all connections may hold: each is charged 2 KiB
+    /// until its message begins and 16 KiB from then on, its headers and twice its message's
+    /// length as its gRPC prefix announces it, until it is answered, and until its body ends,
+    /// also to its address's share, a quarter of this. Past either, a request gets
+    /// `RESOURCE_EXHAUSTED`. Once their bodies have ended, one connection's requests may take
     /// all of it (KEDA sends every call over one connection).
     pub max_request_bytes_in_flight: usize,
     /// The longest a request's message may take to arrive whole; past it the RPC fails with
@@ -289,7 +289,7 @@ where
     let service = ConnectionService {
         routes: server.routes.clone(),
         tracker: connection.tracker(),
-        budget: server.budget.connection(),
+        budget: server.budget.connection(peer.ip()),
         request_timeout: server.limits.request_timeout,
         answer_timeout: server.limits.answer_timeout,
     };

@@ -139,9 +139,10 @@ pub(super) struct ServeArgs {
     /// within this, or it is closed.
     #[arg(long, env = "ADMIT_SCALER_GRPC_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = duration::between("1s", "5m"), value_name = "DURATION")]
     grpc_handshake_timeout: Duration,
-    /// The bytes all gRPC requests in flight may hold: each is charged 16 KiB, its headers and
-    /// twice its message from its head until it is answered; one connection's requests whose
-    /// message is not yet whole, at most a quarter. A request past it gets RESOURCE_EXHAUSTED.
+    /// The bytes all gRPC requests in flight may hold: each is charged 2 KiB until its message
+    /// begins and 16 KiB from then on, its headers and twice its message, until it is answered;
+    /// one address's requests whose body has not ended, at most a quarter. A request past it
+    /// gets RESOURCE_EXHAUSTED.
     /// Default: room for 2 × --max-triggers of KEDA's usual calls, 18 KiB each (its operator
     /// and metrics server each waiting on every trigger): 73728000 at 2000 triggers.
     #[arg(long, env = "ADMIT_SCALER_GRPC_MAX_REQUEST_BYTES_IN_FLIGHT", value_parser = RangedU64ValueParser::<usize>::new().range(1 << 20..=1 << 30), value_name = "BYTES")]
