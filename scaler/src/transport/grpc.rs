@@ -35,8 +35,8 @@ use tonic::service::Routes;
 
 use super::budget::{ConnectionBudget, RequestBudget};
 use super::connections::{Connection, Connections, RequestTracker};
+use super::sleep_until;
 use super::tls::ReloadingTls;
-use super::{sleep_until, tcp_keepalive};
 
 /// Streams one connection may have open beyond two per trigger: see
 /// [`GrpcLimits::max_concurrent_streams`].
@@ -53,9 +53,6 @@ pub const ANSWER_SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The one server-streaming method: its answer lasts as long as its client keeps it open.
 const STREAMING_METHOD: &str = "StreamIsActive";
-
-/// How often the gauge of open connections is refreshed.
-const PUBLISH_PERIOD: Duration = Duration::from_secs(15);
 
 /// What the gRPC server's connections may hold and how long their parts may take.
 #[derive(Clone, Copy, Debug)]
@@ -210,36 +207,17 @@ pub async fn serve(
         builder: limits.builder(),
         limits,
     });
-    let mut shutdown = pin!(shutdown);
-    let mut publish = tokio::time::interval(PUBLISH_PERIOD);
-    loop {
-        let accepted = tokio::select! {
-            biased;
-            () = &mut shutdown => break,
-            _ = publish.tick() => {
-                connections.publish();
-                continue;
-            }
-            accepted = listener.accept() => accepted,
-        };
-        let (stream, peer) = match accepted {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                // Out of file descriptors, say: wait rather than spin.
-                tracing::warn!(target: "admit_scaler", "accepting a gRPC connection: {error}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        // At a cap, an idle connection is closed to make room for this one, or it is refused
-        // (dropped) at once.
-        let Some(admitted) = connections.admit(peer.ip()) else {
-            continue;
-        };
-        let _ = stream.set_nodelay(true);
-        tcp_keepalive(&stream, limits.tcp_keepalive);
-        tokio::spawn(connection(stream, peer, admitted, Arc::clone(&server)));
-    }
+    super::accept(
+        "gRPC",
+        &listener,
+        &connections,
+        limits.tcp_keepalive,
+        shutdown,
+        |stream, peer, admitted| {
+            tokio::spawn(connection(stream, peer, admitted, Arc::clone(&server)));
+        },
+    )
+    .await;
     drop(listener);
     server.budget.stop();
     connections.close_all();

@@ -23,7 +23,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
 use super::connections::{Connection, Connections, RequestTracker};
-use super::{sleep_until, tcp_keepalive};
+use super::sleep_until;
 
 /// What the HTTP side's connections may hold.
 #[derive(Clone, Copy, Debug)]
@@ -64,9 +64,6 @@ impl Default for HttpLimits {
 /// The smallest read buffer hyper accepts: request heads are at most this long.
 const MAX_HEAD_BYTES: usize = 8192;
 
-/// How often the gauge of open connections is refreshed.
-const PUBLISH_PERIOD: Duration = Duration::from_secs(15);
-
 /// How long an idle connection may stay once it should have closed.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
@@ -89,40 +86,23 @@ pub async fn serve(
         .header_read_timeout(limits.header_read_timeout)
         .max_buf_size(MAX_HEAD_BYTES);
     let router = TowerToHyperService::new(router);
-    let mut shutdown = pin!(shutdown);
-    let mut publish = tokio::time::interval(PUBLISH_PERIOD);
-    loop {
-        let accepted = tokio::select! {
-            biased;
-            () = &mut shutdown => break,
-            _ = publish.tick() => {
-                connections.publish();
-                continue;
-            }
-            accepted = listener.accept() => accepted,
-        };
-        let (stream, peer) = match accepted {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                tracing::warn!(target: "admit_scaler", "accepting an HTTP connection: {error}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        // At a cap, an idle connection is closed to make room for this one, or it is refused
-        // (dropped) at once.
-        let Some(admitted) = connections.admit(peer.ip()) else {
-            continue;
-        };
-        tcp_keepalive(&stream, limits.tcp_keepalive);
-        tokio::spawn(connection(
-            stream,
-            admitted,
-            builder.clone(),
-            router.clone(),
-            limits,
-        ));
-    }
+    super::accept(
+        "HTTP",
+        &listener,
+        &connections,
+        limits.tcp_keepalive,
+        shutdown,
+        |stream, _, admitted| {
+            tokio::spawn(connection(
+                stream,
+                admitted,
+                builder.clone(),
+                router.clone(),
+                limits,
+            ));
+        },
+    )
+    .await;
     drop(listener);
     connections.close_all();
     connections.closed().await;
