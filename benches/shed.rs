@@ -10,13 +10,13 @@
 //! - **overloaded**: the CPU reads 1000 ‰ and many requests are in flight, so every request is
 //!   refused. The semaphore has no permit left.
 //!
-//! `admit, two classes/…` is the same shedder called with `allow_as`, one call in five
+//! `admit, two classes/…` is the same shedder called with `allow_with` and a class, one call in five
 //! critical and the others sheddable: the decision with two classes in use. Overloaded, the
 //! sheddable calls are refused and the critical ones served (they are admitted no faster than
 //! they complete, so they fit), so that row is four refusals and an admission in five calls.
 //!
 //! `admit+queue/…` is the same shedder with a queue gate attached (5 ms target, 100 ms
-//! intervals), called with `allow_after(2 ms)`: each admission also records its wait.
+//! intervals), called with `allow_with` and a 2 ms wait: each admission also records its wait.
 //!
 //! The two-thread benches run the same loop on two threads at once against one shared shedder;
 //! the reported time is wall time divided by the calls each thread made.
@@ -26,6 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use admit::clock::MonotonicClock;
+use admit::signal::Arrival;
 use admit_benches::{coarse_clock, on_two_threads, queued_shedder, shedder, two_classes};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
@@ -56,16 +57,15 @@ fn register(group: &mut BenchmarkGroup<'_, WallTime>, overloaded: bool, threads:
         Err(_) => false,
     });
     let classed = shedder(MonotonicClock::new(), overloaded);
-    bench!(
-        "admit, two classes/MonotonicClock",
-        || match classed.allow_as(two_classes()) {
-            Ok(permit) => {
-                permit.pass();
-                true
-            }
-            Err(_) => false,
+    bench!("admit, two classes/MonotonicClock", || match classed
+        .allow_with(Arrival::new().with_class(two_classes()))
+    {
+        Ok(permit) => {
+            permit.pass();
+            true
         }
-    );
+        Err(_) => false,
+    });
     let cached = shedder(coarse_clock(), overloaded);
     bench!("admit/CoarseClock", || match cached.allow() {
         Ok(permit) => {
@@ -75,16 +75,15 @@ fn register(group: &mut BenchmarkGroup<'_, WallTime>, overloaded: bool, threads:
         Err(_) => false,
     });
     let queued = queued_shedder(MonotonicClock::new(), overloaded);
-    bench!(
-        "admit+queue/MonotonicClock",
-        || match queued.allow_after(Duration::from_millis(2)) {
-            Ok(permit) => {
-                permit.pass();
-                true
-            }
-            Err(_) => false,
+    bench!("admit+queue/MonotonicClock", || match queued
+        .allow_with(Arrival::new().with_wait(Duration::from_millis(2)))
+    {
+        Ok(permit) => {
+            permit.pass();
+            true
         }
-    );
+        Err(_) => false,
+    });
     let limit = semaphore(overloaded);
     bench!("tokio/Semaphore", || limit.try_acquire().is_ok());
 }

@@ -389,6 +389,51 @@ async fn warm_up_layer_answers_429_when_asked() {
     assert!(second.body.is_empty(), "{second:?}");
 }
 
+/// The layers `http()` returns, kept in struct fields under their aliases and applied from
+/// there: `HttpLayer` for the reader of a real stack, `WarmUpLayer` and `ShedLayer` with every
+/// parameter spelled out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn layers_stored_under_their_aliases_serve() {
+    use admit::clock::MonotonicClock;
+    use admit::middleware::classify::GoZeroHttp;
+    use admit::middleware::{AtBodyEnd, CriticalityHeader, HttpLayer, ReadNothing, RequestStart};
+    use admit::shed::Shedder;
+    use admit::signal::queue::header::HeaderConfig;
+    use admit::warmup::WarmUp;
+
+    struct Layers {
+        shed: HttpLayer<Shedder<ManualClock>, (RequestStart, CriticalityHeader)>,
+        warm_up: WarmUpLayer<WarmUp, GoZeroHttp, HttpResponder, ReadNothing, AtBodyEnd>,
+        plain: ShedLayer<MonotonicClock, GoZeroHttp, HttpResponder, ReadNothing, AtBodyEnd>,
+    }
+    let shedder = Arc::new(
+        Shedder::builder()
+            .clock(ManualClock::new())
+            .cpu(admit::signal::cpu::ManualCpu::new(0))
+            .build()
+            .expect("a valid shedder"),
+    );
+    let reader = (
+        RequestStart::new(HeaderConfig::default()).expect("the default header name"),
+        CriticalityHeader::new(),
+    );
+    let layers = Layers {
+        shed: ShedLayer::new(Arc::clone(&shedder)).http().inspect(reader),
+        warm_up: WarmUpLayer::new(WarmUp::builder(1000.0).build().expect("a valid bucket")).http(),
+        plain: ShedLayer::new(Shedder::builder().build().expect("a valid shedder")).http(),
+    };
+    let app = Router::new()
+        .route("/", get(hello))
+        .layer(layers.shed)
+        .layer(layers.plain)
+        .layer(layers.warm_up);
+    let server = serve_router(app).await;
+    let reply = Http::new(&server).get("/").await;
+    assert_eq!(reply.status, StatusCode::OK, "{reply:?}");
+    assert_eq!(reply.body, "hello");
+    assert_eq!(shedder.snapshot().passed, 1);
+}
+
 async fn answer_refusal(error: BoxError) -> (StatusCode, &'static str) {
     if error.is::<Refused>() {
         (StatusCode::SERVICE_UNAVAILABLE, "shed")

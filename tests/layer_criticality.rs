@@ -9,10 +9,9 @@ use std::time::Duration;
 
 use admit::Shared;
 use admit::criticality::Criticality;
-use admit::middleware::{
-    AdmitLayer, CriticalityFrom, CriticalityHeader, Inbound, Inspect, Limiter,
-};
+use admit::middleware::{AdmitLayer, CriticalityFrom, CriticalityHeader, Inspect, Limiter};
 use admit::shed::Overloaded;
+use admit::signal::Arrival;
 use axum::Router;
 use axum::body::Body;
 use axum::routing::get;
@@ -20,21 +19,21 @@ use tower::ServiceExt;
 
 /// Records what each request told it, and refuses none.
 #[derive(Debug, Default)]
-struct Recorder(Mutex<Vec<Inbound>>);
+struct Recorder(Mutex<Vec<Arrival>>);
 
 impl Limiter for Recorder {
     type Permit = ();
     type Refusal = Overloaded;
 
-    fn admit(this: &Shared<Self>, request: &Inbound) -> Result<(), Overloaded> {
-        this.0.lock().unwrap().push(*request);
+    fn admit(this: &Shared<Self>, arrival: Arrival) -> Result<(), Overloaded> {
+        this.0.lock().unwrap().push(arrival);
         Ok(())
     }
 }
 
 /// Sends one request with `class` in the header `admit-criticality` through `reader`'s layer,
 /// and returns what the limiter saw.
-async fn seen<Q>(reader: Q, class: Option<&str>) -> Inbound
+async fn seen<Q>(reader: Q, class: Option<&str>) -> Arrival
 where
     Q: Inspect<http::Request<Body>> + Clone + Send + Sync + 'static,
 {
@@ -66,12 +65,12 @@ async fn the_header_gives_the_limiter_the_class() {
         (Some("nonsense"), Criticality::Critical),
         (None, Criticality::Critical),
     ] {
-        assert_eq!(seen(header.clone(), value).await.criticality(), Some(class));
+        assert_eq!(seen(header.clone(), value).await.class(), Some(class));
     }
     assert_eq!(header.invalid(), 1);
     let trusted = CriticalityHeader::new().with_cap(Criticality::CriticalPlus);
     assert_eq!(
-        seen(trusted, Some("critical_plus")).await.criticality(),
+        seen(trusted, Some("critical_plus")).await.class(),
         Some(Criticality::CriticalPlus)
     );
 }
@@ -80,7 +79,7 @@ async fn the_header_gives_the_limiter_the_class() {
 async fn a_function_or_a_pair_of_readers_gives_the_class_and_the_wait() {
     let by_path = CriticalityFrom(|_: &http::Request<Body>| Criticality::SheddablePlus);
     assert_eq!(
-        seen(by_path, Some("critical")).await.criticality(),
+        seen(by_path, Some("critical")).await.class(),
         Some(Criticality::SheddablePlus)
     );
 
@@ -88,17 +87,17 @@ async fn a_function_or_a_pair_of_readers_gives_the_class_and_the_wait() {
     #[derive(Clone)]
     struct Waited;
     impl Inspect<http::Request<Body>> for Waited {
-        fn inspect(&self, _: &http::Request<Body>) -> Inbound {
-            Inbound::new().with_waited(Some(Duration::from_millis(4)))
+        fn inspect(&self, _: &http::Request<Body>) -> Arrival {
+            Arrival::new().with_wait(Duration::from_millis(4))
         }
     }
     let both = seen((Waited, CriticalityHeader::new()), Some("sheddable")).await;
-    assert_eq!(both.waited(), Some(Duration::from_millis(4)));
-    assert_eq!(both.criticality(), Some(Criticality::Sheddable));
+    assert_eq!(both.wait_nanos(), Some(4_000_000));
+    assert_eq!(both.class(), Some(Criticality::Sheddable));
     // No reader: nothing known, and the shedder takes the request as critical.
     assert_eq!(
         seen(admit::middleware::ReadNothing, Some("sheddable")).await,
-        Inbound::new()
+        Arrival::new()
     );
 }
 

@@ -15,6 +15,7 @@ use admit::clock::ManualClock;
 use admit::erlang::{MMc, Target};
 use admit::metrics::{MetricsError, PlanMetrics, Reporter, names};
 use admit::shed::Shedder;
+use admit::signal::Arrival;
 use admit::warmup::WarmUp;
 use admit::warmup::sentinel::SentinelWarmUp;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusRecorder};
@@ -361,18 +362,23 @@ fn queue_signals_render_as_a_histogram() {
     assert_eq!(Scrape::of(&recorder).get(&offset), None);
     // A stamped request finds the service idle: its stamp is 3 ms old, the clocks' offset.
     at(50);
-    shedder.allow_stamped(3_000_000).unwrap().pass();
+    shedder
+        .allow_with(Arrival::new().with_stamp_age(Ok(3_000_000)))
+        .unwrap()
+        .pass();
     at(150);
     shedder
-        .allow_after(Duration::from_millis(30))
+        .allow_with(Arrival::new().with_wait(Duration::from_millis(30)))
         .unwrap()
         .pass();
     shedder
-        .allow_after(Duration::from_millis(30))
+        .allow_with(Arrival::new().with_wait(Duration::from_millis(30)))
         .unwrap()
         .pass();
     at(250);
-    let late = shedder.allow_after(Duration::from_millis(40)).unwrap_err();
+    let late = shedder
+        .allow_with(Arrival::new().with_wait(Duration::from_millis(40)))
+        .unwrap_err();
     assert_eq!(late.reason(), admit::signal::Cause::QueueDelay);
     // A pool job that waited 2 ms, and a probe tick 7 ms late.
     let stamp = QueueStamp::at(248 * 1_000_000);

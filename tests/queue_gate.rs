@@ -20,15 +20,23 @@ const MS: u64 = 1_000_000;
 /// folly's `check`: records the wait of a request deciding at `now`, and whether the gate
 /// refuses it.
 fn check(gate: &QueueGate, now: u64, sojourn: u64) -> bool {
-    gate.assess(&Arrival::at(now).with_wait_nanos(sojourn))
-        .refuses()
+    gate.assess(
+        &Arrival::new()
+            .at(now)
+            .with_wait(Duration::from_nanos(sojourn)),
+    )
+    .refuses()
 }
 
 /// Records the wait of a request deciding at `now`, and whether the gate is then hot.
 fn observe(gate: &QueueGate, now: u64, sojourn: u64) -> bool {
-    gate.assess(&Arrival::at(now).with_wait_nanos(sojourn))
-        .cause()
-        .is_some()
+    gate.assess(
+        &Arrival::new()
+            .at(now)
+            .with_wait(Duration::from_nanos(sojourn)),
+    )
+    .cause()
+    .is_some()
 }
 
 fn is_hot(gate: &QueueGate, now: u64) -> bool {

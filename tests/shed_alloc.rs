@@ -1,10 +1,11 @@
-//! `allow`, `allow_as`, `allow_owned`, `pass`, `fail`, dropping a permit, refusing and
+//! `allow`, `allow_with`, `allow_owned`, `pass`, `fail`, dropping a permit, refusing and
 //! `snapshot` never touch the heap, including with the system CPU signal and with every request
 //! class in use (the cut moving as the CPU heats and cools).
 //!
 //! Allocations are counted per thread, since the system CPU signal's sampler thread allocates
 //! on its own schedule (off the hot path). One test in this file all the same.
 
+use admit::signal::Arrival;
 use admit_testkit::counting_alloc;
 
 #[global_allocator]
@@ -46,7 +47,7 @@ fn admitting_completing_and_refusing_never_allocate() {
             for i in 0..8u32 {
                 // Every class in turn.
                 let class = Criticality::ALL[(i as usize * 3 + round as usize) % 4];
-                match shedder.allow_as(class) {
+                match shedder.allow_with(Arrival::new().with_class(class)) {
                     Ok(permit) if i % 3 == 0 => permit.pass(),
                     Ok(permit) if i % 3 == 1 => permit.fail(),
                     Ok(permit) => drop(permit),

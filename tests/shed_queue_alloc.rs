@@ -5,6 +5,7 @@
 //!
 //! Allocations are counted per thread; one test in this file.
 
+use admit::signal::Arrival;
 use admit_testkit::counting_alloc::{self, allocations_during};
 
 #[global_allocator]
@@ -66,7 +67,10 @@ fn queue_signals_allocate_nothing_per_decision() {
         .collect();
     // The thread's stripe and its random draws, claimed once; a request held in flight, so
     // that the stamped requests below find the service busy.
-    shedder.allow_after(Duration::ZERO).unwrap().pass();
+    shedder
+        .allow_with(Arrival::new().with_wait(Duration::ZERO))
+        .unwrap()
+        .pass();
     let busy = shedder.allow().unwrap();
 
     let (mut admitted, mut late, mut lagging) = (0u32, 0u32, 0u32);
@@ -80,8 +84,12 @@ fn queue_signals_allocate_nothing_per_decision() {
             let waited = if (1_000..2_000).contains(&ms) { 30 } else { 1 };
             let stamped = (7 + waited) as i64 * MS as i64;
             for decided in [
-                shedder.allow_after(Duration::from_millis(waited)).map(drop),
-                shedder.allow_stamped(stamped).map(drop),
+                shedder
+                    .allow_with(Arrival::new().with_wait(Duration::from_millis(waited)))
+                    .map(drop),
+                shedder
+                    .allow_with(Arrival::new().with_stamp_age(Ok(stamped)))
+                    .map(drop),
             ] {
                 match decided {
                     Ok(()) => admitted += 1,

@@ -1,4 +1,4 @@
-//! `try_acquire`, `try_acquire_as`, `try_acquire_n`, `reserve` and `snapshot` never touch the
+//! `try_acquire`, `try_acquire_with`, `try_acquire_n`, `reserve` and `snapshot` never touch the
 //! heap, in both buckets: admitted, rejected, across window and second boundaries (where
 //! Sentinel's token sync and window sealing run), and when the smooth bucket marks unmet
 //! demand.
@@ -6,6 +6,7 @@
 //! Allocations are counted per thread, so the test harness's own threads cannot disturb the
 //! count; one test in this file all the same.
 
+use admit::signal::Arrival;
 use admit_testkit::counting_alloc;
 
 #[global_allocator]
@@ -77,7 +78,11 @@ fn deciding_and_observing_never_allocate() {
                 }
                 if ms % 3 == 0 {
                     let class = admit::criticality::Criticality::ALL[ms as usize % 4];
-                    std::hint::black_box(smooth.try_acquire_as(class).is_ok());
+                    std::hint::black_box(
+                        smooth
+                            .try_acquire_with(Arrival::new().with_class(class))
+                            .is_ok(),
+                    );
                 }
                 if ms % 100 == 0 {
                     std::hint::black_box(smooth.reserve(3, Duration::from_millis(50)).is_ok());

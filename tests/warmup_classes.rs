@@ -8,6 +8,7 @@ use std::time::Duration;
 use admit::ConfigError;
 use admit::clock::ManualClock;
 use admit::criticality::Criticality;
+use admit::signal::Arrival;
 use admit::warmup::WarmUp;
 use admit_loadgen::Trace;
 use proptest::prelude::*;
@@ -47,7 +48,11 @@ fn offer(share: f64, arrivals: &[(Duration, Criticality)]) -> [(u32, u32); 2] {
     for &(at, class) in arrivals {
         clock.set(at);
         let count = &mut counts[usize::from(class != Criticality::Critical)];
-        count.0 += u32::from(limiter.try_acquire_as(class).is_ok());
+        count.0 += u32::from(
+            limiter
+                .try_acquire_with(Arrival::new().with_class(class))
+                .is_ok(),
+        );
         count.1 += 1;
     }
     counts
@@ -127,7 +132,7 @@ proptest! {
         for gap in gaps {
             clock.advance(Duration::from_micros(gap));
             let expected = without.try_acquire().is_ok();
-            prop_assert_eq!(with.try_acquire_as(class).is_ok(), expected);
+            prop_assert_eq!(with.try_acquire_with(Arrival::new().with_class(class)).is_ok(), expected);
         }
     }
 
@@ -144,10 +149,10 @@ proptest! {
                 let limiter = bucket(share, &clock);
                 for &(gap, earlier) in &history[..end - 1] {
                     clock.advance(Duration::from_micros(gap));
-                    let _ = limiter.try_acquire_as(earlier);
+                    let _ = limiter.try_acquire_with(Arrival::new().with_class(earlier));
                 }
                 clock.advance(Duration::from_micros(history[end - 1].0));
-                limiter.try_acquire_as(class).is_ok()
+                limiter.try_acquire_with(Arrival::new().with_class(class)).is_ok()
             };
             let passes: Vec<bool> = Criticality::ALL.iter().map(|&class| at(class)).collect();
             // `ALL` runs from the lowest class up: once one passes, every one above it does.

@@ -4,8 +4,9 @@ use http::{HeaderMap, StatusCode};
 
 use super::{Drain, Draining, Phase, RequestGuard};
 use crate::Shared;
-use crate::middleware::{Finish, Inbound, Limiter, Outcome};
+use crate::middleware::{Finish, Limiter, Outcome};
 use crate::respond::close_connection;
+use crate::signal::Arrival;
 
 /// What a request the [`DrainLayer`](super::DrainLayer) admitted holds: its in-flight count
 /// (a [`RequestGuard`]), until its response body ends.
@@ -50,8 +51,8 @@ impl Limiter for Drain {
     type Refusal = Draining;
 
     #[inline]
-    fn admit(this: &Shared<Self>, request: &Inbound) -> Result<DrainPermit, Draining> {
-        let http1 = request.http1();
+    fn admit(this: &Shared<Self>, arrival: Arrival) -> Result<DrainPermit, Draining> {
+        let http1 = arrival.http1();
         match this.admit() {
             Ok(guard) => Ok(DrainPermit {
                 guard: Some(guard),

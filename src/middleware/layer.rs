@@ -82,6 +82,36 @@ pub struct AdmitLayer<
     hold: PhantomData<fn() -> H>,
 }
 
+/// What [`AdmitLayer::http`] returns: `limiter` applied to an HTTP service, reading requests
+/// with `Q`. Name it to keep the layer in a struct field:
+///
+/// ```
+/// use admit::middleware::{CriticalityHeader, HttpLayer, RequestStart};
+/// use admit::shed::{ShedLayer, Shedder};
+/// use admit::signal::queue::header::HeaderConfig;
+///
+/// struct Layers {
+///     shed: HttpLayer<Shedder, (RequestStart, CriticalityHeader)>,
+/// }
+///
+/// let shedder = Shedder::builder().build()?;
+/// let reader = (RequestStart::new(HeaderConfig::default())?, CriticalityHeader::new());
+/// let layers = Layers { shed: ShedLayer::new(shedder).http().inspect(reader) };
+/// # let _ = layers.shed;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub type HttpLayer<L, Q = ReadNothing> =
+    AdmitLayer<L, super::classify::GoZeroHttp, crate::respond::HttpResponder, Q, super::AtBodyEnd>;
+
+/// What [`AdmitLayer::grpc`] returns: `limiter` applied to a tonic server, reading requests
+/// with `Q`.
+#[cfg(feature = "tonic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
+pub type GrpcLayer<L, Q = ReadNothing> =
+    AdmitLayer<L, super::classify::GoZeroGrpc, crate::respond::GrpcResponder, Q, super::AtBodyEnd>;
+
 impl<L: Limiter> AdmitLayer<L> {
     /// A layer applying `limiter`: the limiter, an `Arc` of it, or a `&'static` one (which
     /// saves two atomic operations per request when permits hold the limiter; see [`Shared`]).
@@ -123,7 +153,7 @@ impl<L: 'static, K, R, Q, H> AdmitLayer<L, K, R, Q, H> {
     }
 
     /// Read each request with `reader` (default: [`ReadNothing`]) and give what it read
-    /// ([`Inbound`](super::Inbound)) to the limiter: how long the request waited before
+    /// (an [`Arrival`](crate::signal::Arrival)) to the limiter: how long the request waited before
     /// reaching the layer ([`RequestStart`](super::RequestStart), from a proxy's header), which
     /// the shedder feeds to its [queue gate](crate::shed::ShedderBuilder::queue_gate); its class
     /// ([`CriticalityHeader`](super::CriticalityHeader)); or both, as a pair (see
@@ -172,15 +202,7 @@ impl<L: 'static, K, R, Q, H> AdmitLayer<L, K, R, Q, H> {
     /// answer 429 with `respond_with(HttpResponder::too_many_requests())` instead.
     #[cfg(feature = "http")]
     #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-    pub fn http(
-        self,
-    ) -> AdmitLayer<
-        L,
-        super::classify::GoZeroHttp,
-        crate::respond::HttpResponder,
-        Q,
-        super::AtBodyEnd,
-    > {
+    pub fn http(self) -> HttpLayer<L, Q> {
         self.classify(super::classify::GoZeroHttp)
             .respond_with(crate::respond::HttpResponder::service_unavailable())
             .until_body_end()
@@ -194,15 +216,7 @@ impl<L: 'static, K, R, Q, H> AdmitLayer<L, K, R, Q, H> {
     /// ([`until_body_end`](Self::until_body_end)).
     #[cfg(feature = "tonic")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
-    pub fn grpc(
-        self,
-    ) -> AdmitLayer<
-        L,
-        super::classify::GoZeroGrpc,
-        crate::respond::GrpcResponder,
-        Q,
-        super::AtBodyEnd,
-    > {
+    pub fn grpc(self) -> GrpcLayer<L, Q> {
         self.classify(super::classify::GoZeroGrpc)
             .respond_with(crate::respond::GrpcResponder::resource_exhausted())
             .until_body_end()

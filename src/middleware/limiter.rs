@@ -1,9 +1,9 @@
 //! What the middleware needs from a limiter.
 
 use super::classify::Outcome;
-use super::read::Inbound;
 use crate::Shared;
 use crate::respond::Refusal;
+use crate::signal::Arrival;
 use crate::signal::cpu::CpuWait;
 
 /// A limiter that [`AdmitLayer`](super::AdmitLayer) can apply to every request: it decides,
@@ -21,8 +21,9 @@ use crate::signal::cpu::CpuWait;
 /// ```
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use admit::Shared;
-/// use admit::middleware::{AdmitLayer, Inbound, Limiter};
+/// use admit::middleware::{AdmitLayer, Limiter};
 /// use admit::shed::Overloaded;
+/// use admit::signal::Arrival;
 ///
 /// /// Counts the requests it sees and refuses none.
 /// #[derive(Debug, Default)]
@@ -32,7 +33,7 @@ use crate::signal::cpu::CpuWait;
 ///     type Permit = ();
 ///     type Refusal = Overloaded;
 ///
-///     fn admit(this: &Shared<Self>, _request: &Inbound) -> Result<(), Overloaded> {
+///     fn admit(this: &Shared<Self>, _arrival: Arrival) -> Result<(), Overloaded> {
 ///         this.0.fetch_add(1, Ordering::Relaxed);
 ///         Ok(())
 ///     }
@@ -48,14 +49,15 @@ pub trait Limiter: Send + Sync + 'static {
     /// Why a request was refused.
     type Refusal: Refusal;
 
-    /// Decides a request arriving now, knowing what the layer read from it (its
-    /// [reader](super::Inspect)'s [`Inbound`]). `this` is the shared handle, so a permit can
+    /// Decides a request arriving now, knowing what the layer's [reader](super::Inspect) read
+    /// from it (the [`Arrival`]; a limiter with a clock sets its reading with
+    /// [`Arrival::at`] before its signals see it). `this` is the shared handle, so a permit can
     /// keep the limiter alive (a clone of the `Arc`, or the `&'static` reference).
     ///
     /// # Errors
     ///
     /// The refusal, answered by the layer's [responder](crate::respond).
-    fn admit(this: &Shared<Self>, request: &Inbound) -> Result<Self::Permit, Self::Refusal>
+    fn admit(this: &Shared<Self>, arrival: Arrival) -> Result<Self::Permit, Self::Refusal>
     where
         Self: Sized;
 

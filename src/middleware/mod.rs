@@ -16,7 +16,7 @@
 //! | [`AdmitService`] | decides in `call`; holds no reservation while idle or after a refusal |
 //! | [`ResponseFuture`] | holds the permit; finishes it with the outcome, or as cancelled when dropped |
 //! | [`Hold`]: [`AtResponse`], [`AtBodyEnd`] | when the permit ends: as the response arrives, or as its body ends ([`AdmitBody`]) |
-//! | [`Inspect`]: [`ReadNothing`], [`RequestStart`], [`HttpVersion`], [`CriticalityHeader`], [`CriticalityFrom`] | what the layer reads from each request for its limiter ([`Inbound`]: its wait, class, HTTP version) |
+//! | [`Inspect`]: [`ReadNothing`], [`RequestStart`], [`HttpVersion`], [`CriticalityHeader`], [`CriticalityFrom`] | what the layer reads from each request for its limiter (an [`Arrival`](crate::signal::Arrival): its wait, class, HTTP version) |
 //! | [`Limiter`], [`Finish`] | what a limiter implements to be applied per request |
 //!
 //! Each request is counted once as offered, refusals included, by the first admit layer that
@@ -44,8 +44,14 @@ pub use self::future::ResponseFuture;
 pub use self::hold::AtBodyEnd;
 pub use self::hold::{AtResponse, Hold};
 pub use self::layer::AdmitLayer;
+#[cfg(feature = "tonic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
+pub use self::layer::GrpcLayer;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use self::layer::HttpLayer;
 pub use self::limiter::{Finish, IntoShared, Limiter};
-pub use self::read::{CriticalityFrom, Inbound, Inspect, ReadNothing};
+pub use self::read::{CriticalityFrom, Inspect, ReadNothing};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use self::read::{CriticalityHeader, HttpVersion, RequestStart};

@@ -118,7 +118,7 @@ where
     #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
         offered::count_if_first(|| L::count_offered(&self.limiter));
-        match L::admit(&self.limiter, &self.reader.inspect(&request)) {
+        match L::admit(&self.limiter, self.reader.inspect(&request)) {
             Ok(permit) => {
                 let inside = offered::Inside::enter();
                 let future = self.inner.call(request);

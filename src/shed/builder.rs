@@ -170,12 +170,13 @@ impl<C: Clock> ShedderBuilder<C> {
     }
 
     /// A queue-delay gate (default: none): the requests' waits, given to
-    /// [`allow_after`](Shedder::allow_after) (the layers read them from a request-start header
+    /// [`allow_with`](Shedder::allow_with) (the layers read them from a request-start header
     /// when asked to) or recorded by work queued inside the process, make the shedder hot
     /// within one to two of the gate's intervals of an overload, and while it is hot a request
-    /// that waited more than twice the target is refused. With a gate the concurrency limit
-    /// is not scaled down by the CPU and is at least the throughput times the gate's target
-    /// (see the [module docs](super)). Pass an `Arc` to share the gate with
+    /// that waited more than twice the target is refused. Every reading of the gate carries
+    /// its target as the [limit's floor](crate::signal::Pressure::with_limit_floor), so the
+    /// concurrency limit is not scaled down by the CPU and is at least the throughput times the
+    /// target (see the [module docs](super)). Pass an `Arc` to share the gate with
     /// [`QueueStamp`](crate::signal::queue::QueueStamp)s.
     ///
     /// Without a gate the shedder decides exactly as go-zero's.
@@ -198,7 +199,7 @@ impl<C: Clock> ShedderBuilder<C> {
 
     /// The clock-skew floor subtracted from the raw queue time of requests a proxy stamped
     /// (default: [`SkewFloor::default`], a 4 s window and 2 ms of quiet): see
-    /// [`allow_stamped`](Shedder::allow_stamped) and the [floor's rule](crate::signal::queue::floor).
+    /// [`allow_with`](Shedder::allow_with) and the [floor's rule](crate::signal::queue::floor).
     pub fn skew_floor(mut self, floor: SkewFloor) -> Self {
         self.floor = floor;
         self
@@ -261,22 +262,13 @@ impl<C: Clock> ShedderBuilder<C> {
                 value: self.cool_off,
             })?;
         let cpu = self.cpu.unwrap_or_else(|| Source::new(SystemCpu::new()));
-        let mut cpu = CpuOverload::of(cpu, self.cpu_threshold)?;
-        if self.queue.is_some() {
-            // The gate sees the queue the CPU's overload factor guesses at: a hot CPU makes
-            // the shedder hot, but does not lower the limit below what the service carries.
-            cpu = cpu.full_headroom();
-        }
+        let cpu = CpuOverload::of(cpu, self.cpu_threshold)?;
         let config = Config {
             window: self.window,
             buckets: self.buckets,
             bucket_nanos,
             window_scale: 1e9 / bucket_nanos as f64 / 1000.0,
             cool_off_nanos,
-            queue_floor_ms: self
-                .queue
-                .as_ref()
-                .map_or(0.0, |gate| gate.target().as_secs_f64() * 1e3),
             origin_nanos: self.clock.now_nanos(),
         };
         Ok(Shedder::new(

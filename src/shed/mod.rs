@@ -48,8 +48,10 @@
 //!   shedder is hot, and a request that waited more than twice the target is refused whatever
 //!   the concurrency ([`Cause::QueueDelay`](crate::signal::Cause::QueueDelay)); other refusals follow go-zero's rule
 //!   ([`Cause::Queue`](crate::signal::Cause::Queue)) and arm the cool-off.
-//! - With a gate, go-zero's limit on requests in flight is not scaled down by the CPU's
-//!   overload factor, and it is at least the throughput times the gate's target (by Little's
+//! - The gate's readings carry its target as the limit's
+//!   [floor](crate::signal::Pressure::with_limit_floor): go-zero's limit on requests in flight
+//!   is not scaled down by the CPU's overload factor, and it is at least the throughput times
+//!   the gate's target (by Little's
 //!   law, the concurrency at which requests wait that long); the
 //!   [guide](crate::guide::signals) says why.
 //! - The probe decides only while the gate has no verdict (no gate, or no wait recorded in its
@@ -62,7 +64,7 @@
 //! A request may carry a [`Criticality`](crate::criticality::Criticality) (through the layer,
 //! read by [`CriticalityHeader`](crate::middleware::CriticalityHeader) or
 //! [`CriticalityFrom`](crate::middleware::CriticalityFrom); by hand,
-//! [`allow_as`](Shedder::allow_as)). While the shedder is hot, one class is *marginal*: it is
+//! [`allow_with`](Shedder::allow_with)). While the shedder is hot, one class is *marginal*: it is
 //! decided by the rule above, the less important classes are refused outright and the more
 //! important ones are served, so the marginal class gets the capacity they leave. The marginal
 //! class moves up one class when every request of it was refused for two steps (buckets) in a
@@ -162,7 +164,10 @@ pub use self::snapshot::{ClassCounts, ShedSnapshot};
 ///
 /// `ShedLayer::new(shedder)` takes a [`Shedder`], an `Arc` of one or a `&'static` one;
 /// [`http`](crate::middleware::AdmitLayer::http) and [`grpc`](crate::middleware::AdmitLayer::grpc)
-/// choose go-zero's classifier and answer refusals themselves. See
+/// choose go-zero's classifier and answer refusals themselves, and return a
+/// [`HttpLayer<Shedder, Q>`](crate::middleware::HttpLayer) or a
+/// [`GrpcLayer<Shedder, Q>`](crate::middleware::GrpcLayer) (`Q`: the
+/// [reader](crate::middleware::AdmitLayer::inspect)), the names to store the layer under. See
 /// [`AdmitLayer`](crate::middleware::AdmitLayer) for the behaviour.
 ///
 /// # Where it goes in the stack
@@ -183,4 +188,5 @@ pub type ShedLayer<
     K = crate::middleware::classify::ErrorsPass,
     R = crate::respond::BoxErrorResponder,
     Q = crate::middleware::ReadNothing,
-> = crate::middleware::AdmitLayer<Shedder<C>, K, R, Q>;
+    H = crate::middleware::AtResponse,
+> = crate::middleware::AdmitLayer<Shedder<C>, K, R, Q, H>;

@@ -24,12 +24,6 @@ use crate::sync::{AtomicBool, AtomicU64, Ordering, SeqLock};
 /// The default `min_rt` when the window holds no latency, in ms.
 const DEFAULT_MIN_RT_MS: u64 = 1000;
 
-/// A duration in ns, saturating (584 years).
-#[inline]
-fn nanos(duration: Duration) -> u64 {
-    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
-}
-
 /// The most buckets a window may have.
 pub(super) const MAX_BUCKETS: u32 = 65_536;
 
@@ -86,8 +80,8 @@ pub(super) struct Heat {
     /// (0: never).
     pub(super) overloaded_at: AtomicU64,
     pub(super) dropped_recently: AtomicBool,
-    /// The epoch (plus one, 0: none yet) and the `f64` bits of go-zero's `maxFlight` and of the
-    /// queue floor for it.
+    /// The epoch (plus one, 0: none yet), the `f64` bits of go-zero's `maxFlight`, and the
+    /// `maxPass` it was computed from.
     pub(super) limit: SeqLock<3>,
 }
 
@@ -114,10 +108,6 @@ pub(super) struct Config {
     /// go-zero's `windowScale`: buckets per second / 1000.
     pub(super) window_scale: f64,
     pub(super) cool_off_nanos: u64,
-    /// With a queue gate, its target in ms (0 without): the limit on requests in flight is never
-    /// below `maxPass · target · windowScale`, the throughput times the target, whatever the
-    /// CPU's overload factor (see the [guide](crate::guide::signals) for why).
-    pub(super) queue_floor_ms: f64,
     /// The clock reading at construction: buckets are aligned to it.
     pub(super) origin_nanos: u64,
 }
@@ -154,7 +144,9 @@ impl<C: Clock> Shedder<C> {
     }
 
     /// Admits a request, or refuses it if the service is overloaded (see the
-    /// [module docs](super) for the rule).
+    /// [module docs](super) for the rule). The request is of the default class,
+    /// [`Critical`](Criticality::Critical), and its wait is unknown: [`allow_with`](Self::allow_with)
+    /// says more.
     ///
     /// # Errors
     ///
@@ -175,98 +167,42 @@ impl<C: Clock> Shedder<C> {
     /// ```
     #[inline]
     pub fn allow(&self) -> Result<Permit<'_, C>, Overloaded> {
-        self.allow_as(Criticality::Critical)
+        self.allow_with(Arrival::new())
     }
 
-    /// [`allow`](Self::allow) for a request of `class`. While hot, the shedder refuses the
-    /// classes below a marginal class outright, serves the ones above it, and decides the
-    /// marginal one as it decides every request without classes (see
-    /// [Request criticality](super#request-criticality)). [`allow`] is this for
-    /// [`Critical`](Criticality::Critical), the default class.
+    /// [`allow`](Self::allow) for a request known by `arrival`; the layers call this for each
+    /// request, with what their [readers](crate::middleware::Inspect) read. The shedder reads
+    /// its clock once and decides at that reading (the arrival's own is replaced).
+    ///
+    /// - **Its class** ([`Arrival::with_class`]): while hot, the shedder refuses the classes
+    ///   below a marginal class outright, serves the ones above it, and decides the marginal
+    ///   one as it decides every request without classes (see
+    ///   [Request criticality](super#request-criticality)).
+    /// - **Its wait** ([`Arrival::with_wait`]): how long it waited before reaching the shedder
+    ///   (in a proxy's queue, a socket backlog, a pool). The signals see it: the
+    ///   [queue gate](super::ShedderBuilder::queue_gate) records it, and while the gate is hot
+    ///   a request that waited more than twice its target is refused ([`Cause::QueueDelay`]).
+    /// - **Its stamp's age** ([`Arrival::with_stamp_age`]), without a wait: the service's wall
+    ///   clock less the request-start stamp a proxy put on it (what
+    ///   [`RequestStart`](crate::middleware::RequestStart) reads), the wait plus the clocks'
+    ///   offset. The [skew floor](super::ShedderBuilder::skew_floor) learns the offset from
+    ///   requests that find the service idle, and the wait is the age less it. A stamp that
+    ///   could not be read is counted by its error
+    ///   ([`ShedSnapshot::header_errors`](super::ShedSnapshot::header_errors)), and the wait is
+    ///   unknown.
+    ///
+    /// # Errors
+    ///
+    /// [`Overloaded`], with the reason and a retry hint.
+    ///
+    /// # Example
     ///
     /// ```
+    /// use std::time::Duration;
+    /// use admit::clock::ManualClock;
     /// use admit::criticality::Criticality;
     /// use admit::shed::Shedder;
-    /// use admit::signal::cpu::ManualCpu;
-    ///
-    /// let shedder = Shedder::builder().cpu(ManualCpu::new(200)).build()?;
-    /// // Calm: every class is served.
-    /// shedder.allow_as(Criticality::Sheddable).unwrap().pass();
-    /// assert_eq!(shedder.snapshot().cut, None);
-    /// # Ok::<(), admit::ConfigError>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`Overloaded`], with the reason and a retry hint.
-    ///
-    /// [`allow`]: Self::allow
-    #[inline]
-    pub fn allow_as(&self, class: Criticality) -> Result<Permit<'_, C>, Overloaded> {
-        let now = self.admit(self.clock.now_nanos(), None, class)?;
-        Ok(Permit::new(self, now))
-    }
-
-    /// [`allow`](Self::allow) for a request that waited `waited` before reaching the shedder
-    /// (in a proxy's queue, a socket backlog, a pool): the wait is recorded in the
-    /// [queue gate](super::ShedderBuilder::queue_gate), and while the gate is hot a request that
-    /// waited more than twice its target is refused ([`Cause::QueueDelay`]). Without a
-    /// gate it is [`allow`](Self::allow).
-    ///
-    /// # Errors
-    ///
-    /// [`Overloaded`], with the reason and a retry hint.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use admit::clock::ManualClock;
-    /// use admit::shed::Shedder;
-    /// use admit::signal::Cause;
-    /// use admit::signal::queue::QueueGate;
-    ///
-    /// let clock = ManualClock::new();
-    /// let shedder = Shedder::builder()
-    ///     .clock(clock.clone())
-    ///     .queue_gate(QueueGate::default()) // 5 ms target, 100 ms intervals
-    ///     .build()?;
-    /// // From 100 ms to 200 ms every request waited 40 ms: the gate is hot after 200 ms.
-    /// clock.set(Duration::from_millis(150));
-    /// shedder.allow_after(Duration::from_millis(40)).unwrap().pass();
-    /// clock.set(Duration::from_millis(250));
-    /// let refused = shedder.allow_after(Duration::from_millis(40)).unwrap_err();
-    /// assert_eq!(refused.reason(), Cause::QueueDelay);
-    /// // A request that waited little is served.
-    /// shedder.allow_after(Duration::from_millis(2)).unwrap().pass();
-    /// # Ok::<(), admit::ConfigError>(())
-    /// ```
-    #[inline]
-    pub fn allow_after(&self, waited: Duration) -> Result<Permit<'_, C>, Overloaded> {
-        let class = Criticality::Critical;
-        let now = self.admit(self.clock.now_nanos(), Some(nanos(waited)), class)?;
-        Ok(Permit::new(self, now))
-    }
-
-    /// [`allow_after`](Self::allow_after) for a request a proxy stamped when it arrived:
-    /// `stamp_age_nanos` is the service's wall clock less the stamp (what
-    /// [`parse_request_start`](crate::signal::queue::header::parse_request_start) returns),
-    /// the wait plus the clocks' offset. The shedder's [skew floor](super::ShedderBuilder::skew_floor)
-    /// learns the offset from requests that find the service idle, and the wait is the age
-    /// less it. The layers do this for each request read with
-    /// [`RequestStart`](crate::middleware::RequestStart).
-    ///
-    /// # Errors
-    ///
-    /// [`Overloaded`], with the reason and a retry hint.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use admit::clock::ManualClock;
-    /// use admit::shed::Shedder;
-    /// use admit::signal::Cause;
+    /// use admit::signal::{Arrival, Cause};
     /// use admit::signal::queue::QueueGate;
     ///
     /// const MS: i64 = 1_000_000;
@@ -275,27 +211,27 @@ impl<C: Clock> Shedder<C> {
     ///     .clock(clock.clone())
     ///     .queue_gate(QueueGate::default()) // 5 ms target, 100 ms intervals
     ///     .build()?;
+    /// let waited = |ms: u64| Arrival::new().with_wait(Duration::from_millis(ms));
+    /// // From 100 ms to 200 ms every request waited 40 ms: the gate is hot after 200 ms.
+    /// clock.set(Duration::from_millis(150));
+    /// shedder.allow_with(waited(40)).unwrap().pass();
+    /// clock.set(Duration::from_millis(250));
+    /// let refused = shedder.allow_with(waited(40)).unwrap_err();
+    /// assert_eq!(refused.reason(), Cause::QueueDelay);
+    /// // A request that waited little is served, whatever its class.
+    /// shedder.allow_with(waited(2).with_class(Criticality::Sheddable)).unwrap().pass();
+    ///
     /// // The service's clock is 300 ms ahead of the proxy's: a request that finds the service
     /// // idle is stamped 300 ms old, and waited nothing.
-    /// clock.set(Duration::from_millis(50));
-    /// let first = shedder.allow_stamped(300 * MS).unwrap();
+    /// let stamped = |age: i64| Arrival::new().with_stamp_age(Ok(age));
+    /// clock.set(Duration::from_millis(2_000));
+    /// shedder.allow_with(stamped(300 * MS)).unwrap().pass();
     /// assert_eq!(shedder.snapshot().clock_offset_nanos, Some(300 * MS));
-    /// // From 100 ms to 200 ms, with the first still in flight, requests come 40 ms later.
-    /// clock.set(Duration::from_millis(150));
-    /// shedder.allow_stamped(340 * MS).unwrap().pass();
-    /// shedder.allow_stamped(340 * MS).unwrap().pass();
-    /// // The gate is hot: a request that waited 40 ms is refused.
-    /// clock.set(Duration::from_millis(250));
-    /// let refused = shedder.allow_stamped(340 * MS).unwrap_err();
-    /// assert_eq!(refused.reason(), Cause::QueueDelay);
-    /// first.pass();
     /// # Ok::<(), admit::ConfigError>(())
     /// ```
     #[inline]
-    pub fn allow_stamped(&self, stamp_age_nanos: i64) -> Result<Permit<'_, C>, Overloaded> {
-        let now = self.clock.now_nanos();
-        let waited = self.stamped_wait(now, stamp_age_nanos);
-        let now = self.admit(now, waited, Criticality::Critical)?;
+    pub fn allow_with(&self, arrival: Arrival) -> Result<Permit<'_, C>, Overloaded> {
+        let now = self.admit(arrival)?;
         Ok(Permit::new(self, now))
     }
 
@@ -310,43 +246,25 @@ impl<C: Clock> Shedder<C> {
     where
         C: 'static,
     {
-        let class = Criticality::Critical;
-        let now = self.admit(self.clock.now_nanos(), None, class)?;
-        Ok(OwnedPermit::new(Shared::Arc(Arc::clone(self)), now))
+        self.allow_owned_with(Arrival::new())
     }
 
-    /// [`allow`](Self::allow) for a [`Shared`] shedder: the permit holds a clone of the handle
-    /// (no allocation; nothing at all for a `&'static` shedder).
+    /// [`allow_with`](Self::allow_with) for a shedder in an `Arc`, as
+    /// [`allow_owned`](Self::allow_owned).
     ///
     /// # Errors
     ///
     /// [`Overloaded`], with the reason and a retry hint.
     #[inline]
-    pub fn allow_shared(this: &Shared<Self>) -> Result<OwnedPermit<C>, Overloaded>
-    where
-        C: 'static,
-    {
-        Shedder::allow_shared_for(this, None, Criticality::Critical)
-    }
-
-    /// [`allow_shared`](Self::allow_shared) for a request of `class` (see
-    /// [`allow_as`](Self::allow_as)) that waited `waited` (see [`allow_after`](Self::allow_after);
-    /// `None` if the wait is unknown): what the tower layer calls.
-    ///
-    /// # Errors
-    ///
-    /// [`Overloaded`], with the reason and a retry hint.
-    #[inline]
-    pub fn allow_shared_for(
-        this: &Shared<Self>,
-        waited: Option<Duration>,
-        class: Criticality,
+    pub fn allow_owned_with(
+        self: &Arc<Self>,
+        arrival: Arrival,
     ) -> Result<OwnedPermit<C>, Overloaded>
     where
         C: 'static,
     {
-        let now = this.admit(this.clock.now_nanos(), waited.map(nanos), class)?;
-        Ok(OwnedPermit::new(this.clone(), now))
+        let now = self.admit(arrival)?;
+        Ok(OwnedPermit::new(Shared::Arc(Arc::clone(self)), now))
     }
 
     /// The wait of a request arriving at `now` whose stamp is `age_ns` old: the age less the
@@ -361,15 +279,29 @@ impl<C: Clock> Shedder<C> {
         self.floor.excess(age_ns, now, idle)
     }
 
-    /// The decision for a request of `class`: on admission counts the request in flight and
-    /// returns `now`.
-    #[inline]
-    fn admit(&self, now: u64, waited: Option<u64>, class: Criticality) -> Result<u64, Overloaded> {
-        let arrival = match waited {
-            Some(waited) => Arrival::at(now).with_wait_nanos(waited),
-            None => Arrival::at(now),
+    /// The decision for `arrival` at one reading of the clock: on admission counts the request
+    /// in flight and returns the reading.
+    #[inline(always)]
+    fn admit(&self, arrival: Arrival) -> Result<u64, Overloaded> {
+        let now = self.clock.now_nanos();
+        let wait = match (arrival.wait_nanos(), arrival.stamp_age()) {
+            (Some(wait), _) => Some(wait),
+            (None, Some(Ok(age))) => self.stamped_wait(now, age),
+            (None, Some(Err(error))) => {
+                self.ledger().count_header_error(error);
+                None
+            }
+            (None, None) => None,
         };
-        if let Some(cause) = self.should_drop(now, self.assess(&arrival), waited, class) {
+        self.decide(arrival.at(now).with_wait_nanos(wait))
+    }
+
+    /// The decision for `arrival`, timed and with its wait resolved.
+    #[inline(always)]
+    fn decide(&self, arrival: Arrival) -> Result<u64, Overloaded> {
+        let (now, class) = (arrival.now_nanos(), arrival.class().unwrap_or_default());
+        let pressure = self.assess(&arrival);
+        if let Some(cause) = self.should_drop(now, pressure, arrival.wait_nanos(), class) {
             let heat = &self.heat;
             if !heat.dropped_recently.load(Ordering::Relaxed) {
                 self.start_shedding(cause);
@@ -379,7 +311,8 @@ impl<C: Clock> Shedder<C> {
             self.ledger().refuse(cause);
             self.ledger().note_refusal(now, self.floor.granule());
             self.ledger().decide(class, true);
-            return Err(Overloaded::new(cause, class, self.retry_after(now, cause)));
+            let retry = self.retry_after(now, cause, pressure);
+            return Err(Overloaded::new(cause, class, retry));
         }
         self.ledger().admit();
         self.ledger().decide(class, false);
@@ -413,7 +346,7 @@ impl<C: Clock> Shedder<C> {
     /// refuses it whatever the concurrency. That decides a request of the
     /// [cut](super::cut)'s marginal class, which with one class in use is every request; under
     /// pressure, the classes below it are refused and the ones above it served.
-    #[inline]
+    #[inline(always)]
     fn should_drop(
         &self,
         now: u64,
@@ -442,8 +375,7 @@ impl<C: Clock> Shedder<C> {
             }
             Place::Marginal => {
                 pressure.refuses() || {
-                    let (max_flight, floor) = self.max_flight(now);
-                    let limit = (max_flight * pressure.headroom()).max(floor);
+                    let limit = self.limit(now, &pressure);
                     let ledger = self.ledger();
                     let (avg_flying, flying) = (ledger.avg_flying(), ledger.flying() as f64);
                     avg_flying > limit && flying > limit
@@ -532,43 +464,52 @@ impl<C: Clock> Shedder<C> {
         self.window.ledger()
     }
 
-    /// go-zero's `maxFlight` and the [queue floor](Config::queue_floor_ms) beside it, cached
-    /// once per bucket, since the window ignores the bucket in progress. The cache is the epoch
-    /// (plus one) and the values under the crate's sequence lock: a reader uses it only for its
-    /// own epoch, and a thread that finds it stale scans the window and stores its result unless
-    /// another thread is storing at that moment.
+    /// The limit on requests in flight under `pressure`: go-zero's `maxFlight` scaled by the
+    /// headroom or, with a [floor](Pressure::with_limit_floor), at least `maxFlight` and
+    /// `maxPass · floor · windowScale` (the floor in ms), the throughput times the floor.
+    #[inline(always)]
+    fn limit(&self, now: u64, pressure: &Pressure) -> f64 {
+        let (max_flight, max_pass) = self.max_flight(now);
+        match pressure.floor_nanos() {
+            None => max_flight * pressure.headroom(),
+            Some(floor) => {
+                let floor_ms = Duration::from_nanos(floor).as_secs_f64() * 1e3;
+                max_flight.max(max_pass as f64 * floor_ms * self.config.window_scale)
+            }
+        }
+    }
+
+    /// go-zero's `maxFlight` and the `maxPass` it was computed from, cached once per bucket,
+    /// since the window ignores the bucket in progress. The cache is the epoch (plus one) and
+    /// the values under the crate's sequence lock: a reader uses it only for its own epoch, and
+    /// a thread that finds it stale scans the window and stores its result unless another
+    /// thread is storing at that moment.
     #[inline]
-    fn max_flight(&self, now: u64) -> (f64, f64) {
+    fn max_flight(&self, now: u64) -> (f64, u64) {
         let epoch = self.epoch(now);
         let tag = epoch.wrapping_add(1).max(1);
         let cached = self.heat.limit.try_read();
-        if let Some([cached_tag, value, floor]) = cached
+        if let Some([cached_tag, value, max_pass]) = cached
             && cached_tag == tag
         {
-            return (f64::from_bits(value), f64::from_bits(floor));
+            return (f64::from_bits(value), max_pass);
         }
         let WindowScan {
             max_pass, min_rt, ..
         } = self.scan(epoch);
         let max_flight = self.max_flight_of(max_pass, min_rt);
-        let floor = self.queue_floor_of(max_pass);
         // A thread whose clock reading lags leaves a newer bucket's limit in place.
         if cached.is_none_or(|[cached_tag, ..]| cached_tag < tag) {
             self.heat
                 .limit
-                .try_write([tag, max_flight.to_bits(), floor.to_bits()]);
+                .try_write([tag, max_flight.to_bits(), max_pass]);
         }
-        (max_flight, floor)
+        (max_flight, max_pass)
     }
 
     /// `max(maxPass · minRt · windowScale, 1)`, multiplied in go-zero's order.
     pub(super) fn max_flight_of(&self, max_pass: u64, min_rt: u64) -> f64 {
         (max_pass as f64 * min_rt as f64 * self.config.window_scale).max(1.0)
-    }
-
-    /// `maxPass · target · windowScale` with a queue gate, 0 without.
-    pub(super) fn queue_floor_of(&self, max_pass: u64) -> f64 {
-        max_pass as f64 * self.config.queue_floor_ms * self.config.window_scale
     }
 
     /// The window as a go-zero `Reduce` at `epoch` sees it (the bucket in progress ignored),
@@ -599,24 +540,17 @@ impl<C: Clock> Shedder<C> {
         scan
     }
 
-    fn retry_after(&self, now: u64, cause: Cause) -> u64 {
-        let interval =
-            |interval: Option<Duration>| interval.map_or(self.config.bucket_nanos, nanos);
-        match cause {
-            Cause::RuntimeLag => interval(self.queue.probe.as_ref().map(LagProbe::interval)),
-            Cause::Queue | Cause::QueueDelay => {
-                interval(self.queue.gate.as_ref().map(|gate| gate.interval()))
-            }
-            Cause::CoolOff => {
-                let since = now.saturating_sub(
-                    self.heat
-                        .overloaded_at
-                        .load(Ordering::Acquire)
-                        .saturating_sub(1),
-                );
-                self.config.cool_off_nanos.saturating_sub(since).max(1)
-            }
-            Cause::Cpu | Cause::Custom(_) => self.config.bucket_nanos,
+    /// The retry hint for a refusal by `cause` under `pressure`: the rest of the cool-off, else
+    /// the reading's hint, else one bucket.
+    fn retry_after(&self, now: u64, cause: Cause, pressure: Pressure) -> u64 {
+        if cause == Cause::CoolOff {
+            let overloaded_at = self.heat.overloaded_at.load(Ordering::Acquire);
+            let since = now.saturating_sub(overloaded_at.saturating_sub(1));
+            return self.config.cool_off_nanos.saturating_sub(since).max(1);
+        }
+        match pressure.retry_nanos() {
+            0 => self.config.bucket_nanos,
+            hint => hint,
         }
     }
 
@@ -704,24 +638,10 @@ impl<C: Clock + 'static> crate::middleware::Limiter for Shedder<C> {
     type Permit = OwnedPermit<C>;
     type Refusal = Overloaded;
 
-    /// Decides with the request's wait: the one a reader measured, else its stamp's age less
-    /// the [skew floor](super::ShedderBuilder::skew_floor). A stamp that could not be read is
-    /// counted by its error, and the wait is unknown.
+    /// [`Shedder::allow_with`], the permit holding the shared handle.
     #[inline(always)]
-    fn admit(
-        this: &Shared<Self>,
-        request: &crate::middleware::Inbound,
-    ) -> Result<OwnedPermit<C>, Overloaded> {
-        let now = this.clock.now_nanos();
-        let waited = match (request.waited(), request.stamped()) {
-            (Some(waited), _) => Some(nanos(waited)),
-            (None, Some(Ok(age))) => this.stamped_wait(now, age),
-            (None, _) => None,
-        };
-        if let Some(Err(error)) = request.stamped() {
-            this.ledger().count_header_error(error);
-        }
-        let now = this.admit(now, waited, request.criticality().unwrap_or_default())?;
+    fn admit(this: &Shared<Self>, arrival: Arrival) -> Result<OwnedPermit<C>, Overloaded> {
+        let now = this.admit(arrival)?;
         Ok(OwnedPermit::new(this.clone(), now))
     }
 
@@ -781,7 +701,11 @@ mod tests {
         cpu.set(900);
         set_flight(&shedder, 80.0, 80);
         assert!(shedder.allow().is_err());
-        assert!(shedder.allow_as(Criticality::Sheddable).is_err());
+        assert!(
+            shedder
+                .allow_with(Arrival::new().with_class(Criticality::Sheddable))
+                .is_err()
+        );
         let snapshot = shedder.snapshot();
         assert_eq!(snapshot.cut, Some(Criticality::Sheddable));
         // The injected history counts as critical admissions: only the refusals are new.
@@ -795,7 +719,10 @@ mod tests {
         // Calm again, and cooled off.
         cpu.set(100);
         clock.set(Duration::from_secs(3));
-        shedder.allow_as(Criticality::SheddablePlus).unwrap().pass();
+        shedder
+            .allow_with(Arrival::new().with_class(Criticality::SheddablePlus))
+            .unwrap()
+            .pass();
         shedder.allow().unwrap().pass();
         let after = shedder.snapshot();
         assert_eq!(after.cut, None);
@@ -822,10 +749,17 @@ mod tests {
             let step = |bucket: u64| {
                 clock.set(Duration::from_millis(bucket * 100 + 50));
                 set_flight(&shedder, 80.0, 80);
-                let now = clock.now_nanos();
-                assert!(shedder.admit(now, None, Criticality::Sheddable).is_err());
+                assert!(
+                    shedder
+                        .admit(Arrival::new().with_class(Criticality::Sheddable))
+                        .is_err()
+                );
                 for _ in 0..10 {
-                    assert!(shedder.admit(now, waited, Criticality::Critical).is_ok());
+                    assert!(
+                        shedder
+                            .admit(Arrival::new().with_wait_nanos(waited))
+                            .is_ok()
+                    );
                 }
             };
             // The first step shows the cut two classes in use; then RISE_STEPS steps, and a
@@ -835,8 +769,11 @@ mod tests {
                 step(bucket);
             }
             clock.set(Duration::from_millis((11 + rise) * 100 + 50));
-            let now = clock.now_nanos();
-            assert!(shedder.admit(now, None, Criticality::Sheddable).is_err());
+            assert!(
+                shedder
+                    .admit(Arrival::new().with_class(Criticality::Sheddable))
+                    .is_err()
+            );
             let cut = shedder.snapshot().cut;
             let expected = if risen {
                 Criticality::Critical
@@ -955,9 +892,8 @@ mod tests {
     #[test]
     fn queue_decision_vectors() {
         let decide = |shedder: &Shedder<ManualClock>, waited: Option<Duration>| {
-            let now = shedder.clock.now_nanos();
             shedder
-                .admit(now, waited.map(nanos), Criticality::Critical)
+                .admit(Arrival::new().with_wait_nanos(waited.map(|w| w.as_nanos() as u64)))
                 .err()
                 .map(|e| e.reason())
         };
@@ -1013,7 +949,7 @@ mod tests {
         // With a gate, a hot CPU makes the shedder hot but does not scale go-zero's limit down
         // (without one, 999 ‰ would scale 20 to 2).
         let (_, scorched) = queued(999, false);
-        assert_eq!(scorched.max_flight(scorched.clock.now_nanos()), (20.0, 5.0));
+        assert_eq!(scorched.max_flight(scorched.clock.now_nanos()), (20.0, 100));
         set_flight(&scorched, 20.0, 20);
         assert_eq!(decide(&scorched, None), None);
         set_flight(&scorched, 21.0, 21);
@@ -1036,11 +972,10 @@ mod tests {
             record(&shedder, epoch, 100, 100);
         }
         clock.set(Duration::from_millis(1050));
-        assert_eq!(shedder.max_flight(shedder.clock.now_nanos()), (1.0, 5.0));
+        assert_eq!(shedder.max_flight(shedder.clock.now_nanos()), (1.0, 100));
         let decide = || {
-            let now = shedder.clock.now_nanos();
             shedder
-                .admit(now, None, Criticality::Critical)
+                .admit(Arrival::new().with_class(Criticality::Critical))
                 .err()
                 .map(|e| e.reason())
         };

@@ -50,7 +50,10 @@ impl<C: Clock> Shedder<C> {
             max_pass,
             min_rt_ms: min_rt,
             max_flight: self.max_flight_of(max_pass, min_rt),
-            overload_factor: pressure.headroom(),
+            overload_factor: match pressure.limit_floor() {
+                Some(_) => 1.0,
+                None => pressure.headroom(),
+            },
             hot,
             cause,
             cut: hot.then(|| self.cut.level()),
@@ -97,7 +100,8 @@ pub struct ShedSnapshot {
     /// The concurrency the service has proven it carries, before the overload factor.
     pub max_flight: f64,
     /// The factor applied to `max_flight` now (0.1..=1 from the CPU; the smallest headroom of
-    /// all signals): go-zero's overload factor.
+    /// all signals): go-zero's overload factor. 1 while a signal sets a
+    /// [floor](crate::signal::Pressure::with_limit_floor) for the limit, as a queue gate does.
     pub overload_factor: f64,
     /// Whether the shedder is in its shedding state: the CPU is at or above the threshold (or
     /// another signal, or the queue gate, reports overload), or it is cooling off after a drop.
@@ -106,7 +110,7 @@ pub struct ShedSnapshot {
     /// then the added signals, the queue gate, and the runtime lag probe where the gate has no
     /// verdict); `None` while only cooling off or calm.
     pub cause: Option<Cause>,
-    /// While hot, the marginal request class (see [`Shedder::allow_as`](super::Shedder::allow_as)):
+    /// While hot, the marginal request class (see [`Shedder::allow_with`](super::Shedder::allow_with)):
     /// less important classes are refused outright, more important ones served, and this one
     /// gets what they leave. With one class in use, that class. `None` while not hot.
     pub cut: Option<Criticality>,

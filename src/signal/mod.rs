@@ -52,13 +52,15 @@
 pub mod cpu;
 pub mod queue;
 
+mod arrival;
 mod cause;
 mod pressure;
 
 use std::sync::Arc;
 
+pub use self::arrival::Arrival;
 pub use self::cause::Cause;
-pub use self::pressure::{Arrival, Pressure};
+pub use self::pressure::Pressure;
 
 /// A source of [`Pressure`]: is the system overloaded now?
 ///

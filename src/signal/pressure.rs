@@ -1,16 +1,17 @@
-//! One signal's reading, and the request it is read for.
+//! One signal's reading.
 
 use std::time::Duration;
 
 use super::Cause;
 
 /// One signal's reading: whether the system is overloaded, which share of the concurrency the
-/// service has proven to carry may still be admitted (the headroom), and whether the request
-/// it was read for is refused outright.
+/// service has proven to carry may still be admitted (the headroom), whether the request it was
+/// read for is refused outright, and optionally a floor for the limit and a retry hint.
 ///
 /// The headroom scales the shedder's limit whether or not this signal is hot: go-zero's CPU
-/// signal lowers it from 1 at the threshold to 0.1 at a saturated CPU. Readings combine with
-/// [`and`](Self::and).
+/// signal lowers it from 1 at the threshold to 0.1 at a saturated CPU. A
+/// [floor](Self::with_limit_floor) keeps the limit at or above the proven concurrency and the
+/// throughput times the floor, whatever the headroom. Readings combine with [`and`](Self::and).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Pressure {
     cause: Option<Cause>,
@@ -18,10 +19,24 @@ pub struct Pressure {
     /// How the reading ranks when combined: 0 without a cause, else the cause's rank plus one,
     /// with [`REFUSES`] set if it refuses.
     rank: u8,
+    /// The retry hint in ns; 0: none.
+    retry_nanos: u64,
+    /// The floor for the limit in ns, plus one; 0: none.
+    floor: u64,
 }
 
 /// The rank bit of a reading that refuses: above every cause's.
 const REFUSES: u8 = 0x80;
+
+/// `duration` in ns, saturating (584 years).
+const fn saturating_nanos(duration: Duration) -> u64 {
+    let nanos = duration.as_nanos();
+    if nanos > u64::MAX as u128 {
+        u64::MAX
+    } else {
+        nanos as u64
+    }
+}
 
 impl Pressure {
     /// No pressure, full headroom.
@@ -29,6 +44,8 @@ impl Pressure {
         cause: None,
         headroom: 1.0,
         rank: 0,
+        retry_nanos: 0,
+        floor: 0,
     };
 
     /// Overloaded by `cause`, with full headroom: the shedder applies its concurrency rule.
@@ -38,6 +55,8 @@ impl Pressure {
             cause: Some(cause),
             headroom: 1.0,
             rank: cause.rank() + 1,
+            retry_nanos: 0,
+            floor: 0,
         }
     }
 
@@ -48,6 +67,8 @@ impl Pressure {
             cause: Some(cause),
             headroom: 1.0,
             rank: (cause.rank() + 1) | REFUSES,
+            retry_nanos: 0,
+            floor: 0,
         }
     }
 
@@ -68,6 +89,33 @@ impl Pressure {
         }
     }
 
+    /// The same reading with a retry hint: how long a refused client should wait before it
+    /// retries (a queue gate's interval, a probe's tick), if this reading names the refusal.
+    /// Without one the shedder answers its bucket's length, or the rest of its cool-off.
+    /// Saturates at 584 years; zero is no hint.
+    #[inline]
+    #[must_use]
+    pub const fn with_retry_after(self, retry_after: Duration) -> Pressure {
+        Pressure {
+            retry_nanos: saturating_nanos(retry_after),
+            ..self
+        }
+    }
+
+    /// The same reading with a floor for the shedder's limit on requests in flight: whatever
+    /// the headroom, the limit is at least go-zero's (the proven concurrency) and the best
+    /// throughput times `floor`, the concurrency at which requests take that long (Little's
+    /// law). A signal that measures the waits themselves says so: a queue gate's floor is its
+    /// target. Readings without a cause may carry one; it applies while the shedder is hot.
+    #[inline]
+    #[must_use]
+    pub const fn with_limit_floor(self, floor: Duration) -> Pressure {
+        Pressure {
+            floor: saturating_nanos(floor).saturating_add(1),
+            ..self
+        }
+    }
+
     /// What overloads the system, or `None` if this reading sees no overload.
     #[inline]
     pub fn cause(&self) -> Option<Cause> {
@@ -80,6 +128,30 @@ impl Pressure {
         self.headroom
     }
 
+    /// The retry hint, if the reading has one.
+    #[inline]
+    pub fn retry_after(&self) -> Option<Duration> {
+        (self.retry_nanos > 0).then(|| Duration::from_nanos(self.retry_nanos))
+    }
+
+    /// The retry hint in ns, 0 without one.
+    #[inline]
+    pub(crate) fn retry_nanos(&self) -> u64 {
+        self.retry_nanos
+    }
+
+    /// The floor for the limit, if the reading has one.
+    #[inline]
+    pub fn limit_floor(&self) -> Option<Duration> {
+        self.floor_nanos().map(Duration::from_nanos)
+    }
+
+    /// The floor for the limit in ns, if the reading has one.
+    #[inline]
+    pub(crate) fn floor_nanos(&self) -> Option<u64> {
+        self.floor.checked_sub(1)
+    }
+
     /// Whether the request read for is refused whatever the concurrency.
     #[inline]
     pub fn refuses(&self) -> bool {
@@ -87,8 +159,9 @@ impl Pressure {
     }
 
     /// Two readings combined: overloaded if either is, refusing if either does, with the
-    /// smaller headroom. The cause is the refusing reading's, else the higher-ranked one's
-    /// (the CPU, then signals of your own, the queue, the runtime probe), else `self`'s.
+    /// smaller headroom and the larger floor. The cause and its retry hint are the refusing
+    /// reading's, else the higher-ranked one's (the CPU, then signals of your own, the queue,
+    /// the runtime probe), else `self`'s.
     ///
     /// ```
     /// use admit::signal::{Cause, Pressure};
@@ -103,10 +176,10 @@ impl Pressure {
     #[inline]
     #[must_use]
     pub fn and(self, other: Pressure) -> Pressure {
-        let (cause, rank) = if other.rank > self.rank {
-            (other.cause, other.rank)
+        let (cause, rank, retry_nanos) = if other.rank > self.rank {
+            (other.cause, other.rank, other.retry_nanos)
         } else {
-            (self.cause, self.rank)
+            (self.cause, self.rank, self.retry_nanos)
         };
         Pressure {
             cause,
@@ -116,55 +189,9 @@ impl Pressure {
                 self.headroom
             },
             rank: rank | (self.rank | other.rank) & REFUSES,
+            retry_nanos,
+            floor: self.floor.max(other.floor),
         }
-    }
-}
-
-/// What a signal knows of one request as the shedder decides on it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Arrival {
-    now_nanos: u64,
-    waited_nanos: Option<u64>,
-}
-
-impl Arrival {
-    /// A request deciding at `now_nanos` (the shedder's clock), its wait unknown.
-    #[inline]
-    pub const fn at(now_nanos: u64) -> Arrival {
-        Arrival {
-            now_nanos,
-            waited_nanos: None,
-        }
-    }
-
-    /// The same request, having waited `waited` before reaching the shedder (in a proxy's
-    /// queue, a socket backlog, a pool); saturates at 584 years.
-    #[inline]
-    #[must_use]
-    pub fn with_wait(self, waited: Duration) -> Arrival {
-        self.with_wait_nanos(u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX))
-    }
-
-    /// [`with_wait`](Self::with_wait) in ns.
-    #[inline]
-    #[must_use]
-    pub const fn with_wait_nanos(self, waited_nanos: u64) -> Arrival {
-        Arrival {
-            waited_nanos: Some(waited_nanos),
-            ..self
-        }
-    }
-
-    /// The clock reading of the decision.
-    #[inline]
-    pub const fn now_nanos(&self) -> u64 {
-        self.now_nanos
-    }
-
-    /// How long the request waited before reaching the shedder, in ns, if known.
-    #[inline]
-    pub const fn wait_nanos(&self) -> Option<u64> {
-        self.waited_nanos
     }
 }
 
@@ -191,6 +218,25 @@ mod tests {
         assert_eq!(disk.and(pool).headroom(), 0.3);
         assert_eq!(Pressure::CALM.and(pool), pool);
         assert_eq!(pool.and(Pressure::CALM), pool);
+    }
+
+    #[test]
+    fn the_hint_follows_the_cause_and_the_larger_floor_wins() {
+        let ms = Duration::from_millis;
+        let queue = Pressure::overloaded(Cause::Queue)
+            .with_retry_after(ms(100))
+            .with_limit_floor(ms(5));
+        let cpu = Pressure::overloaded(Cause::Cpu).with_headroom(0.5);
+        let both = queue.and(cpu);
+        assert_eq!((both.cause(), both.retry_after()), (Some(Cause::Cpu), None));
+        assert_eq!(both.limit_floor(), Some(ms(5)));
+        let calm_floor = Pressure::CALM.with_limit_floor(Duration::ZERO);
+        assert_eq!(calm_floor.limit_floor(), Some(Duration::ZERO));
+        assert_eq!(calm_floor.and(queue).limit_floor(), Some(ms(5)));
+        assert_eq!(cpu.and(queue).retry_after(), None);
+        let lag = Pressure::refuse(Cause::RuntimeLag).with_retry_after(ms(10));
+        assert_eq!(cpu.and(lag).retry_after(), Some(ms(10)));
+        assert_eq!(Pressure::CALM.limit_floor(), None);
     }
 
     #[test]

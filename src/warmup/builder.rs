@@ -129,7 +129,7 @@ impl<C: Clock> WarmUpBuilder<C> {
     /// the others.
     ///
     /// Requests reach the bucket's classes through the tower glue (see
-    /// [`Inbound`](crate::middleware::Inbound)) or [`WarmUp::try_acquire_as`]. A `Sheddable`
+    /// [`Arrival`](crate::signal::Arrival)) or [`WarmUp::try_acquire_with`]. A `Sheddable`
     /// request passes only while the schedule runs less than `(1 − share) · burst` ahead of the
     /// clock, a `SheddablePlus` one `(1 − share / 2) · burst`; the critical classes may use the
     /// whole burst. While lower classes keep the schedule full, a critical request still
@@ -144,8 +144,10 @@ impl<C: Clock> WarmUpBuilder<C> {
     /// use std::time::Duration;
     /// use admit::clock::ManualClock;
     /// use admit::criticality::Criticality;
+    /// use admit::signal::Arrival;
     /// use admit::warmup::WarmUp;
     ///
+    /// let of = |class| Arrival::new().with_class(class);
     /// let clock = ManualClock::new();
     /// let limiter = WarmUp::builder(300.0)
     ///     .critical_share(0.5)
@@ -153,17 +155,17 @@ impl<C: Clock> WarmUpBuilder<C> {
     ///     .build()?;
     /// // Cold: 100 per second. A flood of prefetches takes half the burst, no more.
     /// let prefetches = (0..1000)
-    ///     .filter(|_| limiter.try_acquire_as(Criticality::Sheddable).is_ok())
+    ///     .filter(|_| limiter.try_acquire_with(of(Criticality::Sheddable)).is_ok())
     ///     .count();
     /// // The checkouts behind it still pass, with the other half.
     /// let checkouts = (0..1000)
-    ///     .filter(|_| limiter.try_acquire_as(Criticality::Critical).is_ok())
+    ///     .filter(|_| limiter.try_acquire_with(of(Criticality::Critical)).is_ok())
     ///     .count();
     /// assert_eq!((prefetches, checkouts), (42, 52));
     /// // Then each second's rate goes to the checkouts first.
     /// clock.advance(Duration::from_millis(100));
-    /// assert!(limiter.try_acquire_as(Criticality::Sheddable).is_err());
-    /// assert!(limiter.try_acquire_as(Criticality::Critical).is_ok());
+    /// assert!(limiter.try_acquire_with(of(Criticality::Sheddable)).is_err());
+    /// assert!(limiter.try_acquire_with(of(Criticality::Critical)).is_ok());
     /// # Ok::<(), admit::ConfigError>(())
     /// ```
     pub fn critical_share(mut self, share: f64) -> Self {

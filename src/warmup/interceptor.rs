@@ -7,8 +7,9 @@ use tonic::{Code, Request, Status};
 
 use super::{Rejected, WarmUp};
 use crate::Shared;
-use crate::middleware::{Inbound, IntoShared, Limiter, offered};
+use crate::middleware::{IntoShared, Limiter, offered};
 use crate::respond::GrpcResponder;
+use crate::signal::Arrival;
 
 /// A tonic [`Interceptor`] that takes one permit from a warm-up bucket `B` per call and refuses
 /// calls beyond the limit with `RESOURCE_EXHAUSTED` (or another code) and
@@ -72,7 +73,7 @@ impl<B: Limiter<Permit = (), Refusal = Rejected>> Interceptor for WarmUpIntercep
     /// Counts the call as offered if no admit layer outside has seen it, and takes a permit.
     fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
         offered::count_if_first(|| B::count_offered(&self.limiter));
-        match B::admit(&self.limiter, &Inbound::new()) {
+        match B::admit(&self.limiter, Arrival::new()) {
             Ok(()) => Ok(request),
             Err(rejected) => Err(self.responder.status(rejected)),
         }

@@ -12,7 +12,7 @@ use super::snapshot::{Phase, Totals, WarmUpSnapshot};
 use super::totals::Counters;
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
-use crate::criticality::Criticality;
+use crate::signal::Arrival;
 
 /// A warm-up token bucket: Guava's smooth warm-up in nanoseconds (see the
 /// [module docs](super)). Build one with [`WarmUp::builder`].
@@ -86,15 +86,18 @@ impl<C: Clock> WarmUp<C> {
         self.try_acquire_within(self.tolerance())
     }
 
-    /// Takes one permit for a request of `class`, as [`try_acquire`](Self::try_acquire), within
+    /// [`try_acquire`](Self::try_acquire) for a request known by `arrival`: a request of a
+    /// class below [`Critical`](crate::criticality::Criticality::Critical) (the default) takes its permit within
     /// the part of the burst the class may use (see
-    /// [`critical_share`](super::WarmUpBuilder::critical_share)).
+    /// [`critical_share`](super::WarmUpBuilder::critical_share)). The layers call this for each
+    /// request; the bucket reads nothing else of it.
     ///
     /// # Errors
     ///
     /// [`Rejected`], with how long until the request's turn for its class.
     #[inline]
-    pub fn try_acquire_as(&self, class: Criticality) -> Result<(), Rejected> {
+    pub fn try_acquire_with(&self, arrival: Arrival) -> Result<(), Rejected> {
+        let class = arrival.class().unwrap_or_default();
         self.try_acquire_within(
             self.tolerance()
                 .saturating_sub(self.reserve.kept_from(class)),
@@ -384,11 +387,8 @@ impl<C: Clock + 'static> crate::middleware::Limiter for WarmUp<C> {
     type Refusal = Rejected;
 
     #[inline]
-    fn admit(
-        this: &crate::Shared<Self>,
-        request: &crate::middleware::Inbound,
-    ) -> Result<(), Rejected> {
-        this.try_acquire_as(request.criticality().unwrap_or_default())
+    fn admit(this: &crate::Shared<Self>, arrival: Arrival) -> Result<(), Rejected> {
+        this.try_acquire_with(arrival)
     }
 
     #[inline]

@@ -153,9 +153,11 @@ pub use self::snapshot::{Phase, Totals, WarmUpSnapshot};
 ///
 /// `WarmUpLayer::new(limiter)` takes a [`WarmUp`] (or a [`SentinelWarmUp`](sentinel::SentinelWarmUp)),
 /// an `Arc` of one or a `&'static` one;
-/// [`http`](crate::middleware::AdmitLayer::http) answers refusals with 503 and `Retry-After`,
-/// [`grpc`](crate::middleware::AdmitLayer::grpc) with `RESOURCE_EXHAUSTED` (for tonic,
-/// [`WarmUpInterceptor`] works too). A warm-up bucket learns nothing from outcomes, so the
+/// [`http`](crate::middleware::AdmitLayer::http) answers refusals with 503 and `Retry-After`
+/// (a [`HttpLayer<WarmUp, Q>`](crate::middleware::HttpLayer)),
+/// [`grpc`](crate::middleware::AdmitLayer::grpc) with `RESOURCE_EXHAUSTED` (a
+/// [`GrpcLayer<WarmUp, Q>`](crate::middleware::GrpcLayer); for tonic, [`WarmUpInterceptor`]
+/// works too). A warm-up bucket learns nothing from outcomes, so the
 /// classifier `K` is ignored. See [`AdmitLayer`](crate::middleware::AdmitLayer) for the
 /// behaviour.
 ///
@@ -189,4 +191,6 @@ pub type WarmUpLayer<
     B = WarmUp,
     K = crate::middleware::classify::ErrorsPass,
     R = crate::respond::BoxErrorResponder,
-> = crate::middleware::AdmitLayer<B, K, R>;
+    Q = crate::middleware::ReadNothing,
+    H = crate::middleware::AtResponse,
+> = crate::middleware::AdmitLayer<B, K, R, Q, H>;

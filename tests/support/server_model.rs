@@ -19,6 +19,7 @@ use std::time::Duration;
 use admit::clock::ManualClock;
 use admit::criticality::Criticality;
 use admit::shed::{Permit, Shedder};
+use admit::signal::Arrival;
 use admit::signal::cpu::{CpuSignal, Smoother, Smoothing};
 use admit::signal::queue::{QueueGate, QueueStamp};
 
@@ -252,7 +253,7 @@ pub fn simulate(phases: &[Phase], model: Model) -> Run {
                 let critical = model.critical_share > 0.0 && class == Criticality::Critical;
                 second.critical_arrived += u32::from(critical);
                 let permit = if shed {
-                    match shedder.allow_as(class) {
+                    match shedder.allow_with(Arrival::new().with_class(class)) {
                         Ok(permit) => Some(permit),
                         Err(_) => {
                             second.shed += 1;

@@ -68,11 +68,7 @@ where
 
     /// Reads the request's class and calls the inner service with it in scope.
     fn call(&mut self, request: Req) -> Self::Future {
-        let class = self
-            .reader
-            .inspect(&request)
-            .criticality()
-            .unwrap_or_default();
+        let class = self.reader.inspect(&request).class().unwrap_or_default();
         let scope = InScope::enter(class);
         let future = self.inner.call(request);
         drop(scope);

@@ -2,8 +2,9 @@
 
 use std::fmt;
 
-use super::{Inbound, Inspect};
+use super::Inspect;
 use crate::criticality::Criticality;
+use crate::signal::Arrival;
 
 /// Reads a request's class from a function of the request: for classes that come from the
 /// route, the caller's identity or anything else the request says.
@@ -20,7 +21,7 @@ use crate::criticality::Criticality;
 ///     }
 /// });
 /// let request = http::Request::get("/prefetch/feed").body(())?;
-/// assert_eq!(by_path.inspect(&request).criticality(), Some(Criticality::Sheddable));
+/// assert_eq!(by_path.inspect(&request).class(), Some(Criticality::Sheddable));
 /// # Ok::<(), http::Error>(())
 /// ```
 #[derive(Clone, Copy)]
@@ -28,8 +29,8 @@ pub struct CriticalityFrom<F>(pub F);
 
 impl<Req, F: Fn(&Req) -> Criticality> Inspect<Req> for CriticalityFrom<F> {
     #[inline]
-    fn inspect(&self, request: &Req) -> Inbound {
-        Inbound::new().with_criticality((self.0)(request))
+    fn inspect(&self, request: &Req) -> Arrival {
+        Arrival::new().with_class((self.0)(request))
     }
 }
 
@@ -51,8 +52,9 @@ mod header {
     use http::header::InvalidHeaderName;
     use http::{Extensions, HeaderMap, HeaderName};
 
-    use super::super::{Inbound, Inspect};
+    use super::super::Inspect;
     use crate::criticality::{CRITICALITY_HEADER, Claim, Criticality, claim};
+    use crate::signal::Arrival;
 
     /// Reads a request's class from a header, or from gRPC metadata (the same thing on the
     /// wire): [`CRITICALITY_HEADER`] by default, a [`Criticality`] name such as `sheddable`
@@ -84,7 +86,7 @@ mod header {
     ///     for line in lines {
     ///         request = request.header("admit-criticality", *line);
     ///     }
-    ///     header.inspect(&request.body(()).unwrap()).criticality()
+    ///     header.inspect(&request.body(()).unwrap()).class()
     /// };
     /// assert_eq!(read(&["sheddable"]), Some(Criticality::Sheddable));
     /// assert_eq!(read(&[]), Some(Criticality::SheddablePlus));
@@ -173,9 +175,9 @@ mod header {
         /// let mut request = http::Request::get("/")
         ///     .header("admit-criticality", "critical_plus")
         ///     .body(())?;
-        /// assert_eq!(header.inspect(&request).criticality(), Some(Criticality::Critical));
+        /// assert_eq!(header.inspect(&request).class(), Some(Criticality::Critical));
         /// request.extensions_mut().insert(Internal);
-        /// assert_eq!(header.inspect(&request).criticality(), Some(Criticality::CriticalPlus));
+        /// assert_eq!(header.inspect(&request).class(), Some(Criticality::CriticalPlus));
         /// # Ok::<(), http::Error>(())
         /// ```
         #[must_use]
@@ -259,8 +261,8 @@ mod header {
 
     impl<B> Inspect<http::Request<B>> for CriticalityHeader {
         #[inline]
-        fn inspect(&self, request: &http::Request<B>) -> Inbound {
-            Inbound::new().with_criticality(self.class(request.headers(), request.extensions()))
+        fn inspect(&self, request: &http::Request<B>) -> Arrival {
+            Arrival::new().with_class(self.class(request.headers(), request.extensions()))
         }
     }
 
@@ -283,7 +285,8 @@ mod tests {
 
     use super::{CriticalityFrom, CriticalityHeader};
     use crate::criticality::Criticality;
-    use crate::middleware::{Inbound, Inspect};
+    use crate::middleware::Inspect;
+    use crate::signal::Arrival;
 
     fn request(value: Option<&str>) -> http::Request<()> {
         let mut request = http::Request::builder();
@@ -300,7 +303,7 @@ mod tests {
             .unwrap()
             .with_cap(Criticality::CriticalPlus)
             .with_default(Criticality::Sheddable);
-        let class = |value| header.inspect(&request(value)).criticality().unwrap();
+        let class = |value| header.inspect(&request(value)).class().unwrap();
         for claimed in Criticality::ALL {
             assert_eq!(class(Some(claimed.as_str())), claimed);
         }
@@ -311,7 +314,7 @@ mod tests {
         assert_eq!(header.invalid(), 2);
         let capped = header.clone().with_cap(Criticality::SheddablePlus);
         assert_eq!(
-            capped.inspect(&request(Some("critical"))).criticality(),
+            capped.inspect(&request(Some("critical"))).class(),
             Some(Criticality::SheddablePlus)
         );
         assert!(CriticalityHeader::new().with_name("bad name").is_err());
@@ -336,7 +339,7 @@ mod tests {
     #[test]
     fn the_last_line_wins_and_is_capped() {
         let header = CriticalityHeader::new().with_name("x-class").unwrap();
-        let class = |lines| header.inspect(&from(lines, false)).criticality().unwrap();
+        let class = |lines| header.inspect(&from(lines, false)).class().unwrap();
         assert_eq!(
             class(&["critical_plus", "sheddable"]),
             Criticality::Sheddable
@@ -365,7 +368,7 @@ mod tests {
         assert_eq!(header.cap(), Criticality::SheddablePlus);
         assert_eq!(header.trusted_cap(), Some(Criticality::CriticalPlus));
         assert_eq!(CriticalityHeader::new().trusted_cap(), None);
-        let class = |lines, internal| header.inspect(&from(lines, internal)).criticality();
+        let class = |lines, internal| header.inspect(&from(lines, internal)).class();
         for internal in [false, true] {
             assert_eq!(
                 class(&["sheddable"], internal),
@@ -394,7 +397,7 @@ mod tests {
             .with_trusted(Criticality::Sheddable, |_, extensions| {
                 extensions.get::<Internal>().is_some()
             });
-        let class = |lines, internal| lower.inspect(&from(lines, internal)).criticality();
+        let class = |lines, internal| lower.inspect(&from(lines, internal)).class();
         assert_eq!(class(&["critical"], true), Some(Criticality::Sheddable));
         assert_eq!(
             class(&["critical"], false),
@@ -410,8 +413,8 @@ mod tests {
         /// Reads a 3 ms wait.
         struct Waited;
         impl Inspect<http::Request<()>> for Waited {
-            fn inspect(&self, _: &http::Request<()>) -> Inbound {
-                Inbound::new().with_waited(Some(Duration::from_millis(3)))
+            fn inspect(&self, _: &http::Request<()>) -> Arrival {
+                Arrival::new().with_wait(Duration::from_millis(3))
             }
         }
         let wait = Waited;
@@ -419,16 +422,16 @@ mod tests {
         let read = (wait, sheddable).inspect(&request(None));
         assert_eq!(
             read,
-            Inbound::new()
-                .with_waited(Some(Duration::from_millis(3)))
-                .with_criticality(Criticality::Sheddable)
+            Arrival::new()
+                .with_wait(Duration::from_millis(3))
+                .with_class(Criticality::Sheddable)
         );
         let both = (
             sheddable,
             CriticalityHeader::new().with_name("x-class").unwrap(),
         );
         assert_eq!(
-            both.inspect(&request(Some("critical"))).criticality(),
+            both.inspect(&request(Some("critical"))).class(),
             Some(Criticality::Sheddable)
         );
     }

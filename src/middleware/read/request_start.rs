@@ -5,8 +5,9 @@ use std::fmt;
 use http::HeaderName;
 use http::header::InvalidHeaderName;
 
-use super::{Inbound, Inspect};
+use super::Inspect;
 use crate::clock::{SystemWallClock, WallClock};
+use crate::signal::Arrival;
 use crate::signal::queue::header::{HeaderConfig, HeaderError, parse_request_start_values};
 
 /// Reads the request-start stamp a proxy put on a request (`X-Request-Start` by default; see
@@ -15,7 +16,7 @@ use crate::signal::queue::header::{HeaderConfig, HeaderError, parse_request_star
 /// Give it to a layer with [`AdmitLayer::inspect`](crate::middleware::AdmitLayer::inspect);
 /// the shedder learns the offset from the requests that find the service idle and takes the
 /// age less it as the request's wait (see
-/// [`Shedder::allow_stamped`](crate::shed::Shedder::allow_stamped)).
+/// [`Shedder::allow_with`](crate::shed::Shedder::allow_with)).
 ///
 /// Only trust a header your edge proxy overwrites (or appends to, read with the default
 /// [`Pick::Last`](crate::signal::queue::header::Pick::Last)), and set the parser's
@@ -39,7 +40,7 @@ use crate::signal::queue::header::{HeaderConfig, HeaderError, parse_request_star
 /// let start = RequestStart::new(HeaderConfig::default())?.wall_clock(wall);
 /// let stamped = |value: &str| {
 ///     let request = http::Request::get("/").header("x-request-start", value).body(()).unwrap();
-///     start.inspect(&request).stamped()
+///     start.inspect(&request).stamp_age()
 /// };
 /// assert_eq!(stamped("t=1699999999.950"), Some(Ok(50_000_000))); // 50 ms old
 /// assert_eq!(stamped("soon"), Some(Err(HeaderError::Invalid)));
@@ -94,11 +95,14 @@ impl<W: WallClock> RequestStart<W> {
     }
 }
 
-/// Reads the request's [stamp](Inbound::stamped).
+/// Reads the request's [stamp's age](Arrival::stamp_age).
 impl<W: WallClock, B> Inspect<http::Request<B>> for RequestStart<W> {
     #[inline]
-    fn inspect(&self, request: &http::Request<B>) -> Inbound {
-        Inbound::new().with_stamped(self.stamped(request))
+    fn inspect(&self, request: &http::Request<B>) -> Arrival {
+        match self.stamped(request) {
+            Some(age) => Arrival::new().with_stamp_age(age),
+            None => Arrival::new(),
+        }
     }
 }
 

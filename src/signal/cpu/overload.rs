@@ -38,8 +38,6 @@ const OVERLOAD_FACTOR_FLOOR: f64 = 0.1;
 pub struct CpuOverload {
     source: Source,
     threshold: u32,
-    /// Whether the overload factor is the headroom (else the headroom is always 1).
-    scales: bool,
 }
 
 /// The signal read: admit's own kinds dispatched statically (their load is inlined into every
@@ -100,20 +98,7 @@ impl CpuOverload {
                 cpu_threshold: threshold,
             });
         }
-        Ok(CpuOverload {
-            source,
-            threshold,
-            scales: true,
-        })
-    }
-
-    /// The same signal with full headroom even while hot: for a shedder whose queue gate
-    /// measures the queue the overload factor guesses at.
-    pub(crate) fn full_headroom(self) -> Self {
-        CpuOverload {
-            scales: false,
-            ..self
-        }
+        Ok(CpuOverload { source, threshold })
     }
 
     /// The load in ‰, at most 1000, or `None` if unknown.
@@ -136,10 +121,9 @@ impl CpuOverload {
     #[inline]
     pub(crate) fn pressure_at(&self, load: Option<u32>) -> Pressure {
         match load {
-            Some(load) if load >= self.threshold && self.scales => {
+            Some(load) if load >= self.threshold => {
                 Pressure::overloaded(Cause::Cpu).with_headroom(self.overload_factor(load.min(1000)))
             }
-            Some(load) if load >= self.threshold => Pressure::overloaded(Cause::Cpu),
             // Below the threshold the factor exceeds 1 and clamps to 1: no division needed.
             _ => Pressure::CALM,
         }

@@ -48,12 +48,15 @@ const PPM: u64 = 1_000_000;
 /// # Example
 ///
 /// ```
+/// use std::time::Duration;
 /// use admit::signal::queue::{QueueGate, QueueState};
 /// use admit::signal::{Arrival, Cause, OverloadSignal};
 ///
 /// let gate = QueueGate::default(); // 5 ms target, 100 ms intervals, hot share 0.9
 /// let ms = |ms: u64| ms * 1_000_000;
-/// let waited = |at: u64, wait: u64| gate.assess(&Arrival::at(ms(at)).with_wait_nanos(ms(wait)));
+/// let waited = |at: u64, wait: u64| {
+///     gate.assess(&Arrival::new().at(ms(at)).with_wait(Duration::from_nanos(ms(wait))))
+/// };
 /// // The requests from 100 ms to 200 ms waited 30 ms or more: hot from 200 ms to 300 ms,
 /// // as soon as a sample of that interval closes the one before.
 /// gate.record(ms(110), ms(30));
@@ -239,14 +242,26 @@ impl QueueGate {
             self.record_at(source, interval, sojourn);
         }
         let state = self.state_in(interval);
+        let late = sojourn_ns.is_some_and(|ns| ns > 2 * self.target_ns);
+        (state, self.reading(state, late))
+    }
+
+    /// The gate's reading in `state`, for a request that waited more than twice the target if
+    /// `late`: hot, it names the queue and hints one interval; hot and late, it refuses. Every
+    /// reading floors the shedder's limit at the target.
+    #[inline]
+    fn reading(&self, state: QueueState, late: bool) -> Pressure {
         let pressure = match state {
-            QueueState::Hot if sojourn_ns.is_some_and(|ns| ns > 2 * self.target_ns) => {
-                Pressure::refuse(Cause::QueueDelay)
-            }
+            QueueState::Hot if late => Pressure::refuse(Cause::QueueDelay),
             QueueState::Hot => Pressure::overloaded(Cause::Queue),
             QueueState::Cold | QueueState::Unknown => Pressure::CALM,
         };
-        (state, pressure)
+        let pressure = if state == QueueState::Hot {
+            pressure.with_retry_after(Duration::from_nanos(self.interval_ns))
+        } else {
+            pressure
+        };
+        pressure.with_limit_floor(Duration::from_nanos(self.target_ns))
     }
 
     /// The waits recorded so far in the interval of `now_ns`, if any were.
@@ -399,10 +414,7 @@ pub enum QueueState {
 impl OverloadSignal for QueueGate {
     #[inline]
     fn pressure(&self, now_nanos: u64) -> Pressure {
-        match self.state(now_nanos) {
-            QueueState::Hot => Pressure::overloaded(Cause::Queue),
-            QueueState::Cold | QueueState::Unknown => Pressure::CALM,
-        }
+        self.reading(self.state(now_nanos), false)
     }
 
     #[inline]

@@ -30,7 +30,7 @@ const SUM: usize = BUCKETS;
 #[non_exhaustive]
 pub enum WaitSource {
     /// Before a request reached the shedder: a layer's reader (`RequestStart`, a proxy's header), or
-    /// [`Shedder::allow_after`](crate::shed::Shedder::allow_after).
+    /// [`Shedder::allow_with`](crate::shed::Shedder::allow_with).
     Request,
     /// In a pool inside the process ([`QueueStamp`](super::QueueStamp)).
     Pool,

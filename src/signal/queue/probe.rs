@@ -80,7 +80,7 @@ pub(super) enum LagVerdict {
 ///
 /// let probe = LagProbe::default(); // a tick every 10 ms, 5 ms target
 /// let ms = |ms: u64| ms * 1_000_000;
-/// assert!(!probe.assess(&Arrival::at(ms(5))).refuses());
+/// assert!(!probe.assess(&Arrival::new().at(ms(5))).refuses());
 /// // Three ticks 22 ms late: 15 % of requests are refused.
 /// for tick in 1..=3 {
 ///     probe.tick(ms(10 * tick), ms(10 * tick + 22));
@@ -88,7 +88,7 @@ pub(super) enum LagVerdict {
 /// assert_eq!(probe.drop_ppm(), 150_000);
 /// assert_eq!(probe.pressure(ms(55)).cause(), Some(Cause::RuntimeLag));
 /// // No tick for 31 ms: the heartbeat is missed, every request is refused.
-/// assert!((0..100).all(|_| probe.assess(&Arrival::at(ms(83))).refuses()));
+/// assert!((0..100).all(|_| probe.assess(&Arrival::new().at(ms(83))).refuses()));
 /// ```
 #[derive(Clone, Debug)]
 pub struct LagProbe {
@@ -264,7 +264,7 @@ impl OverloadSignal for LagProbe {
     #[inline]
     fn pressure(&self, now_nanos: u64) -> Pressure {
         if self.heartbeat_hot(now_nanos) || self.drop_ppm() > 0 {
-            Pressure::overloaded(Cause::RuntimeLag)
+            Pressure::overloaded(Cause::RuntimeLag).with_retry_after(self.interval())
         } else {
             Pressure::CALM
         }
@@ -273,7 +273,7 @@ impl OverloadSignal for LagProbe {
     #[inline]
     fn assess(&self, arrival: &Arrival) -> Pressure {
         match self.should_drop(arrival.now_nanos()) {
-            Some(_) => Pressure::refuse(Cause::RuntimeLag),
+            Some(_) => Pressure::refuse(Cause::RuntimeLag).with_retry_after(self.interval()),
             None => Pressure::CALM,
         }
     }

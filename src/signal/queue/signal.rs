@@ -7,7 +7,7 @@ use crate::signal::{Arrival, OverloadSignal, Pressure};
 
 /// A shedder's [`QueueGate`] and [`LagProbe`], either or both absent, as one signal: the gate's
 /// verdict from measured waits, and the probe's only while the gate has none (no gate, or no
-/// wait recorded in its last interval).
+/// wait recorded in its last interval), with the gate's floor for the limit either way.
 #[derive(Debug, Default)]
 pub(crate) struct QueueSignal {
     pub(crate) gate: Option<Arc<QueueGate>>,
@@ -25,12 +25,16 @@ impl QueueSignal {
 
 impl OverloadSignal for QueueSignal {
     fn pressure(&self, now_nanos: u64) -> Pressure {
+        let probe = || {
+            self.probe
+                .as_ref()
+                .map_or(Pressure::CALM, |probe| probe.pressure(now_nanos))
+        };
         match &self.gate {
             Some(gate) if gate.state(now_nanos) != QueueState::Unknown => gate.pressure(now_nanos),
-            _ => self
-                .probe
-                .as_ref()
-                .map_or(Pressure::CALM, |probe| probe.pressure(now_nanos)),
+            // The gate's floor holds while the probe decides.
+            Some(gate) => probe().and(gate.pressure(now_nanos)),
+            None => probe(),
         }
     }
 
@@ -45,7 +49,7 @@ impl OverloadSignal for QueueSignal {
             arrival.now_nanos(),
             arrival.wait_nanos(),
         ) {
-            (QueueState::Unknown, _) => self.probe(arrival),
+            (QueueState::Unknown, floor) => self.probe(arrival).and(floor),
             (_, pressure) => pressure,
         }
     }

@@ -223,10 +223,7 @@ impl<C: Clock + 'static> crate::middleware::Limiter for SentinelWarmUp<C> {
     type Refusal = Rejected;
 
     #[inline]
-    fn admit(
-        this: &crate::Shared<Self>,
-        _request: &crate::middleware::Inbound,
-    ) -> Result<(), Rejected> {
+    fn admit(this: &crate::Shared<Self>, _arrival: crate::signal::Arrival) -> Result<(), Rejected> {
         this.try_acquire()
     }
 
