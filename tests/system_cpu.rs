@@ -1,21 +1,27 @@
 //! The system CPU signal on the real machine.
 //!
-//! `a_cgroup_quota_is_the_scale` needs root and a writable cgroup v1 `cpu` and `cpuacct`
-//! hierarchy (this project's CI machines have both); elsewhere it prints why it skips. It runs
-//! this test binary again as a child process inside a fresh cgroup limited to half a CPU, where
-//! two busy threads must read close to 1000 ‰ (all of the quota), not 250 ‰ (a quarter of a
-//! two-core host).
+//! `a_cgroup_quota_is_the_scale` needs root and a cgroup hierarchy it can limit a child's CPU
+//! in: cgroup v2 with the `cpu` controller, which it enables in the mount's
+//! `cgroup.subtree_control` if it is not yet, or else the v1 `cpu` and `cpuacct` hierarchies
+//! (see `admit_testkit::cgroup`). It runs this test binary again as a child process inside a
+//! fresh cgroup limited to half a CPU (`cpu.max` or `cpu.cfs_quota_us`), where two busy
+//! threads must read close to 1000 ‰ (all of the quota) from the signal's source for that
+//! version, not 250 ‰ (a quarter of a two-core host).
+//! `a_pinned_process_reads_the_load_of_its_own_cpus` needs two CPUs.
+//!
+//! A test that cannot run prints a `SKIPPED:` line with the reason and passes, unless
+//! `ADMIT_REQUIRE_CGROUPS` is set (as `.ci/run` does as root), when it fails instead.
 #![cfg(target_os = "linux")]
 
-use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::io::{self, Write};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use admit::signal::cpu::{CpuSignal, CpuSource, Smoothing, SystemCpu};
+use admit_testkit::cgroup::{self, Version};
 
 /// Polls `f` every 10 ms until it returns `Some`, for at most `limit`.
 fn wait_for<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
@@ -56,96 +62,49 @@ fn the_signal_measures_this_process() {
     assert!(wait_for(Duration::from_secs(10), || go_zero.load_permille()).is_some());
 }
 
-const CHILD_ENV: &str = "ADMIT_TEST_CGROUP_PROCS";
+const CHILD_ENV: &str = "ADMIT_TEST_CGROUP_CHILD";
 
-/// The cgroup directories the child joins; removed (after the child is gone) on drop.
-struct TestCgroup {
-    dirs: Vec<PathBuf>,
-    child: Option<Child>,
-}
-
-impl Drop for TestCgroup {
-    fn drop(&mut self) {
-        if let Some(child) = &mut self.child {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        for dir in &self.dirs {
-            // The kernel needs a moment to release an exited task from its cgroup.
-            let _ = wait_for(Duration::from_secs(5), || fs::remove_dir(dir).ok());
-        }
-    }
-}
-
-fn v1_hierarchy(controller: &str) -> Option<PathBuf> {
-    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
-    mountinfo.lines().find_map(|line| {
-        let (mount, rest) = line.split_once(" - ")?;
-        let mut rest = rest.split(' ');
-        let (fstype, _source, options) = (rest.next()?, rest.next()?, rest.next()?);
-        let root = mount.split(' ').nth(3)?;
-        let point = mount.split(' ').nth(4)?;
-        (fstype == "cgroup" && root == "/" && options.split(',').any(|o| o == controller))
-            .then(|| PathBuf::from(point))
-    })
+/// This file's rule for a test that cannot run here: a `SKIPPED:` line on stderr, or a failure
+/// where [`cgroup::REQUIRE_ENV`] says the machine must run it.
+fn skip(test: &str, why: &str) {
+    let require = cgroup::REQUIRE_ENV;
+    assert!(
+        std::env::var_os(require).is_none(),
+        "{test}: {require} is set but {why}"
+    );
+    // Straight to stderr: the test harness captures `eprintln!` of passing tests.
+    let _ = writeln!(
+        io::stderr(),
+        "SKIPPED: {test}: {why}. Set {require} to fail instead of skipping."
+    );
 }
 
 #[test]
 fn a_cgroup_quota_is_the_scale() {
-    let (Some(cpu_root), Some(cpuacct_root)) = (v1_hierarchy("cpu"), v1_hierarchy("cpuacct"))
-    else {
-        println!("skipped: no cgroup v1 cpu and cpuacct hierarchies mounted");
+    let Some(cgroup) = cgroup::require_cpu("a_cgroup_quota_is_the_scale", 0.5) else {
         return;
     };
-    let name = format!("admit-test-{}", std::process::id());
-    let mut cgroup = TestCgroup {
-        dirs: Vec::new(),
-        child: None,
+    let expected_source = match cgroup.version() {
+        Version::V2 => "CgroupV2",
+        Version::V1 => "CgroupV1",
     };
-    for root in [&cpu_root, &cpuacct_root] {
-        let dir = root.join(&name);
-        if cgroup.dirs.contains(&dir) {
-            continue; // cpu and cpuacct mounted together
-        }
-        if let Err(err) = fs::create_dir(&dir) {
-            println!(
-                "skipped: cannot create {} ({err}); run as root",
-                dir.display()
-            );
-            return;
-        }
-        cgroup.dirs.push(dir);
-    }
-    let cpu_dir = cpu_root.join(&name);
-    fs::write(cpu_dir.join("cpu.cfs_period_us"), "100000").unwrap();
-    fs::write(cpu_dir.join("cpu.cfs_quota_us"), "50000").unwrap();
-
-    let procs: Vec<String> = cgroup
-        .dirs
-        .iter()
-        .map(|dir| dir.join("cgroup.procs").display().to_string())
-        .collect();
-    let child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "cgroup_child", "--ignored", "--nocapture"])
-        .env(CHILD_ENV, procs.join(":"))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
+    let output = cgroup
+        .command(
+            std::env::current_exe().unwrap(),
+            &["--exact", "cgroup_child", "--ignored", "--nocapture"],
+        )
+        .env(CHILD_ENV, "1")
+        .output()
         .unwrap();
-    cgroup.child = Some(child);
-    let output = cgroup.child.take().unwrap().wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    println!("{stdout}");
-    assert!(output.status.success(), "the child failed: {stdout}");
-    let line = stdout
-        .lines()
-        .find_map(|line| line.strip_prefix("READINGS "))
-        .expect("the child reported its readings");
-    let (source, readings) = line.split_once(' ').unwrap();
-    assert_eq!(source, "CgroupV1");
-    let mut readings: Vec<u32> = readings.split(',').map(|r| r.parse().unwrap()).collect();
-    readings.sort_unstable();
-    let median = readings[readings.len() / 2];
-    let share = reported_share(&stdout);
+    println!("{:?} cgroup\n{stdout}", cgroup.version());
+    assert!(
+        output.status.success(),
+        "the child failed: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let (source, median, share) = reported(&stdout);
+    assert_eq!(source, expected_source, "{stdout}");
     // Throttled to its 0.5 CPU quota, the child uses all of it (a share of 500 ‰ of one CPU)
     // unless the host is busy: it reads its share against the quota, about 1000 ‰, where a
     // host-wide measure of 0.5 CPU on this host would read 250 ‰ or less.
@@ -156,20 +115,17 @@ fn a_cgroup_quota_is_the_scale() {
     let expected = (share * 2).min(1000);
     assert!(
         median.abs_diff(expected) <= 200,
-        "median {median} ‰ of the quota with a CPU share of {share} ‰: {readings:?}"
+        "median {median} ‰ of the quota with a CPU share of {share} ‰: {stdout}"
     );
 }
 
-/// The child of `a_cgroup_quota_is_the_scale`: joins the cgroup, burns two CPUs' worth and
-/// reports eight raw readings. Does nothing when run directly.
+/// The child of `a_cgroup_quota_is_the_scale`, started inside the cgroup: burns two CPUs' worth
+/// and reports eight raw readings. Does nothing when run directly.
 #[test]
 #[ignore = "run by a_cgroup_quota_is_the_scale in a child process"]
 fn cgroup_child() {
-    let Ok(procs) = std::env::var(CHILD_ENV) else {
+    if std::env::var_os(CHILD_ENV).is_none() {
         return;
-    };
-    for file in procs.split(':') {
-        fs::write(Path::new(file), std::process::id().to_string()).unwrap();
     }
     let stop = Arc::new(AtomicBool::new(false));
     let burners: Vec<_> = (0..2).map(|_| burn(stop.clone())).collect();
@@ -189,8 +145,12 @@ fn pin(pid: Option<rustix::process::Pid>, cpu: usize) {
 
 #[test]
 fn a_pinned_process_reads_the_load_of_its_own_cpus() {
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        println!("skipped: needs two CPUs");
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        skip(
+            "a_pinned_process_reads_the_load_of_its_own_cpus",
+            &format!("it needs two CPUs and has {cpus}"),
+        );
         return;
     }
     // A busy neighbour on CPU 1, outside this process.
@@ -207,21 +167,8 @@ fn a_pinned_process_reads_the_load_of_its_own_cpus() {
             .unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
         assert!(output.status.success(), "the child failed: {stdout}");
-        let line = stdout
-            .lines()
-            .find_map(|line| line.strip_prefix("READINGS "))
-            .expect("the child reported its readings")
-            .to_owned();
-        let share = reported_share(&stdout);
-        let (source, readings) = line.split_once(' ').unwrap();
-        let mut readings: Vec<u32> = readings.split(',').map(|r| r.parse().unwrap()).collect();
-        readings.sort_unstable();
-        (
-            source.to_owned(),
-            readings[readings.len() / 2],
-            share,
-            stdout,
-        )
+        let (source, median, share) = reported(&stdout);
+        (source, median, share, stdout)
     };
     let idle = run(false);
     let busy = run(true);
@@ -306,14 +253,21 @@ fn report_raw_readings() {
     println!("SHARE {share}");
 }
 
-/// The `SHARE` a child printed (see [`report_raw_readings`]).
-fn reported_share(stdout: &str) -> u32 {
-    stdout
-        .lines()
-        .find_map(|line| line.strip_prefix("SHARE "))
-        .expect("the child reported its CPU share")
-        .parse()
-        .unwrap()
+/// What a child printed (see [`report_raw_readings`]): the signal's source, the median of its
+/// readings and its CPU share. The harness may print the test's name on the line of `READINGS`
+/// (it does when it runs one test at a time, as in a cgroup of one CPU or less).
+fn reported(stdout: &str) -> (String, u32, u32) {
+    let after = |key: &str| {
+        stdout
+            .lines()
+            .find_map(|line| Some(line.split_once(key)?.1))
+            .unwrap_or_else(|| panic!("the child reported no {key}: {stdout}"))
+    };
+    let (source, readings) = after("READINGS ").split_once(' ').unwrap();
+    let mut readings: Vec<u32> = readings.split(',').map(|r| r.parse().unwrap()).collect();
+    readings.sort_unstable();
+    let share = after("SHARE ").parse().unwrap();
+    (source.to_owned(), readings[readings.len() / 2], share)
 }
 
 /// The CPU time this process has used so far.

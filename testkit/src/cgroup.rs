@@ -1,8 +1,9 @@
 //! A cgroup for child processes, as a container runtime makes one for a pod: a memory limit
 //! (with no swap) or a CPU quota, enforced by the kernel, and what the children used.
 //!
-//! [`Cgroup::memory`] and [`Cgroup::cpu`] make a fresh group under the cgroup v2 hierarchy or
-//! the v1 controllers' mounts, whichever has the controller and is writable (both need root);
+//! [`Cgroup::memory`] and [`Cgroup::cpu`] make a fresh group under the cgroup v2 hierarchy,
+//! enabling the controller for its children there if it is not yet, or else under the v1
+//! controllers' mounts (both need root; on a hybrid host, a controller bound to v1 is not in v2);
 //! [`Cgroup::command`] starts a program inside it. A test that needs one asks [`require`]
 //! first: without a writable hierarchy it prints a `SKIPPED:` line and returns, unless
 //! [`REQUIRE_ENV`] (`ADMIT_REQUIRE_CGROUPS`) is set, when it fails instead.
@@ -49,7 +50,7 @@ impl Cgroup {
     /// (not root).
     pub fn memory(name: &str, limit_bytes: u64) -> Result<Self, String> {
         let limit = limit_bytes.to_string();
-        match hierarchy("memory").ok_or("no cgroup v2 or v1 memory hierarchy mounted")? {
+        match hierarchy("memory")? {
             (root, Version::V2) => Cgroup::make(name, Version::V2, &[root]).and_then(|cgroup| {
                 cgroup.set(0, "memory.max", &limit, true)?;
                 cgroup.set(0, "memory.swap.max", "0", false)?;
@@ -79,14 +80,14 @@ impl Cgroup {
         }
         let quota = ((cpus * CPU_PERIOD_US as f64).round() as u64).max(1_000);
         let period = CPU_PERIOD_US.to_string();
-        match hierarchy("cpu").ok_or("no cgroup v2 or v1 cpu hierarchy mounted")? {
+        match hierarchy("cpu")? {
             (root, Version::V2) => Cgroup::make(name, Version::V2, &[root]).and_then(|cgroup| {
                 cgroup.set(0, "cpu.max", &format!("{quota} {period}"), true)?;
                 Ok(cgroup)
             }),
             (cpu, Version::V1) => {
-                let (cpuacct, _) =
-                    hierarchy("cpuacct").ok_or("no cgroup v1 cpuacct hierarchy mounted")?;
+                let cpuacct = v1_mount(&mounts()?, "cpuacct")
+                    .ok_or("no cgroup v1 cpuacct hierarchy mounted")?;
                 let roots = if cpuacct == cpu {
                     vec![cpu]
                 } else {
@@ -227,37 +228,126 @@ impl Drop for Cgroup {
     }
 }
 
-/// Where a new cgroup with `controller` can go: the v2 hierarchy if that controller is enabled
-/// for its children, else the v1 mount of the controller.
-fn hierarchy(controller: &str) -> Option<(PathBuf, Version)> {
-    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let mut v1 = None;
-    for line in mountinfo.lines() {
-        let Some((mount, rest)) = line.split_once(" - ") else {
-            continue;
-        };
-        let mut rest = rest.split(' ');
-        let (Some(fstype), _, Some(options)) = (rest.next(), rest.next(), rest.next()) else {
-            continue;
-        };
-        let (Some(root), Some(point)) = (mount.split(' ').nth(3), mount.split(' ').nth(4)) else {
-            continue;
-        };
-        if root != "/" {
-            continue;
-        }
-        let point = PathBuf::from(point);
-        if fstype == "cgroup2"
-            && fs::read_to_string(point.join("cgroup.subtree_control"))
-                .is_ok_and(|enabled| enabled.split_whitespace().any(|c| c == controller))
-        {
-            return Some((point, Version::V2));
-        }
-        if fstype == "cgroup" && options.split(',').any(|option| option == controller) {
-            v1 = Some((point, Version::V1));
+/// Where a new cgroup with `controller` can go: the v2 hierarchy if the controller is enabled
+/// for its children or can be (this writes `+<controller>` to the mount's
+/// `cgroup.subtree_control`), else the v1 mount of the controller.
+///
+/// # Errors
+///
+/// Why neither can be had: each v2 mount's reason, and that no v1 mount carries `controller`.
+fn hierarchy(controller: &str) -> Result<(PathBuf, Version), String> {
+    let mounts = mounts()?;
+    let mut v2_refusals = Vec::new();
+    for mount in mounts.iter().filter(|mount| mount.fstype == "cgroup2") {
+        match enable_v2(&mount.point, controller) {
+            Ok(()) => return Ok((mount.point.clone(), Version::V2)),
+            Err(why) => v2_refusals.push(why),
         }
     }
-    v1
+    match v1_mount(&mounts, controller) {
+        Some(point) => {
+            if !v2_refusals.is_empty() {
+                eprintln!(
+                    "cgroup: {}; using the v1 hierarchy at {}",
+                    v2_refusals.join("; "),
+                    point.display()
+                );
+            }
+            Ok((point, Version::V1))
+        }
+        None if v2_refusals.is_empty() => {
+            Err(format!("no cgroup v2 or v1 {controller} hierarchy mounted"))
+        }
+        None => Err(format!(
+            "{}; no cgroup v1 {controller} hierarchy mounted",
+            v2_refusals.join("; ")
+        )),
+    }
+}
+
+/// A cgroup mount of a whole hierarchy (its root `/`), from `/proc/self/mountinfo`.
+struct Mount {
+    /// `cgroup2`, or `cgroup` for a v1 hierarchy.
+    fstype: String,
+    /// Where it is mounted.
+    point: PathBuf,
+    /// The super options; a v1 mount's list its controllers.
+    options: String,
+}
+
+/// The cgroup mounts of whole hierarchies.
+///
+/// # Errors
+///
+/// `/proc/self/mountinfo` cannot be read.
+fn mounts() -> Result<Vec<Mount>, String> {
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|error| format!("cannot read /proc/self/mountinfo: {error}"))?;
+    Ok(mountinfo
+        .lines()
+        .filter_map(|line| {
+            let (mount, rest) = line.split_once(" - ")?;
+            let mut rest = rest.split(' ');
+            let (fstype, _source, options) = (rest.next()?, rest.next()?, rest.next()?);
+            let mut mount = mount.split(' ').skip(3);
+            let (root, point) = (mount.next()?, mount.next()?);
+            (root == "/" && (fstype == "cgroup" || fstype == "cgroup2")).then(|| Mount {
+                fstype: fstype.to_owned(),
+                point: PathBuf::from(point),
+                options: options.to_owned(),
+            })
+        })
+        .collect())
+}
+
+/// The mount point of the v1 hierarchy that carries `controller`.
+fn v1_mount(mounts: &[Mount], controller: &str) -> Option<PathBuf> {
+    mounts
+        .iter()
+        .find(|mount| {
+            mount.fstype == "cgroup" && mount.options.split(',').any(|option| option == controller)
+        })
+        .map(|mount| mount.point.clone())
+}
+
+/// Enables `controller` for the children of the v2 cgroup at `dir`, unless it is already.
+///
+/// # Errors
+///
+/// Why it cannot be: the parent does not give `dir` the controller (on a hybrid host, a v1
+/// hierarchy holds it), `dir` has processes of its own, or the files are not writable.
+fn enable_v2(dir: &Path, controller: &str) -> Result<(), String> {
+    let read = |file: &str| {
+        let path = dir.join(file);
+        fs::read_to_string(&path)
+            .map_err(|error| format!("cannot read {}: {error}", path.display()))
+    };
+    let lists = |text: &str| text.split_whitespace().any(|c| c == controller);
+    if lists(&read("cgroup.subtree_control")?) {
+        return Ok(());
+    }
+    let available = read("cgroup.controllers")?;
+    if !lists(&available) {
+        return Err(format!(
+            "cgroup v2 at {} has no {controller} controller (its cgroup.controllers lists \"{}\"): \
+             a v1 hierarchy holds it, or the parent does not delegate it",
+            dir.display(),
+            available.trim()
+        ));
+    }
+    let path = dir.join("cgroup.subtree_control");
+    fs::write(&path, format!("+{controller}")).map_err(|error| {
+        let why = if error.kind() == io::ErrorKind::ResourceBusy {
+            " (the cgroup has processes of its own, and v2 gives no controller to the children \
+             of such a cgroup)"
+        } else {
+            ""
+        };
+        format!(
+            "cannot enable {controller} in {}: {error}{why}",
+            path.display()
+        )
+    })
 }
 
 /// The one rule for tests that need a memory cgroup: one limited to `limit_bytes`, or a

@@ -458,7 +458,7 @@ mod tests {
     /// what the previous second ended with. Every call moves time on: slowly under light load
     /// until 1.5 s, then quickly, so the last window fills up while callers lagging into the
     /// lightly used one before it still find room there (and must not take it).
-    /// (Small cases are model-checked exhaustively in `tests/loom_warmup.rs`.)
+    /// (Small cases are model-checked exhaustively in `tests/loom_sentinel.rs`.)
     #[test]
     fn racing_callers_with_lagging_clocks_never_overshoot_a_rolling_window() {
         const START: u64 = 600_000_000; // second 0, half 1

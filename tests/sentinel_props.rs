@@ -1,5 +1,5 @@
-//! Properties of `WarmUp` under random traffic on a `ManualClock`: snapshot invariants, that a
-//! rejection changes nothing, and that `retry_after` is exact.
+//! Properties of `SentinelWarmUp` under random traffic on a `ManualClock`: snapshot invariants,
+//! that a rejection changes nothing, and that `retry_after` is exact.
 
 use std::time::Duration;
 

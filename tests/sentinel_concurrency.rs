@@ -2,7 +2,7 @@
 //!
 //! The clock is frozen inside one half-second window, so the exact number of permits that fit
 //! is known; threads race for them. (Window boundaries under contention are model-checked with
-//! loom in `tests/loom_warmup.rs`.)
+//! loom in `tests/loom_sentinel.rs`.)
 
 use std::sync::{Arc, Barrier};
 use std::thread;

@@ -1,7 +1,8 @@
 //! Model-checks the lock-free window and token state of `SentinelWarmUp` with loom:
 //! every interleaving of the real implementation's atomics (and of the manual clock's).
 //!
-//! Run with `RUSTFLAGS="--cfg admit_loom" cargo test --release --test loom_warmup` (see `.ci/run`).
+//! Run with `RUSTFLAGS="--cfg admit_loom" cargo test --release --test loom_sentinel`
+//! (see `.ci/run`).
 #![cfg(admit_loom)]
 
 use std::time::Duration;
