@@ -32,7 +32,12 @@ pub struct AdmitService<Svc, L: 'static, K, R, Q = ReadNothing, H = AtResponse> 
 impl<Svc, L: Limiter, K, R> AdmitService<Svc, L, K, R> {
     /// Wraps `inner` with `limiter`, deciding outcomes with `classifier` and answering
     /// refusals with `responder`. [`AdmitLayer`](super::AdmitLayer) is the usual way to make one.
-    pub fn new(inner: Svc, limiter: impl IntoShared<L>, classifier: K, responder: R) -> Self {
+    pub(crate) fn new(
+        inner: Svc,
+        limiter: impl IntoShared<L>,
+        classifier: K,
+        responder: R,
+    ) -> Self {
         AdmitService {
             inner,
             limiter: limiter.into_shared(),
@@ -47,7 +52,7 @@ impl<Svc, L: Limiter, K, R> AdmitService<Svc, L, K, R> {
 impl<Svc, L: Limiter, K, R, Q, H> AdmitService<Svc, L, K, R, Q, H> {
     /// The service reading each request with `reader` (see
     /// [`AdmitLayer::inspect`](super::AdmitLayer::inspect)).
-    pub fn with_inspect<Q2>(self, reader: Q2) -> AdmitService<Svc, L, K, R, Q2, H> {
+    pub(crate) fn with_inspect<Q2>(self, reader: Q2) -> AdmitService<Svc, L, K, R, Q2, H> {
         AdmitService {
             inner: self.inner,
             limiter: self.limiter,
@@ -59,7 +64,7 @@ impl<Svc, L: Limiter, K, R, Q, H> AdmitService<Svc, L, K, R, Q, H> {
     }
 
     /// The service ending each admitted request as `H2` says (see [`Hold`]).
-    pub fn with_hold<H2>(self) -> AdmitService<Svc, L, K, R, Q, H2> {
+    pub(crate) fn with_hold<H2>(self) -> AdmitService<Svc, L, K, R, Q, H2> {
         AdmitService {
             inner: self.inner,
             limiter: self.limiter,

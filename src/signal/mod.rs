@@ -12,7 +12,7 @@
 //!
 //! - [`cpu`]: the CPU signal, go-zero's: hot at or above a threshold in ‰ of the CPU the
 //!   process may use, with go-zero's overload factor as its headroom. Every shedder has one
-//!   ([`CpuOverload`](cpu::CpuOverload), configured through the shedder's builder).
+//!   (configured through the shedder's builder).
 //! - [`queue`]: the queue-delay gate, hot while requests wait longer than a target, which
 //!   refuses a request that waited too long; and the runtime lag probe, which estimates the
 //!   waits where none are measured.

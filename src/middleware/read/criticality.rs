@@ -194,24 +194,9 @@ mod header {
             }
         }
 
-        /// The header read.
-        pub fn name(&self) -> &HeaderName {
-            &self.name
-        }
-
-        /// The class of a request that says none.
-        pub fn default_class(&self) -> Criticality {
-            self.default
-        }
-
-        /// The highest class a request may claim, unless its caller is trusted.
-        pub fn cap(&self) -> Criticality {
-            self.cap
-        }
-
         /// The highest class a [trusted](Self::with_trusted) caller may claim, if any caller
         /// is trusted.
-        pub fn trusted_cap(&self) -> Option<Criticality> {
+        fn trusted_cap(&self) -> Option<Criticality> {
             self.trusted.as_ref().map(|trusted| trusted.cap)
         }
 
@@ -365,9 +350,6 @@ mod tests {
                 counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 extensions.get::<Internal>().is_some()
             });
-        assert_eq!(header.cap(), Criticality::SheddablePlus);
-        assert_eq!(header.trusted_cap(), Some(Criticality::CriticalPlus));
-        assert_eq!(CriticalityHeader::new().trusted_cap(), None);
         let class = |lines, internal| header.inspect(&from(lines, internal)).class();
         for internal in [false, true] {
             assert_eq!(

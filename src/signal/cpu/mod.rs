@@ -42,7 +42,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-pub use self::overload::CpuOverload;
+pub(crate) use self::overload::CpuOverload;
 pub(crate) use self::overload::Source;
 pub use self::sampler::{CpuSource, SystemCpu};
 pub use self::smoothing::{Smoother, Smoothing};

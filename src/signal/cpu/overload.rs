@@ -14,28 +14,10 @@ const OVERLOAD_FACTOR_FLOOR: f64 = 0.1;
 /// go-zero's CPU rule as an [`OverloadSignal`]: overloaded while the load is at or above
 /// `threshold` ‰, with go-zero's overload factor `(1000 − load) / (1000 − threshold)`,
 /// clamped to `0.1..=1`, as the headroom. An unknown load is not overloaded and leaves full
-/// headroom.
-///
-/// Every [`Shedder`](crate::shed::Shedder) has one, built from its builder's
+/// headroom. Every [`Shedder`](crate::shed::Shedder) has one, built from its builder's
 /// [`cpu`](crate::shed::ShedderBuilder::cpu) and
 /// [`cpu_threshold`](crate::shed::ShedderBuilder::cpu_threshold).
-///
-/// # Example
-///
-/// ```
-/// use admit::signal::cpu::{CpuOverload, ManualCpu};
-/// use admit::signal::{Cause, OverloadSignal};
-///
-/// let cpu = ManualCpu::new(950);
-/// let signal = CpuOverload::new(cpu.clone(), 900)?;
-/// let pressure = signal.pressure(0);
-/// assert_eq!(pressure.cause(), Some(Cause::Cpu));
-/// assert_eq!(pressure.headroom(), 0.5); // (1000 − 950) / (1000 − 900)
-/// cpu.set(899);
-/// assert_eq!(signal.pressure(0).cause(), None);
-/// # Ok::<(), admit::ConfigError>(())
-/// ```
-pub struct CpuOverload {
+pub(crate) struct CpuOverload {
     source: Source,
     threshold: u32,
 }
@@ -87,11 +69,6 @@ impl CpuOverload {
     /// [`ConfigError::CpuThresholdOutOfRange`] if `threshold` is outside `1..=999`: at 0 every
     /// moment would be overloaded, at 1000 the CPU could never reach it (and the overload
     /// factor divides by `1000 − threshold`).
-    pub fn new(source: impl CpuSignal + 'static, threshold: u32) -> Result<Self, ConfigError> {
-        Self::of(Source::new(source), threshold)
-    }
-
-    /// [`new`](Self::new) for a source already classified.
     pub(crate) fn of(source: Source, threshold: u32) -> Result<Self, ConfigError> {
         if !(1..=999).contains(&threshold) {
             return Err(ConfigError::CpuThresholdOutOfRange {
@@ -103,17 +80,17 @@ impl CpuOverload {
 
     /// The load in ‰, at most 1000, or `None` if unknown.
     #[inline]
-    pub fn load_permille(&self) -> Option<u32> {
+    pub(crate) fn load_permille(&self) -> Option<u32> {
         self.source.load_permille().map(|load| load.min(1000))
     }
 
     /// The threshold, in ‰.
-    pub fn threshold(&self) -> u32 {
+    pub(crate) fn threshold(&self) -> u32 {
         self.threshold
     }
 
     /// The CPU signal read.
-    pub fn source(&self) -> &dyn CpuSignal {
+    pub(crate) fn source(&self) -> &dyn CpuSignal {
         self.source.get()
     }
 
@@ -150,5 +127,28 @@ impl fmt::Debug for CpuOverload {
             .field("permille", &self.load_permille())
             .field("threshold", &self.threshold)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hot_at_the_threshold_with_go_zeros_factor_as_headroom() {
+        let cpu = ManualCpu::new(950);
+        let signal = CpuOverload::of(Source::new(cpu.clone()), 900).unwrap();
+        let pressure = signal.pressure(0);
+        assert_eq!(pressure.cause(), Some(Cause::Cpu));
+        assert_eq!(pressure.headroom(), 0.5); // (1000 − 950) / (1000 − 900)
+        cpu.set(1000);
+        assert_eq!(signal.pressure(0).headroom(), 0.1, "the factor's floor");
+        cpu.set(899);
+        assert_eq!(signal.pressure(0), Pressure::CALM);
+        cpu.set_unknown();
+        assert_eq!(signal.pressure(0), Pressure::CALM);
+        for threshold in [0, 1000] {
+            assert!(CpuOverload::of(Source::new(ManualCpu::new(0)), threshold).is_err());
+        }
     }
 }
