@@ -256,7 +256,10 @@ fn unnamed_and_duplicate_limiters_are_typed_errors() {
     );
     let sentinel = Arc::new(SentinelWarmUp::builder(10.0).build().unwrap());
     assert_eq!(
-        Reporter::builder().warm_up(sentinel).build().unwrap_err(),
+        Reporter::builder()
+            .sentinel_warm_up(sentinel)
+            .build()
+            .unwrap_err(),
         MetricsError::Unnamed {
             kind: "warm-up bucket"
         }
@@ -279,7 +282,7 @@ fn unnamed_and_duplicate_limiters_are_typed_errors() {
     );
     let error = Reporter::builder()
         .warm_up(smooth)
-        .warm_up(exact)
+        .sentinel_warm_up(exact)
         .build()
         .unwrap_err();
     assert_eq!(
@@ -438,7 +441,6 @@ fn queue_signals_render_as_a_histogram() {
 #[tokio::test(start_paused = true)]
 async fn a_drain_renders_its_counts_and_phase() {
     use admit::drain::Drain;
-    use admit::metrics::DrainMetrics;
 
     let recorder = PrometheusBuilder::new().build_recorder();
     let drain = Drain::builder()
@@ -526,7 +528,7 @@ async fn a_drain_renders_its_counts_and_phase() {
     // One drain per reporter: a second would publish the same series.
     let twice = Reporter::builder()
         .drain(drain.clone())
-        .source(DrainMetrics::new(drain))
+        .drain(drain)
         .build()
         .unwrap_err();
     assert_eq!(

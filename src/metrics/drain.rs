@@ -8,27 +8,9 @@ use super::Source;
 use super::names::{self, KIND};
 use crate::drain::{Drain, Phase};
 
-/// Publishes a [`Drain`]'s [snapshot](Drain::snapshot) through the `metrics` facade: requests
-/// in flight, open connections, active sessions, whether the replica is leaving, and the
-/// requests offered to its layer first (see [`names`] for each series).
-///
-/// The series carry no label but the offered requests' `kind="drain"` (one drain per process;
-/// Prometheus' target labels tell the pods apart), so a [`Reporter`](super::Reporter) takes one
-/// drain. The handles are registered with the recorder installed when this is built;
-/// [`report`](Self::report) reads a snapshot and sets them, allocating nothing. Requests pay
-/// nothing for it but the drain's own counts.
-///
-/// ```
-/// use admit::drain::Drain;
-/// use admit::metrics::Reporter;
-///
-/// // Install the recorder first.
-/// let drain = Drain::default();
-/// let reporter = Reporter::builder().drain(drain.clone()).build()?;
-/// reporter.report(); // before each scrape, or on a timer
-/// # Ok::<(), admit::metrics::MetricsError>(())
-/// ```
-pub struct DrainMetrics {
+/// Publishes a [`Drain`]'s [snapshot](Drain::snapshot) through the `metrics` facade (see
+/// [`ReporterBuilder::drain`](super::ReporterBuilder::drain)).
+pub(crate) struct DrainMetrics {
     drain: Drain,
     in_flight: Gauge,
     connections: Gauge,
@@ -39,7 +21,7 @@ pub struct DrainMetrics {
 
 impl DrainMetrics {
     /// Registers the drain's series with the installed recorder.
-    pub fn new(drain: Drain) -> Self {
+    pub(crate) fn new(drain: Drain) -> Self {
         super::describe::drain();
         DrainMetrics {
             drain,
@@ -52,7 +34,7 @@ impl DrainMetrics {
     }
 
     /// Reads the drain's snapshot and publishes it.
-    pub fn report(&self) {
+    pub(crate) fn report(&self) {
         let snapshot = self.drain.snapshot();
         self.in_flight.set(snapshot.in_flight as f64);
         self.connections.set(snapshot.connections as f64);
@@ -60,11 +42,6 @@ impl DrainMetrics {
         let draining = snapshot.phase >= Phase::Announced;
         self.draining.set(if draining { 1.0 } else { 0.0 });
         self.offered.absolute(snapshot.offered);
-    }
-
-    /// The drain this publishes.
-    pub fn drain(&self) -> &Drain {
-        &self.drain
     }
 }
 

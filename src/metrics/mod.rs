@@ -9,10 +9,10 @@
 //!
 //! | source | series (see [`names`]) |
 //! |---|---|
-//! | [`ShedderMetrics`] | `admit_offered_requests_total{kind="shed"}`, `admit_shed_requests_total{outcome}`, `admit_shed_service_seconds_total`, `admit_shed_requests_in_flight`, `admit_shed_cpu_load_ratio`, `admit_shed_cpu_threshold_ratio`, `admit_shed_shedding`, `admit_shed_max_flight`, `admit_shed_headroom_ratio` |
-//! | [`WarmUpMetrics`] | `admit_offered_requests_total{kind="warmup"}`, `admit_warmup_requests_total{outcome}`, `admit_warmup_limit_per_second`, `admit_warmup_full_rate_per_second`, `admit_warmup_stored_permits`, `admit_warmup_progress_ratio` |
+//! | [`ReporterBuilder::shedder`] | `admit_offered_requests_total{kind="shed"}`, `admit_shed_requests_total{outcome}`, `admit_shed_service_seconds_total`, `admit_shed_requests_in_flight`, `admit_shed_cpu_load_ratio`, `admit_shed_cpu_threshold_ratio`, `admit_shed_shedding`, `admit_shed_max_flight`, `admit_shed_headroom_ratio` |
+//! | [`ReporterBuilder::warm_up`], [`ReporterBuilder::sentinel_warm_up`] | `admit_offered_requests_total{kind="warmup"}`, `admit_warmup_requests_total{outcome}`, `admit_warmup_limit_per_second`, `admit_warmup_full_rate_per_second`, `admit_warmup_stored_permits`, `admit_warmup_progress_ratio` |
 //! | [`PlanMetrics`] | `admit_plan_servers`, `admit_plan_replicas`, `admit_plan_service_level_ratio`, `admit_plan_mean_wait_seconds`, `admit_plan_occupancy_ratio` |
-//! | `DrainMetrics` (`tokio` feature) | `admit_offered_requests_total{kind="drain"}`, `admit_inflight_requests`, `admit_open_connections`, `admit_active_sessions`, `admit_draining` |
+//! | `ReporterBuilder::drain` (`tokio` feature) | `admit_offered_requests_total{kind="drain"}`, `admit_inflight_requests`, `admit_open_connections`, `admit_active_sessions`, `admit_draining` |
 //!
 //! Every series of a limiter is labelled `limiter="<its name>"` (a plan's, `planner="…"`), so
 //! a limiter must be named; a drain's series carry no label (one drain per process). Each
@@ -57,10 +57,9 @@ mod shed;
 mod warmup;
 
 #[cfg(feature = "tokio")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
-pub use self::drain::DrainMetrics;
+use self::drain::DrainMetrics;
 pub use self::error::MetricsError;
 pub use self::plan::PlanMetrics;
 pub use self::reporter::{Reporter, ReporterBuilder, Source};
-pub use self::shed::ShedderMetrics;
-pub use self::warmup::{WarmUpBucket, WarmUpMetrics};
+use self::shed::ShedderMetrics;
+use self::warmup::WarmUpMetrics;

@@ -2,10 +2,12 @@
 
 use std::fmt;
 
-use super::{MetricsError, ShedderMetrics, WarmUpBucket, WarmUpMetrics};
+use super::{MetricsError, ShedderMetrics, WarmUpMetrics};
 use crate::Shared;
 use crate::clock::Clock;
 use crate::shed::Shedder;
+use crate::warmup::WarmUp;
+use crate::warmup::sentinel::SentinelWarmUp;
 
 /// Something that publishes metrics: it registers its handles when built and sets them in
 /// [`report`](Source::report). The shedder's and the warm-up buckets' metrics are sources;
@@ -96,20 +98,36 @@ pub struct ReporterBuilder {
 }
 
 impl ReporterBuilder {
-    /// Adds a shedder's metrics ([`ShedderMetrics`]). The shedder must be named.
+    /// Adds a shedder's series: its request totals by outcome, the requests offered to it
+    /// first, service time, requests in flight, CPU load, whether it is shedding, its learned
+    /// limit, and with a queue gate its waits and the request-start stamps it could not read
+    /// (see [`names`](super::names) for each), labelled `limiter="<the shedder's name>"`. The
+    /// CPU series is registered at the first report that knows the load, so it is absent, not
+    /// 0, until the load is known, and NaN whenever the load is no longer known; the clock
+    /// offset likewise appears with the first stamped request. The shedder must be named.
     pub fn shedder<C: Clock + 'static>(self, shedder: impl Into<Shared<Shedder<C>>>) -> Self {
         self.add(ShedderMetrics::new(shedder))
     }
 
-    /// Adds a warm-up bucket's metrics ([`WarmUpMetrics`]), a [`WarmUp`](crate::warmup::WarmUp)
-    /// or a [`SentinelWarmUp`](crate::warmup::sentinel::SentinelWarmUp). The bucket must be
-    /// named.
-    pub fn warm_up<B: WarmUpBucket>(self, bucket: impl Into<Shared<B>>) -> Self {
+    /// Adds a [`WarmUp`]'s series: its decisions by outcome, the requests offered to it first,
+    /// the rate in force and the full rate (permits per second), the stored permits and the
+    /// warm-up progress, labelled `limiter="<the bucket's name>"`. The bucket must be named.
+    pub fn warm_up<C: Clock + 'static>(self, bucket: impl Into<Shared<WarmUp<C>>>) -> Self {
         self.add(WarmUpMetrics::new(bucket))
     }
 
-    /// Adds a drain's metrics ([`DrainMetrics`](super::DrainMetrics)); one drain per reporter,
-    /// as its series carry no label.
+    /// [`warm_up`](Self::warm_up) for a [`SentinelWarmUp`].
+    pub fn sentinel_warm_up<C: Clock + 'static>(
+        self,
+        bucket: impl Into<Shared<SentinelWarmUp<C>>>,
+    ) -> Self {
+        self.add(WarmUpMetrics::new(bucket))
+    }
+
+    /// Adds a drain's series: requests in flight, open connections, active sessions, whether
+    /// the replica is leaving, and the requests offered to its layer first. They carry no label
+    /// but the offered requests' `kind="drain"` (one drain per process; Prometheus' target
+    /// labels tell the pods apart), so a reporter takes one drain.
     #[cfg(feature = "tokio")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn drain(self, drain: crate::drain::Drain) -> Self {

@@ -16,32 +16,9 @@ use crate::signal::Cause;
 use crate::signal::queue::WaitSource;
 use crate::signal::queue::header::HeaderError;
 
-/// Publishes a [`Shedder`]'s [snapshot](Shedder::snapshot) through the `metrics` facade: its
-/// request totals by outcome, the requests offered to it first, service time, requests in
-/// flight, CPU load, whether it is shedding, its learned limit, and with a queue gate its waits
-/// and the request-start stamps it could not read (see [`names`] for each series).
-///
-/// The handles are registered with the recorder installed when this is built, labelled
-/// `limiter="<the shedder's name>"`; [`report`](Self::report) reads a snapshot and sets them,
-/// allocating nothing. The CPU series is registered at the first report that knows the
-/// load (with the recorder installed then), so it is absent, not 0, until the load is known;
-/// it is NaN whenever the load is no longer known. The clock offset likewise appears with the
-/// first stamped request. The shedder's decisions pay nothing for it: the totals published are the
-/// ones the shedder keeps anyway.
-///
-/// # Example
-///
-/// ```
-/// use std::sync::Arc;
-/// use admit::metrics::ShedderMetrics;
-/// use admit::shed::Shedder;
-///
-/// let shedder = Arc::new(Shedder::builder().name("checkout").build()?);
-/// let metrics = ShedderMetrics::new(Arc::clone(&shedder))?;
-/// metrics.report(); // with no recorder installed, this does nothing
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub struct ShedderMetrics<C: Clock + 'static> {
+/// Publishes a [`Shedder`]'s [snapshot](Shedder::snapshot) through the `metrics` facade (see
+/// [`ReporterBuilder::shedder`](super::ReporterBuilder::shedder)).
+pub(crate) struct ShedderMetrics<C: Clock + 'static> {
     shedder: Shared<Shedder<C>>,
     passed: Counter,
     failed: Counter,
@@ -74,7 +51,7 @@ impl<C: Clock + 'static> ShedderMetrics<C> {
     /// # Errors
     ///
     /// [`MetricsError::Unnamed`] if the shedder has no name.
-    pub fn new(shedder: impl Into<Shared<Shedder<C>>>) -> Result<Self, MetricsError> {
+    pub(crate) fn new(shedder: impl Into<Shared<Shedder<C>>>) -> Result<Self, MetricsError> {
         let shedder = shedder.into();
         let name: SharedString = shedder
             .name()
@@ -130,7 +107,7 @@ impl<C: Clock + 'static> ShedderMetrics<C> {
     }
 
     /// Reads the shedder's snapshot and publishes it.
-    pub fn report(&self) {
+    pub(crate) fn report(&self) {
         let snapshot = self.shedder.snapshot();
         self.passed.absolute(snapshot.passed);
         self.failed.absolute(snapshot.failed);
@@ -190,11 +167,6 @@ impl<C: Clock + 'static> ShedderMetrics<C> {
             waits.report(&probe.gate().waits(WaitSource::Probe));
             drop.set(f64::from(probe.drop_ppm()) / 1e6);
         }
-    }
-
-    /// The shedder this publishes.
-    pub fn shedder(&self) -> &Shared<Shedder<C>> {
-        &self.shedder
     }
 
     fn register(&self, metric: &'static str) -> Gauge {

@@ -11,86 +11,57 @@ use crate::clock::Clock;
 use crate::warmup::WarmUp;
 use crate::warmup::sentinel::SentinelWarmUp;
 
-/// The warm-up buckets [`WarmUpMetrics`] publishes: [`WarmUp`] and [`SentinelWarmUp`] (sealed).
-pub trait WarmUpBucket: sealed::Bucket + Send + Sync + 'static {}
+/// What a warm-up bucket reports, from either kind.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Reading {
+    admitted: u64,
+    refused: u64,
+    offered: u64,
+    stored: f64,
+    limit: f64,
+    full_rate: f64,
+    progress: f64,
+}
 
-impl<C: Clock + Send + Sync + 'static> WarmUpBucket for WarmUp<C> {}
-impl<C: Clock + Send + Sync + 'static> WarmUpBucket for SentinelWarmUp<C> {}
+/// How [`WarmUpMetrics`] reads a bucket: [`WarmUp`] and [`SentinelWarmUp`].
+pub(crate) trait Bucket: Send + Sync + 'static {
+    fn bucket_name(&self) -> Option<&str>;
+    fn reading(&self) -> Reading;
+}
 
-mod sealed {
-    use crate::clock::Clock;
-    use crate::warmup::WarmUp;
-    use crate::warmup::sentinel::SentinelWarmUp;
+/// Both kinds report through the same methods.
+macro_rules! bucket {
+    ($kind:ident) => {
+        impl<C: Clock + Send + Sync + 'static> Bucket for $kind<C> {
+            fn bucket_name(&self) -> Option<&str> {
+                self.name()
+            }
 
-    /// What a warm-up bucket reports, from either kind.
-    #[derive(Clone, Copy, Debug)]
-    pub struct Reading {
-        pub(super) admitted: u64,
-        pub(super) refused: u64,
-        pub(super) offered: u64,
-        pub(super) stored: f64,
-        pub(super) limit: f64,
-        pub(super) full_rate: f64,
-        pub(super) progress: f64,
-    }
-
-    /// How [`WarmUpMetrics`](super::WarmUpMetrics) reads a bucket; outside the crate, unnameable.
-    pub trait Bucket {
-        fn bucket_name(&self) -> Option<&str>;
-        fn reading(&self) -> Reading;
-    }
-
-    /// Both kinds report through the same methods.
-    macro_rules! bucket {
-        ($kind:ident) => {
-            impl<C: Clock> Bucket for $kind<C> {
-                fn bucket_name(&self) -> Option<&str> {
-                    self.name()
-                }
-
-                fn reading(&self) -> Reading {
-                    let totals = self.totals();
-                    let snapshot = self.snapshot();
-                    Reading {
-                        admitted: totals.admitted,
-                        refused: totals.refused,
-                        offered: totals.offered,
-                        stored: snapshot.stored_tokens,
-                        limit: snapshot.qps_limit,
-                        full_rate: self.permits_per_second(),
-                        progress: snapshot.progress(),
-                    }
+            fn reading(&self) -> Reading {
+                let totals = self.totals();
+                let snapshot = self.snapshot();
+                Reading {
+                    admitted: totals.admitted,
+                    refused: totals.refused,
+                    offered: totals.offered,
+                    stored: snapshot.stored_tokens,
+                    limit: snapshot.qps_limit,
+                    full_rate: self.permits_per_second(),
+                    progress: snapshot.progress(),
                 }
             }
-        };
-    }
-
-    bucket!(WarmUp);
-    bucket!(SentinelWarmUp);
+        }
+    };
 }
+
+bucket!(WarmUp);
+bucket!(SentinelWarmUp);
 
 /// Publishes a warm-up bucket ([`WarmUp`] or [`SentinelWarmUp`]) through the `metrics` facade:
 /// its decisions by outcome, the requests offered to it first, the rate in force and the full
 /// rate (permits per second), the stored permits and the warm-up progress (see [`names`] for
-/// each series).
-///
-/// The handles are registered with the recorder installed when this is built, labelled
-/// `limiter="<the bucket's name>"`; [`report`](Self::report) reads the bucket's totals and
-/// snapshot and sets them, allocating nothing. Decisions pay nothing for it.
-///
-/// # Example
-///
-/// ```
-/// use std::sync::Arc;
-/// use admit::metrics::WarmUpMetrics;
-/// use admit::warmup::WarmUp;
-///
-/// let bucket = Arc::new(WarmUp::builder(500.0).name("checkout").build()?);
-/// let metrics = WarmUpMetrics::new(Arc::clone(&bucket))?;
-/// metrics.report(); // with no recorder installed, this does nothing
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub struct WarmUpMetrics<B: WarmUpBucket = WarmUp> {
+/// each series), labelled `limiter="<the bucket's name>"`.
+pub(crate) struct WarmUpMetrics<B: Bucket> {
     bucket: Shared<B>,
     admitted: Counter,
     refused: Counter,
@@ -101,13 +72,13 @@ pub struct WarmUpMetrics<B: WarmUpBucket = WarmUp> {
     progress: Gauge,
 }
 
-impl<B: WarmUpBucket> WarmUpMetrics<B> {
+impl<B: Bucket> WarmUpMetrics<B> {
     /// Registers the bucket's series with the installed recorder.
     ///
     /// # Errors
     ///
     /// [`MetricsError::Unnamed`] if the bucket has no name.
-    pub fn new(bucket: impl Into<Shared<B>>) -> Result<Self, MetricsError> {
+    pub(crate) fn new(bucket: impl Into<Shared<B>>) -> Result<Self, MetricsError> {
         let bucket = bucket.into();
         let name: SharedString = bucket
             .bucket_name()
@@ -133,7 +104,7 @@ impl<B: WarmUpBucket> WarmUpMetrics<B> {
     }
 
     /// Reads the bucket's totals and snapshot and publishes them.
-    pub fn report(&self) {
+    pub(crate) fn report(&self) {
         let reading = self.bucket.reading();
         self.admitted.absolute(reading.admitted);
         self.refused.absolute(reading.refused);
@@ -143,14 +114,9 @@ impl<B: WarmUpBucket> WarmUpMetrics<B> {
         self.stored.set(reading.stored);
         self.progress.set(reading.progress);
     }
-
-    /// The bucket this publishes.
-    pub fn bucket(&self) -> &Shared<B> {
-        &self.bucket
-    }
 }
 
-impl<B: WarmUpBucket> Source for WarmUpMetrics<B> {
+impl<B: Bucket> Source for WarmUpMetrics<B> {
     fn family(&self) -> &'static str {
         "admit_warmup"
     }
@@ -164,7 +130,7 @@ impl<B: WarmUpBucket> Source for WarmUpMetrics<B> {
     }
 }
 
-impl<B: WarmUpBucket> fmt::Debug for WarmUpMetrics<B> {
+impl<B: Bucket> fmt::Debug for WarmUpMetrics<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WarmUpMetrics")
             .field("limiter", &self.bucket.bucket_name())
