@@ -8,7 +8,7 @@
 //! [`CriticalityHeader`](crate::middleware::CriticalityHeader), or from a function of the
 //! request with [`CriticalityFrom`](crate::middleware::CriticalityFrom)), with a default for
 //! requests that carry none and a cap on what a caller may claim. The shedder then refuses
-//! lower classes first: see [`Shedder`](crate::shed::Shedder).
+//! lower classes first: see [Request criticality](crate::shed#request-criticality).
 
 mod class;
 #[cfg(feature = "http")]

@@ -64,8 +64,8 @@ pub const SHED_HEADROOM: &str = "admit_shed_headroom_ratio";
 /// A request without a class counts as `critical`. Their rate by class is the load each class
 /// offers: size a service for the classes it must serve.
 pub const SHED_CLASS_REQUESTS: &str = "admit_shed_class_requests_total";
-/// Gauge, by [`CLASS`]: 1 for the marginal class while the shedder is hot (less important
-/// classes are refused, more important ones served), else 0.
+/// Gauge, by [`CLASS`]: 1 for the [marginal class](crate::shed#request-criticality) while the
+/// shedder is hot, else 0.
 pub const SHED_CUT: &str = "admit_shed_cut";
 
 /// Counter: requests a shedder refused, by [`REASON`]: the breakdown of the `dropped`

@@ -1,29 +1,11 @@
 //! The cut: which request classes the shedder serves while it is overloaded.
 //!
-//! While the shedder is under pressure, every class is in one of three places relative to the
-//! *marginal* class:
-//!
-//! - **below** it: refused outright;
-//! - **the marginal class itself**: decided as without classes (go-zero's concurrency rule and
-//!   the refusing signals), so it gets the capacity the classes above leave;
-//! - **above** it: served.
-//!
-//! The marginal class is the cut, kept within the classes seen in the last two steps (a step is
-//! one of the window's buckets): with one class in use, every request is marginal and the
-//! decisions are exactly those without classes.
-//!
-//! The cut moves once a step, from what happened to the marginal class during the step before:
-//!
-//! - **up** one class when its every request was refused for [`RISE_STEPS`] steps in a row
-//!   while, in each of those steps, the classes above it did not fit even alone: they were
-//!   admitted at least as many requests as the shedder has seen complete in its best step
-//!   (go-zero's `maxPass`), or more than half of theirs were *late*, having waited longer than
-//!   a step before the shedder saw them (work done inline queues before the shedder sees it,
-//!   so there the admissions cannot outrun the completions, and the queue shows as waits). The
-//!   next class becomes marginal;
-//! - **down** one class after [`CALM_STEPS`] steps in a row in which at most one in
-//!   [`CALM_SHARE`] of its requests was refused: it fits;
-//! - back to the least important class when the shedder was not under pressure for a while.
+//! The rule is stated once, in the shedder's [module docs](crate::shed#request-criticality),
+//! with [`RISE_STEPS`], [`CALM_STEPS`] and [`CALM_SHARE`] written out as numbers: a change to
+//! one of them changes that statement too. This module keeps the rule's state: the classes
+//! decided under pressure this step and the step before, the cut as a class index, and the
+//! decisions under pressure by class on the callers' stripes, which the first decision of each
+//! step reads as differences to move the cut ([`Cut::roll`]).
 //!
 //! Only decisions made under pressure touch the cut, so a calm shedder pays nothing for it.
 
@@ -96,8 +78,9 @@ impl Cut {
     /// Where a request of `class`, decided under pressure during the step `step` gives, stands,
     /// and whether to [`count`](Self::count) its decision (while more than one class is in
     /// use). `capacity(step)` gives the most requests the shedder has seen complete in one step
-    /// of the window at `step`; it is called only when the step is new. While only one class has ever been decided under
-    /// pressure, every request is of the marginal class, and this is a load.
+    /// of the window at `step`; it is called only when the step is new. While only one class
+    /// has ever been decided under pressure, every request is of the marginal class, and this
+    /// is a load.
     #[inline]
     pub(super) fn place(
         &self,

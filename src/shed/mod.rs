@@ -10,10 +10,11 @@
 //!    and the smoothed number of requests in flight exceed
 //!    `max_flight = max(1, max_pass × min_rt × buckets per second / 1000)`, scaled down by the
 //!    overload factor `(1000 − cpu) / (1000 − cpu_threshold)` (clamped to 0.1..=1; with more
-//!    signals, the smallest [headroom](crate::signal::Pressure::headroom)). Here
-//!    `max_pass` is the most requests that passed in one bucket, and `min_rt` the lowest
-//!    per-bucket mean latency in ms, over the rolling `window` (5 s in 50 buckets by default):
-//!    Little's law applied to the best the service has recently done.
+//!    signals, the smallest [headroom](crate::signal::Pressure::headroom); not scaled while a
+//!    reading sets a [floor](crate::signal::Pressure::with_limit_floor), as the queue gate's
+//!    do: see below). Here `max_pass` is the most requests that passed in one bucket, and
+//!    `min_rt` the lowest per-bucket mean latency in ms, over the rolling `window` (5 s in 50
+//!    buckets by default): Little's law applied to the best the service has recently done.
 //!
 //! While no signal is hot nothing is shed, whatever the concurrency; a burst of requests with
 //! a hot CPU passes until the smoothed concurrency catches up.
@@ -44,15 +45,15 @@
 //! ([`queue_gate`](ShedderBuilder::queue_gate)) and how late the runtime runs its timers
 //! ([`runtime_probe`](ShedderBuilder::runtime_probe)); see [`signal::queue`](crate::signal::queue).
 //!
-//! - While the gate is hot (90 % of the waits of its last interval exceeded its target) the
-//!   shedder is hot, and a request that waited more than twice the target is refused whatever
-//!   the concurrency ([`Cause::QueueDelay`](crate::signal::Cause::QueueDelay)); other refusals follow go-zero's rule
-//!   ([`Cause::Queue`](crate::signal::Cause::Queue)) and arm the cool-off.
+//! - While the gate is hot (at least 90 % of the waits of its last interval, by default,
+//!   exceeded its target) the shedder is hot, and a request that waited more than twice the
+//!   target is refused whatever the concurrency
+//!   ([`Cause::QueueDelay`](crate::signal::Cause::QueueDelay)); other refusals follow go-zero's
+//!   rule ([`Cause::Queue`](crate::signal::Cause::Queue)) and arm the cool-off.
 //! - The gate's readings carry its target as the limit's
 //!   [floor](crate::signal::Pressure::with_limit_floor): go-zero's limit on requests in flight
 //!   is not scaled down by the CPU's overload factor, and it is at least the throughput times
-//!   the gate's target (by Little's
-//!   law, the concurrency at which requests wait that long); the
+//!   the gate's target (by Little's law, the concurrency at which requests wait that long); the
 //!   [guide](crate::guide::signals) says why.
 //! - The probe decides only while the gate has no verdict (no gate, or no wait recorded in its
 //!   last interval): measured waits outrank its estimate. While it lags, a share of requests is
@@ -64,56 +65,66 @@
 //! A request may carry a [`Criticality`](crate::criticality::Criticality) (through the layer,
 //! read by [`CriticalityHeader`](crate::middleware::CriticalityHeader) or
 //! [`CriticalityFrom`](crate::middleware::CriticalityFrom); by hand,
-//! [`allow_with`](Shedder::allow_with)). While the shedder is hot, one class is *marginal*: it is
-//! decided by the rule above, the less important classes are refused outright and the more
-//! important ones are served, so the marginal class gets the capacity they leave. The marginal
-//! class moves up one class when every request of it was refused for two steps (buckets) in a
-//! row while the more important classes did not fit even alone: in each step they were
-//! admitted at least as many requests as the shedder has seen complete in its best step
-//! (go-zero's `maxPass`), or more than half of theirs had waited longer than a step (work done
-//! inline queues before the shedder sees it). It moves down one after three steps in which at
-//! most one in 64 of its requests was refused ([`ShedSnapshot::cut`] says which class it is).
-//! The signals that refuse a request outright (a request that waited too long while the queue
-//! gate is hot, the runtime probe's draws) refuse only the marginal class's requests too.
-//! With one class in use, every request is of the marginal class: the decisions are go-zero's.
-//! A service that sets no class is such a service, as a request without one is
+//! [`Arrival::with_class`](crate::signal::Arrival::with_class) given to
+//! [`allow_with`](Shedder::allow_with)); a request without one is
 //! [`Critical`](crate::criticality::Criticality::Critical).
+//!
+//! While the shedder is hot (a signal is hot, or it is cooling off), a request's class stands
+//! in one of three places relative to one *marginal* class:
+//!
+//! - **below** it: refused outright, whatever the concurrency;
+//! - **the marginal class**: decided as without classes: refused if a signal's reading refuses
+//!   it (a request that waited too long while the queue gate is hot, the runtime probe's draws)
+//!   or by the concurrency test above, so it gets the capacity the classes above it leave;
+//! - **above** it: served, whatever the concurrency and the signals' readings.
+//!
+//! The classes *in use* are those decided while hot in the current step or the one before (a
+//! step is a bucket of the window, 100 ms by default). The marginal class is the least important
+//! class in use at or above a level, the *cut*, or the most important class in use if none is
+//! ([`ShedSnapshot::cut`] says which class it is). With one class in use every request is of the
+//! marginal class, and the decisions are those without classes: a service that sets no class
+//! is such a service.
+//!
+//! The cut moves at most once a step, at the first decision of the step made while hot, by what
+//! happened during the step that ended:
+//!
+//! - **up**, making the next class in use marginal, after two steps in a row in which requests
+//!   of the marginal class were refused and none was admitted, while the classes above it did
+//!   not fit even alone: they were admitted at least as many requests as the shedder has seen
+//!   complete in one bucket of its window (go-zero's `maxPass`), or more than half of theirs
+//!   had waited longer than a step before reaching the shedder (work done inline queues before
+//!   the shedder sees it, so there the admissions cannot outrun the completions, and the queue
+//!   shows as waits);
+//! - **down**, making the next class in use below it marginal, after three steps in a row in
+//!   which the marginal class was refused at most once per 64 requests admitted (not at all
+//!   with fewer than 64);
+//! - **back to the least important class** after a whole step without a decision made while
+//!   hot.
 //!
 //! # Parity with go-zero
 //!
 //! With no signal besides the CPU (no queue gate, no probe, one request class), the decision
-//! reproduces go-zero's `adaptiveShedder` (`core/load`, 2024) exactly. The differences:
-//!
-//! - A latency is recorded as at least 1 ms.
-//! - An unknown CPU load (see [`CpuSignal`](crate::signal::cpu::CpuSignal)) is never
-//!   overloaded, but the [snapshot](Shedder::snapshot) says it is unknown.
-//! - The limit (`max_flight`) is computed once per bucket and cached.
-//! - A request's latency is measured from the clock reading its admission decision used.
-//! - The smoothed concurrency is updated with a load and a store, not under a lock: two
-//!   requests completing at the same instant can start from the same average, and one of the
-//!   two samples is then lost. Exact with one thread.
-//! - A pass reported with a [`CpuWait`](crate::signal::cpu::CpuWait) records its latency less
-//!   the wait (at least 1 ms).
-//! - A bucket's latency sum wraps at 2^44 ms (557 years). A bucket whose start was recorded
-//!   out of order (a thread stalled for a whole bucket while recording it) has no known
-//!   latency and is left out of `min_rt`.
-//!
-//! The [guide](crate::guide::parity) lists what is reproduced, and why each difference.
+//! reproduces go-zero's `adaptiveShedder` (`core/load`, 2024), but for a few deliberate
+//! differences: the [parity chapter](crate::guide::parity#go-zeros-adaptive-shedder) of the
+//! guide lists what is reproduced, and each difference with its reason.
 //!
 //! # Cost
 //!
-//! While nothing is hot, [`allow`](Shedder::allow) is a clock read, the CPU signal (a dynamic
-//! call and an atomic load), one dynamic call per added signal, a flag load and one atomic add.
-//! While hot it also records the time of the overload (a compare-and-swap whenever the clock
-//! has moved on), reads the cached limit (a sequence-locked read of two words), and, for the
-//! first hot decision of each bucket, scans the window (a sequence-locked read of four words per
-//! bucket). A refusal counts itself on a stripe the calling thread owns (a plain load and
-//! store); with more than one request class in use, a hot decision also counts itself by class
-//! on such a stripe, and the first one of each bucket moves the cut. Completing a permit is a
-//! clock read, one atomic add, the smoothed concurrency's load
-//! and store, and plain loads and stores adding its service time and latency to the caller's
-//! stripe. The first event of each bucket also records the lifetime totals (summing the
-//! stripes) as the bucket's start. Nothing allocates, [`allow_owned`] included.
+//! While nothing is hot, [`allow`](Shedder::allow) is a clock read, the CPU signal (an atomic
+//! load, inlined for admit's own; a dynamic call for a
+//! [`CpuSignal`](crate::signal::cpu::CpuSignal) of your own), the queue gate and runtime probe
+//! if added (inlined), one dynamic call per added signal, a flag load and one atomic add; a
+//! request of a class other than `critical` also counts itself by class on a stripe the calling
+//! thread owns (a plain load and store). While hot it also records the time of the overload (a
+//! compare-and-swap whenever the clock has moved on), reads the cached limit (a sequence-locked
+//! read of three words), and, for the first hot decision of each bucket, scans the window (a
+//! sequence-locked read of four words per bucket). A refusal counts itself on such a stripe;
+//! with more than one request class in use, a hot decision also counts itself for the cut on
+//! such a stripe, and the first one of each bucket moves the cut. Completing a permit is a
+//! clock read, one atomic add, the smoothed concurrency's load and store, and plain loads and
+//! stores adding its service time and latency to the caller's stripe. The first event of each
+//! bucket also records the lifetime totals (summing the stripes) as the bucket's start. Nothing
+//! allocates, [`allow_owned`] included.
 //!
 //! # Memory ordering
 //!
@@ -127,8 +138,9 @@
 //!   under the crate's sequence lock, written once). A pass's count and latency are one word
 //!   of its thread's stripe, so no reading splits them
 //!   (`a_bucket_never_shows_a_pass_without_its_latency` races readers against completions).
-//! - **The limit cache** is two words under the crate's sequence lock: a reader uses the value
-//!   only for the bucket it was computed for, and a torn read is discarded (loom-checked).
+//! - **The limit cache** is three words under the crate's sequence lock (the bucket it was
+//!   computed for, go-zero's `maxFlight` and the `maxPass` it came from): a reader uses the
+//!   values only for that bucket, and a torn read is discarded (the lock is loom-checked).
 //! - **The cut.** One thread moves it at each step (a compare-and-swap of the step); the
 //!   others read its words with relaxed loads and may decide by the cut of the step before for
 //!   that long. Decisions by class are `Relaxed` statistics on the callers' stripes, read as
@@ -139,8 +151,8 @@
 //!   clearing is a swap too, so exactly one thread sees each transition: the `tracing`
 //!   events); a decision racing them may see the cool-off start or end one decision earlier or
 //!   later, as go-zero's unlocked reads of the same fields do. The smoothed concurrency is a
-//!   load and a store (see the differences above), and lifetime drop counts and service times
-//!   are `Relaxed` statistics.
+//!   load and a store (a difference from go-zero: see [parity](crate::guide::parity)), and
+//!   lifetime drop counts and service times are `Relaxed` statistics.
 //!
 //! [`allow_owned`]: Shedder::allow_owned
 

@@ -110,9 +110,8 @@ pub struct ShedSnapshot {
     /// then the added signals, the queue gate, and the runtime lag probe where the gate has no
     /// verdict); `None` while only cooling off or calm.
     pub cause: Option<Cause>,
-    /// While hot, the marginal request class (see [`Shedder::allow_with`](super::Shedder::allow_with)):
-    /// less important classes are refused outright, more important ones served, and this one
-    /// gets what they leave. With one class in use, that class. `None` while not hot.
+    /// While hot, the marginal request class: the classes below it are refused, the ones above
+    /// it served ([Request criticality](super#request-criticality)). `None` while not hot.
     pub cut: Option<Criticality>,
     /// Requests admitted and refused, by class (in [`Criticality::ALL`]'s order), since the
     /// shedder was built. A request without a class counts as

@@ -59,7 +59,7 @@ pub trait Inspect<Req> {
 }
 
 /// Reads nothing: the layer decides on its limiter's other signals alone, and takes every
-/// request as [`Critical`](Criticality::Critical).
+/// request as [`Critical`](crate::criticality::Criticality::Critical).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReadNothing;
 
