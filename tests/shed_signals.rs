@@ -216,3 +216,61 @@ fn an_empty_name_is_a_typed_error() {
     assert_eq!(err, ConfigError::EmptyName);
     assert_eq!(err.setting(), "name");
 }
+
+/// A signal of your own sees each request's class, wait and clock reading as the shedder
+/// decides, and its retry hint and limit floor reach the decision: here it refuses sheddable
+/// requests during a drill, hinting 250 ms, and floors the limit so that a hot CPU's headroom
+/// does not lower it.
+#[test]
+fn a_custom_signal_reads_the_request_and_its_hint_and_floor_count() {
+    use admit::criticality::Criticality;
+    use admit::signal::Arrival;
+
+    #[derive(Debug, Default)]
+    struct Drill {
+        seen: std::sync::Mutex<Vec<(Option<Criticality>, Option<u64>, u64)>>,
+    }
+    impl OverloadSignal for Drill {
+        fn pressure(&self, _now_nanos: u64) -> Pressure {
+            Pressure::CALM.with_limit_floor(Duration::from_millis(50))
+        }
+        fn assess(&self, arrival: &Arrival) -> Pressure {
+            let mut seen = self.seen.lock().unwrap();
+            seen.push((arrival.class(), arrival.wait_nanos(), arrival.now_nanos()));
+            if arrival.class() == Some(Criticality::Sheddable) {
+                Pressure::refuse(Cause::Custom("drill"))
+                    .with_retry_after(Duration::from_millis(250))
+            } else {
+                self.pressure(arrival.now_nanos())
+            }
+        }
+    }
+
+    let clock = ManualClock::new();
+    clock.set(Duration::from_millis(1234));
+    let drill = Arc::new(Drill::default());
+    let shedder = Shedder::builder()
+        .clock(clock.clone())
+        .cpu(ManualCpu::new(999))
+        .signal(Arc::clone(&drill))
+        .build()
+        .unwrap();
+    let sheddable = Arrival::new()
+        .with_class(Criticality::Sheddable)
+        .with_wait(Duration::from_millis(3));
+    let refused = shedder.allow_with(sheddable).unwrap_err();
+    assert_eq!(refused.reason(), Cause::Custom("drill"));
+    assert_eq!(refused.retry_after(), Duration::from_millis(250));
+    let critical = shedder.allow_with(Arrival::new()).unwrap();
+    assert_eq!(
+        *drill.seen.lock().unwrap(),
+        [
+            (Some(Criticality::Sheddable), Some(3_000_000), 1_234_000_000),
+            (None, None, 1_234_000_000),
+        ]
+    );
+    // The CPU at 999 ‰ would scale the empty window's limit (10) down to 1; the floor keeps it.
+    let snapshot = shedder.snapshot();
+    assert_eq!((snapshot.max_flight, snapshot.overload_factor), (10.0, 1.0));
+    critical.pass();
+}
