@@ -26,15 +26,6 @@ const FIVE_SECONDS: Duration = Duration::from_secs(5);
 const ONE_SECOND: Duration = Duration::from_secs(1);
 
 #[test]
-fn go_zero_defaults_build() {
-    let shedder = Shedder::builder().cpu(ManualCpu::new(0)).build().unwrap();
-    assert_eq!(shedder.window(), FIVE_SECONDS);
-    assert_eq!(shedder.buckets(), 50);
-    assert_eq!(shedder.cpu_threshold(), 900);
-    assert_eq!(shedder.cool_off(), ONE_SECOND);
-}
-
-#[test]
 fn a_window_needs_two_buckets() {
     for buckets in [0, 1] {
         let err = build(FIVE_SECONDS, buckets, 900, ONE_SECOND).unwrap_err();

@@ -4,7 +4,6 @@
 //! Alone in its file (and so its own process): it counts the process's threads.
 #![cfg(target_os = "linux")]
 
-use admit::clock::Clock;
 use admit::shed::Shedder;
 use admit::signal::cpu::ManualCpu;
 
@@ -24,5 +23,5 @@ fn the_default_clock_starts_no_thread() {
         before,
         "building and using a shedder started a thread"
     );
-    assert_eq!(shedder.clock().resolution_nanos(), 0, "not an exact clock");
+    let _exact: &Shedder<admit::clock::MonotonicClock> = &shedder;
 }

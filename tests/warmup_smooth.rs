@@ -385,7 +385,6 @@ fn a_fractional_cold_factor_spaces_by_its_cold_rate() {
         .clock(clock.clone())
         .build()
         .unwrap();
-    assert_eq!(limiter.cold_factor(), 2.5);
     assert_eq!(limiter.curve().qps_limit(limiter.curve().max_tokens()), 4.0);
     let waits: Vec<Duration> = (0..2)
         .map(|_| {

@@ -15,7 +15,7 @@ use super::window::RollingWindow;
 use crate::Shared;
 use crate::clock::{Clock, MonotonicClock};
 use crate::criticality::Criticality;
-use crate::signal::cpu::{CpuOverload, CpuSignal};
+use crate::signal::cpu::CpuOverload;
 use crate::signal::queue::floor::SkewFloor;
 use crate::signal::queue::{LagProbe, QueueGate, QueueSignal};
 use crate::signal::{Arrival, Cause, OverloadSignal, Pressure};
@@ -566,7 +566,7 @@ impl<C: Clock> Shedder<C> {
     }
 
     /// The clock this shedder reads.
-    pub fn clock(&self) -> &C {
+    pub(crate) fn clock(&self) -> &C {
         &self.clock
     }
 
@@ -586,34 +586,14 @@ impl<C: Clock> Shedder<C> {
         self.queue.probe.as_ref()
     }
 
-    /// The CPU signal this shedder reads.
-    pub fn cpu(&self) -> &dyn CpuSignal {
-        self.cpu.source()
-    }
-
     /// The name given with [`ShedderBuilder::name`](super::ShedderBuilder::name), if any: for
     /// metric labels and logs.
     pub fn name(&self) -> Option<&str> {
         self.name.as_deref()
     }
 
-    /// The rolling window's length.
-    pub fn window(&self) -> Duration {
-        self.config.window
-    }
-
-    /// How many buckets the window has.
-    pub fn buckets(&self) -> u32 {
-        self.config.buckets
-    }
-
-    /// The CPU threshold, in ‰.
-    pub fn cpu_threshold(&self) -> u32 {
-        self.cpu.threshold()
-    }
-
     /// The cool-off period.
-    pub fn cool_off(&self) -> Duration {
+    pub(crate) fn cool_off(&self) -> Duration {
         Duration::from_nanos(self.config.cool_off_nanos)
     }
 }
@@ -983,6 +963,17 @@ mod tests {
         assert_eq!(decide(), None);
         set_flight(&shedder, 6.0, 6);
         assert_eq!(decide(), Some(Cause::Cpu));
+    }
+
+    /// go-zero's defaults: a 5 s window of 50 buckets, 900 ‰, a 1 s cool-off.
+    #[test]
+    fn go_zero_defaults_build() {
+        let shedder = Shedder::builder().cpu(ManualCpu::new(0)).build().unwrap();
+        assert_eq!(shedder.config.window, Duration::from_secs(5));
+        assert_eq!(shedder.config.buckets, 50);
+        assert_eq!(shedder.cpu.threshold(), 900);
+        assert_eq!(shedder.cool_off(), Duration::from_secs(1));
+        assert_eq!(shedder.clock().resolution_nanos(), 0, "an exact clock");
     }
 
     /// Vector 11: go-zero's `stillHot`, with its state injected.

@@ -358,16 +358,6 @@ impl<C> WarmUp<C> {
         self.bucket.curve().rate()
     }
 
-    /// The warm-up period.
-    pub fn warm_up_period(&self) -> Duration {
-        self.warm_up_period
-    }
-
-    /// The cold factor: while cold the rate is `permits_per_second / cold_factor`.
-    pub fn cold_factor(&self) -> f64 {
-        self.cold_factor
-    }
-
     /// How many decisions this limiter made.
     pub fn totals(&self) -> Totals {
         self.totals.get()

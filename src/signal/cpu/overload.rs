@@ -43,15 +43,6 @@ impl Source {
     }
 
     #[inline]
-    fn get(&self) -> &dyn CpuSignal {
-        match self {
-            Source::System(system) => system,
-            Source::Manual(manual) => manual,
-            Source::Other(other) => &**other,
-        }
-    }
-
-    #[inline]
     fn load_permille(&self) -> Option<u32> {
         match self {
             Source::System(system) => system.load_permille(),
@@ -87,11 +78,6 @@ impl CpuOverload {
     /// The threshold, in ‰.
     pub(crate) fn threshold(&self) -> u32 {
         self.threshold
-    }
-
-    /// The CPU signal read.
-    pub(crate) fn source(&self) -> &dyn CpuSignal {
-        self.source.get()
     }
 
     /// The reading for a load of `load` ‰ (`None`: unknown).
