@@ -228,7 +228,7 @@ fn a_custom_signal_reads_the_request_and_its_hint_and_floor_count() {
 
     #[derive(Debug, Default)]
     struct Drill {
-        seen: std::sync::Mutex<Vec<(Option<Criticality>, Option<u64>, u64)>>,
+        seen: std::sync::Mutex<Vec<Arrival>>,
     }
     impl OverloadSignal for Drill {
         fn pressure(&self, _now_nanos: u64) -> Pressure {
@@ -236,7 +236,7 @@ fn a_custom_signal_reads_the_request_and_its_hint_and_floor_count() {
         }
         fn assess(&self, arrival: &Arrival) -> Pressure {
             let mut seen = self.seen.lock().unwrap();
-            seen.push((arrival.class(), arrival.wait_nanos(), arrival.now_nanos()));
+            seen.push(*arrival);
             if arrival.class() == Some(Criticality::Sheddable) {
                 Pressure::refuse(Cause::Custom("drill"))
                     .with_retry_after(Duration::from_millis(250))
@@ -262,12 +262,10 @@ fn a_custom_signal_reads_the_request_and_its_hint_and_floor_count() {
     assert_eq!(refused.reason(), Cause::Custom("drill"));
     assert_eq!(refused.retry_after(), Duration::from_millis(250));
     let critical = shedder.allow_with(Arrival::new()).unwrap();
+    let now = 1_234_000_000;
     assert_eq!(
         *drill.seen.lock().unwrap(),
-        [
-            (Some(Criticality::Sheddable), Some(3_000_000), 1_234_000_000),
-            (None, None, 1_234_000_000),
-        ]
+        [sheddable.at(now), Arrival::new().at(now)]
     );
     // The CPU at 999 ‰ would scale the empty window's limit (10) down to 1; the floor keeps it.
     let snapshot = shedder.snapshot();
