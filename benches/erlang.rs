@@ -9,7 +9,7 @@
 
 use std::hint::black_box;
 
-use admit::erlang::{MMc, Target};
+use admit::erlang::{MMc, QueueModel, Target};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
 const TARGET: Target = Target::ServiceLevel {

@@ -8,7 +8,7 @@
 
 use std::process::ExitCode;
 
-use admit::erlang::{ErlangError, MMc, Target};
+use admit::erlang::{ErlangError, MMc, QueueModel, Target};
 
 const HELP: &str = "\
 capacity: the fewest servers for a wait-time target (M/M/c, Erlang C)

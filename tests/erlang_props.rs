@@ -2,7 +2,9 @@
 // The references are quoted to the 17 significant digits they were computed to.
 #![allow(clippy::excessive_precision)]
 
-use admit::erlang::{ErlangA, ErlangError, ImpatientTarget, MMc, StaffingOptions, Target};
+use admit::erlang::{
+    ErlangA, ErlangError, ImpatientTarget, MMc, QueueModel, StaffingOptions, Target,
+};
 use proptest::prelude::*;
 
 /// Loads from a fraction of an erlang to ten million, with varied service rates.
@@ -65,8 +67,9 @@ proptest! {
         let servers = queue.min_servers(Target::ServiceLevel { within, at_least }).unwrap();
         // Compared through the tail, as the search does: accurate even next to 1.
         let tail = 1.0 - at_least;
-        prop_assert!(queue.prob_wait_exceeds(servers, within).unwrap() <= tail);
-        match queue.prob_wait_exceeds(servers - 1, within) {
+        let exceeds = |c| queue.with_servers(c)?.prob_wait_exceeds(within);
+        prop_assert!(exceeds(servers).unwrap() <= tail);
+        match exceeds(servers - 1) {
             Ok(below) => prop_assert!(below > tail, "c − 1 = {} also meets it", servers - 1),
             Err(ErlangError::Unstable { .. } | ErlangError::ZeroServers) => {}
             Err(other) => prop_assert!(false, "{other:?}"),
@@ -119,7 +122,8 @@ fn huge_loads_stay_finite_where_the_series_overflows() {
         .unwrap();
     let staffed = queue.with_servers(servers).unwrap();
     assert!(servers > 10_000_000 && servers < 10_010_000, "{servers}");
-    for value in [staffed.erlang_b(), staffed.prob_wait(), staffed.mean_wait()] {
+    let erlang_b = queue.erlang_b(servers).unwrap();
+    for value in [erlang_b, staffed.prob_wait(), staffed.mean_wait()] {
         assert!(value.is_finite() && value > 0.0 && value < 1.0, "{value}");
     }
     assert!(staffed.service_level(0.01).unwrap() >= 0.8);
@@ -130,7 +134,7 @@ fn an_empty_system_waits_for_nothing() {
     let queue = MMc::new(0.0, 2.0).unwrap();
     let staffed = queue.with_servers(1).unwrap();
     assert_eq!(queue.offered_load(), 0.0);
-    assert_eq!(staffed.erlang_b(), 0.0);
+    assert_eq!(queue.erlang_b(1), Ok(0.0));
     assert_eq!(staffed.prob_wait(), 0.0);
     assert_eq!(staffed.mean_wait(), 0.0);
     assert_eq!(staffed.mean_queue_len(), 0.0);
@@ -277,11 +281,11 @@ fn target_validation() {
     );
     assert_eq!(wait(-1.0), Err(ErlangError::Negative { field: "at_most" }));
     assert_eq!(
-        queue.wait_percentile(6, 1.0),
+        queue.with_servers(6).unwrap().wait_percentile(1.0),
         Err(ErlangError::TargetOutOfRange { target: 1.0 })
     );
     assert_eq!(
-        queue.wait_percentile(6, f64::NAN),
+        queue.with_servers(6).unwrap().wait_percentile(f64::NAN),
         Err(ErlangError::NonFinite { field: "q" })
     );
     assert_eq!(queue.occupancy(5), Err(ErlangError::Unstable { rho: 1.0 }));
@@ -426,9 +430,10 @@ const LARGE_LOADS: [LargeLoad; 6] = [
 #[test]
 fn large_loads_match_high_precision_references() {
     for (lambda, mu, servers, t, b, c, tail, mean_wait) in LARGE_LOADS {
-        let staffed = MMc::new(lambda, mu).unwrap().with_servers(servers).unwrap();
+        let queue = MMc::new(lambda, mu).unwrap();
+        let staffed = queue.with_servers(servers).unwrap();
         for (what, actual, expected) in [
-            ("B", staffed.erlang_b(), b),
+            ("B", queue.erlang_b(servers).unwrap(), b),
             ("C", staffed.prob_wait(), c),
             ("tail", staffed.prob_wait_exceeds(t).unwrap(), tail),
             ("E[Wq]", staffed.mean_wait(), mean_wait),

@@ -2,7 +2,7 @@
 //! `shared/reference/erlang_vectors_dev.json`: 60-digit mpmath values), within each case's
 //! `suggested_rel_tol`, and every invalid case's error.
 
-use admit::erlang::{ErlangA, ErlangError, MMc, Target};
+use admit::erlang::{ErlangA, ErlangError, MMc, QueueModel, Target};
 use serde_json::Value;
 
 fn cases() -> Vec<Value> {

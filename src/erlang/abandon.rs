@@ -1,8 +1,8 @@
 //! Erlang-A (M/M/N+M): an M/M/N queue whose customers abandon after an exponential patience.
 
-use super::ErlangError;
 use super::loss::{Rates, warm_start};
 use super::mmc::{finite, non_negative, positive_rate, rates, search_cap, target};
+use super::{ErlangError, QueueModel};
 
 /// The longest series [`ErlangA::min_servers`] plans to sum at one server count: a
 /// sixty-fourth of its terms, so that the twenty or so evaluations of a search (three sums
@@ -26,12 +26,22 @@ const EVALUATION_TERMS: f64 = (ErlangA::SEARCH_TERMS / 64) as f64;
 /// computation stops with [`ErlangError::OutOfRange`]: for `abandon_rate` when the series is
 /// too long (customers too patient for this load), for `offered_load` when the Erlang B steps
 /// are. A query's Erlang B costs `O(√a)` steps, as in [`MMc`](super::MMc).
-/// [`min_servers_counting`](Self::min_servers_counting) reports the [`Work`] a search did.
+///
+/// The probability of waiting, the mean wait, the service level and the occupancy are its
+/// [`QueueModel`] methods.
+///
+/// # Query errors
+///
+/// A query at `servers` fails with [`ZeroServers`](ErlangError::ZeroServers), or
+/// [`OutOfRange`](ErlangError::OutOfRange) for `abandon_rate` when the series would need more
+/// than [`QUERY_TERMS`](Self::QUERY_TERMS) terms: a deep overload with very patient customers
+/// (`(λ − Nμ)/θ` growing terms; nearly everyone waits there, and `P(Ab)` approaches
+/// `1 − Nμ/λ`), or customers so patient that the `9√(λ/θ)` or so terms near `N = a` exceed it.
 ///
 /// # Example
 ///
 /// ```
-/// use admit::erlang::{ErlangA, ImpatientTarget};
+/// use admit::erlang::{ErlangA, ImpatientTarget, QueueModel};
 ///
 /// // 10 erlangs, patience 2 service times on average, 8 agents: fewer than the load.
 /// let queue = ErlangA::new(10.0, 1.0, 0.5)?;
@@ -69,17 +79,16 @@ pub enum ImpatientTarget {
 }
 
 /// The work an [`ErlangA`] computation did: a measure of its cost that does not depend on the
-/// machine. Filled in by [`ErlangA::min_servers_counting`].
+/// machine, which the tests bound.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Work {
+pub(super) struct Work {
     /// Series terms summed.
-    pub series_terms: u64,
+    pub(super) series_terms: u64,
     /// Erlang B recurrence steps: the lengths of the walks (one stops early where B
     /// underflows to 0).
-    pub erlang_b_steps: u64,
+    pub(super) erlang_b_steps: u64,
     /// Server counts evaluated against the target.
-    pub evaluations: u64,
+    pub(super) evaluations: u64,
 }
 
 /// What a computation may still spend, and what it has spent.
@@ -195,8 +204,8 @@ struct AtServers {
 }
 
 impl ErlangA {
-    /// The series terms one query ([`prob_wait`](Self::prob_wait),
-    /// [`service_level`](Self::service_level), …) may sum: `2²²`, enough for a service level
+    /// The series terms one query ([`prob_wait`](QueueModel::prob_wait),
+    /// [`service_level`](QueueModel::service_level), …) may sum: `2²²`, enough for a service level
     /// (three sums) an overload of a million growing terms deep.
     pub const QUERY_TERMS: u64 = 1 << 22;
 
@@ -230,11 +239,6 @@ impl ErlangA {
             abandon_rate,
             load,
         })
-    }
-
-    /// The offered load `a = λ/μ`, in erlangs.
-    pub fn offered_load(&self) -> f64 {
-        self.load
     }
 
     /// The error of a series longer than its allowance: the customers are too patient (θ too
@@ -308,25 +312,11 @@ impl ErlangA {
         self.at_with(servers, erlang_b, meter)
     }
 
-    /// `P(W > 0)`: the probability that an arrival finds all `servers` busy and waits.
-    ///
-    /// # Errors
-    ///
-    /// [`ZeroServers`](ErlangError::ZeroServers), or [`OutOfRange`](ErlangError::OutOfRange)
-    /// for `abandon_rate` when the series would need more than
-    /// [`QUERY_TERMS`](Self::QUERY_TERMS) terms: a deep overload with very patient customers
-    /// (`(λ − Nμ)/θ` growing terms; nearly everyone waits there, and `P(Ab)` approaches
-    /// `1 − Nμ/λ`), or customers so patient that the `9√(λ/θ)` or so terms near `N = a`
-    /// exceed it.
-    pub fn prob_wait(&self, servers: u64) -> Result<f64, ErlangError> {
-        Ok(self.at(servers, &mut Meter::query())?.wait)
-    }
-
     /// `P(Ab | W > 0)`: the probability that a customer who waits abandons.
     ///
     /// # Errors
     ///
-    /// As [`prob_wait`](Self::prob_wait).
+    /// The [query errors](Self#query-errors).
     pub fn prob_abandon_given_wait(&self, servers: u64) -> Result<f64, ErlangError> {
         Ok(Self::abandon_given_wait(
             &self.at(servers, &mut Meter::query())?,
@@ -349,38 +339,18 @@ impl ErlangA {
     ///
     /// # Errors
     ///
-    /// As [`prob_wait`](Self::prob_wait).
+    /// The [query errors](Self#query-errors).
     pub fn prob_abandon(&self, servers: u64) -> Result<f64, ErlangError> {
         Ok(Self::abandon(&self.at(servers, &mut Meter::query())?))
-    }
-
-    /// `E[W]`: the mean time in queue over all arrivals (served or abandoning), `P(Ab)/θ`.
-    ///
-    /// # Errors
-    ///
-    /// As [`prob_wait`](Self::prob_wait).
-    pub fn mean_wait(&self, servers: u64) -> Result<f64, ErlangError> {
-        Ok(self.prob_abandon(servers)? / self.abandon_rate)
     }
 
     /// `E[Q] = λ · E[W]`: the mean number waiting.
     ///
     /// # Errors
     ///
-    /// As [`prob_wait`](Self::prob_wait).
+    /// The [query errors](Self#query-errors).
     pub fn mean_queue_len(&self, servers: u64) -> Result<f64, ErlangError> {
         Ok(self.rates.arrival * self.mean_wait(servers)?)
-    }
-
-    /// The fraction of time each server is busy: `λ(1 − P(Ab)) / (Nμ)`.
-    ///
-    /// # Errors
-    ///
-    /// As [`prob_wait`](Self::prob_wait).
-    pub fn occupancy(&self, servers: u64) -> Result<f64, ErlangError> {
-        let abandon = self.prob_abandon(servers)?;
-        let busy = self.rates.arrival * (1.0 - abandon) / (servers as f64 * self.rates.service);
-        Ok(busy.min(1.0))
     }
 
     /// `A(x', z)/A(x', y) · e^(y − z − θt·x')` for `x' = x` or `x + 1`, with `z = y·e^(−θt)`,
@@ -423,7 +393,7 @@ impl ErlangA {
     ///
     /// # Errors
     ///
-    /// As [`prob_wait`](Self::prob_wait), or a `t` that is not finite and non-negative.
+    /// The [query errors](Self#query-errors), or a `t` that is not finite and non-negative.
     pub fn prob_virtual_wait_exceeds(&self, servers: u64, t: f64) -> Result<f64, ErlangError> {
         let t = non_negative(t, "t")?;
         let mut meter = Meter::query();
@@ -441,19 +411,6 @@ impl ErlangA {
         // (1 − P(V>t)) − P(V>t)·expm1(−θt): the second term keeps its digits when θt is tiny.
         let within = (1.0 - exceeds) - exceeds * (-self.abandon_rate * t).exp_m1();
         Ok(within.clamp(0.0, 1.0))
-    }
-
-    /// The service level over all offered customers: the probability of being served after
-    /// waiting at most `t` (abandonment counts as failure).
-    ///
-    /// # Errors
-    ///
-    /// As [`prob_virtual_wait_exceeds`](Self::prob_virtual_wait_exceeds).
-    pub fn service_level(&self, servers: u64, t: f64) -> Result<f64, ErlangError> {
-        let t = non_negative(t, "t")?;
-        let mut meter = Meter::query();
-        let state = self.at(servers, &mut meter)?;
-        self.served_within(&state, t, &mut meter)
     }
 
     /// The service level for a validated `t`.
@@ -504,27 +461,19 @@ impl ErlangA {
     /// [`SEARCH_TERMS`](Self::SEARCH_TERMS) terms, and for `offered_load` when its Erlang B
     /// would take more than [`SEARCH_STEPS`](Self::SEARCH_STEPS) steps.
     pub fn min_servers(&self, target: ImpatientTarget) -> Result<u64, ErlangError> {
-        self.min_servers_counting(target, &mut Work::default())
+        self.min_servers_counting(target).0
     }
 
-    /// [`min_servers`](Self::min_servers), adding the work it did to `work`, whether it
-    /// succeeds or not: at most [`SEARCH_TERMS`](Self::SEARCH_TERMS) series terms and
+    /// [`min_servers`](Self::min_servers), and the work it did whether it succeeds or not: at
+    /// most [`SEARCH_TERMS`](Self::SEARCH_TERMS) series terms and
     /// [`SEARCH_STEPS`](Self::SEARCH_STEPS) Erlang B steps.
-    ///
-    /// # Errors
-    ///
-    /// As [`min_servers`](Self::min_servers).
-    pub fn min_servers_counting(
+    pub(super) fn min_servers_counting(
         &self,
         target: ImpatientTarget,
-        work: &mut Work,
-    ) -> Result<u64, ErlangError> {
+    ) -> (Result<u64, ErlangError>, Work) {
         let mut meter = Meter::new(Self::SEARCH_TERMS, Self::SEARCH_STEPS);
         let found = self.search(target, &mut meter);
-        work.series_terms += meter.work.series_terms;
-        work.erlang_b_steps += meter.work.erlang_b_steps;
-        work.evaluations += meter.work.evaluations;
-        found
+        (found, meter.work)
     }
 
     fn search(&self, target: ImpatientTarget, meter: &mut Meter) -> Result<u64, ErlangError> {
@@ -629,5 +578,48 @@ impl ErlangA {
         };
         meter.work.evaluations += 1;
         Ok((met, erlang_b))
+    }
+}
+
+/// Every query sums its series afresh, within [`QUERY_TERMS`](ErlangA::QUERY_TERMS); the
+/// errors are the [query errors](ErlangA#query-errors), and a `within` that is not finite and
+/// non-negative.
+impl QueueModel for ErlangA {
+    fn offered_load(&self) -> f64 {
+        self.load
+    }
+
+    /// The probability of being served after waiting at most `within`; an abandonment counts
+    /// as a failure.
+    fn service_level(&self, servers: u64, within: f64) -> Result<f64, ErlangError> {
+        let within = non_negative(within, "t")?;
+        let mut meter = Meter::query();
+        let state = self.at(servers, &mut meter)?;
+        self.served_within(&state, within, &mut meter)
+    }
+
+    /// [`min_servers`](ErlangA::min_servers) for [`ImpatientTarget::ServedWithin`].
+    fn min_servers_for_service_level(
+        &self,
+        within: f64,
+        at_least: f64,
+    ) -> Result<u64, ErlangError> {
+        self.min_servers(ImpatientTarget::ServedWithin { within, at_least })
+    }
+
+    fn prob_wait(&self, servers: u64) -> Result<f64, ErlangError> {
+        Ok(self.at(servers, &mut Meter::query())?.wait)
+    }
+
+    /// `E[W] = P(Ab)/θ`, over all arrivals (served or abandoning).
+    fn mean_wait(&self, servers: u64) -> Result<f64, ErlangError> {
+        Ok(self.prob_abandon(servers)? / self.abandon_rate)
+    }
+
+    /// `λ(1 − P(Ab)) / (Nμ)`.
+    fn occupancy(&self, servers: u64) -> Result<f64, ErlangError> {
+        let abandon = self.prob_abandon(servers)?;
+        let busy = self.rates.arrival * (1.0 - abandon) / (servers as f64 * self.rates.service);
+        Ok(busy.min(1.0))
     }
 }

@@ -15,7 +15,7 @@ use std::fmt;
 /// use admit::erlang::{ErlangError, MMc};
 ///
 /// let queue = MMc::new(10.0, 1.0)?;
-/// assert_eq!(queue.prob_wait(10), Err(ErlangError::Unstable { rho: 1.0 }));
+/// assert_eq!(queue.with_servers(10), Err(ErlangError::Unstable { rho: 1.0 }));
 /// assert!(matches!(MMc::new(f64::NAN, 1.0), Err(ErlangError::NonFinite { field: "arrival_rate" })));
 /// # Ok::<(), ErlangError>(())
 /// ```

@@ -1,14 +1,14 @@
 //! The M/M/c queue: Erlang B, Erlang C, waits and staffing.
 
-use super::ErlangError;
 use super::loss::{Rates, warm_start};
+use super::{ErlangError, QueueModel};
 
 /// An M/M/c queue: Poisson arrivals at `arrival_rate`, exponential service at `service_rate`
 /// per server, first come first served, unlimited queue.
 ///
 /// Rates share one time unit (per second, say), and every time (waits, `t`) is in that unit.
-/// The number of servers `c` is an argument of each query; [`with_servers`](Self::with_servers)
-/// evaluates one `c` once for several queries.
+/// [`with_servers`](Self::with_servers) evaluates one number of servers `c` for the queries
+/// ([`Staffed`]); [`QueueModel`] asks the same of any `c`, as of [`ErlangA`](super::ErlangA).
 ///
 /// Everything is computed without overflow or cancellation at any load (see the
 /// [module docs](super)), and bad input is an [`ErlangError`], never NaN.
@@ -16,12 +16,12 @@ use super::loss::{Rates, warm_start};
 /// # Example
 ///
 /// ```
-/// use admit::erlang::{MMc, Target};
+/// use admit::erlang::{MMc, QueueModel, Target};
 ///
 /// // 200 calls an hour, 3 minutes each (20 an hour per agent): 10 erlangs.
 /// let centre = MMc::new(200.0, 20.0)?;
 /// assert_eq!(centre.offered_load(), 10.0);
-/// let p = centre.prob_wait(14)?;
+/// let p = centre.with_servers(14)?.prob_wait();
 /// assert!((p - 0.17413193359504984).abs() < 1e-15);
 /// // Answer 80 % of calls within 20 seconds (1/180 hour).
 /// let agents = centre.min_servers(Target::ServiceLevel { within: 20.0 / 3600.0, at_least: 0.8 })?;
@@ -182,11 +182,6 @@ impl MMc {
         self.rates.service
     }
 
-    /// The offered load `a = λ/μ`, in erlangs: the average number of busy servers.
-    pub fn offered_load(&self) -> f64 {
-        self.load
-    }
-
     /// Erlang B: the probability that an arrival finds all `servers` busy in a system with no
     /// queue (arrivals finding no free server are lost). Defined in overload too.
     ///
@@ -221,70 +216,6 @@ impl MMc {
             self.rates.erlang_b(servers),
             spare,
         ))
-    }
-
-    /// Erlang C: the probability that an arrival waits at all (all `servers` busy).
-    ///
-    /// # Errors
-    ///
-    /// As [`with_servers`](Self::with_servers).
-    pub fn prob_wait(&self, servers: u64) -> Result<f64, ErlangError> {
-        Ok(self.with_servers(servers)?.prob_wait())
-    }
-
-    /// The service level `P(Wq ≤ t)`: the fraction of arrivals that wait at most `t`.
-    ///
-    /// # Errors
-    ///
-    /// As [`with_servers`](Self::with_servers), or a `t` that is not finite and non-negative.
-    pub fn service_level(&self, servers: u64, t: f64) -> Result<f64, ErlangError> {
-        self.with_servers(servers)?.service_level(t)
-    }
-
-    /// `P(Wq > t) = 1 − service_level`, computed directly (accurate for tiny tails).
-    ///
-    /// # Errors
-    ///
-    /// As [`service_level`](Self::service_level).
-    pub fn prob_wait_exceeds(&self, servers: u64, t: f64) -> Result<f64, ErlangError> {
-        self.with_servers(servers)?.prob_wait_exceeds(t)
-    }
-
-    /// The mean wait over all arrivals, `E[Wq]` (the average speed of answer).
-    ///
-    /// # Errors
-    ///
-    /// As [`with_servers`](Self::with_servers).
-    pub fn mean_wait(&self, servers: u64) -> Result<f64, ErlangError> {
-        Ok(self.with_servers(servers)?.mean_wait())
-    }
-
-    /// The mean number waiting, `E[Lq] = λ · E[Wq]`.
-    ///
-    /// # Errors
-    ///
-    /// As [`with_servers`](Self::with_servers).
-    pub fn mean_queue_len(&self, servers: u64) -> Result<f64, ErlangError> {
-        Ok(self.with_servers(servers)?.mean_queue_len())
-    }
-
-    /// The fraction of time each server is busy, `a / servers`.
-    ///
-    /// # Errors
-    ///
-    /// As [`with_servers`](Self::with_servers).
-    pub fn occupancy(&self, servers: u64) -> Result<f64, ErlangError> {
-        Ok(self.with_servers(servers)?.occupancy())
-    }
-
-    /// The `q`-quantile of the wait: the smallest `t` with `P(Wq ≤ t) ≥ q` (0 when at least a
-    /// fraction `q` does not wait at all).
-    ///
-    /// # Errors
-    ///
-    /// As [`with_servers`](Self::with_servers), or `q` outside `[0, 1)`.
-    pub fn wait_percentile(&self, servers: u64, q: f64) -> Result<f64, ErlangError> {
-        self.with_servers(servers)?.wait_percentile(q)
     }
 
     /// The fewest servers that meet `target`.
@@ -337,6 +268,45 @@ impl MMc {
             }
         }
         Err(ErlangError::Unreachable { max_servers: cap })
+    }
+}
+
+/// Each query evaluates [`with_servers`](MMc::with_servers), so its errors are that one's:
+/// [`ZeroServers`](ErlangError::ZeroServers), or [`Unstable`](ErlangError::Unstable) if
+/// `λ ≥ servers · μ`.
+impl QueueModel for MMc {
+    /// The average number of busy servers.
+    fn offered_load(&self) -> f64 {
+        self.load
+    }
+
+    /// [`Staffed::service_level`] at `servers`: `P(Wq ≤ within)`.
+    fn service_level(&self, servers: u64, within: f64) -> Result<f64, ErlangError> {
+        self.with_servers(servers)?.service_level(within)
+    }
+
+    /// [`min_servers`](MMc::min_servers) for [`Target::ServiceLevel`].
+    fn min_servers_for_service_level(
+        &self,
+        within: f64,
+        at_least: f64,
+    ) -> Result<u64, ErlangError> {
+        self.min_servers(Target::ServiceLevel { within, at_least })
+    }
+
+    /// Erlang C, [`Staffed::prob_wait`] at `servers`.
+    fn prob_wait(&self, servers: u64) -> Result<f64, ErlangError> {
+        Ok(self.with_servers(servers)?.prob_wait())
+    }
+
+    /// [`Staffed::mean_wait`] at `servers`.
+    fn mean_wait(&self, servers: u64) -> Result<f64, ErlangError> {
+        Ok(self.with_servers(servers)?.mean_wait())
+    }
+
+    /// [`Staffed::occupancy`] at `servers`, `a / servers`.
+    fn occupancy(&self, servers: u64) -> Result<f64, ErlangError> {
+        Ok(self.with_servers(servers)?.occupancy())
     }
 }
 
@@ -426,7 +396,7 @@ impl StaffingOptions {
 }
 
 /// An [`MMc`] queue with a given, stable number of servers: every quantity from one Erlang B
-/// evaluation. Created by [`MMc::with_servers`].
+/// evaluation (that value is [`MMc::erlang_b`]). Created by [`MMc::with_servers`].
 ///
 /// # Example
 ///
@@ -443,7 +413,6 @@ impl StaffingOptions {
 pub struct Staffed {
     queue: MMc,
     servers: u64,
-    erlang_b: f64,
     /// `r = c·μ − λ`, the rate at which a waiting arrival's wait ends.
     spare: f64,
     /// `C`, the probability of waiting.
@@ -462,7 +431,6 @@ impl Staffed {
         Staffed {
             queue,
             servers,
-            erlang_b,
             spare,
             wait: (erlang_b / denominator).min(1.0),
             no_wait: (idle * (1.0 - erlang_b) / denominator).min(1.0),
@@ -472,11 +440,6 @@ impl Staffed {
     /// The number of servers.
     pub fn servers(&self) -> u64 {
         self.servers
-    }
-
-    /// Erlang B at this number of servers.
-    pub fn erlang_b(&self) -> f64 {
-        self.erlang_b
     }
 
     /// Erlang C: the probability of waiting at all.

@@ -1,16 +1,18 @@
 //! What a capacity planner asks of a queueing model, whichever it is.
 
-use super::{ErlangA, ErlangError, ImpatientTarget, MMc, Target};
+use super::ErlangError;
 
 /// A queue with a given arrival and service rate, asked about a number of servers: what
-/// [`MMc`] (Erlang C) and [`ErlangA`] share, so that a planner can staff either without
-/// knowing which.
+/// [`MMc`](super::MMc) (Erlang C) and [`ErlangA`](super::ErlangA) share, so that a planner
+/// can staff either without knowing which.
 ///
 /// The *service level* is the fraction of all arrivals served after waiting at most `within`:
 /// in Erlang C everyone is served, so it is `P(Wq ≤ within)`; in Erlang A an abandonment
 /// counts as a failure. Every time is in the unit of the rates.
 ///
-/// Each method is the model's inherent method of the same meaning; the errors are theirs.
+/// [`MMc`](super::MMc) answers each query through [`with_servers`](super::MMc::with_servers),
+/// whose [`Staffed`](super::Staffed) has the further Erlang C quantities; Erlang A's
+/// abandonment is [`ErlangA`](super::ErlangA)'s own.
 ///
 /// # Example
 ///
@@ -83,84 +85,72 @@ pub trait QueueModel {
     fn occupancy(&self, servers: u64) -> Result<f64, ErlangError>;
 }
 
-/// Implements [`QueueModel`] for `$model` with its inherent methods of the same names, and
-/// its `min_servers` for the target `$target { within, at_least }`.
-macro_rules! queue_model {
-    ($model:ty, $($target:ident)::+) => {
-        impl QueueModel for $model {
-            fn offered_load(&self) -> f64 {
-                <$model>::offered_load(self)
-            }
-
-            fn service_level(&self, servers: u64, within: f64) -> Result<f64, ErlangError> {
-                <$model>::service_level(self, servers, within)
-            }
-
-            fn min_servers_for_service_level(
-                &self,
-                within: f64,
-                at_least: f64,
-            ) -> Result<u64, ErlangError> {
-                self.min_servers($($target)::+ { within, at_least })
-            }
-
-            fn prob_wait(&self, servers: u64) -> Result<f64, ErlangError> {
-                <$model>::prob_wait(self, servers)
-            }
-
-            fn mean_wait(&self, servers: u64) -> Result<f64, ErlangError> {
-                <$model>::mean_wait(self, servers)
-            }
-
-            fn occupancy(&self, servers: u64) -> Result<f64, ErlangError> {
-                <$model>::occupancy(self, servers)
-            }
-        }
-    };
-}
-
-queue_model!(MMc, Target::ServiceLevel);
-queue_model!(ErlangA, ImpatientTarget::ServedWithin);
-
-#[cfg(test)]
+#[cfg(all(test, not(admit_loom)))]
 mod tests {
+    use super::super::{ErlangA, ImpatientTarget, MMc, Target};
     use super::*;
 
-    /// Asserts that `$queue` answers through the trait as through its inherent methods of the
-    /// same names, and its `min_servers` for `$target { within, at_least }`, errors included
-    /// (no servers, an unstable queue, a target out of range, work past a budget).
-    macro_rules! assert_same {
-        ($queue:expr, $($target:ident)::+) => {{
-            let queue = $queue;
-            let model: &dyn QueueModel = &queue;
-            assert_eq!(model.offered_load(), queue.offered_load());
-            for t in [0.0, 0.2, 1.5] {
-                for c in [0, 1, 8, 10, 11, 14, 40] {
-                    assert_eq!(model.service_level(c, t), queue.service_level(c, t), "{c}, {t}");
-                    assert_eq!(model.prob_wait(c), queue.prob_wait(c), "{c}");
-                    assert_eq!(model.mean_wait(c), queue.mean_wait(c), "{c}");
-                    assert_eq!(model.occupancy(c), queue.occupancy(c), "{c}");
-                }
-                for p in [0.0, 0.5, 0.8, 0.999_999, 1.0] {
-                    let target = $($target)::+ { within: t, at_least: p };
-                    let found = model.min_servers_for_service_level(t, p);
-                    assert_eq!(found, queue.min_servers(target), "{t}, {p}");
-                }
+    /// Erlang C through the trait is the staffed system's answer, errors included (no
+    /// servers, an unstable queue, a target out of range).
+    #[test]
+    fn erlang_c_answers_as_the_staffed_system() {
+        let queue = MMc::new(10.0, 1.0).unwrap();
+        let model: &dyn QueueModel = &queue;
+        assert_eq!(model.offered_load(), 10.0);
+        for c in [0, 1, 8, 10, 11, 14, 40] {
+            let staffed = queue.with_servers(c);
+            for t in [0.0, 0.2, 1.5, -1.0] {
+                let level = staffed.and_then(|s| s.service_level(t));
+                assert_eq!(model.service_level(c, t), level, "{c}, {t}");
             }
-        }};
+            assert_eq!(model.prob_wait(c), staffed.map(|s| s.prob_wait()), "{c}");
+            assert_eq!(model.mean_wait(c), staffed.map(|s| s.mean_wait()), "{c}");
+            assert_eq!(model.occupancy(c), staffed.map(|s| s.occupancy()), "{c}");
+        }
+        assert_eq!(model.prob_wait(10), Err(ErlangError::Unstable { rho: 1.0 }));
+        assert_eq!(model.prob_wait(0), Err(ErlangError::ZeroServers));
+        for t in [0.0, 0.2, 1.5] {
+            for p in [0.0, 0.5, 0.8, 0.999_999, 1.0] {
+                let target = Target::ServiceLevel {
+                    within: t,
+                    at_least: p,
+                };
+                let found = model.min_servers_for_service_level(t, p);
+                assert_eq!(found, queue.min_servers(target), "{t}, {p}");
+            }
+        }
     }
 
+    /// Erlang A's trait search is its `min_servers` for the service level, errors included
+    /// (a target out of range, work past a budget), and its waits follow from abandonment.
     #[test]
-    fn erlang_c_answers_as_its_inherent_methods() {
-        assert_same!(MMc::new(10.0, 1.0).unwrap(), Target::ServiceLevel);
-    }
-
-    #[test]
-    fn erlang_a_answers_as_its_inherent_methods() {
+    fn erlang_a_staffs_its_service_level_through_the_trait() {
         // Impatient customers, and customers so patient that overload is past the budget.
         for abandon_rate in [0.5, 1e-9] {
             let queue = ErlangA::new(10.0, 1.0, abandon_rate).unwrap();
-            assert_same!(queue, ImpatientTarget::ServedWithin);
+            let model: &dyn QueueModel = &queue;
+            assert_eq!(model.offered_load(), 10.0);
+            for t in [0.0, 0.2, 1.5] {
+                for p in [0.0, 0.5, 0.8, 0.999_999, 1.0] {
+                    let target = ImpatientTarget::ServedWithin {
+                        within: t,
+                        at_least: p,
+                    };
+                    let found = model.min_servers_for_service_level(t, p);
+                    assert_eq!(found, queue.min_servers(target), "{abandon_rate}: {t}, {p}");
+                }
+            }
+            for c in [8, 10, 11, 14, 40] {
+                let Ok(abandon) = queue.prob_abandon(c) else {
+                    continue;
+                };
+                let wait = model.mean_wait(c).unwrap();
+                assert_eq!(wait, abandon / abandon_rate, "{c}");
+                assert_eq!(queue.mean_queue_len(c), Ok(10.0 * wait), "{c}");
+                let busy = (10.0 * (1.0 - abandon) / c as f64).min(1.0);
+                assert_eq!(model.occupancy(c), Ok(busy), "{c}");
+            }
+            assert_eq!(model.prob_wait(0), Err(ErlangError::ZeroServers));
         }
         let patient = ErlangA::new(10.0, 1.0, 1e-9).unwrap();
         let past_budget = ErlangError::OutOfRange {
@@ -168,5 +158,6 @@ mod tests {
             value: 1e-9,
         };
         assert_eq!(patient.prob_wait(1), Err(past_budget));
+        assert_eq!(patient.service_level(1, 0.2), Err(past_budget));
     }
 }

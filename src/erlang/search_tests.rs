@@ -2,8 +2,10 @@
 //! in `O(log a)` evaluations, and a bounded amount of work whatever the patience and the load.
 //! Work is counted (series terms, Erlang B steps, evaluations), never timed.
 
-use admit::erlang::{ErlangA, ErlangError, ImpatientTarget, MMc, Target, Work};
 use proptest::prelude::*;
+
+use super::abandon::Work;
+use super::{ErlangA, ErlangError, ImpatientTarget, MMc, PlannerConfig, QueueModel, Target};
 
 /// The search's built-in cap, `a + 60√a + 100`.
 fn cap(queue: &ErlangA) -> u64 {
@@ -34,8 +36,7 @@ fn served_within(within: f64, at_least: f64) -> ImpatientTarget {
 }
 
 fn counted(queue: &ErlangA, target: ImpatientTarget) -> (Result<u64, ErlangError>, Work) {
-    let mut work = Work::default();
-    (queue.min_servers_counting(target, &mut work), work)
+    queue.min_servers_counting(target)
 }
 
 /// Up to a hundred erlangs, patience from a thousandth to a thousand service times.
@@ -209,4 +210,72 @@ fn erlang_a_bounds_its_erlang_b_steps() {
     assert_eq!(found, Ok(9_500_001), "{work:?}");
     assert_fewest(&queue, 9_500_001, 0.05, 0.95);
     assert!(work.erlang_b_steps < ErlangA::SEARCH_STEPS, "{work:?}");
+}
+
+/// The two searches a replica decision makes (the target, and the one stricter by the default
+/// tolerance, as [`ReplicaPlanner::plan`](super::ReplicaPlanner::plan) and admit-scaler make
+/// them) for an Erlang A queue with mean service time `s` and mean `patience`, as
+/// `(up, down, their work together)`.
+fn decision_searches(
+    lambda: f64,
+    s: f64,
+    patience: f64,
+    t: f64,
+    p: f64,
+) -> (Result<u64, ErlangError>, Result<u64, ErlangError>, Work) {
+    let queue = ErlangA::new(lambda, 1.0 / s, 1.0 / patience).unwrap();
+    let stricter = PlannerConfig::default().stricter_service_level(p);
+    assert_eq!(stricter, 1.0 - (1.0 - p) / 1.1);
+    let (up, first) = counted(&queue, served_within(t, p));
+    let (down, second) = counted(&queue, served_within(t, stricter));
+    let work = Work {
+        series_terms: first.series_terms + second.series_terms,
+        erlang_b_steps: first.erlang_b_steps + second.erlang_b_steps,
+        evaluations: first.evaluations + second.evaluations,
+    };
+    (up, down, work)
+}
+
+/// The scaler's issue queue, decided (λ = 10⁵/s, s = 0.1 s, patience 100 s, 80 %): the two
+/// searches, the servers admit-scaler's `decision` tests expect, in a few dozen evaluations,
+/// well within the budget.
+#[test]
+fn a_decision_on_a_deep_first_candidate_is_a_few_dozen_evaluations() {
+    for (t, up, down) in [(0.05, 9999, 9999), (0.0, 10107, 10112)] {
+        let (found_up, found_down, work) = decision_searches(1e5, 0.1, 100.0, t, 0.8);
+        assert_eq!((found_up, found_down), (Ok(up), Ok(down)), "T = {t}");
+        assert!(work.evaluations <= 28, "{work:?}");
+        assert!(work.series_terms < 700_000, "{work:?}");
+        assert!(work.erlang_b_steps < 7_000, "{work:?}");
+    }
+}
+
+/// Patience 10¹⁵ and 10¹⁷ s, decided: Erlang C's servers where the series near the load is not
+/// needed, in a dozen evaluations; OUT_OF_RANGE within the budget where it would be.
+#[test]
+fn a_decision_at_a_huge_patience_is_within_the_work_budget() {
+    for seconds in [1e15, 1e17] {
+        for (lambda, p) in [(300.0, 0.95), (300.0, 0.99), (1e4, 0.95)] {
+            let (up, down, work) = decision_searches(lambda, 0.1, seconds, 0.05, p);
+            let row = format!("{seconds}, λ {lambda}, p {p}: {up:?}, {down:?}, {work:?}");
+            let erlang_c = MMc::new(lambda, 10.0).unwrap();
+            let stricter = PlannerConfig::default().stricter_service_level(p);
+            assert_eq!(up, erlang_c.min_servers_for_service_level(0.05, p), "{row}");
+            assert_eq!(
+                down,
+                erlang_c.min_servers_for_service_level(0.05, stricter),
+                "{row}"
+            );
+            assert!(work.evaluations <= 12, "{row}");
+            assert!(work.series_terms < 600_000, "{row}");
+        }
+        let (up, _, work) = decision_searches(1e6, 0.1, seconds, 0.05, 0.95);
+        let too_patient = ErlangError::OutOfRange {
+            field: "abandon_rate",
+            value: 1.0 / seconds,
+        };
+        assert_eq!(up, Err(too_patient));
+        assert!(work.series_terms <= 2 * ErlangA::SEARCH_TERMS, "{work:?}");
+        assert!(work.erlang_b_steps <= 2 * ErlangA::SEARCH_STEPS, "{work:?}");
+    }
 }
