@@ -55,10 +55,8 @@ fn the_signal_measures_this_process() {
         "{:?}",
         cpu.source()
     );
-    // Clones share the average; a handle with other smoothing keeps its own.
-    assert_eq!(cpu.clone().smoothing(), cpu.smoothing());
+    // A handle with other smoothing keeps its own average.
     let go_zero = SystemCpu::with_smoothing(Smoothing::GoZero);
-    assert_eq!(go_zero.smoothing(), Smoothing::GoZero);
     assert!(wait_for(Duration::from_secs(10), || go_zero.load_permille()).is_some());
 }
 

@@ -217,11 +217,6 @@ impl ReplicaPlanner {
         self.replicas
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &PlannerConfig {
-        &self.config
-    }
-
     /// One decision at time `now` from two server counts: `up_servers` (what the target needs)
     /// and `down_servers` (what a stricter target needs; taken as at least `up_servers`).
     /// Returns the new replica count.

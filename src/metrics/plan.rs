@@ -89,11 +89,6 @@ impl PlanMetrics {
             .get_or_init(|| metrics::gauge!(metric, PLANNER => self.name.clone()))
             .set(value);
     }
-
-    /// The planner's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
 }
 
 impl fmt::Debug for PlanMetrics {

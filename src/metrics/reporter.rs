@@ -58,11 +58,6 @@ impl Reporter {
         }
     }
 
-    /// The sources, in the order they were added.
-    pub fn sources(&self) -> impl Iterator<Item = &dyn Source> {
-        self.sources.iter().map(|source| &**source)
-    }
-
     /// Reports now and then every `every`, on tokio's timer, forever: spawn it
     /// (`tokio::spawn(reporter.run(period))`). A tick missed under load is skipped, not made up.
     ///

@@ -117,11 +117,6 @@ impl<C: Clock + 'static> OwnedPermit<C> {
     pub fn fail(mut self) {
         self.0.finish(false, CpuWait::NONE);
     }
-
-    /// The shedder this permit belongs to.
-    pub fn shedder(&self) -> &Shared<Shedder<C>> {
-        &self.0.shedder
-    }
 }
 
 /// The layer's verdict: [`Pass`](crate::middleware::Outcome::Pass) passes, anything else fails.

@@ -62,11 +62,6 @@ impl<B: Limiter<Permit = (), Refusal = Rejected>> WarmUpInterceptor<B> {
             responder: GrpcResponder::new(code),
         }
     }
-
-    /// The limiter.
-    pub fn limiter(&self) -> &Shared<B> {
-        &self.limiter
-    }
 }
 
 impl<B: Limiter<Permit = (), Refusal = Rejected>> Interceptor for WarmUpInterceptor<B> {

@@ -173,11 +173,6 @@ impl SystemCpu {
     pub fn raw_permille(&self) -> Option<u32> {
         decode(SAMPLER.raw.load(Ordering::Acquire))
     }
-
-    /// This handle's smoothing.
-    pub fn smoothing(&self) -> Smoothing {
-        self.smoothing
-    }
 }
 
 impl Default for SystemCpu {
