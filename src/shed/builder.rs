@@ -32,7 +32,7 @@ use crate::signal::queue::{LagProbe, QueueGate, QueueSignal};
 ///     .cool_off(Duration::from_secs(2))
 ///     .cpu(ManualCpu::new(0))
 ///     .build()?;
-/// assert_eq!(shedder.buckets(), 100);
+/// assert_eq!(shedder.snapshot().cpu_threshold, 800);
 ///
 /// assert_eq!(
 ///     Shedder::builder().cpu_threshold(1000).cpu(ManualCpu::new(0)).build().unwrap_err(),
