@@ -1,6 +1,6 @@
-//! `allow`, `allow_with`, `allow_owned`, `pass`, `fail`, dropping a permit, refusing and
-//! `snapshot` never touch the heap, including with the system CPU signal and with every request
-//! class in use (the cut moving as the CPU heats and cools).
+//! `allow`, `allow_with`, `allow_owned`, `allow_owned_with`, `pass`, `fail`, dropping a permit,
+//! refusing and `snapshot` never touch the heap, including with the system CPU signal and with
+//! every request class in use (the cut moving as the CPU heats and cools).
 //!
 //! Allocations are counted per thread, since the system CPU signal's sampler thread allocates
 //! on its own schedule (off the hot path). One test in this file all the same.
@@ -59,7 +59,13 @@ fn admitting_completing_and_refusing_never_allocate() {
                 }
                 admitted += 1;
             }
-            match shedder.allow_owned() {
+            let owned = if round % 2 == 0 {
+                shedder.allow_owned()
+            } else {
+                let waited = Arrival::new().with_wait(Duration::from_millis(u64::from(round % 50)));
+                shedder.allow_owned_with(waited.with_class(Criticality::SheddablePlus))
+            };
+            match owned {
                 Ok(permit) if stash.len() < stash.capacity() => stash.push(permit),
                 Ok(permit) => permit.pass(),
                 Err(_) => refused += 1,
