@@ -1,17 +1,18 @@
 //! The queue-delay gate: the reference vectors for folly's CoDel (through a transcription of
 //! folly's rule) and for admit's grid-aligned gate with CoDel's test (hot share 1), the default
-//! share's resistance to a few requests that jump the queue, a property against a plain model
-//! of the grid rule at several shares, and threads racing within an interval.
+//! share's resistance to a few requests that jump the queue, its readings and settings, and a
+//! property against a plain model of the grid rule at several shares. (The counts within an
+//! interval, threads racing within one, and the target's strictness are unit tests in
+//! `src/signal/queue/gate_tests.rs`.)
 
 #[path = "support/folly_codel.rs"]
 mod folly_codel;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use admit::ConfigError;
-use admit::signal::queue::{IntervalWaits, QueueGate, QueueState};
-use admit::signal::{Arrival, OverloadSignal};
+use admit::signal::queue::QueueGate;
+use admit::signal::{Arrival, Cause, OverloadSignal, Pressure};
 use folly_codel::FollyCodel;
 use proptest::prelude::*;
 
@@ -39,8 +40,9 @@ fn observe(gate: &QueueGate, now: u64, sojourn: u64) -> bool {
     .is_some()
 }
 
+/// Whether the gate reads hot at `now` (overloaded by the queue).
 fn is_hot(gate: &QueueGate, now: u64) -> bool {
-    gate.state(now) == QueueState::Hot
+    gate.pressure(now).cause() == Some(Cause::Queue)
 }
 
 /// A sojourn given in (possibly fractional) milliseconds, in ns.
@@ -183,40 +185,12 @@ fn gate_idle() {
     );
 }
 
-#[test]
-fn gate_target_is_strict_and_needs_the_interval_before() {
-    let gate = gate();
-    // Interval 0: {5, 6}: its minimum is not above 5, so interval 1 is cold.
-    assert!(!check(&gate, ms(1.0), ms(5.0)));
-    assert!(!check(&gate, ms(50.0), ms(6.0)));
-    // Interval 1: {5.000001, 10, 10.000001}: all pass, and interval 2 is hot.
-    for (t, sojourn) in [(101.0, 5.000001), (150.0, 10.0), (199.0, 10.000001)] {
-        assert!(!check(&gate, ms(t), ms(sojourn)), "t = {t}");
-    }
-    assert!(
-        !check(&gate, ms(201.0), ms(4.0)),
-        "hot, but 4 ms is not too late"
-    );
-    assert!(is_hot(&gate, ms(250.0)));
-    assert!(check(&gate, ms(299.0), ms(50.0)));
-    // Interval 2 held 4 ms: interval 3 is cold.
-    assert!(!check(&gate, ms(301.0), ms(50.0)));
-    assert_eq!(
-        gate.interval_waits(ms(302.0)),
-        Some(IntervalWaits {
-            recorded: 1,
-            above_target: 1
-        })
-    );
-}
-
 /// tokio runs the task its I/O driver woke last first, so a few fresh requests jump a backlog
 /// of any length: with them, CoDel's test never sees a standing queue, the default share does.
 #[test]
 fn a_few_requests_that_jump_the_queue_do_not_hold_the_default_gate_cold() {
     let codel = gate();
-    let shared = QueueGate::default();
-    assert_eq!(shared.hot_share(), 0.9);
+    let shared = QueueGate::default(); // hot share 0.9
     // Interval 1: 60 requests waited 200 ms, 1 in 20 of them jumped the queue (1 ms).
     for i in 0..60u64 {
         let sojourn = if i % 20 == 7 { ms(1.0) } else { ms(200.0) };
@@ -271,10 +245,33 @@ fn gate_configuration() {
     assert!(invalid(100, 100));
     assert!(invalid(200, 100));
     assert!(!invalid(99, 100));
+    // The target floors every reading's limit; a hot reading hints one interval.
     let gate = QueueGate::new(Duration::from_millis(10), Duration::from_secs(1)).unwrap();
+    let floor = Pressure::CALM.with_limit_floor(Duration::from_millis(10));
+    assert_eq!(gate.pressure(0), floor);
+    gate.record(500 * MS, 20 * MS);
+    gate.record(1_000 * MS, 20 * MS);
     assert_eq!(
-        (gate.target(), gate.interval()),
-        (Duration::from_millis(10), Duration::from_secs(1))
+        gate.pressure(1_000 * MS),
+        Pressure::overloaded(Cause::Queue)
+            .with_retry_after(Duration::from_secs(1))
+            .with_limit_floor(Duration::from_millis(10))
+    );
+    let late = gate.assess(
+        &Arrival::new()
+            .at(1_500 * MS)
+            .with_wait(Duration::from_nanos(20 * MS + 1)),
+    );
+    assert_eq!(
+        late,
+        Pressure::refuse(Cause::QueueDelay)
+            .with_retry_after(Duration::from_secs(1))
+            .with_limit_floor(Duration::from_millis(10)),
+        "more than twice the target"
+    );
+    assert!(
+        !check(&gate, 1_500 * MS, 20 * MS),
+        "twice the target is not late"
     );
     let error = QueueGate::new(Duration::ZERO, Duration::from_millis(100)).unwrap_err();
     assert_eq!(error.setting(), "target");
@@ -286,8 +283,17 @@ fn gate_configuration() {
         );
         assert_eq!(error.setting(), "hot_share");
     }
-    let tiny = QueueGate::builder().hot_share(1e-12).build().unwrap();
-    assert!(tiny.hot_share() > 0.0);
+    // A tiny share counts as one part per million: one late wait of a thousand is hot, none
+    // is cold.
+    for late in [1u64, 0] {
+        let tiny = QueueGate::builder().hot_share(1e-12).build().unwrap();
+        for i in 0..1_000u64 {
+            let sojourn = if i < late { 6 * MS } else { MS };
+            tiny.record(100 * MS + i * 1_000, sojourn);
+        }
+        tiny.record(200 * MS, 0);
+        assert_eq!(is_hot(&tiny, 200 * MS), late == 1, "{late} late");
+    }
 }
 
 /// The grid rule in plain words, over the samples of one run: hot in interval `e` iff
@@ -328,37 +334,5 @@ proptest! {
             prop_assert_eq!(is_hot(&gate, now), hot, "t = {} ns", now);
             prop_assert_eq!(shed, hot && sojourn > 10 * MS);
         }
-    }
-}
-
-/// Threads recording one interval's sojourns at once: every wait is counted, and the next
-/// interval's verdict follows the true minimum (share 1), whichever thread lands first.
-#[test]
-fn racing_threads_keep_the_true_minimum() {
-    for (low, hot) in [(6 * MS, true), (5 * MS, false), (MS, false)] {
-        let gate = Arc::new(gate());
-        let threads: Vec<_> = (0..4u64)
-            .map(|thread| {
-                let gate = Arc::clone(&gate);
-                std::thread::spawn(move || {
-                    for i in 0..2_000u64 {
-                        let sojourn = if thread == 3 && i == 1_999 {
-                            low
-                        } else {
-                            20 * MS + i
-                        };
-                        gate.record(100 * MS + i * 1_000, sojourn);
-                    }
-                })
-            })
-            .collect();
-        for thread in threads {
-            thread.join().unwrap();
-        }
-        let waits = gate.interval_waits(150 * MS).unwrap();
-        assert_eq!(waits.recorded, 8_000);
-        assert_eq!(waits.above_target, 8_000 - u32::from(low <= 5 * MS));
-        gate.record(200 * MS, 0);
-        assert_eq!(is_hot(&gate, 200 * MS), hot, "minimum {low} ns");
     }
 }

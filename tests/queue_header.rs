@@ -1,7 +1,8 @@
-//! The request-start header parser: every parser vector of the queue reference (§10.1) and
-//! properties over arbitrary input; and the clock-skew floor's settings. (The floor itself is
-//! tested in `src/signal/queue/floor.rs`, where a test chooses each request's lane, and through
-//! the shedder in `tests/queue_skew.rs`.)
+//! The request-start header read by a layer's `RequestStart`: several header lines as one list,
+//! the stamp the configuration picks, AWS ALB's trace id instead of the named header, and no
+//! allocation per request. (The parser's vectors and properties are unit tests in
+//! `src/signal/queue/header/parse_tests.rs`; the floor is tested in `src/signal/queue/floor.rs` and
+//! through the shedder in `tests/queue_skew.rs`.)
 
 use admit_testkit::counting_alloc;
 
@@ -10,503 +11,136 @@ static ALLOCATOR: counting_alloc::CountingAllocator = counting_alloc::CountingAl
 
 use std::time::Duration;
 
-use admit::ConfigError;
-use admit::signal::queue::floor::SkewFloor;
+use admit::clock::ManualClock;
+use admit::middleware::{Inspect, RequestStart};
 use admit::signal::queue::header::{
-    HeaderConfig, HeaderError, Pick, X_QUEUE_START, X_REQUEST_START, parse_amzn_trace_id,
-    parse_request_start, parse_request_start_values,
+    HeaderConfig, HeaderError, Pick, X_AMZN_TRACE_ID, X_QUEUE_START, X_REQUEST_START,
 };
 use counting_alloc::allocations_during;
-use proptest::prelude::*;
 
 /// The vectors' wall clock: 1 700 000 000.5 s.
 const NOW: u64 = 1_700_000_000_500_000_000;
 const MS: i64 = 1_000_000;
-const SEC: u64 = 1_000_000_000;
-/// 2000-01-01 UTC.
-const C: u64 = 946_684_800;
 
-fn parse(value: &str) -> Result<i64, HeaderError> {
-    parse_request_start(value.as_bytes(), NOW, &HeaderConfig::default())
-}
-
-fn parse_picking(value: &str, pick: Pick) -> Result<i64, HeaderError> {
-    parse_request_start(
-        value.as_bytes(),
-        NOW,
-        &HeaderConfig::default().with_pick(pick),
-    )
-}
-
-#[test]
-fn reference_values_give_their_queue_time() {
-    // (value, start_ns); raw = NOW − start_ns. The unit shows in how start_ns is made.
-    let vectors: &[(&str, u64, i64)] = &[
-        ("t=1700000000.123", 1_700_000_000_123_000_000, 377_000_000),
-        ("1700000000.123", 1_700_000_000_123_000_000, 377_000_000),
-        ("1700000000123", 1_700_000_000_123_000_000, 377_000_000),
-        ("t=1700000000123", 1_700_000_000_123_000_000, 377_000_000),
-        ("0001700000000123", 1_700_000_000_123_000_000, 377_000_000),
-        ("t=1700000000123456", 1_700_000_000_123_456_000, 376_544_000),
-        (
-            "t=1700000000123456 D=3775428",
-            1_700_000_000_123_456_000,
-            376_544_000,
-        ),
-        (
-            "1700000000123456789",
-            1_700_000_000_123_456_789,
-            376_543_211,
-        ),
-        ("t=1700000000", 1_700_000_000_000_000_000, 500_000_000),
-        (" t=1700000000.1 ", 1_700_000_000_100_000_000, 400_000_000),
-        (
-            "t=1700000000.123456789123",
-            1_700_000_000_123_456_789,
-            376_543_211,
-        ),
-        ("t=1700000000123.5", 1_700_000_000_123_500_000, 376_500_000),
-        (
-            "servera t=1700000000.100, serverb t=1700000000.200",
-            1_700_000_000_200_000_000,
-            300_000_000,
-        ),
-        ("t=1700000000.9", 1_700_000_000_900_000_000, -400_000_000),
-        ("t=1700000001.4", 1_700_000_001_400_000_000, -900_000_000),
-        (
-            "t=1699999940.500",
-            1_699_999_940_500_000_000,
-            60_000_000_000,
-        ),
-    ];
-    for &(value, start_ns, raw) in vectors {
-        assert_eq!(
-            NOW as i128 - start_ns as i128,
-            raw as i128,
-            "{value:?}: table"
-        );
-        assert_eq!(parse(value), Ok(raw), "{value:?}");
+/// A request with the header lines `lines`, each `(name, value)`.
+fn request(lines: &[(&str, &str)]) -> http::Request<()> {
+    let mut request = http::Request::get("/");
+    for &(name, value) in lines {
+        request = request.header(name, value);
     }
+    request.body(()).unwrap()
 }
 
-#[test]
-fn the_unit_follows_the_magnitude() {
-    // The same instant in s, ms, µs and ns; a wall clock equal to it gives 0.
-    let now = 1_700_000_000_123_456_789;
-    let config = HeaderConfig::default();
-    for value in [
-        "1700000000.123456789",
-        "1700000000123.456789",
-        "1700000000123456.789",
-        "1700000000123456789",
-        "1700000000123456789.999", // ns keep no fraction
-    ] {
-        assert_eq!(
-            parse_request_start(value.as_bytes(), now, &config),
-            Ok(0),
-            "{value:?}"
-        );
-    }
+/// A reader of `config` on a wall clock at [`NOW`].
+fn reader(config: HeaderConfig) -> (ManualClock, RequestStart<ManualClock>) {
+    let wall = ManualClock::new();
+    wall.set(Duration::from_nanos(NOW));
+    let start = RequestStart::new(config).unwrap().wall_clock(wall.clone());
+    (wall, start)
 }
 
-#[test]
-fn the_pick_chooses_among_several_stamps() {
-    let value = "t=1700000000.200, t=1700000000.100";
-    assert_eq!(parse_picking(value, Pick::Last), Ok(400_000_000));
-    assert_eq!(parse_picking(value, Pick::First), Ok(300_000_000));
-    assert_eq!(parse_picking(value, Pick::Earliest), Ok(400_000_000));
-    let value = "t=1700000000.100, t=1700000000.300, t=1700000000.200";
-    assert_eq!(parse_picking(value, Pick::Last), Ok(300_000_000));
-    assert_eq!(parse_picking(value, Pick::First), Ok(400_000_000));
-    assert_eq!(parse_picking(value, Pick::Earliest), Ok(400_000_000));
-    assert_eq!(Pick::default(), Pick::Last);
-}
-
-#[test]
-fn every_stamp_must_parse_but_only_the_picked_one_is_bounded() {
-    for pick in [Pick::Last, Pick::First, Pick::Earliest] {
-        assert_eq!(
-            parse_picking("t=1700000000.100, abc", pick),
-            Err(HeaderError::Invalid)
-        );
-        assert_eq!(
-            parse_picking("123, t=1700000000.100", pick),
-            Err(HeaderError::Implausible),
-        );
-        assert_eq!(
-            parse_picking("abc, 123", pick),
-            Err(HeaderError::Invalid),
-            "the first failure"
-        );
-    }
-    // A stale client stamp before the proxy's: only the picked one is checked against the clock.
-    let value = "t=946684800, t=1700000000.100";
-    assert_eq!(parse_picking(value, Pick::Last), Ok(400_000_000));
-    assert_eq!(parse_picking(value, Pick::First), Err(HeaderError::TooOld));
-    assert_eq!(
-        parse_picking(value, Pick::Earliest),
-        Err(HeaderError::TooOld)
-    );
-}
-
-#[test]
-fn empty_list_elements_are_skipped() {
-    assert_eq!(parse(",, t=1700000000.100 ,\t,"), Ok(400_000_000));
-    assert_eq!(
-        parse_request_start_values(
-            [&b""[..], b" t=1700000000.100", b" "],
-            NOW,
-            &HeaderConfig::default()
-        ),
-        Ok(400_000_000)
-    );
-}
-
-#[test]
-fn reference_errors() {
-    let vectors: &[(&str, HeaderError)] = &[
-        ("", HeaderError::Empty),
-        (" \t", HeaderError::Empty),
-        (" , ,", HeaderError::Empty),
-        ("t=", HeaderError::Invalid),
-        ("abc", HeaderError::Invalid),
-        ("t=-1700000000", HeaderError::Invalid),
-        ("t=+1700000000", HeaderError::Invalid),
-        ("t=1.7e9", HeaderError::Invalid),
-        ("t=1700000000.123.4", HeaderError::Invalid),
-        ("t=1700000000ms", HeaderError::Invalid),
-        ("2023-11-14T22:13:20.123Z", HeaderError::Invalid),
-        ("123", HeaderError::Implausible),
-        ("946684799", HeaderError::Implausible),
-        ("946684800", HeaderError::TooOld),
-        ("t=1699999940.499", HeaderError::TooOld),
-        ("t=1700000002", HeaderError::FromFuture),
-        ("99999999999999999999", HeaderError::Overflow),
-        ("t=99999999999", HeaderError::Overflow),
-    ];
-    for &(value, error) in vectors {
-        assert_eq!(parse(value), Err(error), "{value:?}");
-    }
-}
-
-#[test]
-fn the_bounds_are_inclusive_and_configurable() {
-    let config = HeaderConfig::default();
-    let start = NOW / SEC; // whole seconds: NOW is 0.5 s past it
-    let at = |now: u64| parse_request_start(start.to_string().as_bytes(), now, &config);
-    assert_eq!(at(start * SEC + 60 * SEC), Ok(60 * SEC as i64));
-    assert_eq!(at(start * SEC + 60 * SEC + 1), Err(HeaderError::TooOld));
-    assert_eq!(at(start * SEC - SEC), Ok(-(SEC as i64)));
-    assert_eq!(at(start * SEC - SEC - 1), Err(HeaderError::FromFuture));
-
-    let strict = HeaderConfig::default()
-        .with_max_age(Duration::from_millis(100))
-        .with_max_future(Duration::ZERO);
-    let value = b"t=1700000000.400";
-    assert_eq!(parse_request_start(value, NOW, &strict), Ok(100 * MS));
-    assert_eq!(
-        parse_request_start(value, NOW + 1, &strict),
-        Err(HeaderError::TooOld)
-    );
-    assert_eq!(
-        parse_request_start(value, NOW - 100 * MS as u64, &strict),
-        Ok(0)
-    );
-    assert_eq!(
-        parse_request_start(value, NOW - 100 * MS as u64 - 1, &strict),
-        Err(HeaderError::FromFuture)
-    );
+fn age(
+    start: &RequestStart<ManualClock>,
+    request: &http::Request<()>,
+) -> Option<Result<i64, HeaderError>> {
+    start.inspect(request).stamp_age()
 }
 
 #[test]
 fn several_header_lines_read_as_one_list() {
-    let lines: [&[u8]; 2] = [b"t=1700000000.100", b"t=1700000000.300, t=1700000000.200"];
+    let stamped = request(&[
+        (X_REQUEST_START, "t=1700000000.100"),
+        (X_REQUEST_START, "t=1700000000.300, t=1700000000.200"),
+    ]);
     for (pick, raw) in [
         (Pick::Last, 300 * MS),
         (Pick::First, 400 * MS),
         (Pick::Earliest, 400 * MS),
     ] {
-        let config = HeaderConfig::default().with_pick(pick);
-        assert_eq!(parse_request_start_values(lines, NOW, &config), Ok(raw));
+        let (_, start) = reader(HeaderConfig::default().with_pick(pick));
+        assert_eq!(age(&start, &stamped), Some(Ok(raw)), "{pick:?}");
     }
-    let none: [&[u8]; 0] = [];
+    let (_, start) = reader(HeaderConfig::default());
+    assert_eq!(age(&start, &request(&[])), None, "no header, no stamp");
     assert_eq!(
-        parse_request_start_values(none, NOW, &HeaderConfig::default()),
-        Err(HeaderError::Empty)
+        age(&start, &request(&[(X_REQUEST_START, " , ")])),
+        Some(Err(HeaderError::Empty))
+    );
+    assert_eq!(
+        age(
+            &start,
+            &request(&[
+                (X_REQUEST_START, "t=1700000000.1"),
+                (X_REQUEST_START, "abc")
+            ])
+        ),
+        Some(Err(HeaderError::Invalid)),
+        "every line must parse"
     );
 }
 
 #[test]
-fn alb_trace_ids_give_whole_seconds() {
-    let config = HeaderConfig::default().with_alb(true);
-    let alb = |value: &str| parse_amzn_trace_id(value.as_bytes(), NOW, &config);
-    assert_eq!(
-        alb("Root=1-6553f100-abcdef012345678912345678"),
-        Ok(500 * MS)
-    );
-    assert_eq!(
-        alb("Self=1-6553f0ff-12456789abcdef012345678;Root=1-6553f100-abcdef012345678912345678"),
-        Ok(1500 * MS)
-    );
-    assert_eq!(
-        alb("Root=1-6553f100-abcdef012345678912345678;Self=1-6553f0ff-12456789abcdef012345678"),
-        Ok(1500 * MS),
-        "Self= wherever it is"
-    );
-    assert_eq!(
-        alb("Root=1-6553F100-abcdef012345678912345678; Sampled=1"),
-        Ok(500 * MS)
-    );
-    assert_eq!(alb("Root=1-6553f100"), Ok(500 * MS));
-    assert_eq!(
-        alb("Root=1-6553f1zz-abcdef012345678912345678"),
-        Err(HeaderError::Invalid)
-    );
-    for invalid in [
-        "Sampled=1",
-        "Root=2-6553f100-abcdef",
-        "Root=1-6553f10-abcdef",
-        "Root=1-6553f1000-abcdef",
-        "Root=1-6553f100x",
-        "Self=1-zz53f0ff-1;Root=1-6553f100-1",
-        "root=1-6553f100-abcdef",
-        "1700000000",
-    ] {
-        assert_eq!(alb(invalid), Err(HeaderError::Invalid), "{invalid:?}");
-    }
-    assert_eq!(alb(""), Err(HeaderError::Empty));
-    assert_eq!(alb(" "), Err(HeaderError::Empty));
-    assert_eq!(alb("Root=1-00000001-abcdef"), Err(HeaderError::Implausible));
-    assert_eq!(alb("Root=1-6553f0c4-abcdef"), Err(HeaderError::TooOld)); // 60 s before
-    assert_eq!(alb("Root=1-6553f0c5-abcdef"), Ok(59_500 * MS));
-    assert_eq!(alb("Root=1-6553f102-abcdef"), Err(HeaderError::FromFuture));
-    assert_eq!(alb("Root=1-6553f101-abcdef"), Ok(-500 * MS));
-}
-
-#[test]
-fn the_config_defaults_and_lowercases_its_name() {
-    let config = HeaderConfig::default();
-    assert_eq!(config, HeaderConfig::new());
-    assert_eq!(config.name(), X_REQUEST_START);
-    assert_eq!(config.pick(), Pick::Last);
-    assert_eq!(config.max_future(), Duration::from_secs(1));
-    assert_eq!(config.max_age(), Duration::from_secs(60));
-    assert!(!config.alb());
-    assert_eq!(
-        config.clone().with_name("X-Queue-Start").name(),
-        X_QUEUE_START
-    );
-    assert_eq!(
-        config.with_name(String::from("X-Request-Start")).name(),
-        X_REQUEST_START
-    );
-}
-
-#[test]
-fn errors_say_what_went_wrong() {
-    let all = [
-        (HeaderError::Empty, "empty"),
-        (HeaderError::Invalid, "invalid"),
-        (HeaderError::Implausible, "implausible"),
-        (HeaderError::Overflow, "overflow"),
-        (HeaderError::FromFuture, "from-future"),
-        (HeaderError::TooOld, "too-old"),
+fn the_configured_header_is_the_one_read() {
+    let lines = [
+        (X_REQUEST_START, "t=1700000000.100"),
+        (X_QUEUE_START, "t=1700000000.200"),
     ];
-    for (error, name) in all {
-        assert_eq!(error.as_str(), name);
-        assert!(error.to_string().starts_with("request-start "), "{error}");
-        let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(error);
-        assert!(boxed.source().is_none());
-    }
+    let (_, start) = reader(HeaderConfig::default().with_name("X-Queue-Start"));
+    assert_eq!(age(&start, &request(&lines)), Some(Ok(300 * MS)));
+    let (_, start) = reader(HeaderConfig::default());
+    assert_eq!(age(&start, &request(&lines)), Some(Ok(400 * MS)));
 }
 
 #[test]
-fn parsing_never_allocates() {
-    let config = HeaderConfig::default().with_pick(Pick::Earliest);
-    let lines: [&[u8]; 3] = [
-        b"servera t=1700000000.100, serverb t=1700000000.200",
-        b"t=1700000000123456 D=3775428",
-        b"1700000000123456789",
+fn alb_reads_the_trace_id_instead_of_the_named_header() {
+    let (_, alb) = reader(HeaderConfig::default().with_alb(true));
+    let trace = "Self=1-6553f0ff-12456789abcdef012345678;Root=1-6553f100-abcdef012345678912345678";
+    let lines = [
+        (X_REQUEST_START, "t=1700000000.400"),
+        (X_AMZN_TRACE_ID, trace),
     ];
+    assert_eq!(
+        age(&alb, &request(&lines)),
+        Some(Ok(1500 * MS)),
+        "Self=: 1 s earlier"
+    );
+    assert_eq!(
+        age(&alb, &request(&[(X_REQUEST_START, "t=1700000000.400")])),
+        None,
+        "no trace id: no stamp"
+    );
+    assert_eq!(
+        age(
+            &alb,
+            &request(&[(X_AMZN_TRACE_ID, "Root=1-6553f1zz-abcdef")])
+        ),
+        Some(Err(HeaderError::Invalid))
+    );
+    let (_, plain) = reader(HeaderConfig::default());
+    assert_eq!(age(&plain, &request(&lines)), Some(Ok(100 * MS)));
+}
+
+#[test]
+fn reading_never_allocates() {
+    let (wall, start) = reader(HeaderConfig::default().with_pick(Pick::Earliest));
+    let (_, alb) = reader(HeaderConfig::default().with_alb(true));
+    let stamped = request(&[
+        (
+            X_REQUEST_START,
+            "servera t=1700000000.100, serverb t=1700000000.200",
+        ),
+        (X_REQUEST_START, "t=1700000000123456 D=3775428"),
+        (X_REQUEST_START, "1700000000123456789"),
+    ]);
+    let invalid = request(&[(X_REQUEST_START, "t=1.7e9")]);
+    let traced = request(&[(X_AMZN_TRACE_ID, "Self=1-6553f0ff-1;Root=1-6553f100-2")]);
     let allocations = allocations_during(|| {
         for i in 0..1_000u64 {
-            std::hint::black_box(parse_request_start_values(lines, NOW + i, &config).unwrap());
-            std::hint::black_box(parse_request_start(b"t=1.7e9", NOW, &config).unwrap_err());
-            let alb = b"Self=1-6553f0ff-1;Root=1-6553f100-2";
-            assert_eq!(parse_amzn_trace_id(alb, NOW, &config), Ok(1500 * MS));
+            wall.set(Duration::from_nanos(NOW + i));
+            assert_eq!(age(&start, &stamped), Some(Ok(400 * MS + i as i64)));
+            assert_eq!(age(&start, &invalid), Some(Err(HeaderError::Invalid)));
+            assert_eq!(age(&alb, &traced), Some(Ok(1500 * MS)));
         }
     });
     assert_eq!(allocations, 0);
-}
-
-// --- The floor's settings ---
-
-#[test]
-fn the_floor_rejects_windows_without_halves() {
-    for window in [Duration::ZERO, Duration::from_nanos(1)] {
-        assert_eq!(
-            SkewFloor::new(window, Duration::ZERO).unwrap_err(),
-            ConfigError::DurationTooShort {
-                setting: "window",
-                value: window,
-                min: Duration::from_nanos(2),
-            }
-        );
-    }
-    assert!(matches!(
-        SkewFloor::new(Duration::MAX, Duration::ZERO),
-        Err(ConfigError::DurationTooLong {
-            setting: "window",
-            ..
-        })
-    ));
-    let floor = SkewFloor::new(Duration::from_nanos(2), Duration::MAX).unwrap();
-    assert_eq!(floor.window(), Duration::from_nanos(2));
-    assert_eq!(floor.quiet(), Duration::MAX);
-    let default = SkewFloor::default();
-    assert_eq!(default.window(), Duration::from_secs(4));
-    assert_eq!(default.quiet(), Duration::from_millis(2));
-    assert!(format!("{default:?}").starts_with("SkewFloor { window: 4s, quiet: 2ms"));
-}
-
-// --- Properties ---
-
-/// Bytes that are often almost a stamp.
-fn stampish() -> impl Strategy<Value = Vec<u8>> {
-    prop_oneof![
-        proptest::collection::vec(any::<u8>(), 0..40),
-        "[ \t,.t=0-9D;a-fSelfRoot-]{0,48}".prop_map(String::into_bytes),
-        "(t=)?[0-9]{0,22}(\\.[0-9]{0,14})?( D=[0-9]+)?(, ?(t=)?[0-9]{9,20})?"
-            .prop_map(String::into_bytes),
-    ]
-}
-
-fn config() -> impl Strategy<Value = HeaderConfig> {
-    (
-        prop_oneof![Just(Pick::Last), Just(Pick::First), Just(Pick::Earliest)],
-        any::<u64>(),
-        any::<u64>(),
-    )
-        .prop_map(|(pick, future, age)| {
-            HeaderConfig::default()
-                .with_pick(pick)
-                .with_max_future(Duration::from_nanos(future))
-                .with_max_age(Duration::from_nanos(age))
-        })
-}
-
-/// A parse that must be a queue time within `config`'s bounds (saturated at `i64::MAX` ns), or
-/// one of the errors.
-fn within_bounds(
-    parsed: Result<i64, HeaderError>,
-    config: &HeaderConfig,
-) -> Result<(), TestCaseError> {
-    let bound = |d: Duration| d.as_nanos().min(i64::MAX as u128) as i64;
-    match parsed {
-        Ok(raw) => {
-            prop_assert!(
-                raw >= -bound(config.max_future()),
-                "{raw} ahead of {config:?}"
-            );
-            prop_assert!(
-                raw <= bound(config.max_age()),
-                "{raw} older than {config:?}"
-            );
-        }
-        Err(error) => prop_assert!(HeaderError::ALL.contains(&error), "{error:?}"),
-    }
-    Ok(())
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2_000))]
-
-    #[test]
-    fn any_header_lines_parse_within_bounds_or_fail_typed(
-        lines in proptest::collection::vec(prop_oneof![any::<Vec<u8>>(), stampish()], 0..6),
-        now in prop_oneof![any::<u64>(), NOW - 120 * SEC..NOW + 120 * SEC],
-        config in prop_oneof![config(), Just(HeaderConfig::default())],
-    ) {
-        for line in &lines {
-            within_bounds(parse_request_start(line, now, &config), &config)?;
-        }
-        let parsed = parse_request_start_values(lines.iter().map(Vec::as_slice), now, &config);
-        within_bounds(parsed, &config)?;
-        // Empty exactly when no line holds more than spaces, tabs and commas.
-        let blank = lines.iter().flatten().all(|b| matches!(b, b' ' | b'\t' | b','));
-        prop_assert_eq!(parsed == Err(HeaderError::Empty), blank);
-    }
-
-    #[test]
-    fn parsing_is_total(
-        value in stampish(),
-        more in stampish(),
-        now in any::<u64>(),
-        config in config(),
-    ) {
-        // Never panics; any result is an Ok or one of the errors.
-        let one = parse_request_start(&value, now, &config);
-        let two = parse_request_start_values([&value[..], &more[..]], now, &config);
-        let _ = parse_amzn_trace_id(&value, now, &config);
-        if let Ok(raw) = one {
-            prop_assert!(raw >= -(config.max_future().as_nanos().min(i64::MAX as u128) as i64));
-            prop_assert!(raw as i128 <= config.max_age().as_nanos() as i128);
-        }
-        // Two lines are one list: the same as joining them with a comma.
-        let mut joined = value.clone();
-        joined.push(b',');
-        joined.extend_from_slice(&more);
-        prop_assert_eq!(two, parse_request_start(&joined, now, &config));
-    }
-
-    #[test]
-    fn formatted_stamps_give_now_minus_start_exactly(
-        start in C * SEC..u64::MAX / 4,
-        unit in 0usize..4,
-        frac_digits in 0usize..13,
-        prefix in prop_oneof![Just(""), Just("t="), Just("x t="), Just("000")],
-        suffix in prop_oneof![Just(""), Just(" D=3775428"), Just("\tz")],
-        offset in -(SEC as i64)..=60 * SEC as i64,
-    ) {
-        // Format `start` in the unit with `frac_digits` digits of fraction (beyond the unit's
-        // nanosecond precision the extra digits are arbitrary and ignored).
-        let (unit_nanos, unit_digits) = [(SEC, 9), (1_000_000, 6), (1_000, 3), (1, 0)][unit];
-        let int = start / unit_nanos;
-        let kept = frac_digits.min(unit_digits);
-        let scale = 10u64.pow((unit_digits - kept) as u32);
-        let frac = (start % unit_nanos) / scale;
-        let mut value = format!("{prefix}{int}");
-        if frac_digits > 0 {
-            value.push('.');
-            if kept > 0 {
-                value.push_str(&format!("{frac:0kept$}"));
-            }
-            value.push_str(&"7".repeat(frac_digits - kept));
-        }
-        value.push_str(suffix);
-        let exact = int * unit_nanos + frac * scale;
-        let now = exact.checked_add_signed(offset).unwrap();
-        prop_assert_eq!(
-            parse_request_start(value.as_bytes(), now, &HeaderConfig::default()),
-            Ok(offset),
-            "{}", value
-        );
-    }
-
-    #[test]
-    fn the_pick_is_the_last_first_or_earliest(
-        starts in proptest::collection::vec(0..60 * SEC, 1..6),
-    ) {
-        let now = NOW;
-        let stamps: Vec<String> = starts.iter().map(|age| format!("{}", now - age)).collect();
-        let value = stamps.join(", ");
-        for (pick, age) in [
-            (Pick::Last, *starts.last().unwrap()),
-            (Pick::First, starts[0]),
-            (Pick::Earliest, *starts.iter().max().unwrap()),
-        ] {
-            let config = HeaderConfig::default().with_pick(pick);
-            prop_assert_eq!(parse_request_start(value.as_bytes(), now, &config), Ok(age as i64));
-        }
-    }
 }

@@ -6,21 +6,21 @@ use std::time::Duration;
 use metrics::{Counter, Gauge, SharedString};
 
 use super::names::{self, LE, LIMITER, SOURCE};
-use crate::signal::queue::{BOUNDS_NANOS, QueueGate, QueueState, WaitSource, Waits};
+use crate::signal::queue::{BOUNDS_NANOS, LagProbe, QueueGate, Waits};
 
 /// One source's wait histogram: a counter per `le` bucket, the count and the sum.
-pub(super) struct WaitSeries {
-    source: WaitSource,
+struct WaitSeries {
     buckets: Vec<Counter>,
     count: Counter,
     sum: Gauge,
 }
 
 impl WaitSeries {
-    pub(super) fn new(limiter: &SharedString, source: WaitSource) -> Self {
+    /// The series of the waits from `source`: `request`, `pool` or `probe`.
+    fn new(limiter: &SharedString, source: &'static str) -> Self {
         let bucket = |le: String| {
             metrics::counter!(names::QUEUE_WAIT_BUCKET, LIMITER => limiter.clone(),
-                SOURCE => source.as_str(), LE => le)
+                SOURCE => source, LE => le)
         };
         let mut buckets: Vec<Counter> = BOUNDS_NANOS
             .iter()
@@ -28,16 +28,15 @@ impl WaitSeries {
             .collect();
         buckets.push(bucket("+Inf".to_owned()));
         WaitSeries {
-            source,
             buckets,
             count: metrics::counter!(names::QUEUE_WAIT_COUNT, LIMITER => limiter.clone(),
-                SOURCE => source.as_str()),
+                SOURCE => source),
             sum: metrics::gauge!(names::QUEUE_WAIT_SUM, LIMITER => limiter.clone(),
-                SOURCE => source.as_str()),
+                SOURCE => source),
         }
     }
 
-    pub(super) fn report(&self, waits: &Waits) {
+    fn report(&self, waits: &Waits) {
         for (counter, (_, total)) in self.buckets.iter().zip(waits.cumulative()) {
             counter.absolute(total);
         }
@@ -47,34 +46,49 @@ impl WaitSeries {
         self.count.absolute(waits.count());
         self.sum.set(waits.sum().as_secs_f64());
     }
-
-    pub(super) fn source(&self) -> WaitSource {
-        self.source
-    }
 }
 
 /// The gate's series: the request and pool waits, and whether it is hot.
 pub(super) struct GateSeries {
-    waits: [WaitSeries; 2],
+    request: WaitSeries,
+    pool: WaitSeries,
     hot: Gauge,
 }
 
 impl GateSeries {
     pub(super) fn new(limiter: &SharedString) -> Self {
         GateSeries {
-            waits: [
-                WaitSeries::new(limiter, WaitSource::Request),
-                WaitSeries::new(limiter, WaitSource::Pool),
-            ],
+            request: WaitSeries::new(limiter, "request"),
+            pool: WaitSeries::new(limiter, "pool"),
             hot: metrics::gauge!(names::QUEUE_HOT, LIMITER => limiter.clone()),
         }
     }
 
     pub(super) fn report(&self, gate: &QueueGate, now_ns: u64) {
-        for series in &self.waits {
-            series.report(&gate.waits(series.source()));
+        let snapshot = gate.snapshot(now_ns);
+        self.request.report(&snapshot.request);
+        self.pool.report(&snapshot.pool);
+        self.hot.set(if snapshot.hot { 1.0 } else { 0.0 });
+    }
+}
+
+/// The probe's series: its ticks' lateness and its drop share.
+pub(super) struct ProbeSeries {
+    lateness: WaitSeries,
+    drop: Gauge,
+}
+
+impl ProbeSeries {
+    pub(super) fn new(limiter: &SharedString) -> Self {
+        ProbeSeries {
+            lateness: WaitSeries::new(limiter, "probe"),
+            drop: metrics::gauge!(names::RUNTIME_LAG_DROP, LIMITER => limiter.clone()),
         }
-        let hot = gate.state(now_ns) == QueueState::Hot;
-        self.hot.set(if hot { 1.0 } else { 0.0 });
+    }
+
+    pub(super) fn report(&self, probe: &LagProbe) {
+        let snapshot = probe.snapshot();
+        self.lateness.report(&snapshot.lateness);
+        self.drop.set(f64::from(snapshot.drop_ppm) / 1e6);
     }
 }

@@ -6,14 +6,13 @@ use std::sync::OnceLock;
 use metrics::{Counter, Gauge, SharedString};
 
 use super::names::{self, CLASS, ERROR, KIND, LIMITER, OUTCOME, REASON};
-use super::queue::{GateSeries, WaitSeries};
+use super::queue::{GateSeries, ProbeSeries};
 use super::{MetricsError, Source};
 use crate::Shared;
 use crate::clock::Clock;
 use crate::criticality::Criticality;
 use crate::shed::Shedder;
 use crate::signal::Cause;
-use crate::signal::queue::WaitSource;
 use crate::signal::queue::header::HeaderError;
 
 /// Publishes a [`Shedder`]'s [snapshot](Shedder::snapshot) through the `metrics` facade (see
@@ -42,7 +41,7 @@ pub(crate) struct ShedderMetrics<C: Clock + 'static> {
     /// With a gate, by [`HeaderError::ALL`]'s order.
     header_errors: Option<[Counter; HeaderError::ALL.len()]>,
     gate: Option<GateSeries>,
-    probe: Option<(WaitSeries, Gauge)>,
+    probe: Option<ProbeSeries>,
 }
 
 impl<C: Clock + 'static> ShedderMetrics<C> {
@@ -96,12 +95,7 @@ impl<C: Clock + 'static> ShedderMetrics<C> {
                 })
             }),
             gate: shedder.queue_gate().map(|_| GateSeries::new(&name)),
-            probe: shedder.runtime_probe().map(|_| {
-                (
-                    WaitSeries::new(&name, WaitSource::Probe),
-                    gauge(names::RUNTIME_LAG_DROP),
-                )
-            }),
+            probe: shedder.runtime_probe().map(|_| ProbeSeries::new(&name)),
             shedder,
         })
     }
@@ -163,9 +157,8 @@ impl<C: Clock + 'static> ShedderMetrics<C> {
         if let (Some(series), Some(gate)) = (&self.gate, self.shedder.queue_gate()) {
             series.report(gate, now);
         }
-        if let (Some((waits, drop)), Some(probe)) = (&self.probe, self.shedder.runtime_probe()) {
-            waits.report(&probe.gate().waits(WaitSource::Probe));
-            drop.set(f64::from(probe.drop_ppm()) / 1e6);
+        if let (Some(series), Some(probe)) = (&self.probe, self.shedder.runtime_probe()) {
+            series.report(probe);
         }
     }
 

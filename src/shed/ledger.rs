@@ -273,7 +273,6 @@ impl Ledger {
     }
 
     /// Counts a request-start stamp that could not be read.
-    #[cfg(feature = "tower")]
     pub(super) fn count_header_error(&self, error: HeaderError) {
         let kind = HeaderError::ALL
             .iter()

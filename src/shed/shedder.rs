@@ -566,6 +566,7 @@ impl<C: Clock> Shedder<C> {
     }
 
     /// The clock this shedder reads.
+    #[cfg(any(test, feature = "metrics"))]
     pub(crate) fn clock(&self) -> &C {
         &self.clock
     }

@@ -8,12 +8,12 @@ use http::header::InvalidHeaderName;
 use super::Inspect;
 use crate::clock::{SystemWallClock, WallClock};
 use crate::signal::Arrival;
-use crate::signal::queue::header::{HeaderConfig, HeaderError, parse_request_start_values};
+use crate::signal::queue::header::{HeaderConfig, HeaderError, stamp_age};
 
-/// Reads the request-start stamp a proxy put on a request (`X-Request-Start` by default; see
-/// [`header`](crate::signal::queue::header) for the formats) and gives its age on the
-/// service's wall clock ([`SystemWallClock`] by default): the wait plus the clocks' offset.
-/// Give it to a layer with [`AdmitLayer::inspect`](crate::middleware::AdmitLayer::inspect);
+/// Reads the request-start stamp a proxy put on a request (`X-Request-Start` by default, or AWS
+/// ALB's trace id; see [`header`](crate::signal::queue::header) for the formats) and gives its
+/// age on the service's wall clock ([`SystemWallClock`] by default): the wait plus the clocks'
+/// offset. Give it to a layer with [`AdmitLayer::inspect`](crate::middleware::AdmitLayer::inspect);
 /// the shedder learns the offset from the requests that find the service idle and takes the
 /// age less it as the request's wait (see
 /// [`Shedder::allow_with`](crate::shed::Shedder::allow_with)).
@@ -54,14 +54,15 @@ pub struct RequestStart<W = SystemWallClock> {
 }
 
 impl RequestStart {
-    /// Reads the header `config` names, on the system's wall clock.
+    /// Reads the header `config` names (`X-Amzn-Trace-Id` with
+    /// [`with_alb`](HeaderConfig::with_alb)), on the system's wall clock.
     ///
     /// # Errors
     ///
     /// The header name is not a valid HTTP header name.
     pub fn new(config: HeaderConfig) -> Result<Self, InvalidHeaderName> {
         Ok(RequestStart {
-            name: HeaderName::from_bytes(config.name().as_bytes())?,
+            name: HeaderName::from_bytes(config.header().as_bytes())?,
             config,
             wall: SystemWallClock,
         })
@@ -87,7 +88,7 @@ impl<W: WallClock> RequestStart<W> {
         let mut values = request.headers().get_all(&self.name).iter().peekable();
         values.peek()?;
         let wall = self.wall.unix_nanos();
-        Some(parse_request_start_values(
+        Some(stamp_age(
             values.map(|value| value.as_bytes()),
             wall,
             &self.config,

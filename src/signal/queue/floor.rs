@@ -1,7 +1,7 @@
 //! Separating queue time from clock skew and network time.
 //!
-//! The raw queue time a request-start header gives
-//! ([`parse_request_start`](super::header::parse_request_start)) is the time the request
+//! The raw queue time a request-start header gives (its stamp's age, see
+//! [`header`](super::header)) is the time the request
 //! waited, plus the proxy's and the service's clock offset (of either sign), plus the network
 //! time between them. A request that found the service *idle* waited for nothing but the
 //! network: its raw queue time is the offset. [`SkewFloor`] keeps the offset, the *floor*, and
@@ -105,7 +105,6 @@ const SETTLE: u64 = 500;
 /// use admit::signal::queue::floor::SkewFloor;
 ///
 /// let floor = SkewFloor::new(Duration::from_secs(10), Duration::from_millis(1))?;
-/// assert_eq!(floor.window(), Duration::from_secs(10));
 /// let shedder = Shedder::builder().skew_floor(floor).build()?;
 /// # let _ = shedder;
 /// # Ok::<(), admit::ConfigError>(())
@@ -177,16 +176,6 @@ impl SkewFloor {
             window,
             quiet,
         })
-    }
-
-    /// The window: two half windows.
-    pub fn window(&self) -> Duration {
-        self.window
-    }
-
-    /// How long nothing may have ended before a request for it to count as idle.
-    pub fn quiet(&self) -> Duration {
-        self.quiet
     }
 
     /// How stale the note of the last refusal may be: an eighth of `quiet` (at least 1 ns), so
@@ -578,6 +567,37 @@ mod tests {
         assert_eq!(floor.excess_in_lane(7, 20, true, 0), Some(0));
         assert_eq!(floor.excess_in_lane(3, 5, true, 0), Some(0));
         assert_eq!(window_min(&floor.idle, 20 / 10, |parity| parity), Some(7));
+    }
+
+    #[test]
+    fn the_floor_rejects_windows_without_halves() {
+        for window in [Duration::ZERO, Duration::from_nanos(1)] {
+            assert_eq!(
+                SkewFloor::new(window, Duration::ZERO).unwrap_err(),
+                ConfigError::DurationTooShort {
+                    setting: "window",
+                    value: window,
+                    min: Duration::from_nanos(2),
+                }
+            );
+        }
+        assert!(matches!(
+            SkewFloor::new(Duration::MAX, Duration::ZERO),
+            Err(ConfigError::DurationTooLong {
+                setting: "window",
+                ..
+            })
+        ));
+        let floor = SkewFloor::new(Duration::from_nanos(2), Duration::MAX).unwrap();
+        assert_eq!(
+            (floor.window, floor.quiet),
+            (Duration::from_nanos(2), Duration::MAX)
+        );
+        assert_eq!((floor.half_nanos, floor.quiet_nanos), (1, u64::MAX));
+        let default = SkewFloor::default();
+        assert_eq!(default.window, Duration::from_secs(4));
+        assert_eq!(default.quiet, Duration::from_millis(2));
+        assert!(format!("{default:?}").starts_with("SkewFloor { window: 4s, quiet: 2ms"));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use super::histogram::{WaitHistogram, WaitSource, Waits};
+#[cfg(feature = "metrics")]
+use super::histogram::{WaitHistogram, Waits};
 use crate::ConfigError;
 use crate::signal::{Arrival, Cause, OverloadSignal, Pressure};
 use crate::sync::{AtomicU64, Ordering};
@@ -31,13 +32,14 @@ const PPM: u64 = 1_000_000;
 /// target") on intervals aligned to a grid of the clock, lock-free and allocation-free.
 ///
 /// Each request [`record`](Self::record)s how long it waited (its *sojourn*). Time is cut into
-/// intervals of `interval` counted from the clock's zero; the gate is hot
-/// ([`state`](Self::state)) for a whole interval if the interval just before it had samples and
-/// at least the [hot share](QueueGateBuilder::hot_share) of them (90 %, by default) waited
-/// longer than `target`. While hot, a request that waited more than twice the target is not
-/// worth serving: as an [`OverloadSignal`], the gate refuses it
+/// intervals of `interval` counted from the clock's zero; the gate is hot for a whole interval
+/// if the interval just before it had samples and at least the
+/// [hot share](QueueGateBuilder::hot_share) of them (90 %, by default) waited longer than
+/// `target`. As an [`OverloadSignal`], a hot gate reads overloaded ([`Cause::Queue`]), and a
+/// request that waited more than twice the target is not worth serving: the gate refuses it
 /// ([`Cause::QueueDelay`]); its client has probably given up, and serving it makes every request
-/// behind it later still.
+/// behind it later still. A hot reading hints one interval as the client's retry delay, and
+/// every reading floors the shedder's limit at the concurrency whose requests wait the target.
 ///
 /// A hot share of 1 is CoDel's own test, on the interval's *smallest* sojourn. Unlike folly's
 /// `Codel`, the intervals do not re-anchor on traffic and the request that closes an interval
@@ -49,7 +51,7 @@ const PPM: u64 = 1_000_000;
 ///
 /// ```
 /// use std::time::Duration;
-/// use admit::signal::queue::{QueueGate, QueueState};
+/// use admit::signal::queue::QueueGate;
 /// use admit::signal::{Arrival, Cause, OverloadSignal};
 ///
 /// let gate = QueueGate::default(); // 5 ms target, 100 ms intervals, hot share 0.9
@@ -64,11 +66,12 @@ const PPM: u64 = 1_000_000;
 /// let late = waited(210, 25);
 /// assert!(late.refuses(), "waited more than twice the target: shed");
 /// assert_eq!(late.cause(), Some(Cause::QueueDelay));
-/// assert_eq!(gate.state(ms(220)), QueueState::Hot);
+/// assert_eq!(late.retry_after(), Some(Duration::from_millis(100)));
+/// assert_eq!(gate.pressure(ms(220)).cause(), Some(Cause::Queue));
 /// assert!(!waited(230, 3).refuses(), "waited less: served");
 /// // Two of the three waits from 200 ms were short: cold again from 300 ms.
 /// gate.record(ms(300), ms(40));
-/// assert_eq!(gate.state(ms(300)), QueueState::Cold);
+/// assert_eq!(gate.pressure(ms(300)).cause(), None);
 /// ```
 #[derive(Debug)]
 pub struct QueueGate {
@@ -84,8 +87,32 @@ pub struct QueueGate {
     verdict: AtomicU64,
     /// The interval of a recent reading: spares most readings a 64-bit division.
     hint: AtomicU64,
-    /// Every wait recorded, by source.
-    waits: [WaitHistogram; 3],
+    /// Every wait recorded, by [`WaitSource`], for the metrics.
+    #[cfg(feature = "metrics")]
+    waits: [WaitHistogram; 2],
+}
+
+/// Where a wait recorded in a [`QueueGate`] was measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WaitSource {
+    /// Before a request reached the shedder: a layer's reader (`RequestStart`), or
+    /// [`Shedder::allow_with`](crate::shed::Shedder::allow_with).
+    Request = 0,
+    /// In a pool inside the process ([`QueueStamp`](super::QueueStamp)).
+    Pool = 1,
+}
+
+/// What the metrics read of a [`QueueGate`]: every wait it recorded, by source, and whether it
+/// is hot.
+#[cfg(feature = "metrics")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GateSnapshot {
+    /// The requests' waits.
+    pub(crate) request: Waits,
+    /// The pool jobs' waits.
+    pub(crate) pool: Waits,
+    /// Whether the gate is hot.
+    pub(crate) hot: bool,
 }
 
 impl QueueGate {
@@ -129,29 +156,30 @@ impl QueueGate {
     }
 
     /// Records that a request waited `sojourn_ns` before being served, at clock reading
-    /// `now_ns`. A reading from an interval older than the one being measured (a thread whose
-    /// clock read lags) is ignored.
+    /// `now_ns`, without judging it. A reading from an interval older than the one being
+    /// measured (a thread whose clock read lags) is ignored.
     #[inline]
     pub fn record(&self, now_ns: u64, sojourn_ns: u64) {
-        self.record_from(WaitSource::Request, now_ns, sojourn_ns);
-    }
-
-    /// [`record`](Self::record), counting the wait in `source`'s histogram
-    /// ([`waits`](Self::waits)).
-    #[inline]
-    pub fn record_from(&self, source: WaitSource, now_ns: u64, sojourn_ns: u64) {
-        self.record_at(source, self.interval_of(now_ns), sojourn_ns);
+        self.record_at(WaitSource::Request, self.interval_of(now_ns), sojourn_ns);
     }
 
     #[inline]
+    #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
     fn record_at(&self, source: WaitSource, interval: u64, sojourn_ns: u64) {
-        self.waits[source.index()].record(sojourn_ns);
+        #[cfg(feature = "metrics")]
+        self.waits[source as usize].record(sojourn_ns);
         self.record_in(interval, sojourn_ns);
     }
 
-    /// Every wait recorded from `source` since the gate was built, by bucket.
-    pub fn waits(&self, source: WaitSource) -> Waits {
-        self.waits[source.index()].get()
+    /// What the metrics read at clock reading `now_ns`: every wait recorded since the gate was
+    /// built, by source, and whether the gate is hot.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn snapshot(&self, now_ns: u64) -> GateSnapshot {
+        GateSnapshot {
+            request: self.waits[WaitSource::Request as usize].get(),
+            pool: self.waits[WaitSource::Pool as usize].get(),
+            hot: self.state(now_ns) == QueueState::Hot,
+        }
     }
 
     #[inline]
@@ -223,7 +251,7 @@ impl QueueGate {
     /// before this one had samples and at least the hot share of them exceeded the target.
     /// Known from the first sample of this interval on.
     #[inline]
-    pub fn state(&self, now_ns: u64) -> QueueState {
+    pub(crate) fn state(&self, now_ns: u64) -> QueueState {
         self.state_in(self.interval_of(now_ns))
     }
 
@@ -263,39 +291,6 @@ impl QueueGate {
         };
         pressure.with_limit_floor(Duration::from_nanos(self.target_ns))
     }
-
-    /// The waits recorded so far in the interval of `now_ns`, if any were.
-    pub fn interval_waits(&self, now_ns: u64) -> Option<IntervalWaits> {
-        let word = self.current.load(Ordering::Acquire);
-        (word >> TAG_SHIFT == self.interval_of(now_ns) & TAG_MASK).then_some(IntervalWaits {
-            recorded: ((word >> COUNT_BITS) & COUNT_MASK) as u32,
-            above_target: (word & COUNT_MASK) as u32,
-        })
-    }
-
-    /// The target.
-    pub fn target(&self) -> Duration {
-        Duration::from_nanos(self.target_ns)
-    }
-
-    /// The interval.
-    pub fn interval(&self) -> Duration {
-        Duration::from_nanos(self.interval_ns)
-    }
-
-    /// The hot share.
-    pub fn hot_share(&self) -> f64 {
-        self.hot_ppm as f64 / PPM as f64
-    }
-}
-
-/// The waits a [`QueueGate`] has counted in one interval ([`QueueGate::interval_waits`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct IntervalWaits {
-    /// Waits recorded (counting stops at 2^20 − 1).
-    pub recorded: u32,
-    /// Those that exceeded the target.
-    pub above_target: u32,
 }
 
 /// Configures a [`QueueGate`]; created by [`QueueGate::builder`].
@@ -313,7 +308,7 @@ pub struct IntervalWaits {
 ///     .interval(Duration::from_millis(200))
 ///     .hot_share(1.0)
 ///     .build()?;
-/// assert_eq!(gate.hot_share(), 1.0);
+/// # let _ = gate;
 ///
 /// let none = QueueGate::builder().hot_share(0.0).build();
 /// assert!(matches!(none, Err(ConfigError::HotShareOutOfRange { .. })));
@@ -386,6 +381,7 @@ impl QueueGateBuilder {
             current: AtomicU64::new(TAG_MASK << TAG_SHIFT),
             verdict: AtomicU64::new(0),
             hint: AtomicU64::new(0),
+            #[cfg(feature = "metrics")]
             waits: std::array::from_fn(|_| WaitHistogram::new()),
         })
     }
@@ -397,7 +393,7 @@ const MAX_TARGET_NS: u64 = (1 << 40) - 1;
 
 /// What a [`QueueGate`] knows of the queue in the current interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum QueueState {
+pub(crate) enum QueueState {
     /// No verdict: the interval before had no sample (or none of this interval has come yet).
     Unknown = 0,
     /// The interval before had samples, and fewer than the hot share waited longer than the
@@ -408,9 +404,9 @@ pub enum QueueState {
     Hot = 2,
 }
 
-/// Overloaded ([`Cause::Queue`]) while [hot](QueueGate::state). A request deciding records its
-/// wait, if known, and is refused ([`Cause::QueueDelay`]) if the gate is hot and it waited more
-/// than twice the target.
+/// Overloaded ([`Cause::Queue`]) while hot, with one interval as the retry hint; every reading
+/// floors the limit at the target. A request deciding records its wait, if known, and is
+/// refused ([`Cause::QueueDelay`]) if the gate is hot and it waited more than twice the target.
 impl OverloadSignal for QueueGate {
     #[inline]
     fn pressure(&self, now_nanos: u64) -> Pressure {
@@ -521,3 +517,7 @@ mod loom_tests {
         });
     }
 }
+
+#[cfg(all(test, not(admit_loom)))]
+#[path = "gate_tests.rs"]
+mod tests;

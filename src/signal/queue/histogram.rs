@@ -1,4 +1,4 @@
-//! The waits a queue gate saw, as a histogram by source.
+//! The waits a queue gate or a lag probe saw, as a histogram for the metrics.
 
 use std::fmt;
 use std::time::Duration;
@@ -7,7 +7,7 @@ use crate::sync::Striped;
 
 /// The histogram's upper bounds, in ns (Prometheus' `le`): 1 ms to 5 s; one more bucket
 /// counts the longer waits.
-pub const BOUNDS_NANOS: [u64; 12] = [
+pub(crate) const BOUNDS_NANOS: [u64; 12] = [
     1_000_000,
     2_500_000,
     5_000_000,
@@ -25,66 +25,16 @@ const BUCKETS: usize = BOUNDS_NANOS.len() + 1;
 /// The counter of the summed waits, in µs, after the buckets.
 const SUM: usize = BUCKETS;
 
-/// Where a wait was measured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum WaitSource {
-    /// Before a request reached the shedder: a layer's reader (`RequestStart`, a proxy's header), or
-    /// [`Shedder::allow_with`](crate::shed::Shedder::allow_with).
-    Request,
-    /// In a pool inside the process ([`QueueStamp`](super::QueueStamp)).
-    Pool,
-    /// A runtime lag probe's timer lateness ([`LagProbe`](super::LagProbe)).
-    Probe,
-}
-
-impl WaitSource {
-    /// Every source.
-    pub const ALL: [WaitSource; 3] = [WaitSource::Request, WaitSource::Pool, WaitSource::Probe];
-
-    /// `request`, `pool` or `probe`: the `source` label.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WaitSource::Request => "request",
-            WaitSource::Pool => "pool",
-            WaitSource::Probe => "probe",
-        }
-    }
-
-    pub(crate) fn index(self) -> usize {
-        match self {
-            WaitSource::Request => 0,
-            WaitSource::Pool => 1,
-            WaitSource::Probe => 2,
-        }
-    }
-}
-
-/// How many waits fell in each bucket, and their sum: cumulative since the gate was built.
-///
-/// # Example
-///
-/// ```
-/// use std::time::Duration;
-/// use admit::signal::queue::{QueueGate, WaitSource};
-///
-/// let gate = QueueGate::default();
-/// gate.record(0, 3_000_000); // 3 ms
-/// gate.record(0, 40_000_000); // 40 ms
-/// let waits = gate.waits(WaitSource::Request);
-/// assert_eq!(waits.count(), 2);
-/// assert_eq!(waits.cumulative()[2], (Duration::from_millis(5), 1)); // 1 wait ≤ 5 ms
-/// assert_eq!(waits.sum(), Duration::from_millis(43));
-/// ```
+/// How many waits fell in each bucket, and their sum: cumulative since the histogram was built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Waits {
+pub(crate) struct Waits {
     buckets: [u64; BUCKETS],
     sum_micros: u64,
 }
 
 impl Waits {
     /// `(upper bound, waits at or below it)` for each finite bound, as Prometheus' `le` buckets.
-    pub fn cumulative(&self) -> [(Duration, u64); BOUNDS_NANOS.len()] {
+    pub(crate) fn cumulative(&self) -> [(Duration, u64); BOUNDS_NANOS.len()] {
         let mut total = 0;
         std::array::from_fn(|i| {
             total += self.buckets[i];
@@ -93,12 +43,12 @@ impl Waits {
     }
 
     /// How many waits were recorded (the `+Inf` bucket).
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.buckets.iter().sum()
     }
 
     /// The waits summed (each to the nearest µs).
-    pub fn sum(&self) -> Duration {
+    pub(crate) fn sum(&self) -> Duration {
         Duration::from_micros(self.sum_micros)
     }
 }
@@ -130,5 +80,33 @@ impl WaitHistogram {
 impl fmt::Debug for WaitHistogram {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("WaitHistogram").field(&self.get()).finish()
+    }
+}
+
+#[cfg(all(test, not(admit_loom)))]
+mod tests {
+    use std::time::Duration;
+
+    use super::WaitHistogram;
+
+    #[test]
+    fn waits_land_in_cumulative_buckets_and_sum_to_the_microsecond() {
+        let histogram = WaitHistogram::new();
+        histogram.record(3_000_000); // 3 ms
+        histogram.record(40_000_000); // 40 ms
+        histogram.record(5_000_000); // on a bound: at or below it
+        histogram.record(6_000_000_000); // beyond the last bound: only in `+Inf`
+        histogram.record(1_499); // 1 µs, rounded to the nearest
+        let waits = histogram.get();
+        assert_eq!(waits.count(), 5);
+        let cumulative = waits.cumulative();
+        assert_eq!(cumulative[0], (Duration::from_millis(1), 1));
+        assert_eq!(cumulative[2], (Duration::from_millis(5), 3));
+        assert_eq!(cumulative[5], (Duration::from_millis(50), 4));
+        assert_eq!(cumulative[11], (Duration::from_secs(5), 4));
+        assert_eq!(
+            waits.sum(),
+            Duration::from_millis(6_048) + Duration::from_micros(1)
+        );
     }
 }

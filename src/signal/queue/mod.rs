@@ -16,21 +16,22 @@
 pub mod floor;
 mod gate;
 pub mod header;
+#[cfg(feature = "metrics")]
 mod histogram;
 mod probe;
 #[cfg(feature = "tokio")]
 mod probe_task;
-#[cfg(all(test, not(admit_loom)))]
-mod probe_tests;
 mod rng;
 mod signal;
 mod stamp;
 
+#[cfg(test)]
+pub(crate) use self::gate::QueueState;
 pub use self::gate::{
-    DEFAULT_HOT_SHARE, DEFAULT_INTERVAL, DEFAULT_TARGET, IntervalWaits, QueueGate,
-    QueueGateBuilder, QueueState,
+    DEFAULT_HOT_SHARE, DEFAULT_INTERVAL, DEFAULT_TARGET, QueueGate, QueueGateBuilder,
 };
-pub use self::histogram::{BOUNDS_NANOS, WaitSource, Waits};
+#[cfg(feature = "metrics")]
+pub(crate) use self::histogram::{BOUNDS_NANOS, Waits};
 pub use self::probe::{LagProbe, LagProbeBuilder};
 pub(crate) use self::signal::QueueSignal;
 pub use self::stamp::{Expired, QueueStamp};

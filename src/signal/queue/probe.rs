@@ -5,16 +5,16 @@
 //!
 //! # The controller
 //!
-//! Every tick the probe's task records its lateness, `max(0, now − deadline)`, into its own
-//! [`QueueGate`] and steps an integral controller: the drop probability `p` rises by 50 000 ppm
-//! if the lateness exceeded the target, and falls by 10 000 ppm otherwise, within
-//! `0..=1_000_000`. A request is dropped with probability `p`.
+//! Every tick the probe's task measures its lateness, `max(0, now − deadline)`, and steps an
+//! integral controller: the drop probability `p` rises by 50 000 ppm if the lateness exceeded
+//! the target, and falls by 10 000 ppm otherwise, within `0..=1_000_000`. A request is dropped
+//! with probability `p`.
 //!
 //! Every decision also checks a heartbeat: a last tick more than `interval + 4·target` old
 //! means the runtime has not run the probe since, and the request is dropped at once.
 //!
-//! Defaults: a tick every 10 ms, a 5 ms target, gate intervals of 100 ms. See the
-//! [guide](crate::guide::signals) for why the controller is integral and why these defaults.
+//! Defaults: a tick every 10 ms, a 5 ms target. See the [guide](crate::guide::signals) for why
+//! the controller is integral and why these defaults.
 //!
 //! # Concurrency
 //!
@@ -25,8 +25,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::gate::{DEFAULT_INTERVAL, DEFAULT_TARGET, QueueGate};
-use super::histogram::WaitSource;
+use super::gate::DEFAULT_TARGET;
+#[cfg(feature = "metrics")]
+use super::histogram::{WaitHistogram, Waits};
 use super::rng::{draw_ppm, draw_shared_ppm};
 use crate::ConfigError;
 use crate::signal::{Arrival, Cause, OverloadSignal, Pressure};
@@ -49,22 +50,12 @@ const HEARTBEAT_TARGETS: u64 = 4;
 /// `last_tick` of a probe whose task has not started: its heartbeat is never missed.
 const NEVER: u64 = u64::MAX;
 
-/// Why the probe drops a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(super) enum LagVerdict {
-    /// The probe missed its heartbeat: its last tick is more than `interval + 4·target` old,
-    /// so the runtime has not run it since.
-    Stalled,
-    /// The random draw fell below the controller's drop probability.
-    Lagging,
-}
-
 /// The runtime lag probe: a task that wakes every `interval` and measures how late it woke,
 /// and the drop decision that lateness drives, for work done inline in async handlers (see the
 /// [guide](crate::guide::signals)).
 ///
-/// Each tick ([`tick`](Self::tick)) records the lateness into the probe's [`QueueGate`] and
-/// moves the drop probability: up 5 % after a tick later than the target, down 1 % otherwise.
+/// Each tick ([`tick`](Self::tick)) moves the drop probability: up 5 % after a tick later than
+/// the target, down 1 % otherwise.
 /// As an [`OverloadSignal`], it refuses a request with that probability
 /// ([`assess`](OverloadSignal::assess), drawn from the thread's generator), or every request if
 /// the probe missed its heartbeat (no tick for `interval + 4·target`).
@@ -85,7 +76,6 @@ pub(super) enum LagVerdict {
 /// for tick in 1..=3 {
 ///     probe.tick(ms(10 * tick), ms(10 * tick + 22));
 /// }
-/// assert_eq!(probe.drop_ppm(), 150_000);
 /// assert_eq!(probe.pressure(ms(55)).cause(), Some(Cause::RuntimeLag));
 /// // No tick for 31 ms: the heartbeat is missed, every request is refused.
 /// assert!((0..100).all(|_| probe.assess(&Arrival::new().at(ms(83))).refuses()));
@@ -109,7 +99,19 @@ pub(super) struct ProbeState {
     /// Whether a task runs the probe.
     #[cfg(feature = "tokio")]
     running: AtomicBool,
-    gate: QueueGate,
+    /// Every tick's lateness, for the metrics.
+    #[cfg(feature = "metrics")]
+    lateness: WaitHistogram,
+}
+
+/// What the metrics read of a [`LagProbe`].
+#[cfg(feature = "metrics")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ProbeSnapshot {
+    /// Every tick's lateness since the probe was built.
+    pub(crate) lateness: Waits,
+    /// The drop probability, in parts per million.
+    pub(crate) drop_ppm: u32,
 }
 
 impl ProbeState {
@@ -117,7 +119,8 @@ impl ProbeState {
     pub(super) fn tick(&self, deadline_ns: u64, now_ns: u64) -> u64 {
         let lateness = now_ns.saturating_sub(deadline_ns);
         self.last_tick.store(now_ns, Ordering::Relaxed);
-        self.gate.record_from(WaitSource::Probe, now_ns, lateness);
+        #[cfg(feature = "metrics")]
+        self.lateness.record(lateness);
         let p = self.drop_ppm.load(Ordering::Relaxed);
         let p = if lateness > self.target_ns {
             (p + STEP_UP).min(PPM)
@@ -155,22 +158,19 @@ impl ProbeState {
 }
 
 impl LagProbe {
-    /// Starts a probe with the defaults: a tick every 10 ms, a 5 ms target, 100 ms gate
-    /// intervals.
+    /// Starts a probe with the defaults: a tick every 10 ms, a 5 ms target.
     pub fn builder() -> LagProbeBuilder {
         LagProbeBuilder {
             interval: DEFAULT_TICK,
             target: DEFAULT_TARGET,
-            gate_interval: DEFAULT_INTERVAL,
             seed: None,
         }
     }
 
     /// One controller step, what the task does each tick: the tick due at `deadline_ns` ran at
-    /// `now_ns` (both on the clock of the decisions). Stores the tick, records the lateness,
-    /// `max(0, now − deadline)`, into the [gate](Self::gate), and raises the drop probability by
-    /// 50 000 ppm if the lateness exceeded the target, else lowers it by 10 000 ppm, within
-    /// `0..=1_000_000`. Returns the lateness.
+    /// `now_ns` (both on the clock of the decisions). Stores the tick, and raises the drop
+    /// probability by 50 000 ppm if the lateness, `max(0, now − deadline)`, exceeded the
+    /// target, else lowers it by 10 000 ppm, within `0..=1_000_000`. Returns the lateness.
     ///
     /// For tests and drivers of your own: the step is a load and a store, so ticks must not
     /// race each other (do not call it while the probe's task runs).
@@ -181,7 +181,7 @@ impl LagProbe {
     /// How overdue the next tick is at `now_ns`: `max(0, now − last tick − interval)`; 0 before
     /// the first tick.
     #[inline]
-    pub(super) fn lag_now(&self, now_ns: u64) -> u64 {
+    fn lag_now(&self, now_ns: u64) -> u64 {
         let last = self.state.last_tick.load(Ordering::Relaxed);
         now_ns
             .saturating_sub(last)
@@ -191,71 +191,54 @@ impl LagProbe {
     /// Whether the probe missed its heartbeat at `now_ns`: [`lag_now`](Self::lag_now) is above
     /// four targets. Never before the task starts.
     #[inline]
-    pub(super) fn heartbeat_hot(&self, now_ns: u64) -> bool {
+    fn heartbeat_hot(&self, now_ns: u64) -> bool {
         self.lag_now(now_ns) > self.state.target_ns.saturating_mul(HEARTBEAT_TARGETS)
     }
 
-    /// Whether to drop a request at `now_ns`: [`Stalled`](LagVerdict::Stalled) if the
-    /// heartbeat is missed, else [`Lagging`](LagVerdict::Lagging) with probability
-    /// [`drop_ppm`](Self::drop_ppm), drawn from this thread's generator (SplitMix64, seeded
-    /// once per thread; drawn only while the probability is above zero). Lock-free and
-    /// allocation-free.
+    /// Whether to drop a request at `now_ns`: always if the heartbeat is missed, else with
+    /// probability [`drop_ppm`](Self::drop_ppm), drawn from this thread's generator
+    /// (SplitMix64, seeded once per thread; drawn only while the probability is above zero).
+    /// Lock-free and allocation-free.
     #[inline]
-    pub(super) fn should_drop(&self, now_ns: u64) -> Option<LagVerdict> {
+    fn should_drop(&self, now_ns: u64) -> bool {
         match &self.state.seeded {
             None => self.decide(now_ns, draw_ppm),
             Some(state) => self.decide(now_ns, || draw_shared_ppm(state)),
         }
     }
 
-    /// [`should_drop`](Self::should_drop) with the draw given: `u` in `0..1_000_000` drops iff
-    /// `u` is below the drop probability (a larger `u` never drops but on the heartbeat).
-    #[cfg(test)]
-    pub(super) fn should_drop_with(&self, now_ns: u64, u: u32) -> Option<LagVerdict> {
-        self.decide(now_ns, || u)
-    }
-
     #[inline]
-    fn decide(&self, now_ns: u64, draw: impl FnOnce() -> u32) -> Option<LagVerdict> {
+    fn decide(&self, now_ns: u64, draw: impl FnOnce() -> u32) -> bool {
         if self.heartbeat_hot(now_ns) {
-            return Some(LagVerdict::Stalled);
+            return true;
         }
         let p = self.state.drop_ppm.load(Ordering::Relaxed);
-        (p > 0 && u64::from(draw()) < p).then_some(LagVerdict::Lagging)
+        p > 0 && u64::from(draw()) < p
     }
 
     /// The drop probability, in parts per million.
     #[inline]
-    pub fn drop_ppm(&self) -> u32 {
+    fn drop_ppm(&self) -> u32 {
         // At most `PPM`.
         self.state.drop_ppm.load(Ordering::Relaxed) as u32
     }
 
-    /// The gate every tick's lateness is recorded into: [`Hot`](super::QueueState::Hot) once
-    /// every tick of the previous gate interval was later than the target.
-    pub fn gate(&self) -> &QueueGate {
-        &self.state.gate
-    }
-
-    /// The clock reading of the last tick (or of the task's start); `None` while no task runs
-    /// the probe and it was never ticked.
-    pub fn last_tick(&self) -> Option<u64> {
-        let last = self.state.last_tick.load(Ordering::Relaxed);
-        (last != NEVER).then_some(last)
-    }
-
-    /// The tick interval.
-    pub fn interval(&self) -> Duration {
+    /// The tick interval: the retry hint of the probe's readings.
+    #[inline]
+    fn interval(&self) -> Duration {
         Duration::from_nanos(self.state.interval_ns)
     }
 
-    /// The target: ticks later than this raise the drop probability.
-    pub fn target(&self) -> Duration {
-        Duration::from_nanos(self.state.target_ns)
+    /// What the metrics read: every tick's lateness and the drop probability.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn snapshot(&self) -> ProbeSnapshot {
+        ProbeSnapshot {
+            lateness: self.state.lateness.get(),
+            drop_ppm: self.drop_ppm(),
+        }
     }
 }
 
-/// A tick every 10 ms, a 5 ms target, 100 ms gate intervals.
 /// Overloaded ([`Cause::RuntimeLag`]) while the probe misses its heartbeat or drops a share of
 /// requests. A request deciding is refused with the drop probability (every request while the
 /// heartbeat is missed); one it spares sees no pressure, so the probe never applies the
@@ -272,13 +255,15 @@ impl OverloadSignal for LagProbe {
 
     #[inline]
     fn assess(&self, arrival: &Arrival) -> Pressure {
-        match self.should_drop(arrival.now_nanos()) {
-            Some(_) => Pressure::refuse(Cause::RuntimeLag).with_retry_after(self.interval()),
-            None => Pressure::CALM,
+        if self.should_drop(arrival.now_nanos()) {
+            Pressure::refuse(Cause::RuntimeLag).with_retry_after(self.interval())
+        } else {
+            Pressure::CALM
         }
     }
 }
 
+/// A tick every 10 ms, a 5 ms target.
 impl Default for LagProbe {
     fn default() -> Self {
         LagProbe::builder().build().expect("the defaults are valid")
@@ -298,7 +283,7 @@ impl Default for LagProbe {
 ///     .interval(Duration::from_millis(20))
 ///     .target(Duration::from_millis(8))
 ///     .build()?;
-/// assert_eq!(probe.target(), Duration::from_millis(8));
+/// # let _ = probe;
 ///
 /// let zero = LagProbe::builder().interval(Duration::ZERO).build();
 /// assert!(matches!(zero, Err(ConfigError::DurationTooShort { .. })));
@@ -309,7 +294,6 @@ impl Default for LagProbe {
 pub struct LagProbeBuilder {
     interval: Duration,
     target: Duration,
-    gate_interval: Duration,
     seed: Option<u64>,
 }
 
@@ -322,24 +306,16 @@ impl LagProbeBuilder {
         self
     }
 
-    /// How often the probe ticks (default 10 ms); at least 1 ms, tokio's timer resolution. The
-    /// gate judges only gate intervals that follow one with ticks: keep it at most the gate
-    /// interval.
+    /// How often the probe ticks (default 10 ms); at least 1 ms, tokio's timer resolution.
     pub fn interval(mut self, interval: Duration) -> Self {
         self.interval = interval;
         self
     }
 
-    /// The lateness above which a tick counts as late (default 5 ms); above zero and below the
-    /// gate interval.
+    /// The lateness above which a tick counts as late (default 5 ms); above zero. The probe
+    /// misses its heartbeat once its next tick is four targets overdue.
     pub fn target(mut self, target: Duration) -> Self {
         self.target = target;
-        self
-    }
-
-    /// The interval of the lateness gate (default 100 ms).
-    pub fn gate_interval(mut self, gate_interval: Duration) -> Self {
-        self.gate_interval = gate_interval;
         self
     }
 
@@ -347,10 +323,9 @@ impl LagProbeBuilder {
     ///
     /// # Errors
     ///
-    /// [`DurationTooShort`](ConfigError::DurationTooShort) for a tick interval under 1 ms,
-    /// [`DurationTooLong`](ConfigError::DurationTooLong) for an interval beyond 584 years, and
-    /// [`QueueTargetOutOfRange`](ConfigError::QueueTargetOutOfRange) unless
-    /// `0 < target < gate_interval`.
+    /// [`DurationTooShort`](ConfigError::DurationTooShort) for a tick interval under 1 ms or a
+    /// zero target, [`DurationTooLong`](ConfigError::DurationTooLong) for an interval or a
+    /// target beyond 584 years.
     pub fn build(self) -> Result<LagProbe, ConfigError> {
         let nanos = |setting, value: Duration| {
             u64::try_from(value.as_nanos())
@@ -364,19 +339,30 @@ impl LagProbeBuilder {
             });
         }
         let interval_ns = nanos("interval", self.interval)?;
-        nanos("gate_interval", self.gate_interval)?;
-        let gate = QueueGate::new(self.target, self.gate_interval)?;
+        if self.target.is_zero() {
+            return Err(ConfigError::DurationTooShort {
+                setting: "target",
+                value: self.target,
+                min: Duration::from_nanos(1),
+            });
+        }
+        let target_ns = nanos("target", self.target)?;
         Ok(LagProbe {
             state: Arc::new(ProbeState {
                 interval_ns,
-                target_ns: self.target.as_nanos() as u64,
+                target_ns,
                 last_tick: AtomicU64::new(NEVER),
                 drop_ppm: AtomicU64::new(0),
                 seeded: self.seed.map(AtomicU64::new),
                 #[cfg(feature = "tokio")]
                 running: AtomicBool::new(false),
-                gate,
+                #[cfg(feature = "metrics")]
+                lateness: WaitHistogram::new(),
             }),
         })
     }
 }
+
+#[cfg(all(test, not(admit_loom)))]
+#[path = "probe_tests.rs"]
+mod tests;

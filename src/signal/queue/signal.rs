@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use super::{LagProbe, QueueGate, QueueState, WaitSource};
+use super::gate::{QueueState, WaitSource};
+use super::{LagProbe, QueueGate};
 use crate::signal::{Arrival, OverloadSignal, Pressure};
 
 /// A shedder's [`QueueGate`] and [`LagProbe`], either or both absent, as one signal: the gate's

@@ -4,7 +4,8 @@ use std::error::Error;
 use std::fmt;
 use std::time::Duration;
 
-use super::{QueueGate, WaitSource};
+use super::QueueGate;
+use super::gate::WaitSource;
 use crate::clock::Clock;
 
 /// When a job was queued inside the process (for `spawn_blocking`, a bounded pool, a permit
@@ -65,11 +66,6 @@ impl QueueStamp {
         } else {
             Ok(Duration::from_nanos(waited))
         }
-    }
-
-    /// The clock reading the job was queued at.
-    pub fn queued_at(self) -> u64 {
-        self.0
     }
 }
 
