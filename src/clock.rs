@@ -539,7 +539,7 @@ impl CoarseClock {
     /// long as a clone is alive; after the last is dropped and its thread has exited, the next
     /// call starts a new one. If the thread cannot be spawned, the clock returned reads the
     /// operating system's clock on every call instead (exact, at [`MonotonicClock`]'s cost;
-    /// [`resolution`](Self::resolution) is then zero).
+    /// [`resolution_nanos`](Clock::resolution_nanos) is then zero).
     ///
     /// # Example
     ///
@@ -575,7 +575,7 @@ impl CoarseClock {
     }
 
     /// How often the clock is refreshed (zero: read on demand), in whole ns up to 584 years.
-    pub fn resolution(&self) -> Duration {
+    pub(crate) fn resolution(&self) -> Duration {
         Duration::from_nanos(self.shared.resolution_nanos)
     }
 

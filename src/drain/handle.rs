@@ -107,7 +107,8 @@ impl Drain {
     }
 
     /// The `Retry-After` of refusals.
-    pub fn retry_after(&self) -> Duration {
+    #[cfg(feature = "http")]
+    pub(crate) fn retry_after(&self) -> Duration {
         self.inner.config.retry_after
     }
 
@@ -329,7 +330,8 @@ pub struct RequestGuard {
 
 impl RequestGuard {
     /// The drain that counts this request.
-    pub fn drain(&self) -> &Drain {
+    #[cfg(feature = "http")]
+    pub(crate) fn drain(&self) -> &Drain {
         &self.drain
     }
 }

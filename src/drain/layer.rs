@@ -91,11 +91,6 @@ impl<R> DrainLayer<R> {
     pub fn grpc(self) -> DrainLayer<crate::respond::GrpcResponder> {
         self.respond_with(crate::respond::GrpcResponder::unavailable())
     }
-
-    /// The drain.
-    pub fn drain(&self) -> &Drain {
-        self.admit.limiter()
-    }
 }
 
 impl<S, R: Clone> Layer<S> for DrainLayer<R> {

@@ -172,16 +172,6 @@ impl MMc {
         Ok(MMc { rates, load })
     }
 
-    /// λ, arrivals per time unit.
-    pub fn arrival_rate(&self) -> f64 {
-        self.rates.arrival
-    }
-
-    /// μ, services per time unit per server.
-    pub fn service_rate(&self) -> f64 {
-        self.rates.service
-    }
-
     /// Erlang B: the probability that an arrival finds all `servers` busy in a system with no
     /// queue (arrivals finding no free server are lost). Defined in overload too.
     ///
@@ -438,7 +428,8 @@ impl Staffed {
     }
 
     /// The number of servers.
-    pub fn servers(&self) -> u64 {
+    #[cfg(feature = "metrics")]
+    pub(crate) fn servers(&self) -> u64 {
         self.servers
     }
 

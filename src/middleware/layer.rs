@@ -221,11 +221,6 @@ impl<L: 'static, K, R, Q, H> AdmitLayer<L, K, R, Q, H> {
             .respond_with(crate::respond::GrpcResponder::resource_exhausted())
             .until_body_end()
     }
-
-    /// The limiter every service from this layer shares.
-    pub fn limiter(&self) -> &Shared<L> {
-        &self.limiter
-    }
 }
 
 impl<Svc, L: Limiter, K: Clone, R: Clone, Q: Clone, H> Layer<Svc> for AdmitLayer<L, K, R, Q, H> {

@@ -75,11 +75,6 @@ impl<Svc, L: Limiter, K, R, Q, H> AdmitService<Svc, L, K, R, Q, H> {
         }
     }
 
-    /// The limiter.
-    pub fn limiter(&self) -> &Shared<L> {
-        &self.limiter
-    }
-
     /// The inner service.
     pub fn get_ref(&self) -> &Svc {
         &self.inner

@@ -59,7 +59,7 @@ impl GrpcResponder {
     }
 
     /// The code refusals are answered with.
-    pub const fn code(&self) -> Code {
+    pub(crate) const fn code(&self) -> Code {
         self.code
     }
 

@@ -589,7 +589,8 @@ impl<C: Clock> Shedder<C> {
 
     /// The name given with [`ShedderBuilder::name`](super::ShedderBuilder::name), if any: for
     /// metric labels and logs.
-    pub fn name(&self) -> Option<&str> {
+    #[cfg(any(feature = "metrics", feature = "tracing"))]
+    pub(crate) fn name(&self) -> Option<&str> {
         self.name.as_deref()
     }
 

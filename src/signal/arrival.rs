@@ -145,7 +145,8 @@ impl Arrival {
     /// `self`'s unless it is 0).
     #[inline]
     #[must_use]
-    pub const fn or(self, other: Arrival) -> Self {
+    #[cfg(feature = "tower")]
+    pub(crate) const fn or(self, other: Arrival) -> Self {
         Arrival {
             now_nanos: if self.now_nanos != 0 {
                 self.now_nanos
@@ -174,6 +175,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(feature = "tower")]
     fn or_keeps_what_the_first_knows_and_adds_the_rest() {
         let wait = Arrival::new().with_wait(Duration::from_millis(7));
         let class = Arrival::new()

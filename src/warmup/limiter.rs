@@ -365,7 +365,8 @@ impl<C> WarmUp<C> {
 
     /// The name given with [`WarmUpBuilder::name`](super::WarmUpBuilder::name), if any: for
     /// metric labels and logs.
-    pub fn name(&self) -> Option<&str> {
+    #[cfg(feature = "metrics")]
+    pub(crate) fn name(&self) -> Option<&str> {
         self.name.as_deref()
     }
 }

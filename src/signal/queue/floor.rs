@@ -200,7 +200,7 @@ impl SkewFloor {
     }
 
     /// Records a request's raw queue time `raw_ns` (from
-    /// [`parse_request_start`](super::header::parse_request_start)) at `now_ns` on the
+    /// [`Arrival::stamp_age`](crate::signal::Arrival::stamp_age)) at `now_ns` on the
     /// shedder's clock, among the idle requests' if it found the service `idle`, and in a lane
     /// drawn at random if it is below the floor; moves the floor as the rule says, and returns
     /// the request's wait in ns: `max(0, raw − floor)`. `None` only if the floor is unknown,

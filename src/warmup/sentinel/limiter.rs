@@ -211,7 +211,8 @@ impl<C> SentinelWarmUp<C> {
 
     /// The name given with [`SentinelBuilder::name`](super::SentinelBuilder::name), if any: for
     /// metric labels and logs.
-    pub fn name(&self) -> Option<&str> {
+    #[cfg(feature = "metrics")]
+    pub(crate) fn name(&self) -> Option<&str> {
         self.name.as_deref()
     }
 }
