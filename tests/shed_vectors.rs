@@ -10,7 +10,7 @@ use std::time::Duration;
 use admit::clock::ManualClock;
 use admit::shed::Shedder;
 use admit::signal::Cause;
-use admit::signal::cpu::{ManualCpu, Smoother, Smoothing};
+use admit::signal::cpu::{ManualCpu, Smoothing};
 
 type Manual = Shedder<ManualClock>;
 
@@ -278,12 +278,12 @@ fn vector_14_latencies_round_up_to_whole_milliseconds_and_fail_records_none() {
 #[test]
 fn vectors_19_and_20_go_zero_cpu_average() {
     let tick = Duration::from_millis(250);
-    let ticks = |smoother: &mut Smoother, raw: u32, n: usize| -> Vec<u32> {
-        (0..n).map(|_| smoother.update(raw, tick)).collect()
+    let ticks = |cpu: &ManualCpu, raw: u32, n: usize| -> Vec<u32> {
+        (0..n).map(|_| cpu.sample(raw, tick)).collect()
     };
 
-    let mut from_idle = Smoother::new(Smoothing::GoZero);
-    let full = ticks(&mut from_idle, 1000, 200);
+    let from_idle = ManualCpu::smoothed(Smoothing::GoZero);
+    let full = ticks(&from_idle, 1000, 200);
     assert_eq!(full[19], 636, "after 20 ticks");
     assert_eq!(full[44], 892, "after 45 ticks");
     assert_eq!(
@@ -294,16 +294,12 @@ fn vectors_19_and_20_go_zero_cpu_average() {
     assert_eq!(full[198..], [981, 981], "fixed point");
 
     // From the fixed point, idle: below 900 after two ticks.
-    let cooling = ticks(&mut from_idle, 0, 2);
+    let cooling = ticks(&from_idle, 0, 2);
     assert!(cooling[1] < 900 && cooling[0] >= 900, "{cooling:?}");
 
     for (steady, reads) in [(900, 881), (950, 931), (990, 971)] {
-        let mut smoother = Smoother::new(Smoothing::GoZero);
-        assert_eq!(
-            ticks(&mut smoother, steady, 400)[399],
-            reads,
-            "steady {steady}"
-        );
+        let cpu = ManualCpu::smoothed(Smoothing::GoZero);
+        assert_eq!(ticks(&cpu, steady, 400)[399], reads, "steady {steady}");
     }
 }
 

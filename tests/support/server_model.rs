@@ -20,7 +20,7 @@ use admit::clock::ManualClock;
 use admit::criticality::Criticality;
 use admit::shed::{Permit, Shedder};
 use admit::signal::Arrival;
-use admit::signal::cpu::{CpuSignal, Smoother, Smoothing};
+use admit::signal::cpu::{CpuSignal, ManualCpu, Smoothing};
 use admit::signal::queue::{QueueGate, QueueStamp};
 
 use crate::random::Random;
@@ -165,7 +165,8 @@ pub fn simulate(phases: &[Phase], model: Model) -> Run {
     let mut first_shed = None;
     let mut goodput_at = Vec::new();
     let mut random = Random(model.seed);
-    let mut smoother = Smoother::new(model.smoothing);
+    // The simulated machine's CPU, averaged as the system sampler averages a real one.
+    let smoother = ManualCpu::smoothed(model.smoothing);
 
     let mut events: BinaryHeap<Reverse<(u64, Event)>> = BinaryHeap::new();
     let mut queue: VecDeque<Request<'_>> = VecDeque::new();
@@ -309,7 +310,7 @@ pub fn simulate(phases: &[Phase], model: Model) -> Run {
                 }
                 let window = at - last_tick;
                 let raw = (busy_nanos * 1000 / (window * SERVERS as u64)) as u32;
-                let smoothed = smoother.update(raw.min(1000), Duration::from_nanos(window));
+                let smoothed = smoother.sample(raw.min(1000), Duration::from_nanos(window));
                 cpu.set(model.fixed_cpu.unwrap_or(smoothed));
                 busy_nanos = 0;
                 last_tick = at;

@@ -39,13 +39,15 @@ mod smoothing;
 mod wait;
 
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 pub(crate) use self::overload::CpuOverload;
 pub(crate) use self::overload::Source;
 pub use self::sampler::{CpuSource, SystemCpu};
-pub use self::smoothing::{Smoother, Smoothing};
+pub(crate) use self::smoothing::Smoother;
+pub use self::smoothing::Smoothing;
 pub use self::wait::CpuWait;
 
 /// How loaded the CPU is, in permille of what the process may use.
@@ -95,12 +97,15 @@ fn decode(word: u32) -> Option<u32> {
 
 /// A CPU load you set by hand: the deterministic signal for tests and simulations.
 ///
-/// Clones share the value.
+/// Clones share the value. [`set`](Self::set) gives the load itself; a signal made with
+/// [`smoothed`](Self::smoothed) is fed raw readings with [`sample`](Self::sample) and reads
+/// their average, as [`SystemCpu`] smooths its own (for a simulated machine).
 ///
 /// # Example
 ///
 /// ```
-/// use admit::signal::cpu::{CpuSignal, ManualCpu};
+/// use std::time::Duration;
+/// use admit::signal::cpu::{CpuSignal, ManualCpu, Smoothing};
 ///
 /// let cpu = ManualCpu::new(300);
 /// let shared = cpu.clone();
@@ -108,17 +113,36 @@ fn decode(word: u32) -> Option<u32> {
 /// assert_eq!(shared.load_permille(), Some(950));
 /// cpu.set_unknown();
 /// assert_eq!(shared.load_permille(), None);
+///
+/// // go-zero's average after 5 s of full load from idle, one raw reading per 250 ms.
+/// let go_zero = ManualCpu::smoothed(Smoothing::GoZero);
+/// let tick = Duration::from_millis(250);
+/// let read = (0..20).map(|_| go_zero.sample(1000, tick)).last();
+/// assert_eq!(read, Some(636));
+/// assert_eq!(go_zero.load_permille(), Some(636));
 /// ```
 #[derive(Clone)]
 pub struct ManualCpu {
     load: Arc<AtomicU32>,
+    /// The average [`sample`](Self::sample) feeds.
+    smoother: Arc<Mutex<Smoother>>,
 }
 
 impl ManualCpu {
-    /// A signal reading `permille`.
+    /// A signal reading `permille`; [`sample`](Self::sample) sets raw readings as they are.
     pub fn new(permille: u32) -> Self {
         ManualCpu {
             load: Arc::new(AtomicU32::new(encode(Some(permille)))),
+            smoother: Arc::new(Mutex::new(Smoother::new(Smoothing::Raw))),
+        }
+    }
+
+    /// A signal that reads "unknown" until its first [`sample`](Self::sample), then the
+    /// samples' average by `smoothing`.
+    pub fn smoothed(smoothing: Smoothing) -> Self {
+        ManualCpu {
+            load: Arc::new(AtomicU32::new(UNKNOWN)),
+            smoother: Arc::new(Mutex::new(Smoother::new(smoothing))),
         }
     }
 
@@ -130,6 +154,18 @@ impl ManualCpu {
     /// Makes every clone report "unknown".
     pub fn set_unknown(&self) {
         self.load.store(UNKNOWN, Ordering::Release);
+    }
+
+    /// Feeds a raw reading taken `elapsed` after the previous one, in ‰ (at most 1000), and
+    /// sets the load to the new average, which it returns.
+    pub fn sample(&self, raw_permille: u32, elapsed: Duration) -> u32 {
+        let mut smoother = self
+            .smoother
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let load = smoother.update(raw_permille.min(1000), elapsed);
+        self.set(load);
+        load
     }
 }
 

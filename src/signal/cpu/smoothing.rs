@@ -43,30 +43,15 @@ impl Default for Smoothing {
 }
 
 /// The running state of a [`Smoothing`]: feed it raw readings, read the smoothed value.
-///
-/// # Example
-///
-/// ```
-/// use std::time::Duration;
-/// use admit::signal::cpu::{Smoother, Smoothing};
-///
-/// let tick = Duration::from_millis(250);
-/// let mut go_zero = Smoother::new(Smoothing::GoZero);
-/// let mut smoothed = 0;
-/// for _ in 0..20 {
-///     smoothed = go_zero.update(1000, tick);
-/// }
-/// assert_eq!(smoothed, 636); // go-zero after 5 s of full load from idle
-/// ```
 #[derive(Clone, Copy, Debug)]
-pub struct Smoother {
+pub(crate) struct Smoother {
     smoothing: Smoothing,
     average: Option<f64>,
 }
 
 impl Smoother {
     /// A smoother that has seen no reading yet.
-    pub fn new(smoothing: Smoothing) -> Self {
+    pub(crate) fn new(smoothing: Smoothing) -> Self {
         Smoother {
             smoothing,
             average: None,
@@ -74,7 +59,7 @@ impl Smoother {
     }
 
     /// Feeds a raw reading taken `elapsed` after the previous one; returns the new value.
-    pub fn update(&mut self, raw_permille: u32, elapsed: Duration) -> u32 {
+    pub(crate) fn update(&mut self, raw_permille: u32, elapsed: Duration) -> u32 {
         let raw = f64::from(raw_permille);
         let average = match (self.smoothing, self.average) {
             (Smoothing::Raw, _) => raw,
@@ -94,13 +79,8 @@ impl Smoother {
         average.round() as u32
     }
 
-    /// The current value, or `None` before the first reading.
-    pub fn value(&self) -> Option<u32> {
-        self.average.map(|average| average.round() as u32)
-    }
-
     /// Which smoothing this is.
-    pub fn smoothing(&self) -> Smoothing {
+    pub(crate) fn smoothing(&self) -> Smoothing {
         self.smoothing
     }
 }
