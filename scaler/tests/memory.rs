@@ -310,12 +310,20 @@ async fn a_soak_of_keda_polling_keeps_memory_and_metrics_flat() {
     );
     // Every poll after the first decided afresh (one decision per object and round).
     assert!(asked >= OBJECTS * (ROUNDS - 1), "{asked}");
-    // After the warm-up rounds, neither the resident set nor /metrics grows.
-    let (warm_rss, warm_metrics) = samples[2];
+    // After the warm-up rounds, neither the resident set nor /metrics grows. The resident set
+    // steps up by a few MiB when the allocator opens another arena for a thread (in round 1 or
+    // as late as round 4 on a busy 2-core machine), so the end is held to the first half's
+    // peak: a leak of a few hundred bytes per decision would still exceed it by round 11.
+    let warm_rss = samples[..ROUNDS / 2]
+        .iter()
+        .map(|&(rss, _)| rss)
+        .max()
+        .unwrap_or(0);
+    let (_, warm_metrics) = samples[2];
     let (last_rss, last_metrics) = samples[ROUNDS - 1];
     assert!(
-        last_rss <= warm_rss + warm_rss / 5 + (2 << 20),
-        "resident {warm_rss} → {last_rss} bytes"
+        last_rss <= warm_rss + warm_rss / 10 + (2 << 20),
+        "resident {warm_rss} (the first rounds' peak) → {last_rss} bytes"
     );
     assert!(
         last_metrics <= warm_metrics + warm_metrics / 20,
