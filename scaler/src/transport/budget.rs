@@ -528,6 +528,15 @@ mod tests {
         assert_eq!(framing.announced(&[0, 0xff, 0xff, 0xff, 0xff]), 2005);
     }
 
+    /// The length of `body`'s next frame, which must be data.
+    async fn data_len<B: Body<Data = Bytes> + Unpin>(body: &mut B) -> usize
+    where
+        B::Error: std::fmt::Debug,
+    {
+        let frame = body.frame().await.expect("a frame").expect("no error");
+        frame.into_data().expect("a data frame").len()
+    }
+
     /// Whether `body` has to wait for its next frame, polled once.
     fn waits<B: Body + Unpin>(body: &mut B) -> bool {
         let waker = std::task::Waker::noop();
@@ -681,28 +690,10 @@ mod tests {
         sender.send(Ok(message(3, 3))).await.unwrap();
         let mut body = started.await.unwrap();
         assert!(!body.is_end_stream());
-        assert_eq!(
-            body.frame()
-                .await
-                .unwrap()
-                .unwrap()
-                .into_data()
-                .unwrap()
-                .len(),
-            8
-        );
+        assert_eq!(data_len(&mut body).await, 8);
         sender.send(Ok(message(1, 1))).await.unwrap();
         drop(sender);
-        assert_eq!(
-            body.frame()
-                .await
-                .unwrap()
-                .unwrap()
-                .into_data()
-                .unwrap()
-                .len(),
-            6
-        );
+        assert_eq!(data_len(&mut body).await, 6);
         assert!(body.frame().await.is_none());
 
         // An empty body ends at once.
