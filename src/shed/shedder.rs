@@ -470,11 +470,12 @@ impl<C: Clock> Shedder<C> {
     #[inline(always)]
     fn limit(&self, now: u64, pressure: &Pressure) -> f64 {
         let (max_flight, max_pass) = self.max_flight(now);
+        let scaled = max_flight * pressure.limit_scale();
         match pressure.floor_nanos() {
-            None => max_flight * pressure.headroom(),
+            None => scaled,
             Some(floor) => {
                 let floor_ms = Duration::from_nanos(floor).as_secs_f64() * 1e3;
-                max_flight.max(max_pass as f64 * floor_ms * self.config.window_scale)
+                scaled.max(max_pass as f64 * floor_ms * self.config.window_scale)
             }
         }
     }

@@ -50,10 +50,7 @@ impl<C: Clock> Shedder<C> {
             max_pass,
             min_rt_ms: min_rt,
             max_flight: self.max_flight_of(max_pass, min_rt),
-            overload_factor: match pressure.limit_floor() {
-                Some(_) => 1.0,
-                None => pressure.headroom(),
-            },
+            overload_factor: pressure.limit_scale(),
             hot,
             cause,
             cut: hot.then(|| self.cut.level()),

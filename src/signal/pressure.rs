@@ -96,8 +96,15 @@ impl Pressure {
     #[inline]
     #[must_use]
     pub const fn with_retry_after(self, retry_after: Duration) -> Pressure {
+        self.with_retry_after_nanos(saturating_nanos(retry_after))
+    }
+
+    /// [`with_retry_after`](Self::with_retry_after) in ns.
+    #[inline]
+    #[must_use]
+    pub(crate) const fn with_retry_after_nanos(self, retry_nanos: u64) -> Pressure {
         Pressure {
-            retry_nanos: saturating_nanos(retry_after),
+            retry_nanos,
             ..self
         }
     }
@@ -110,8 +117,15 @@ impl Pressure {
     #[inline]
     #[must_use]
     pub const fn with_limit_floor(self, floor: Duration) -> Pressure {
+        self.with_limit_floor_nanos(saturating_nanos(floor))
+    }
+
+    /// [`with_limit_floor`](Self::with_limit_floor) in ns.
+    #[inline]
+    #[must_use]
+    pub(crate) const fn with_limit_floor_nanos(self, floor_nanos: u64) -> Pressure {
         Pressure {
-            floor: saturating_nanos(floor).saturating_add(1),
+            floor: floor_nanos.saturating_add(1),
             ..self
         }
     }
@@ -150,6 +164,13 @@ impl Pressure {
     #[inline]
     pub(crate) fn floor_nanos(&self) -> Option<u64> {
         self.floor.checked_sub(1)
+    }
+
+    /// The factor the shedder scales go-zero's `maxFlight` by: the headroom, or 1 while the
+    /// reading has a floor (which keeps the limit at or above the proven concurrency).
+    #[inline]
+    pub(crate) fn limit_scale(&self) -> f64 {
+        if self.floor > 0 { 1.0 } else { self.headroom }
     }
 
     /// Whether the request read for is refused whatever the concurrency.

@@ -285,11 +285,11 @@ impl QueueGate {
             QueueState::Cold | QueueState::Unknown => Pressure::CALM,
         };
         let pressure = if state == QueueState::Hot {
-            pressure.with_retry_after(Duration::from_nanos(self.interval_ns))
+            pressure.with_retry_after_nanos(self.interval_ns)
         } else {
             pressure
         };
-        pressure.with_limit_floor(Duration::from_nanos(self.target_ns))
+        pressure.with_limit_floor_nanos(self.target_ns)
     }
 }
 

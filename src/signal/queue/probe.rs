@@ -223,12 +223,6 @@ impl LagProbe {
         self.state.drop_ppm.load(Ordering::Relaxed) as u32
     }
 
-    /// The tick interval: the retry hint of the probe's readings.
-    #[inline]
-    fn interval(&self) -> Duration {
-        Duration::from_nanos(self.state.interval_ns)
-    }
-
     /// What the metrics read: every tick's lateness and the drop probability.
     #[cfg(feature = "metrics")]
     pub(crate) fn snapshot(&self) -> ProbeSnapshot {
@@ -247,7 +241,7 @@ impl OverloadSignal for LagProbe {
     #[inline]
     fn pressure(&self, now_nanos: u64) -> Pressure {
         if self.heartbeat_hot(now_nanos) || self.drop_ppm() > 0 {
-            Pressure::overloaded(Cause::RuntimeLag).with_retry_after(self.interval())
+            Pressure::overloaded(Cause::RuntimeLag).with_retry_after_nanos(self.state.interval_ns)
         } else {
             Pressure::CALM
         }
@@ -256,7 +250,7 @@ impl OverloadSignal for LagProbe {
     #[inline]
     fn assess(&self, arrival: &Arrival) -> Pressure {
         if self.should_drop(arrival.now_nanos()) {
-            Pressure::refuse(Cause::RuntimeLag).with_retry_after(self.interval())
+            Pressure::refuse(Cause::RuntimeLag).with_retry_after_nanos(self.state.interval_ns)
         } else {
             Pressure::CALM
         }

@@ -183,7 +183,7 @@ fn every_lateness_lands_in_the_histogram() {
 #[test]
 fn the_builder_checks_its_settings() {
     let probe = LagProbe::default();
-    assert_eq!(probe.interval(), Duration::from_millis(10));
+    assert_eq!(probe.state.interval_ns, 10 * 1_000_000);
     assert_eq!(target(&probe), Duration::from_millis(5));
 
     let built = LagProbe::builder()
@@ -191,7 +191,7 @@ fn the_builder_checks_its_settings() {
         .target(Duration::from_millis(8))
         .build()
         .expect("valid settings");
-    assert_eq!(built.interval(), Duration::from_millis(20));
+    assert_eq!(built.state.interval_ns, 20 * 1_000_000);
     assert_eq!(target(&built), Duration::from_millis(8));
     let long = LagProbe::builder()
         .target(Duration::from_millis(100))
