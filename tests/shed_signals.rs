@@ -270,4 +270,21 @@ fn a_custom_signal_reads_the_request_and_its_hint_and_floor_count() {
     let snapshot = shedder.snapshot();
     assert_eq!((snapshot.max_flight, snapshot.overload_factor), (10.0, 1.0));
     critical.pass();
+
+    // Twenty admitted and one completed: 19 in flight, smoothed to 1.9, over the CPU's scaled
+    // limit of 1 and under the floored limit of 10.
+    let without = Shedder::builder()
+        .clock(clock.clone())
+        .cpu(ManualCpu::new(999))
+        .build()
+        .unwrap();
+    for (shedder, floored) in [(&shedder, true), (&without, false)] {
+        let mut held: Vec<_> = (0..20).map(|_| shedder.allow().unwrap()).collect();
+        held.pop().unwrap().pass();
+        let next = shedder.allow();
+        assert_eq!(next.is_ok(), floored, "floored: {floored}");
+        if let Err(refused) = next {
+            assert_eq!(refused.reason(), Cause::Cpu);
+        }
+    }
 }
