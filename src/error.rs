@@ -179,6 +179,21 @@ pub enum ConfigError {
         /// `deadline − propagation_delay`.
         window: Duration,
     },
+    /// A bound's `floor` is zero or above its `ceiling`: the bound lives between them, and a
+    /// bound of zero would let nothing in.
+    BoundOutOfRange {
+        /// The floor that was given (or the default).
+        floor: u32,
+        /// The ceiling that was given (or the default).
+        ceiling: u32,
+    },
+    /// A bound's `queue_capacity` is above `max`: the places are allocated up front.
+    QueueTooLong {
+        /// The capacity that was given.
+        queue_capacity: u32,
+        /// The largest capacity accepted.
+        max: u32,
+    },
 }
 
 impl ConfigError {
@@ -205,6 +220,8 @@ impl ConfigError {
             ConfigError::CriticalShareOutOfRange { .. } => "critical_share",
             ConfigError::DeadlineNotAfterDelay { .. } => "deadline",
             ConfigError::ReconnectSpreadTooLong { .. } => "reconnect_spread",
+            ConfigError::BoundOutOfRange { .. } => "floor",
+            ConfigError::QueueTooLong { .. } => "queue_capacity",
         }
     }
 }
@@ -327,6 +344,17 @@ impl fmt::Display for ConfigError {
                 f,
                 "invalid `reconnect_spread` ({reconnect_spread:?}): must be shorter than the \
                  deadline minus the propagation delay ({window:?})"
+            ),
+            ConfigError::BoundOutOfRange { floor, ceiling } => write!(
+                f,
+                "invalid `floor` ({floor}): must be at least 1 and at most the ceiling ({ceiling})"
+            ),
+            ConfigError::QueueTooLong {
+                queue_capacity,
+                max,
+            } => write!(
+                f,
+                "invalid `queue_capacity` ({queue_capacity}): must be at most {max}"
             ),
         }
     }

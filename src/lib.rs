@@ -98,6 +98,9 @@ compile_error!(
      see admit::guide::platforms"
 );
 
+#[cfg(all(feature = "tower", feature = "tokio"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "tower", feature = "tokio"))))]
+pub mod bound;
 pub mod clock;
 pub mod criticality;
 #[cfg(feature = "tokio")]

@@ -20,6 +20,7 @@ fn limiters_and_clocks_are_send_and_sync() {
     shareable::<WarmUpBuilder<MonotonicClock>>();
     shareable::<admit::shed::Shedder>();
     shareable::<admit::shed::Shedder<ManualClock>>();
+    shareable::<admit::bound::Bound>();
     shareable::<MonotonicClock>();
     shareable::<ManualClock>();
     shareable::<CoarseClock>();
@@ -30,6 +31,7 @@ fn errors_box_into_tower_errors() {
     boxable_error::<Rejected>();
     boxable_error::<AcquireError>();
     boxable_error::<ConfigError>();
+    boxable_error::<admit::bound::Busy>();
 }
 
 #[test]
@@ -47,6 +49,9 @@ fn small_values_are_copy() {
 mod layers {
     use std::convert::Infallible;
     use std::future::Ready;
+    use std::task::{Context, Poll};
+
+    use admit::bound::{Bound, BoundLayer};
 
     use admit::clock::ManualClock;
     use admit::middleware::classify::{ErrorsFail, ErrorsPass, GoZeroGrpc, GoZeroHttp};
@@ -60,7 +65,25 @@ mod layers {
     fn clonable<T: Clone + Send + Sync + 'static>() {}
     fn sendable<T: Send + 'static>() {}
 
-    type Inner = Ready<Result<http::Response<()>, Infallible>>;
+    /// A service answering at once.
+    #[derive(Clone)]
+    struct Inner;
+
+    impl tower::Service<Request> for Inner {
+        type Response = http::Response<()>;
+        type Error = Infallible;
+        type Future = Ready<Result<http::Response<()>, Infallible>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, _: Request) -> Self::Future {
+            std::future::ready(Ok(http::Response::new(())))
+        }
+    }
+
+    type Request = http::Request<()>;
 
     #[test]
     fn layers_services_and_futures_are_send() {
@@ -73,9 +96,14 @@ mod layers {
         clonable::<WarmUpLayer<WarmUp<ManualClock>, ErrorsPass, HttpResponder>>();
         clonable::<AdmitService<(), WarmUp<ManualClock>, ErrorsPass, GrpcResponder>>();
         clonable::<WarmUpInterceptor>();
-        sendable::<ResponseFuture<Inner, Shedder<ManualClock>, GoZeroHttp, HttpResponder>>();
-        sendable::<ResponseFuture<Inner, WarmUp, ErrorsPass, BoxErrorResponder>>();
-        shareable::<ResponseFuture<Inner, Shedder<ManualClock>, GoZeroHttp, HttpResponder>>();
+        clonable::<BoundLayer>();
+        clonable::<BoundLayer<ManualClock, GoZeroHttp, HttpResponder>>();
+        sendable::<ResponseFuture<Inner, Request, Shedder<ManualClock>, GoZeroHttp, HttpResponder>>(
+        );
+        sendable::<ResponseFuture<Inner, Request, WarmUp, ErrorsPass, BoxErrorResponder>>();
+        sendable::<ResponseFuture<Inner, Request, Bound, GoZeroHttp, HttpResponder>>();
+        shareable::<ResponseFuture<Inner, Request, Shedder<ManualClock>, GoZeroHttp, HttpResponder>>(
+        );
     }
 
     #[test]

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use admit::Shared;
 use admit::criticality::Criticality;
-use admit::middleware::{AdmitLayer, CriticalityFrom, CriticalityHeader, Inspect, Limiter};
+use admit::middleware::{
+    Admission, AdmitLayer, CriticalityFrom, CriticalityHeader, Inspect, Limiter, NoWait,
+};
 use admit::shed::Overloaded;
 use admit::signal::Arrival;
 use axum::Router;
@@ -24,10 +26,11 @@ struct Recorder(Mutex<Vec<Arrival>>);
 impl Limiter for Recorder {
     type Permit = ();
     type Refusal = Overloaded;
+    type Wait = NoWait<(), Overloaded>;
 
-    fn admit(this: &Shared<Self>, arrival: Arrival) -> Result<(), Overloaded> {
+    fn admit(this: &Shared<Self>, arrival: Arrival) -> Admission<(), Overloaded, Self::Wait> {
         this.0.lock().unwrap().push(arrival);
-        Ok(())
+        Admission::Enter(())
     }
 }
 

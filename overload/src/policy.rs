@@ -19,6 +19,13 @@ pub(crate) enum Policy {
     AdmitClasses,
     /// admit's shedder with the CPU signal alone (go-zero's shedder), and the warm-up layer.
     GoZero,
+    /// admit's bound alone (`BoundLayer`), the handler reporting each request's CPU wait.
+    Bound,
+    /// admit's defaults with the bound innermost, the handler reporting each request's CPU wait.
+    AdmitBound,
+    /// The same without the shedder's CPU signal: the warm-up layer, the shedder with its
+    /// queue-time signals, and the bound.
+    GateBound,
     /// tower's `load_shed` + `concurrency_limit(k)`.
     Tower(usize),
     /// `little-loadshedder`'s `LoadShedLayer`: a queue and a concurrency limit sized by
@@ -38,6 +45,9 @@ impl Policy {
             Policy::AdmitCpuWait => "admit + CpuWait".to_owned(),
             Policy::AdmitClasses => "admit with classes".to_owned(),
             Policy::GoZero => "admit CPU only".to_owned(),
+            Policy::Bound => "admit bound".to_owned(),
+            Policy::AdmitBound => "admit + bound".to_owned(),
+            Policy::GateBound => "admit queue + bound".to_owned(),
             Policy::Tower(k) => format!("tower k={k}"),
             Policy::LittleLoadShedder => "little-loadshedder".to_owned(),
             Policy::TowerAcc => "tower-acc Vegas".to_owned(),
@@ -55,6 +65,9 @@ impl fmt::Display for Policy {
             Policy::AdmitCpuWait => f.write_str("admit-cpu-wait"),
             Policy::AdmitClasses => f.write_str("admit-classes"),
             Policy::GoZero => f.write_str("go-zero"),
+            Policy::Bound => f.write_str("bound"),
+            Policy::AdmitBound => f.write_str("admit-bound"),
+            Policy::GateBound => f.write_str("gate-bound"),
             Policy::Tower(k) => write!(f, "tower:{k}"),
             Policy::LittleLoadShedder => f.write_str("little-loadshedder"),
             Policy::TowerAcc => f.write_str("tower-acc"),
@@ -72,13 +85,17 @@ impl FromStr for Policy {
             "admit-cpu-wait" => Ok(Policy::AdmitCpuWait),
             "admit-classes" => Ok(Policy::AdmitClasses),
             "go-zero" => Ok(Policy::GoZero),
+            "bound" => Ok(Policy::Bound),
+            "admit-bound" => Ok(Policy::AdmitBound),
+            "gate-bound" => Ok(Policy::GateBound),
             "little-loadshedder" => Ok(Policy::LittleLoadShedder),
             "tower-acc" => Ok(Policy::TowerAcc),
             other => match other.strip_prefix("tower:").map(str::parse::<usize>) {
                 Some(Ok(k)) if k > 0 => Ok(Policy::Tower(k)),
                 _ => Err(format!(
                     "unknown policy `{other}`: unprotected, admit, admit-cpu-wait, \
-                     admit-classes, go-zero, tower:<k> (k > 0), little-loadshedder or tower-acc"
+                     admit-classes, go-zero, bound, admit-bound, gate-bound, tower:<k> (k > 0), \
+                     little-loadshedder or tower-acc"
                 )),
             },
         }
@@ -103,6 +120,9 @@ mod tests {
             Policy::AdmitCpuWait,
             Policy::AdmitClasses,
             Policy::GoZero,
+            Policy::Bound,
+            Policy::AdmitBound,
+            Policy::GateBound,
             Policy::Tower(64),
             Policy::LittleLoadShedder,
             Policy::TowerAcc,

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use admit::bound::{Bound, BoundLayer};
 use admit::clock::MonotonicClock;
 use admit::middleware::{CriticalityHeader, RequestStart};
 use admit::shed::{ShedLayer, Shedder};
-use admit::signal::cpu::{CpuSignal, CpuWait, Smoothing, SystemCpu};
+use admit::signal::cpu::{CpuSignal, CpuWait, ManualCpu, Smoothing, SystemCpu};
 use admit::signal::queue::header::HeaderConfig;
 use admit::signal::queue::{LagProbe, QueueGate};
 use admit::warmup::{WarmUp, WarmUpLayer};
@@ -104,6 +105,9 @@ struct Server {
     shedder: Option<Arc<Shedder>>,
     /// Whether the handler reports how long its work waited for the CPU.
     reports_cpu_wait: bool,
+    /// Whether blocking work runs through admit's `spawn_blocking`, which counts the wait for
+    /// a pool thread to start it too.
+    measures_dispatch: bool,
 }
 
 impl Server {
@@ -130,6 +134,16 @@ async fn work(State(server): State<Arc<Server>>) -> Response {
         return (Extension(server.burn(iterations)), StatusCode::OK).into_response();
     }
     let job = Arc::clone(&server);
+    if server.measures_dispatch {
+        let measured = admit::bound::spawn_blocking(move || {
+            std::hint::black_box(burn(iterations));
+            job.in_flight.fetch_sub(1, Ordering::Relaxed);
+        });
+        return match measured.await {
+            Ok(((), wait)) => (Extension(wait), StatusCode::OK).into_response(),
+            Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        };
+    }
     // If the client gives up, this handler is dropped, but the job runs on: blocking work
     // cannot be cancelled, as in a real service.
     match tokio::task::spawn_blocking(move || job.burn(iterations)).await {
@@ -185,24 +199,27 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), BoxError> {
             // server (no cold period) starts warm, with a 10 s period as a service would have:
             // a period within the burst makes the bucket refuse requests a few ms apart after
             // any pause. The classed run keeps half the burst for the critical requests.
-            Policy::Admit | Policy::AdmitCpuWait | Policy::AdmitClasses | Policy::GoZero => {
-                Some(Arc::new(
-                    WarmUp::builder(2.0 * args.nominal_capacity())
-                        .cold_factor(6)
-                        .warm_up_period(if cold.is_zero() {
-                            Duration::from_secs(10)
-                        } else {
-                            cold
-                        })
-                        .start_warm(cold.is_zero())
-                        .critical_share(if args.policy == Policy::AdmitClasses {
-                            0.5
-                        } else {
-                            0.0
-                        })
-                        .build()?,
-                ))
-            }
+            Policy::Admit
+            | Policy::AdmitCpuWait
+            | Policy::AdmitClasses
+            | Policy::GoZero
+            | Policy::AdmitBound
+            | Policy::GateBound => Some(Arc::new(
+                WarmUp::builder(2.0 * args.nominal_capacity())
+                    .cold_factor(6)
+                    .warm_up_period(if cold.is_zero() {
+                        Duration::from_secs(10)
+                    } else {
+                        cold
+                    })
+                    .start_warm(cold.is_zero())
+                    .critical_share(if args.policy == Policy::AdmitClasses {
+                        0.5
+                    } else {
+                        0.0
+                    })
+                    .build()?,
+            )),
             _ => None,
         };
         let shedder = limiter
@@ -223,7 +240,14 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), BoxError> {
             cpu: cpu.clone(),
             limiter: limiter.clone(),
             shedder: shedder.clone(),
-            reports_cpu_wait: args.policy == Policy::AdmitCpuWait,
+            reports_cpu_wait: matches!(
+                args.policy,
+                Policy::AdmitCpuWait | Policy::Bound | Policy::AdmitBound | Policy::GateBound
+            ),
+            measures_dispatch: matches!(
+                args.policy,
+                Policy::Bound | Policy::AdmitBound | Policy::GateBound
+            ),
         });
         let app = protect(
             Router::new().route("/work", get(work)),
@@ -281,6 +305,35 @@ fn protect(
                 ))
                 .map_err(|never: Infallible| match never {}),
         ),
+        // Requests beyond the bound wait in its queue, by class.
+        Policy::Bound => {
+            let bound = Bound::builder().build()?;
+            app.layer(
+                BoundLayer::new(bound)
+                    .http()
+                    .inspect(CriticalityHeader::new()),
+            )
+        }
+        Policy::AdmitBound | Policy::GateBound => {
+            let limiter = limiter.ok_or("admit's policies have a warm-up bucket")?;
+            let shedder = shedder.ok_or("admit's policies have a shedder")?;
+            let start = RequestStart::new(HeaderConfig::default())?;
+            let class = CriticalityHeader::new();
+            app.layer(
+                ServiceBuilder::new()
+                    .layer(WarmUpLayer::new(limiter).inspect(class.clone()).http())
+                    .layer(
+                        ShedLayer::new(shedder)
+                            .http()
+                            .inspect((start, class.clone())),
+                    )
+                    .layer(
+                        BoundLayer::new(Bound::builder().build()?)
+                            .http()
+                            .inspect(class),
+                    ),
+            )
+        }
         Policy::Admit | Policy::AdmitCpuWait | Policy::AdmitClasses | Policy::GoZero => {
             let limiter = limiter.ok_or("admit's policies have a warm-up bucket")?;
             let shedder = shedder.ok_or("admit's policies have a shedder")?;
@@ -312,7 +365,13 @@ fn protect(
 fn shedder(args: &ServeArgs, cpu: SystemCpu) -> Result<Arc<Shedder>, BoxError> {
     // One clock for the decisions and the probe's ticks.
     let clock = MonotonicClock::new();
-    let mut shedder = Shedder::builder().clock(clock).cpu(cpu);
+    let mut shedder = Shedder::builder().clock(clock);
+    shedder = if args.policy == Policy::GateBound {
+        // A CPU reading that is never hot: the shedder decides on the queue-time signals.
+        shedder.cpu(ManualCpu::new(0))
+    } else {
+        shedder.cpu(cpu)
+    };
     if args.policy != Policy::GoZero {
         // The waits the load generator stamps as `X-Request-Start` (as a proxy would), and
         // the runtime's timer lateness.

@@ -49,16 +49,22 @@ impl Finish for DrainPermit {
 impl Limiter for Drain {
     type Permit = DrainPermit;
     type Refusal = Draining;
+    type Wait = crate::middleware::NoWait<DrainPermit, Draining>;
 
     #[inline]
-    fn admit(this: &Shared<Self>, arrival: Arrival) -> Result<DrainPermit, Draining> {
+    fn admit(
+        this: &Shared<Self>,
+        arrival: Arrival,
+    ) -> crate::middleware::Admission<DrainPermit, Draining, Self::Wait> {
         let http1 = arrival.http1();
         match this.admit() {
-            Ok(guard) => Ok(DrainPermit {
+            Ok(guard) => crate::middleware::Admission::Enter(DrainPermit {
                 guard: Some(guard),
                 http1,
             }),
-            Err(_) => Err(Draining::new(this.retry_after(), http1)),
+            Err(_) => {
+                crate::middleware::Admission::Refuse(Draining::new(this.retry_after(), http1))
+            }
         }
     }
 

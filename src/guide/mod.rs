@@ -8,6 +8,7 @@
 //! | [`limiters`] | choose between [`WarmUp`](crate::warmup::WarmUp), [`SentinelWarmUp`](crate::warmup::sentinel::SentinelWarmUp) and the [`Shedder`](crate::shed::Shedder), and tune each |
 //! | [`signals`] | pick the overload signals that fit your work: CPU, queue time, runtime lag, your own |
 //! | [`recipes`] | put the limiters in front of axum, tonic and any tower stack |
+//! | [`bound`] | bound the work in service and order the requests that wait, by class |
 //! | [`criticality`] | shed the least important requests first |
 //! | [`metrics`] | publish what the limiters see, and the PromQL and rules that read it |
 //! | [`capacity`] | size a service with Erlang C and A, and plan replicas |
@@ -24,6 +25,10 @@ pub mod signals {}
 
 #[doc = include_str!("recipes.md")]
 pub mod recipes {}
+
+#[doc = include_str!("bound.md")]
+#[cfg(all(feature = "tower", feature = "tokio"))]
+pub mod bound {}
 
 #[doc = include_str!("criticality.md")]
 pub mod criticality {}

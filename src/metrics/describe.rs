@@ -82,6 +82,20 @@ pub(super) fn warm_up() {
     );
 }
 
+/// Describes the bounds' series.
+#[cfg(feature = "tower")]
+pub(super) fn bound() {
+    offered();
+    describe_gauge!(names::BOUND_LIMIT, "Requests the bound lets be in service");
+    describe_gauge!(names::BOUND_IN_SERVICE, "Requests in service");
+    describe_gauge!(names::BOUND_WAITING, "Requests waiting for a place");
+    describe_counter!(
+        names::BOUND_REQUESTS,
+        "Requests that could not enter at once, by class and outcome (waited, entered, \
+         cancelled, full, pushed_out, timed_out, deadline)"
+    );
+}
+
 /// Describes the drain's series.
 #[cfg(feature = "tokio")]
 pub(super) fn drain() {

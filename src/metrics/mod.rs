@@ -45,6 +45,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(all(feature = "tower", feature = "tokio"))]
+mod bound;
 mod describe;
 #[cfg(feature = "tokio")]
 mod drain;

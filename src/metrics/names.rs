@@ -20,7 +20,7 @@ pub const SOURCE: &str = "source";
 /// Label: a histogram bucket's upper bound, in seconds (`+Inf` for the last).
 pub const LE: &str = "le";
 /// Label: how a request ended (`passed`, `failed`, `dropped` for a shedder; `admitted`,
-/// `refused` for a warm-up bucket).
+/// `refused` for a warm-up bucket; for a bound, see [`BOUND_REQUESTS`]).
 pub const OUTCOME: &str = "outcome";
 /// Label: a request's [`Criticality`](crate::criticality::Criticality) (`sheddable`,
 /// `sheddable_plus`, `critical`, `critical_plus`).
@@ -28,7 +28,8 @@ pub const CLASS: &str = "class";
 /// Label: why a request-start stamp could not be read (`empty`, `invalid`, `implausible`,
 /// `overflow`, `from-future`, `too-old`: [`HeaderError::as_str`](crate::signal::queue::header::HeaderError::as_str)).
 pub const ERROR: &str = "error";
-/// Label: which kind of admit layer counted an offered request (`shed`, `warmup`, `drain`), so
+/// Label: which kind of admit layer counted an offered request (`shed`, `warmup`, `drain`,
+/// `bound`), so
 /// that a shedder and a warm-up bucket of one name publish two series.
 pub const KIND: &str = "kind";
 
@@ -94,6 +95,17 @@ pub const RUNTIME_LAG_DROP: &str = "admit_runtime_lag_drop_ratio";
 
 /// Counter: a warm-up bucket's decisions, by [`OUTCOME`]: `admitted` or `refused`.
 pub const WARMUP_REQUESTS: &str = "admit_warmup_requests_total";
+/// Gauge: how many requests a bound lets be in service now.
+pub const BOUND_LIMIT: &str = "admit_bound_limit";
+/// Gauge: requests in service under a bound.
+pub const BOUND_IN_SERVICE: &str = "admit_bound_in_service";
+/// Gauge: requests waiting in a bound's queue.
+pub const BOUND_WAITING: &str = "admit_bound_waiting";
+/// Counter: requests that could not enter a bound at once, by [`CLASS`] and [`OUTCOME`]:
+/// `waited` as each joins the queue, then how its wait ended (`entered`, `cancelled`,
+/// `pushed_out`, `timed_out`, `deadline`), and `full` (refused at once, the queue full) or
+/// `deadline` (refused at once, its deadline too near) for those that could not wait.
+pub const BOUND_REQUESTS: &str = "admit_bound_requests_total";
 /// Gauge: the rate in force, in permits per second.
 pub const WARMUP_LIMIT: &str = "admit_warmup_limit_per_second";
 /// Gauge: the rate once warm, in permits per second.

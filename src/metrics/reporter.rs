@@ -119,6 +119,19 @@ impl ReporterBuilder {
         self.add(WarmUpMetrics::new(bucket))
     }
 
+    /// Adds a [`Bound`](crate::bound::Bound)'s series: its bound, the requests in service and
+    /// waiting, the requests offered to it first, and what became of the requests that could
+    /// not enter at once, by class and outcome (see [`names`](super::names) for each), labelled
+    /// `limiter="<the bound's name>"`. The bound must be named.
+    #[cfg(all(feature = "tower", feature = "tokio"))]
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "tower", feature = "tokio"))))]
+    pub fn bound<C: Clock + 'static>(
+        self,
+        bound: impl Into<Shared<crate::bound::Bound<C>>>,
+    ) -> Self {
+        self.add(super::bound::BoundMetrics::new(bound))
+    }
+
     /// Adds a drain's series: requests in flight, open connections, active sessions, whether
     /// the replica is leaving, and the requests offered to its layer first. They carry no label
     /// but the offered requests' `kind="drain"` (one drain per process; Prometheus' target

@@ -1,19 +1,26 @@
 //! What the middleware needs from a limiter.
 
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use super::classify::Outcome;
 use crate::Shared;
 use crate::respond::Refusal;
 use crate::signal::Arrival;
 use crate::signal::cpu::CpuWait;
 
-/// A limiter that [`AdmitLayer`](super::AdmitLayer) can apply to every request: it decides,
-/// an admitted request holds a [`Permit`](Limiter::Permit) until the inner service answers,
-/// and the permit then records the request's [`Outcome`].
+/// A limiter that [`AdmitLayer`](super::AdmitLayer) can apply to every request: it decides
+/// ([`Admission`]), an admitted request holds a [`Permit`](Limiter::Permit) until the inner
+/// service answers, and the permit then records the request's [`Outcome`].
 ///
 /// Implemented by [`Shedder`](crate::shed::Shedder) (its permit records a pass or a failure),
 /// [`WarmUp`](crate::warmup::WarmUp) and
 /// [`SentinelWarmUp`](crate::warmup::sentinel::SentinelWarmUp) (their permits hold nothing),
-/// and [`Drain`](crate::drain::Drain) (its permit counts the request in flight).
+/// [`Drain`](crate::drain::Drain) (its permit counts the request in flight), and
+/// [`Bound`](crate::bound::Bound), the one that makes requests wait.
 /// Implement it for a limiter of your own to get the same tower glue.
 ///
 /// # Example
@@ -21,7 +28,7 @@ use crate::signal::cpu::CpuWait;
 /// ```
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use admit::Shared;
-/// use admit::middleware::{AdmitLayer, Limiter};
+/// use admit::middleware::{Admission, AdmitLayer, Limiter, NoWait};
 /// use admit::shed::Overloaded;
 /// use admit::signal::Arrival;
 ///
@@ -32,10 +39,11 @@ use crate::signal::cpu::CpuWait;
 /// impl Limiter for Counter {
 ///     type Permit = ();
 ///     type Refusal = Overloaded;
+///     type Wait = NoWait<(), Overloaded>;
 ///
-///     fn admit(this: &Shared<Self>, _arrival: Arrival) -> Result<(), Overloaded> {
+///     fn admit(this: &Shared<Self>, _arrival: Arrival) -> Admission<(), Overloaded, Self::Wait> {
 ///         this.0.fetch_add(1, Ordering::Relaxed);
-///         Ok(())
+///         Admission::Enter(())
 ///     }
 /// }
 ///
@@ -48,16 +56,21 @@ pub trait Limiter: Send + Sync + 'static {
     type Permit: Finish;
     /// Why a request was refused.
     type Refusal: Refusal;
+    /// A request held back until it may enter: resolves to its permit or its refusal, and
+    /// gives up its place when dropped. [`NoWait`] for a limiter that never holds one back.
+    type Wait: Future<Output = Result<Self::Permit, Self::Refusal>>;
 
     /// Decides a request arriving now, knowing what the layer's [reader](super::Inspect) read
     /// from it (the [`Arrival`]; a limiter with a clock sets its reading with
     /// [`Arrival::at`] before its signals see it). `this` is the shared handle, so a permit can
     /// keep the limiter alive (a clone of the `Arc`, or the `&'static` reference).
     ///
-    /// # Errors
-    ///
-    /// The refusal, answered by the layer's [responder](crate::respond).
-    fn admit(this: &Shared<Self>, arrival: Arrival) -> Result<Self::Permit, Self::Refusal>
+    /// A refusal is answered by the layer's [responder](crate::respond); a request told to
+    /// wait reaches the inner service when its wait resolves to a permit.
+    fn admit(
+        this: &Shared<Self>,
+        arrival: Arrival,
+    ) -> Admission<Self::Permit, Self::Refusal, Self::Wait>
     where
         Self: Sized;
 
@@ -84,6 +97,47 @@ pub trait Limiter: Send + Sync + 'static {
         Self: Sized,
     {
         let _ = this;
+    }
+}
+
+/// What a [`Limiter`] decides for a request.
+#[derive(Debug)]
+pub enum Admission<P, R, W> {
+    /// It enters now, holding this permit.
+    Enter(P),
+    /// It waits: the future resolves to its permit or its refusal.
+    Wait(W),
+    /// It is refused.
+    Refuse(R),
+}
+
+impl<P, R, W> From<Result<P, R>> for Admission<P, R, W> {
+    #[inline(always)]
+    fn from(decision: Result<P, R>) -> Self {
+        match decision {
+            Ok(permit) => Admission::Enter(permit),
+            Err(refusal) => Admission::Refuse(refusal),
+        }
+    }
+}
+
+/// The [`Limiter::Wait`] of a limiter that never makes a request wait: it cannot be made.
+pub struct NoWait<P, R> {
+    pub(crate) never: std::convert::Infallible,
+    decision: PhantomData<fn() -> (P, R)>,
+}
+
+impl<P, R> Future for NoWait<P, R> {
+    type Output = Result<P, R>;
+
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.never {}
+    }
+}
+
+impl<P, R> fmt::Debug for NoWait<P, R> {
+    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.never {}
     }
 }
 

@@ -16,8 +16,8 @@
 //! | [`AdmitService`] | decides in `call`; holds no reservation while idle or after a refusal |
 //! | [`ResponseFuture`] | holds the permit; finishes it with the outcome, or as cancelled when dropped |
 //! | [`Hold`]: [`AtResponse`], [`AtBodyEnd`] | when the permit ends: as the response arrives, or as its body ends ([`AdmitBody`]) |
-//! | [`Inspect`]: [`ReadNothing`], [`RequestStart`], [`HttpVersion`], [`CriticalityHeader`], [`CriticalityFrom`] | what the layer reads from each request for its limiter (an [`Arrival`](crate::signal::Arrival): its wait, class, HTTP version) |
-//! | [`Limiter`], [`Finish`] | what a limiter implements to be applied per request |
+//! | [`Inspect`]: [`ReadNothing`], [`RequestStart`], [`HttpVersion`], [`GrpcTimeout`], [`CriticalityHeader`], [`CriticalityFrom`] | what the layer reads from each request for its limiter (an [`Arrival`](crate::signal::Arrival): its wait, class, HTTP version, time left) |
+//! | [`Limiter`], [`Admission`], [`NoWait`], [`Finish`] | what a limiter implements to be applied per request |
 //!
 //! Each request is counted once as offered, refusals included, by the first admit layer that
 //! sees it, whatever the order of the layers: see [`Limiter::count_offered`].
@@ -50,9 +50,9 @@ pub use self::layer::GrpcLayer;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use self::layer::HttpLayer;
-pub use self::limiter::{Finish, IntoShared, Limiter};
+pub use self::limiter::{Admission, Finish, IntoShared, Limiter, NoWait};
 pub use self::read::{CriticalityFrom, Inspect, ReadNothing};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub use self::read::{CriticalityHeader, HttpVersion, RequestStart};
+pub use self::read::{CriticalityHeader, GrpcTimeout, HttpVersion, RequestStart};
 pub use self::service::AdmitService;

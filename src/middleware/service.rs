@@ -12,7 +12,7 @@ use super::hold::{AtResponse, Hold};
 use super::offered;
 use super::read::Inspect;
 use super::read::ReadNothing;
-use super::{IntoShared, Limiter};
+use super::{Admission, IntoShared, Limiter};
 use crate::Shared;
 use crate::respond::Respond;
 
@@ -104,7 +104,7 @@ where
 {
     type Response = H::Response;
     type Error = R::Error;
-    type Future = ResponseFuture<Svc::Future, L, K, R, H>;
+    type Future = ResponseFuture<Svc, Req, L, K, R, H>;
 
     /// The inner service's readiness. Reserves nothing itself: the limiter decides in `call`.
     #[inline]
@@ -113,21 +113,36 @@ where
     }
 
     /// Counts the request as offered if no admit layer outside has seen it, and asks the
-    /// limiter with what the reader read from the request; calls the inner service only if the request is admitted, and otherwise replaces
-    /// it with a fresh clone, releasing what its `poll_ready` reserved.
+    /// limiter with what the reader read from the request. An admitted request calls the inner
+    /// service now; a refused one replaces it with a fresh clone, releasing what its
+    /// `poll_ready` reserved; a waiting one takes the ready service along, to call it when its
+    /// wait ends, and leaves a fresh clone.
     #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
         offered::count_if_first(|| L::count_offered(&self.limiter));
         match L::admit(&self.limiter, self.reader.inspect(&request)) {
-            Ok(permit) => {
+            Admission::Enter(permit) => {
                 let inside = offered::Inside::enter();
                 let future = self.inner.call(request);
                 drop(inside);
                 ResponseFuture::admitted(future, permit, self.classifier.clone())
             }
-            Err(refusal) => {
+            Admission::Refuse(refusal) => {
                 release_readiness(&mut self.inner);
                 ResponseFuture::refused(refusal, self.responder.clone())
+            }
+            Admission::Wait(wait) => {
+                // The ready service goes with the request, to be called when the wait ends;
+                // this one is a fresh clone, made ready again before the next call.
+                let fresh = self.inner.clone();
+                let ready = std::mem::replace(&mut self.inner, fresh);
+                ResponseFuture::waiting(
+                    wait,
+                    ready,
+                    request,
+                    self.classifier.clone(),
+                    self.responder.clone(),
+                )
             }
         }
     }

@@ -620,12 +620,18 @@ impl<C: Clock> fmt::Debug for Shedder<C> {
 impl<C: Clock + 'static> crate::middleware::Limiter for Shedder<C> {
     type Permit = OwnedPermit<C>;
     type Refusal = Overloaded;
+    type Wait = crate::middleware::NoWait<OwnedPermit<C>, Overloaded>;
 
     /// [`Shedder::allow_with`], the permit holding the shared handle.
     #[inline(always)]
-    fn admit(this: &Shared<Self>, arrival: Arrival) -> Result<OwnedPermit<C>, Overloaded> {
-        let now = this.admit(arrival)?;
-        Ok(OwnedPermit::new(this.clone(), now))
+    fn admit(
+        this: &Shared<Self>,
+        arrival: Arrival,
+    ) -> crate::middleware::Admission<OwnedPermit<C>, Overloaded, Self::Wait> {
+        match this.admit(arrival) {
+            Ok(now) => crate::middleware::Admission::Enter(OwnedPermit::new(this.clone(), now)),
+            Err(refusal) => crate::middleware::Admission::Refuse(refusal),
+        }
     }
 
     #[inline]

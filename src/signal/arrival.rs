@@ -36,6 +36,7 @@ pub struct Arrival {
     stamp_age: Option<Result<i64, HeaderError>>,
     class: Option<Criticality>,
     http1: bool,
+    time_left_nanos: Option<u64>,
 }
 
 impl Arrival {
@@ -47,6 +48,7 @@ impl Arrival {
             stamp_age: None,
             class: None,
             http1: false,
+            time_left_nanos: None,
         }
     }
 
@@ -62,13 +64,7 @@ impl Arrival {
     #[inline]
     #[must_use]
     pub const fn with_wait(self, wait: Duration) -> Self {
-        let nanos = wait.as_nanos();
-        let nanos = if nanos > u64::MAX as u128 {
-            u64::MAX
-        } else {
-            nanos as u64
-        };
-        self.with_wait_nanos(Some(nanos))
+        self.with_wait_nanos(Some(saturating_nanos(wait)))
     }
 
     /// With the wait in ns, or none.
@@ -141,6 +137,25 @@ impl Arrival {
         self.http1
     }
 
+    /// With the time the request has left before its caller gives up (its deadline, as
+    /// gRPC's `grpc-timeout` carries it): a [`Bound`](crate::bound::Bound) refuses it rather
+    /// than let it wait past the time its service would still fit in. Saturates at 584
+    /// years.
+    #[inline]
+    #[must_use]
+    pub const fn with_time_left(self, left: Duration) -> Self {
+        Arrival {
+            time_left_nanos: Some(saturating_nanos(left)),
+            ..self
+        }
+    }
+
+    /// The time the request has left, ns, if known.
+    #[inline]
+    pub const fn time_left_nanos(&self) -> Option<u64> {
+        self.time_left_nanos
+    }
+
     /// What `self` knows, and what `other` knows that `self` does not (the clock reading is
     /// `self`'s unless it is 0).
     #[inline]
@@ -166,7 +181,21 @@ impl Arrival {
                 None => other.class,
             },
             http1: self.http1 || other.http1,
+            time_left_nanos: match self.time_left_nanos {
+                Some(left) => Some(left),
+                None => other.time_left_nanos,
+            },
         }
+    }
+}
+
+/// `duration` in nanoseconds, `u64::MAX` beyond.
+const fn saturating_nanos(duration: Duration) -> u64 {
+    let nanos = duration.as_nanos();
+    if nanos > u64::MAX as u128 {
+        u64::MAX
+    } else {
+        nanos as u64
     }
 }
 

@@ -7,7 +7,7 @@ use tonic::{Code, Request, Status};
 
 use super::{Rejected, WarmUp};
 use crate::Shared;
-use crate::middleware::{IntoShared, Limiter, offered};
+use crate::middleware::{Admission, IntoShared, Limiter, NoWait, offered};
 use crate::respond::GrpcResponder;
 use crate::signal::Arrival;
 
@@ -64,13 +64,16 @@ impl<B: Limiter<Permit = (), Refusal = Rejected>> WarmUpInterceptor<B> {
     }
 }
 
-impl<B: Limiter<Permit = (), Refusal = Rejected>> Interceptor for WarmUpInterceptor<B> {
+impl<B: Limiter<Permit = (), Refusal = Rejected, Wait = NoWait<(), Rejected>>> Interceptor
+    for WarmUpInterceptor<B>
+{
     /// Counts the call as offered if no admit layer outside has seen it, and takes a permit.
     fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
         offered::count_if_first(|| B::count_offered(&self.limiter));
         match B::admit(&self.limiter, Arrival::new()) {
-            Ok(()) => Ok(request),
-            Err(rejected) => Err(self.responder.status(rejected)),
+            Admission::Enter(()) => Ok(request),
+            Admission::Refuse(rejected) => Err(self.responder.status(rejected)),
+            Admission::Wait(never) => match never {},
         }
     }
 }

@@ -376,10 +376,14 @@ impl<C> WarmUp<C> {
 impl<C: Clock + 'static> crate::middleware::Limiter for WarmUp<C> {
     type Permit = ();
     type Refusal = Rejected;
+    type Wait = crate::middleware::NoWait<(), Rejected>;
 
     #[inline]
-    fn admit(this: &crate::Shared<Self>, arrival: Arrival) -> Result<(), Rejected> {
-        this.try_acquire_with(arrival)
+    fn admit(
+        this: &crate::Shared<Self>,
+        arrival: Arrival,
+    ) -> crate::middleware::Admission<(), Rejected, Self::Wait> {
+        this.try_acquire_with(arrival).into()
     }
 
     #[inline]

@@ -5,6 +5,8 @@ use crate::signal::Arrival;
 
 mod criticality;
 #[cfg(feature = "http")]
+mod grpc_timeout;
+#[cfg(feature = "http")]
 mod http_version;
 #[cfg(feature = "http")]
 mod request_start;
@@ -12,6 +14,8 @@ mod request_start;
 pub use self::criticality::CriticalityFrom;
 #[cfg(feature = "http")]
 pub use self::criticality::CriticalityHeader;
+#[cfg(feature = "http")]
+pub use self::grpc_timeout::GrpcTimeout;
 #[cfg(feature = "http")]
 pub use self::http_version::HttpVersion;
 #[cfg(feature = "http")]
@@ -22,6 +26,7 @@ pub use self::request_start::RequestStart;
 ///
 /// [`ReadNothing`] (the default) reads nothing; [`RequestStart`] (feature `http`) reads the
 /// age of a proxy's request-start stamp; [`HttpVersion`] reads the HTTP version;
+/// [`GrpcTimeout`] reads the time a gRPC call has left;
 /// [`CriticalityHeader`] and [`CriticalityFrom`] read the class. A pair reads with both:
 /// `(RequestStart::new(..)?, CriticalityHeader::new())` reads the wait and the class, the first
 /// reader's answer winning where both know one. Implement it for a reader of your own.

@@ -34,15 +34,27 @@ impl CpuWait {
     /// No wait.
     pub const NONE: CpuWait = CpuWait(Duration::ZERO);
 
-    /// Runs `work` on this thread and measures its wall time minus the CPU time this thread
-    /// spent on it (`CLOCK_THREAD_CPUTIME_ID`).
+    /// Runs `work` on this thread and measures how long it was ready to run but waited for a
+    /// CPU.
     ///
-    /// Only the CPU is accounted for: time `work` spends blocked (on I/O, a lock, a sleep)
-    /// counts as waiting too, and so lowers the latency the shedder learns. Measure CPU-bound
-    /// work only.
+    /// On Linux that is the run-queue delay the kernel counts for the thread
+    /// (`/proc/thread-self/schedstat`, read before and after through a descriptor the thread
+    /// keeps open): time `work` spends blocked (on I/O, a lock, a sleep) does not count.
+    /// Elsewhere, or where that file cannot be read, it is the wall time minus the thread's CPU
+    /// time (`CLOCK_THREAD_CPUTIME_ID`), which counts blocked time as waiting too: measure
+    /// CPU-bound work only there.
     #[cfg(unix)]
     #[cfg_attr(docsrs, doc(cfg(unix)))]
     pub fn measure<T>(work: impl FnOnce() -> T) -> (T, CpuWait) {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if let Some(before) = schedstat::run_delay() {
+            let output = work();
+            let after = schedstat::run_delay().unwrap_or(before);
+            return (
+                output,
+                CpuWait(Duration::from_nanos(after.saturating_sub(before))),
+            );
+        }
         use rustix::time::{ClockId, clock_gettime};
 
         // The kernel never reports a negative CPU time, the one case `try_from` refuses.
@@ -51,6 +63,50 @@ impl CpuWait {
         let output = work();
         let (cpu_spent, wall) = (cpu().saturating_sub(cpu_before), started.elapsed());
         (output, CpuWait(wall.saturating_sub(cpu_spent)))
+    }
+}
+
+/// The thread's run-queue delay from `/proc/thread-self/schedstat`.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod schedstat {
+    use std::cell::RefCell;
+    use std::fs::File;
+    use std::os::unix::fs::FileExt;
+
+    thread_local! {
+        /// This thread's schedstat file, opened on first use; `None` if it cannot be.
+        static FILE: RefCell<Option<Option<File>>> = const { RefCell::new(None) };
+    }
+
+    /// Nanoseconds this thread has spent ready to run but waiting for a CPU, or `None` if the
+    /// kernel does not say.
+    pub(super) fn run_delay() -> Option<u64> {
+        FILE.with(|file| {
+            let mut file = file.borrow_mut();
+            let file = file
+                .get_or_insert_with(|| File::open("/proc/thread-self/schedstat").ok())
+                .as_ref()?;
+            // Three decimal u64 and two separators: at most 62 bytes.
+            let mut buffer = [0u8; 64];
+            let read = file.read_at(&mut buffer, 0).ok()?;
+            parse(&buffer[..read])
+        })
+    }
+
+    /// The second field of `cpu_ns run_delay_ns timeslices`.
+    fn parse(line: &[u8]) -> Option<u64> {
+        let text = std::str::from_utf8(line).ok()?;
+        text.split_ascii_whitespace().nth(1)?.parse().ok()
+    }
+
+    #[cfg(all(test, not(admit_loom)))]
+    mod tests {
+        #[test]
+        fn the_second_field_is_the_run_delay() {
+            assert_eq!(super::parse(b"100074 2500 1\n"), Some(2500));
+            assert_eq!(super::parse(b"100074"), None);
+            assert_eq!(super::parse(b"1 x 2"), None);
+        }
     }
 }
 

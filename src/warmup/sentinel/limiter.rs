@@ -222,10 +222,14 @@ impl<C> SentinelWarmUp<C> {
 impl<C: Clock + 'static> crate::middleware::Limiter for SentinelWarmUp<C> {
     type Permit = ();
     type Refusal = Rejected;
+    type Wait = crate::middleware::NoWait<(), Rejected>;
 
     #[inline]
-    fn admit(this: &crate::Shared<Self>, _arrival: crate::signal::Arrival) -> Result<(), Rejected> {
-        this.try_acquire()
+    fn admit(
+        this: &crate::Shared<Self>,
+        _arrival: crate::signal::Arrival,
+    ) -> crate::middleware::Admission<(), Rejected, Self::Wait> {
+        this.try_acquire().into()
     }
 
     #[inline]
