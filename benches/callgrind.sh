@@ -57,6 +57,8 @@ shed-layer   reject              tower-pair reject
 shed-http    admit               shed-layer admit
 warmup-layer admit               tower-pair admit
 warmup-layer reject              tower-pair reject
+bound-layer  admit               shed-layer admit
+bound-layer  reject              shed-layer reject
 drain-layer  admit               -          -
 drain-layer  reject              -          -
 tower-pair   admit               -          -

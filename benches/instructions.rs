@@ -20,6 +20,7 @@
 //! | `shed-layer`, `warmup-layer`, `tower-pair` | `admit`, `reject` | one request through `ShedLayer`, `WarmUpLayer` (boxed-error refusals; saturated at 10⁶/s, or 10/s) or tower's `load_shed` + `concurrency_limit`, over a `u64` echo that answers at once |
 //! | `shed-http` | `admit` | one HTTP request through `ShedLayer::http()`, whose permit ends with the response body: a service answering a static two-byte body at once, the body read to its end |
 //! | `drain-layer` | `admit`, `reject` | one HTTP request through `DrainLayer` (`503` refusals) over a service answering an empty response at once |
+//! | `bound-layer` | `admit`, `reject` | one request through `BoundLayer` (boxed-error refusals): a bound of one place, each request entering and ending before the next, or the place held and no queue, each refused |
 //!
 //! The script runs it under `valgrind --tool=callgrind` with two call counts and divides the
 //! difference in instructions by the difference in calls, which cancels start-up and set-up.
@@ -41,9 +42,13 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
+use admit::Shared;
+use admit::bound::{Bound, BoundLayer};
 use admit::clock::ManualClock;
 use admit::drain::{Drain, DrainLayer};
+use admit::middleware::{Admission, Limiter};
 use admit::shed::{OwnedPermit, ShedLayer, Shedder};
+use admit::signal::Arrival;
 use admit::signal::cpu::ManualCpu;
 use admit::warmup::sentinel::SentinelWarmUp;
 use admit::warmup::{WarmUp, WarmUpLayer};
@@ -247,6 +252,29 @@ fn run_warm_up_layer(rate: f64, calls: u64) -> u64 {
         .sum()
 }
 
+/// One request after another through `BoundLayer`: with room, each enters at once and ends;
+/// full (one place, held, and no queue), each is refused.
+fn run_bound_layer(full: bool, calls: u64) -> u64 {
+    let bound = Arc::new(
+        Bound::builder()
+            .floor(1)
+            .ceiling(1)
+            .queue_capacity(0)
+            .clock(ManualClock::new())
+            .build()
+            .expect("valid configuration"),
+    );
+    let held = full.then(
+        || match Bound::admit(&Shared::Arc(bound.clone()), Arrival::new()) {
+            Admission::Enter(permit) => permit,
+            _ => panic!("the first request enters"),
+        },
+    );
+    let admitted = run_echo(&mut BoundLayer::new(bound).layer(echo()), calls);
+    drop(held);
+    admitted
+}
+
 fn run_shed_http(calls: u64) -> u64 {
     let (shedder, _held) = shedder(false);
     let inner = service_fn(|_: http::Request<()>| {
@@ -347,6 +375,7 @@ fn run(limiter: &str, scenario: &str, calls: u64) -> Option<u64> {
         }
         ("drain-layer", "admit" | "reject") => run_drain_layer(reject, calls),
         ("tower-pair", "admit" | "reject") => run_tower_pair(reject, calls),
+        ("bound-layer", "admit" | "reject") => run_bound_layer(reject, calls),
         _ => return None,
     })
 }

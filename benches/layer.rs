@@ -25,6 +25,9 @@
 //!     (Guava's smooth model), half its burst kept for the critical classes;
 //!   - `(…, two classes)`: the layer reads each request's class with `CriticalityFrom`, one
 //!     request in five critical and the others sheddable;
+//!   - `admit BoundLayer (MonotonicClock)`: a bound of 2^20 places, so every request enters at
+//!     once (two atomic read-modify-writes on the count in service, a clock read to start and
+//!     one to end its time in service);
 //!   - `tower load_shed+concurrency_limit`: `ServiceBuilder::new().load_shed()
 //!     .concurrency_limit(2^20)`, the usual tower stack for shedding;
 //!   - `little-loadshedder`: its `LoadShed` (EWMA 0.25, 10 ms target latency), whose every
@@ -47,6 +50,8 @@
 //!     extensions allocates);
 //!   - `admit WarmUpLayer (boxed error)`: a bucket at 10 permits/s (3 while cold) whose window
 //!     was drained, so all but about 3 calls a second are refused;
+//!   - `admit BoundLayer (boxed error)` and `.http()`: a bound of one place, held, and no queue,
+//!     so every request takes the queue's lock and is refused (`bound-full`);
 //!   - `tower load_shed+concurrency_limit`: `concurrency_limit(1)`, whose only permit a clone
 //!     of the service acquired in `poll_ready` and holds forever, so `poll_ready` finds no
 //!     permit (re-polling its queued acquire, which locks the semaphore's waiter list) and
@@ -79,10 +84,13 @@ use std::sync::{Arc, Barrier};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use admit::Shared;
+use admit::bound::{Bound, BoundLayer, BoundPermit};
 use admit::clock::{Clock, MonotonicClock};
 use admit::metrics::Reporter;
-use admit::middleware::CriticalityFrom;
+use admit::middleware::{Admission, CriticalityFrom, Limiter};
 use admit::shed::ShedLayer;
+use admit::signal::Arrival;
 use admit::warmup::sentinel::SentinelWarmUp;
 use admit::warmup::{WarmUp, WarmUpLayer};
 use admit_benches::{coarse_clock, named_shedder, shedder, two_classes};
@@ -179,6 +187,31 @@ fn open_sentinel_bucket<C: Clock>(clock: C) -> SentinelWarmUp<C> {
         .clock(clock)
         .build()
         .expect("valid configuration")
+}
+
+/// A bound every request these benches send enters at once: 2^20 places.
+fn open_bound() -> Bound {
+    Bound::builder()
+        .floor(1 << 20)
+        .build()
+        .expect("valid configuration")
+}
+
+/// A bound of one place, held by the permit returned beside it, and no queue: every request is
+/// refused (`bound-full`).
+fn full_bound() -> (Arc<Bound>, BoundPermit<MonotonicClock>) {
+    let bound = Arc::new(
+        Bound::builder()
+            .floor(1)
+            .ceiling(1)
+            .queue_capacity(0)
+            .build()
+            .expect("valid configuration"),
+    );
+    let Admission::Enter(held) = Bound::admit(&Shared::Arc(bound.clone()), Arrival::new()) else {
+        panic!("the first request enters");
+    };
+    (bound, held)
 }
 
 /// A bucket at 10 permits/s (3 while cold) whose window is used up.
@@ -304,6 +337,12 @@ fn admit_group(group: &mut BenchmarkGroup<'_, WallTime>) {
     );
     one_thread(
         group,
+        "admit BoundLayer (MonotonicClock)",
+        BoundLayer::new(open_bound()).layer(echo()),
+        admitted,
+    );
+    one_thread(
+        group,
         "tower load_shed+concurrency_limit",
         tower_pair(echo(), 1 << 20),
         admitted,
@@ -348,6 +387,20 @@ fn refuse_group(group: &mut BenchmarkGroup<'_, WallTime>) {
         WarmUpLayer::new(drained_bucket()).layer(echo()),
         |answer| answer.is_err_and(|error| error.is::<admit::respond::Refused>()),
     );
+    let (bound, held) = full_bound();
+    one_thread(
+        group,
+        "admit BoundLayer (boxed error)",
+        BoundLayer::new(bound.clone()).layer(echo()),
+        |answer| answer.is_err_and(|error| error.is::<admit::respond::Refused>()),
+    );
+    one_thread(
+        group,
+        "admit BoundLayer .http()",
+        BoundLayer::new(bound).http().layer(http_echo()),
+        |answer| answer.is_ok_and(|response| response.status() == 503),
+    );
+    drop(held);
     let refusing = tower_pair(echo(), 1);
     // A clone ready to call holds the only permit, for as long as it lives.
     let mut holder = refusing.clone();
@@ -378,6 +431,11 @@ fn two_thread_group(group: &mut BenchmarkGroup<'_, WallTime>) {
         group,
         "admit WarmUpLayer (MonotonicClock)",
         WarmUpLayer::new(open_bucket(MonotonicClock::new())).layer(echo()),
+    );
+    two_threads(
+        group,
+        "admit BoundLayer (MonotonicClock)",
+        BoundLayer::new(open_bound()).layer(echo()),
     );
     two_threads(
         group,
