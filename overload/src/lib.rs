@@ -10,10 +10,10 @@
 //!   10 × the measured capacity, with exponential and bimodal service times, work on
 //!   `spawn_blocking` and inline; the response to a step from 0.5 × to 4 ×; and whether
 //!   goodput comes back after a retry storm.
-//! - **The classes** (`admit-overload classes`): 20 % critical and 80 % sheddable requests at
-//!   2, 4 and 10 × the capacity, and a 12 × spike of the sheddable class alone, for admit
-//!   without and with request classes: each class's availability and latency, and how fast
-//!   the shedder's cut settles.
+//! - **The classes** (`admit-overload classes`): critical requests at 0.2 × the capacity and
+//!   sheddable ones filling the load to 2, 4 and 10 × the capacity, and a 12 × spike of the
+//!   sheddable class alone, for admit without and with request classes and with the bound:
+//!   each class's availability and latency, and how fast the shedder's cut settles.
 //!
 //! The policies compared: nothing; tower's `load_shed` + `concurrency_limit(k)` at the `k` of
 //! tower's own `ServiceBuilder` docs (64) and at the best `k` of a sweep; `little-loadshedder`;

@@ -26,6 +26,9 @@ pub(crate) enum Policy {
     /// The same without the shedder's CPU signal: the warm-up layer, the shedder with its
     /// queue-time signals, and the bound.
     GateBound,
+    /// The same, the handler running the lower classes' work at the lowest priority
+    /// (`spawn_blocking_as`).
+    GateBoundLow,
     /// tower's `load_shed` + `concurrency_limit(k)`.
     Tower(usize),
     /// `little-loadshedder`'s `LoadShedLayer`: a queue and a concurrency limit sized by
@@ -48,6 +51,7 @@ impl Policy {
             Policy::Bound => "admit bound".to_owned(),
             Policy::AdmitBound => "admit + bound".to_owned(),
             Policy::GateBound => "admit queue + bound".to_owned(),
+            Policy::GateBoundLow => "admit queue + bound, low".to_owned(),
             Policy::Tower(k) => format!("tower k={k}"),
             Policy::LittleLoadShedder => "little-loadshedder".to_owned(),
             Policy::TowerAcc => "tower-acc Vegas".to_owned(),
@@ -68,6 +72,7 @@ impl fmt::Display for Policy {
             Policy::Bound => f.write_str("bound"),
             Policy::AdmitBound => f.write_str("admit-bound"),
             Policy::GateBound => f.write_str("gate-bound"),
+            Policy::GateBoundLow => f.write_str("gate-bound-low"),
             Policy::Tower(k) => write!(f, "tower:{k}"),
             Policy::LittleLoadShedder => f.write_str("little-loadshedder"),
             Policy::TowerAcc => f.write_str("tower-acc"),
@@ -88,13 +93,15 @@ impl FromStr for Policy {
             "bound" => Ok(Policy::Bound),
             "admit-bound" => Ok(Policy::AdmitBound),
             "gate-bound" => Ok(Policy::GateBound),
+            "gate-bound-low" => Ok(Policy::GateBoundLow),
             "little-loadshedder" => Ok(Policy::LittleLoadShedder),
             "tower-acc" => Ok(Policy::TowerAcc),
             other => match other.strip_prefix("tower:").map(str::parse::<usize>) {
                 Some(Ok(k)) if k > 0 => Ok(Policy::Tower(k)),
                 _ => Err(format!(
                     "unknown policy `{other}`: unprotected, admit, admit-cpu-wait, \
-                     admit-classes, go-zero, bound, admit-bound, gate-bound, tower:<k> (k > 0), \
+                     admit-classes, go-zero, bound, admit-bound, gate-bound, gate-bound-low, \
+                     tower:<k> (k > 0), \
                      little-loadshedder or tower-acc"
                 )),
             },
@@ -123,6 +130,7 @@ mod tests {
             Policy::Bound,
             Policy::AdmitBound,
             Policy::GateBound,
+            Policy::GateBoundLow,
             Policy::Tower(64),
             Policy::LittleLoadShedder,
             Policy::TowerAcc,

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use admit::bound::{Bound, BoundLayer};
 use admit::clock::MonotonicClock;
+use admit::criticality::CRITICALITY_HEADER;
 use admit::middleware::{CriticalityHeader, RequestStart};
 use admit::shed::{ShedLayer, Shedder};
 use admit::signal::cpu::{CpuSignal, CpuWait, ManualCpu, Smoothing, SystemCpu};
@@ -19,8 +20,8 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Router};
-use http::StatusCode;
 use http::header::RETRY_AFTER;
+use http::{HeaderMap, StatusCode};
 use little_loadshedder::{LoadShedLayer, LoadShedResponse};
 use tower::ServiceBuilder;
 
@@ -108,6 +109,9 @@ struct Server {
     /// Whether blocking work runs through admit's `spawn_blocking`, which counts the wait for
     /// a pool thread to start it too.
     measures_dispatch: bool,
+    /// Whether the lower classes' blocking work runs at the lowest priority
+    /// (`spawn_blocking_as`).
+    lowers_classes: bool,
 }
 
 impl Server {
@@ -125,7 +129,7 @@ impl Server {
     }
 }
 
-async fn work(State(server): State<Arc<Server>>) -> Response {
+async fn work(State(server): State<Arc<Server>>, headers: HeaderMap) -> Response {
     let iterations = server.work.iterations_here(server.started.elapsed(), SEED);
     server.in_flight.fetch_add(1, Ordering::Relaxed);
     if server.style == Style::Inline {
@@ -135,10 +139,19 @@ async fn work(State(server): State<Arc<Server>>) -> Response {
     }
     let job = Arc::clone(&server);
     if server.measures_dispatch {
-        let measured = admit::bound::spawn_blocking(move || {
+        let run = move || {
             std::hint::black_box(burn(iterations));
             job.in_flight.fetch_sub(1, Ordering::Relaxed);
-        });
+        };
+        let measured = if server.lowers_classes {
+            let class = headers
+                .get(CRITICALITY_HEADER)
+                .and_then(|value| value.to_str().ok()?.parse().ok())
+                .unwrap_or_default();
+            admit::bound::spawn_blocking_as(class, run)
+        } else {
+            admit::bound::spawn_blocking(run)
+        };
         return match measured.await {
             Ok(((), wait)) => (Extension(wait), StatusCode::OK).into_response(),
             Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
@@ -198,13 +211,15 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), BoxError> {
             // matching the cold penalty) while cold, warming up over the cold period. A warm
             // server (no cold period) starts warm, with a 10 s period as a service would have:
             // a period within the burst makes the bucket refuse requests a few ms apart after
-            // any pause. The classed run keeps half the burst for the critical requests.
+            // any pause. The runs that read classes keep half the burst for the critical
+            // requests.
             Policy::Admit
             | Policy::AdmitCpuWait
             | Policy::AdmitClasses
             | Policy::GoZero
             | Policy::AdmitBound
-            | Policy::GateBound => Some(Arc::new(
+            | Policy::GateBound
+            | Policy::GateBoundLow => Some(Arc::new(
                 WarmUp::builder(2.0 * args.nominal_capacity())
                     .cold_factor(6)
                     .warm_up_period(if cold.is_zero() {
@@ -213,11 +228,19 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), BoxError> {
                         cold
                     })
                     .start_warm(cold.is_zero())
-                    .critical_share(if args.policy == Policy::AdmitClasses {
-                        0.5
-                    } else {
-                        0.0
-                    })
+                    .critical_share(
+                        if matches!(
+                            args.policy,
+                            Policy::AdmitClasses
+                                | Policy::AdmitBound
+                                | Policy::GateBound
+                                | Policy::GateBoundLow
+                        ) {
+                            0.5
+                        } else {
+                            0.0
+                        },
+                    )
                     .build()?,
             )),
             _ => None,
@@ -242,12 +265,17 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), BoxError> {
             shedder: shedder.clone(),
             reports_cpu_wait: matches!(
                 args.policy,
-                Policy::AdmitCpuWait | Policy::Bound | Policy::AdmitBound | Policy::GateBound
+                Policy::AdmitCpuWait
+                    | Policy::Bound
+                    | Policy::AdmitBound
+                    | Policy::GateBound
+                    | Policy::GateBoundLow
             ),
             measures_dispatch: matches!(
                 args.policy,
-                Policy::Bound | Policy::AdmitBound | Policy::GateBound
+                Policy::Bound | Policy::AdmitBound | Policy::GateBound | Policy::GateBoundLow
             ),
+            lowers_classes: args.policy == Policy::GateBoundLow,
         });
         let app = protect(
             Router::new().route("/work", get(work)),
@@ -314,7 +342,7 @@ fn protect(
                     .inspect(CriticalityHeader::new()),
             )
         }
-        Policy::AdmitBound | Policy::GateBound => {
+        Policy::AdmitBound | Policy::GateBound | Policy::GateBoundLow => {
             let limiter = limiter.ok_or("admit's policies have a warm-up bucket")?;
             let shedder = shedder.ok_or("admit's policies have a shedder")?;
             let start = RequestStart::new(HeaderConfig::default())?;
@@ -366,7 +394,7 @@ fn shedder(args: &ServeArgs, cpu: SystemCpu) -> Result<Arc<Shedder>, BoxError> {
     // One clock for the decisions and the probe's ticks.
     let clock = MonotonicClock::new();
     let mut shedder = Shedder::builder().clock(clock);
-    shedder = if args.policy == Policy::GateBound {
+    shedder = if matches!(args.policy, Policy::GateBound | Policy::GateBoundLow) {
         // A CPU reading that is never hot: the shedder decides on the queue-time signals.
         shedder.cpu(ManualCpu::new(0))
     } else {

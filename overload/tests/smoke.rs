@@ -40,7 +40,7 @@ fn the_protocol_measures_two_points_and_writes_its_report() {
         "--loads=0.5,2",
         "--distributions=bimodal",
         "--styles=blocking",
-        "--peers=admit",
+        "--peers=admit,gate-bound",
         "--no-sweep",
         "--no-step",
         "--no-storm",
@@ -56,9 +56,14 @@ fn the_protocol_measures_two_points_and_writes_its_report() {
     let curves = &report["curves"][0];
     assert_eq!(curves["distribution"], "bimodal");
     assert_eq!(curves["capacity"], 200.0);
-    let points = curves["curves"][0]["points"].as_array().expect("points");
-    assert_eq!(points.len(), 2);
-    for (point, load) in points.iter().zip([0.5, 2.0]) {
+    let policies = curves["curves"].as_array().expect("a curve per peer");
+    assert_eq!(policies.len(), 2);
+    for point_and_load in policies.iter().flat_map(|curve| {
+        let points = curve["points"].as_array().expect("points");
+        assert_eq!(points.len(), 2);
+        points.iter().zip([0.5, 2.0])
+    }) {
+        let (point, load) = point_and_load;
         assert_eq!(point["load"], load);
         // A Poisson second at 100/s or 400/s: well within a factor of two of its rate.
         let offered = point["offered_per_s"].as_f64().expect("a rate");
@@ -84,7 +89,7 @@ fn the_classes_run_tallies_each_class_and_writes_its_report() {
         "classes",
         "--loads=2",
         "--styles=inline",
-        "--policies=admit-classes",
+        "--policies=admit-classes,gate-bound",
         "--no-spike",
         "--warm-seconds=1",
         "--measured-seconds=1",
@@ -97,16 +102,19 @@ fn the_classes_run_tallies_each_class_and_writes_its_report() {
     let report = json(&dir.join("classes.json"));
     let classes = &report["styles"][0];
     assert_eq!(classes["style"], "inline");
-    // Alone, the critical class is offered its share of the capacity, and nothing else.
+    // Alone, the critical class is offered its rate, 0.2 × the capacity, and nothing else.
     let alone = &classes["uncontended"];
     let offered = alone["critical"]["offered_per_s"].as_f64().expect("a rate");
     assert!(offered > 0.5 * 40.0 && offered < 2.0 * 40.0, "{alone}");
     assert_eq!(alone["sheddable"]["offered_per_s"], 0.0);
     assert!(alone["sheddable"]["availability"].is_null(), "{alone}");
-    let point = &classes["runs"][0]["points"][0];
+    let runs = classes["runs"].as_array().expect("a run per policy");
+    assert_eq!(runs.len(), 2);
+    let point = &runs[1]["points"][0];
     assert_eq!(point["load"], 2.0);
-    // 20 % of 400/s critical, 80 % sheddable: each within a factor of two of its rate.
-    for (class, rate) in [("critical", 80.0), ("sheddable", 320.0)] {
+    // 0.2 × 200/s critical, the sheddable class filling the load to 400/s: each within a factor
+    // of two of its rate.
+    for (class, rate) in [("critical", 40.0), ("sheddable", 360.0)] {
         let offered = point[class]["offered_per_s"].as_f64().expect("a rate");
         assert!(offered > 0.5 * rate && offered < 2.0 * rate, "{point}");
         let available = point[class]["availability"].as_f64().expect("a share");

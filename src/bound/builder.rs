@@ -86,8 +86,9 @@ impl<C: Clock> BoundBuilder<C> {
         self
     }
 
-    /// How long a request may wait: `target` once the queue has stayed busy (never empty) for
-    /// `interval`, `interval` otherwise (default 5 ms and 100 ms).
+    /// How long a request may wait: `target` while the queue stands for its class (requests of
+    /// its class or above have waited without a break for `interval`, or one timed out within
+    /// the last `interval`), `interval` otherwise (default 5 ms and 100 ms).
     pub fn wait_limits(mut self, target: Duration, interval: Duration) -> Self {
         self.target = target;
         self.interval = interval;

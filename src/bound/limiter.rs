@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use super::control::{self, WINDOW, Window};
 use super::error::Why;
-use super::queue::{Cancelled, Left, Queue};
+use super::queue::{Cancelled, Left, Limits, Queue};
 use super::snapshot::{BoundSnapshot, WaitCounts};
 use crate::clock::{Clock, MonotonicClock};
 use crate::criticality::Criticality;
@@ -25,7 +25,7 @@ use crate::sync::{
 /// bound serves within the wait allowed) makes room for a request by pushing out the newest
 /// waiter of the lowest class below it, or refuses it. A waiter leaves with a refusal
 /// ([`Busy`](super::Busy)) once it has waited as long as the queue allows (controlled delay:
-/// `target` while the queue stands, `interval` otherwise), or once its deadline
+/// `target` while the queue stands for its class, `interval` otherwise), or once its deadline
 /// ([`Arrival::with_time_left`]) can no longer be met; one whose future is dropped leaves at
 /// once.
 ///
@@ -44,8 +44,7 @@ pub struct Bound<C = MonotonicClock> {
     ceiling: u64,
     window: Line<Tally>,
     queue: Mutex<Queue>,
-    /// The controlled-delay wait limits, ns.
-    target: u64,
+    /// The longest a request may wait (controlled delay's interval), ns.
     interval: u64,
     /// What became of the requests that could not enter at once, by class and [`Count`].
     counts: [[AtomicU64; Count::ALL]; Criticality::COUNT],
@@ -119,8 +118,13 @@ impl<C: Clock> Bound<C> {
                 next_move: AtomicU64::new(now.saturating_add(nanos(WINDOW))),
                 ..Tally::default()
             }),
-            queue: Mutex::new(Queue::new(settings.capacity)),
-            target: nanos(settings.target),
+            queue: Mutex::new(Queue::new(
+                settings.capacity,
+                Limits {
+                    target: nanos(settings.target),
+                    interval: nanos(settings.interval),
+                },
+            )),
             interval: nanos(settings.interval),
             counts: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
             offered: Striped::new(),
@@ -220,7 +224,7 @@ impl<C: Clock> Bound<C> {
         if queue.len() == 0 && self.try_take() {
             return Entry::Now;
         }
-        let room = self.room(&queue, now);
+        let room = self.room(&queue, class, now);
         let Some((ticket, pushed_out)) = queue.join(class, now, leave_by, room) else {
             self.count(class, Count::Full);
             return Entry::Refused(Why::Full);
@@ -306,32 +310,21 @@ impl<C: Clock> Bound<C> {
         self.limit.store(next, Ordering::Relaxed);
     }
 
-    /// How long a waiter may wait at `now`: controlled delay, the target while the queue is
-    /// standing, the interval otherwise.
-    fn allowed(&self, queue: &Queue, now: u64) -> u64 {
-        if queue.standing(now, self.interval) {
-            self.target
-        } else {
-            self.interval
-        }
-    }
-
-    /// How many waiters the bound can serve within the wait allowed at `now`: `allowed ·
-    /// bound / mean service time`, at least one. A request beyond them would only wait to be
-    /// refused, so it is refused at once, which costs the core far less.
-    fn room(&self, queue: &Queue, now: u64) -> usize {
+    /// How many waiters the bound can serve within the wait a request of `class` is allowed at
+    /// `now`: `allowed · bound / mean service time`, at least one. A request beyond them would
+    /// only wait to be refused, so it is refused at once, which costs the core far less.
+    fn room(&self, queue: &Queue, class: Criticality, now: u64) -> usize {
         let mean = self.window.mean_service.load(Ordering::Relaxed);
         if mean == 0 {
             return usize::MAX;
         }
-        let allowed = u128::from(self.allowed(queue, now));
+        let allowed = u128::from(queue.allowed(class, now));
         let served = allowed * u128::from(self.limit.load(Ordering::Relaxed)) / u128::from(mean);
         usize::try_from(served).unwrap_or(usize::MAX).max(1)
     }
 
     fn expire(&self, queue: &mut Queue, now: u64) {
-        let allowed = self.allowed(queue, now);
-        queue.expire(now, allowed);
+        queue.expire(now);
     }
 
     /// Grants waiters, highest class first, while the bound has room, and publishes how many
@@ -358,8 +351,7 @@ impl<C: Clock> Bound<C> {
         waker: &std::task::Waker,
     ) -> super::queue::Turn {
         let mut queue = self.lock();
-        let allowed = self.allowed(&queue, now);
-        let turn = queue.poll(ticket, now, allowed, waker);
+        let turn = queue.poll(ticket, now, waker);
         if turn != super::queue::Turn::Waiting {
             self.waiting.store(queue.len() as u64, Ordering::SeqCst);
         }

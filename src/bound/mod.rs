@@ -42,7 +42,7 @@ mod snapshot;
 mod wait;
 
 #[cfg(unix)]
-pub use self::blocking::spawn_blocking;
+pub use self::blocking::{spawn_blocking, spawn_blocking_as};
 pub use self::builder::BoundBuilder;
 pub use self::error::{Busy, Why};
 pub use self::limiter::Bound;

@@ -89,15 +89,27 @@ pub(crate) struct Queue {
     heads: [u32; Criticality::COUNT],
     tails: [u32; Criticality::COUNT],
     waiting: usize,
-    /// The last time the queue was seen empty, on the bound's clock.
-    last_empty: u64,
-    /// The last time a waiter left for having waited too long (`None`: never).
-    last_timeout: Option<u64>,
+    limits: Limits,
+    /// By class: the last time no request of that class or above waited, on the bound's clock.
+    last_empty: [u64; Criticality::COUNT],
+    /// By class: the last time a waiter of that class or above left for having waited too long
+    /// (`None`: never).
+    last_timeout: [Option<u64>; Criticality::COUNT],
+}
+
+/// How long a request may wait (controlled delay), ns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// While the queue stands for the request's class.
+    pub(crate) target: u64,
+    /// Otherwise.
+    pub(crate) interval: u64,
 }
 
 impl Queue {
-    /// A queue of `capacity` places (none: nobody waits; at most `u32::MAX - 1`).
-    pub(crate) fn new(capacity: u32) -> Self {
+    /// A queue of `capacity` places (none: nobody waits; at most `u32::MAX - 1`), its waits
+    /// limited by `limits`.
+    pub(crate) fn new(capacity: u32, limits: Limits) -> Self {
         let capacity = capacity.min(NONE - 1);
         let places = (0..capacity)
             .map(|index| Place {
@@ -121,8 +133,9 @@ impl Queue {
             heads: [NONE; Criticality::COUNT],
             tails: [NONE; Criticality::COUNT],
             waiting: 0,
-            last_empty: 0,
-            last_timeout: None,
+            limits,
+            last_empty: [0; Criticality::COUNT],
+            last_timeout: [None; Criticality::COUNT],
         }
     }
 
@@ -131,14 +144,26 @@ impl Queue {
         self.waiting
     }
 
-    /// Whether the queue is standing at `now`: it has not been empty for `interval`, or a
-    /// waiter left for having waited too long within the last `interval` (a queue emptied by
-    /// timeouts is still overloaded).
-    pub(crate) fn standing(&self, now: u64, interval: u64) -> bool {
-        (self.waiting > 0 && now.saturating_sub(self.last_empty) >= interval)
-            || self
-                .last_timeout
-                .is_some_and(|at| now.saturating_sub(at) < interval)
+    /// Whether the queue stands for `class` at `now`: requests of `class` or above have waited
+    /// without a break for an interval, or one of them left for having waited too long within
+    /// the last interval (a queue emptied by timeouts is still overloaded). Lower classes
+    /// waiting do not make it stand for a higher one, which is served before them.
+    pub(crate) fn standing(&self, class: Criticality, now: u64) -> bool {
+        let c = class.index();
+        let interval = self.limits.interval;
+        let waiting = (c..Criticality::COUNT).any(|above| self.heads[above] != NONE);
+        (waiting && now.saturating_sub(self.last_empty[c]) >= interval)
+            || self.last_timeout[c].is_some_and(|at| now.saturating_sub(at) < interval)
+    }
+
+    /// How long a request of `class` may wait at `now`: the target while the queue stands for
+    /// its class, the interval otherwise.
+    pub(crate) fn allowed(&self, class: Criticality, now: u64) -> u64 {
+        if self.standing(class, now) {
+            self.limits.target
+        } else {
+            self.limits.interval
+        }
     }
 
     /// Lets a request of `class` wait from `now`, leaving by `leave_by` at the latest. When
@@ -152,25 +177,29 @@ impl Queue {
         leave_by: u64,
         room: usize,
     ) -> Option<(Ticket, Option<Criticality>)> {
-        if self.waiting == 0 {
-            self.last_empty = now;
-        }
-        let mut pushed_out = None;
-        let index = if self.free != NONE && self.waiting < room {
-            let index = self.free;
-            self.free = self.places[index as usize].next;
-            index
+        let pushed_out = if self.free != NONE && self.waiting < room {
+            None
         } else {
-            let lower = (0..class.index()).find(|&c| self.tails[c] != NONE)?;
-            let index = self.tails[lower];
-            pushed_out = Some(Criticality::ALL[lower]);
-            self.unlink(index);
-            let place = &mut self.places[index as usize];
-            place.generation = place.generation.wrapping_add(1);
-            if let Some(waker) = place.waker.take() {
-                waker.wake();
+            Some((0..class.index()).find(|&c| self.tails[c] != NONE)?)
+        };
+        // It will wait: the classes nobody waits in start a busy spell now.
+        self.note_empty(now);
+        let index = match pushed_out {
+            None => {
+                let index = self.free;
+                self.free = self.places[index as usize].next;
+                index
             }
-            index
+            Some(lower) => {
+                let index = self.tails[lower];
+                self.unlink(index);
+                let place = &mut self.places[index as usize];
+                place.generation = place.generation.wrapping_add(1);
+                if let Some(waker) = place.waker.take() {
+                    waker.wake();
+                }
+                index
+            }
         };
         let place = &mut self.places[index as usize];
         place.state = State::Waiting;
@@ -183,7 +212,7 @@ impl Queue {
             generation: place.generation,
         };
         self.link_tail(index, class);
-        Some((ticket, pushed_out))
+        Some((ticket, pushed_out.map(|lower| Criticality::ALL[lower])))
     }
 
     /// Grants the oldest waiter of the highest class at `now`, waking it. Whether there was
@@ -201,11 +230,16 @@ impl Queue {
         true
     }
 
-    /// Sends away every waiter that has waited `allowed` or longer by `now`, and every waiter
-    /// at the head of its class whose deadline has passed. How many left.
-    pub(crate) fn expire(&mut self, now: u64, allowed: u64) -> usize {
+    /// Sends away every waiter that has waited as long as its class [may](Self::allowed) by
+    /// `now`, and every waiter at the head of its class whose deadline has passed. How many
+    /// left.
+    pub(crate) fn expire(&mut self, now: u64) -> usize {
         let mut left = 0;
         for class in 0..Criticality::COUNT {
+            if self.heads[class] == NONE {
+                continue;
+            }
+            let allowed = self.allowed(Criticality::ALL[class], now);
             loop {
                 let index = self.heads[class];
                 if index == NONE {
@@ -227,16 +261,18 @@ impl Queue {
         left
     }
 
-    /// What `ticket`'s waiter finds at `now`: a waiter that has waited `allowed` or is past its
-    /// deadline leaves
-    /// now. A waiter that finds itself granted or gone gives its place back; one still waiting
-    /// is woken through `waker` when that changes.
-    pub(crate) fn poll(&mut self, ticket: Ticket, now: u64, allowed: u64, waker: &Waker) -> Turn {
+    /// What `ticket`'s waiter finds at `now`: a waiter that has waited as long as its class
+    /// [may](Self::allowed), or is past its deadline, leaves now. A waiter that finds itself
+    /// granted or gone gives its place back; one still waiting is woken through `waker` when
+    /// that changes.
+    pub(crate) fn poll(&mut self, ticket: Ticket, now: u64, waker: &Waker) -> Turn {
         let Some(place) = self.place_of(ticket) else {
             return Turn::Left(Left::PushedOut);
         };
         match place.state {
             State::Waiting => {
+                let allowed = self.allowed(place.class, now);
+                let place = &self.places[ticket.index as usize];
                 let reason = if now.saturating_sub(place.since) >= allowed {
                     Left::Timeout
                 } else if now >= place.leave_by {
@@ -248,9 +284,10 @@ impl Queue {
                     }
                     return Turn::Waiting;
                 };
+                let class = place.class;
                 self.unlink(ticket.index);
                 self.release(ticket.index);
-                self.left(reason, now);
+                self.left(class, reason, now);
                 Turn::Left(reason)
             }
             State::Granted => {
@@ -275,9 +312,7 @@ impl Queue {
             State::Waiting => {
                 self.unlink(ticket.index);
                 self.release(ticket.index);
-                if self.waiting == 0 {
-                    self.last_empty = now;
-                }
+                self.note_empty(now);
                 Cancelled::Waiting
             }
             State::Granted => {
@@ -302,23 +337,35 @@ impl Queue {
     fn settle(&mut self, index: u32, state: State, now: u64) {
         let place = &mut self.places[index as usize];
         place.state = state;
+        let class = place.class;
         if let Some(waker) = place.waker.take() {
             waker.wake();
         }
         match state {
-            State::Left(reason) => self.left(reason, now),
-            _ if self.waiting == 0 => self.last_empty = now,
-            _ => {}
+            State::Left(reason) => self.left(class, reason, now),
+            _ => self.note_empty(now),
         }
     }
 
-    /// Notes a waiter that left unserved at `now`, for [`standing`](Self::standing).
-    fn left(&mut self, reason: Left, now: u64) {
+    /// Notes a waiter of `class` that left unserved at `now`, for
+    /// [`standing`](Self::standing).
+    fn left(&mut self, class: Criticality, reason: Left, now: u64) {
         if reason == Left::Timeout {
-            self.last_timeout = Some(now);
+            for at_or_below in &mut self.last_timeout[..=class.index()] {
+                *at_or_below = Some(now);
+            }
         }
-        if self.waiting == 0 {
-            self.last_empty = now;
+        self.note_empty(now);
+    }
+
+    /// Notes, for each class, whether no request of that class or above waits at `now`.
+    fn note_empty(&mut self, now: u64) {
+        let mut waiting = false;
+        for class in (0..Criticality::COUNT).rev() {
+            waiting |= self.heads[class] != NONE;
+            if !waiting {
+                self.last_empty[class] = now;
+            }
         }
     }
 

@@ -4,11 +4,20 @@ use std::task::{Wake, Waker};
 
 use proptest::prelude::*;
 
-use super::{Cancelled, Left, Queue, State, Ticket, Turn};
+use super::{Cancelled, Left, Limits, Queue, State, Ticket, Turn};
 use crate::criticality::Criticality::{self, *};
 
 const NEVER: u64 = u64::MAX;
-const LONG: u64 = u64::MAX;
+/// Waits that never end.
+const OPEN: Limits = Limits {
+    target: u64::MAX,
+    interval: u64::MAX,
+};
+/// 5 while the queue stands for a class, 100 otherwise.
+const SHORT: Limits = Limits {
+    target: 5,
+    interval: 100,
+};
 
 /// Counts its wakes.
 #[derive(Default)]
@@ -26,12 +35,12 @@ fn counter() -> (Arc<Count>, Waker) {
 }
 
 fn look(queue: &mut Queue, ticket: Ticket, now: u64) -> Turn {
-    queue.poll(ticket, now, LONG, Waker::noop())
+    queue.poll(ticket, now, Waker::noop())
 }
 
 #[test]
 fn the_highest_class_goes_first_and_each_class_in_order() {
-    let mut queue = Queue::new(8);
+    let mut queue = Queue::new(8, OPEN);
     let shed_1 = queue.join(Sheddable, 1, NEVER, usize::MAX).unwrap().0;
     let crit_1 = queue.join(Critical, 2, NEVER, usize::MAX).unwrap().0;
     let shed_2 = queue.join(Sheddable, 3, NEVER, usize::MAX).unwrap().0;
@@ -57,12 +66,12 @@ fn the_highest_class_goes_first_and_each_class_in_order() {
 
 #[test]
 fn a_full_queue_pushes_out_the_newest_of_the_lowest_class_below() {
-    let mut queue = Queue::new(3);
+    let mut queue = Queue::new(3, OPEN);
     let (woken, waker) = counter();
     let old = queue.join(Sheddable, 1, NEVER, usize::MAX).unwrap().0;
     let newest = queue.join(Sheddable, 2, NEVER, usize::MAX).unwrap().0;
     let plus = queue.join(SheddablePlus, 3, NEVER, usize::MAX).unwrap().0;
-    assert_eq!(queue.poll(newest, 3, LONG, &waker), Turn::Waiting);
+    assert_eq!(queue.poll(newest, 3, &waker), Turn::Waiting);
     // A request of the lowest class finds no one below it.
     assert!(queue.join(Sheddable, 4, NEVER, usize::MAX).is_none());
     // A critical one pushes out the newest sheddable, not the sheddable-plus.
@@ -79,7 +88,7 @@ fn a_full_queue_pushes_out_the_newest_of_the_lowest_class_below() {
 
 #[test]
 fn a_queue_holding_its_room_takes_only_higher_classes() {
-    let mut queue = Queue::new(8);
+    let mut queue = Queue::new(8, OPEN);
     let _a = queue.join(Sheddable, 0, NEVER, 2).unwrap().0;
     let b = queue.join(Sheddable, 0, NEVER, 2).unwrap().0;
     assert!(queue.join(Sheddable, 0, NEVER, 2).is_none());
@@ -93,39 +102,40 @@ fn a_queue_holding_its_room_takes_only_higher_classes() {
 
 #[test]
 fn waiters_past_the_allowed_wait_or_their_deadline_leave() {
-    let mut queue = Queue::new(4);
+    let mut queue = Queue::new(4, SHORT);
     let (woken, waker) = counter();
     let first = queue.join(Critical, 10, NEVER, usize::MAX).unwrap().0;
     let second = queue.join(Critical, 20, NEVER, usize::MAX).unwrap().0;
     let due = queue.join(Sheddable, 20, 25, usize::MAX).unwrap().0;
-    assert_eq!(queue.poll(first, 20, 100, &waker), Turn::Waiting);
-    // At 112 only the first has waited more than 100.
-    assert_eq!(queue.expire(112, 100), 2);
+    assert_eq!(queue.poll(first, 20, &waker), Turn::Waiting);
+    assert_eq!(queue.expire(109), 1);
+    assert_eq!(look(&mut queue, due, 109), Turn::Left(Left::Deadline));
+    // At 110 the first has waited 100, and critical requests have waited without a break
+    // for as long: the queue stands for them, and the second, 90 into its wait, leaves too.
+    assert_eq!(queue.expire(110), 2);
     assert_eq!(woken.0.load(Ordering::Relaxed), 1);
-    assert_eq!(look(&mut queue, first, 112), Turn::Left(Left::Timeout));
-    assert_eq!(look(&mut queue, due, 112), Turn::Left(Left::Deadline));
-    assert_eq!(look(&mut queue, second, 112), Turn::Waiting);
-    // A waiter checks itself when it looks.
-    assert_eq!(
-        queue.poll(second, 121, 100, &waker),
-        Turn::Left(Left::Timeout)
-    );
+    assert_eq!(look(&mut queue, first, 110), Turn::Left(Left::Timeout));
+    assert_eq!(look(&mut queue, second, 110), Turn::Left(Left::Timeout));
+    // A waiter checks itself when it looks: the timeouts keep the queue standing.
+    let third = queue.join(Critical, 120, NEVER, usize::MAX).unwrap().0;
+    assert_eq!(queue.poll(third, 124, &waker), Turn::Waiting);
+    assert_eq!(queue.poll(third, 125, &waker), Turn::Left(Left::Timeout));
     assert_eq!(queue.len(), 0);
 }
 
 #[test]
 fn a_waiter_behind_the_head_sees_its_own_deadline() {
-    let mut queue = Queue::new(4);
+    let mut queue = Queue::new(4, OPEN);
     let head = queue.join(Critical, 0, NEVER, usize::MAX).unwrap().0;
     let due = queue.join(Critical, 1, 5, usize::MAX).unwrap().0;
-    assert_eq!(queue.expire(6, LONG), 0);
+    assert_eq!(queue.expire(6), 0);
     assert_eq!(look(&mut queue, due, 6), Turn::Left(Left::Deadline));
     assert_eq!(look(&mut queue, head, 6), Turn::Waiting);
 }
 
 #[test]
 fn cancelling_frees_the_place_and_returns_a_grant() {
-    let mut queue = Queue::new(2);
+    let mut queue = Queue::new(2, OPEN);
     let a = queue.join(Critical, 0, NEVER, usize::MAX).unwrap().0;
     let b = queue.join(Critical, 0, NEVER, usize::MAX).unwrap().0;
     assert_eq!(queue.cancel(b, 1), Cancelled::Waiting);
@@ -140,40 +150,75 @@ fn cancelling_frees_the_place_and_returns_a_grant() {
 
 #[test]
 fn the_queue_stands_once_it_was_not_empty_for_an_interval() {
-    let mut queue = Queue::new(4);
+    let mut queue = Queue::new(4, SHORT);
     let a = queue.join(Critical, 100, NEVER, usize::MAX).unwrap().0;
     let _b = queue.join(Critical, 140, NEVER, usize::MAX).unwrap().0;
     assert!(queue.grant_next(150));
     assert_eq!(look(&mut queue, a, 150), Turn::Granted);
     // One still waits: the busy spell goes on.
-    assert!(!queue.standing(199, 100));
-    assert!(queue.standing(200, 100));
+    assert!(!queue.standing(Critical, 199));
+    assert!(queue.standing(Critical, 200));
+    assert_eq!(queue.allowed(Critical, 200), 5);
     assert!(queue.grant_next(210));
-    assert!(!queue.standing(300, 100));
+    assert!(!queue.standing(Critical, 300));
+    assert_eq!(queue.allowed(Critical, 300), 100);
     let c = queue.join(Critical, 400, NEVER, usize::MAX).unwrap().0;
     assert_eq!(queue.cancel(c, 410), Cancelled::Waiting);
-    assert!(!queue.standing(600, 100));
+    assert!(!queue.standing(Critical, 600));
+}
+
+#[test]
+fn lower_classes_waiting_do_not_make_the_queue_stand_for_a_higher_one() {
+    let mut queue = Queue::new(4, SHORT);
+    let _shed = queue.join(Sheddable, 0, NEVER, usize::MAX).unwrap().0;
+    let critical = queue.join(Critical, 50, NEVER, usize::MAX).unwrap().0;
+    assert!(queue.grant_next(60));
+    assert_eq!(look(&mut queue, critical, 60), Turn::Granted);
+    // The sheddable request has waited 100 without a break: the queue stands for it, not for
+    // the critical class, none of which has waited since 60.
+    assert!(queue.standing(Sheddable, 100));
+    assert!(!queue.standing(Critical, 100));
+    let late = queue.join(Critical, 100, NEVER, usize::MAX).unwrap().0;
+    assert_eq!(look(&mut queue, late, 150), Turn::Waiting);
+    assert_eq!(queue.expire(150), 1);
+    // A sheddable timeout does not make it stand for the critical class either.
+    assert!(!queue.standing(Critical, 151));
+    assert_eq!(look(&mut queue, late, 199), Turn::Waiting);
+}
+
+#[test]
+fn a_push_out_does_not_break_the_lower_classes_busy_spell() {
+    let mut queue = Queue::new(1, SHORT);
+    let _shed = queue.join(Sheddable, 0, NEVER, usize::MAX).unwrap().0;
+    let (_critical, pushed_out) = queue.join(Critical, 60, NEVER, usize::MAX).unwrap();
+    assert_eq!(pushed_out, Some(Sheddable));
+    // Someone of the sheddable class or above has waited since 0, the critical class since 60.
+    assert!(queue.standing(Sheddable, 100));
+    assert!(!queue.standing(Critical, 100));
+    assert!(queue.standing(Critical, 160));
 }
 
 #[test]
 fn a_timeout_keeps_the_queue_standing_for_an_interval() {
-    let mut queue = Queue::new(4);
+    let mut queue = Queue::new(4, SHORT);
     let _a = queue.join(Critical, 0, NEVER, usize::MAX).unwrap().0;
-    assert_eq!(queue.expire(100, 100), 1);
+    assert_eq!(queue.expire(100), 1);
     assert_eq!(queue.len(), 0);
-    assert!(queue.standing(150, 100));
+    assert!(queue.standing(Critical, 150));
+    assert!(queue.standing(Sheddable, 150));
+    assert!(!queue.standing(CriticalPlus, 150));
     let b = queue.join(Critical, 160, NEVER, usize::MAX).unwrap().0;
     assert!(queue.grant_next(165));
     assert_eq!(look(&mut queue, b, 165), Turn::Granted);
-    assert!(queue.standing(170, 100));
-    assert!(!queue.standing(200, 100));
+    assert!(queue.standing(Critical, 170));
+    assert!(!queue.standing(Critical, 200));
 }
 
 #[derive(Clone, Debug)]
 enum Op {
     Join(usize, u64),
     Grant,
-    Expire(u64),
+    Expire,
     Poll(usize),
     Cancel(usize),
     Tick(u64),
@@ -183,7 +228,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (0..Criticality::COUNT, 0..50u64).prop_map(|(c, d)| Op::Join(c, d)),
         3 => Just(Op::Grant),
-        1 => (0..40u64).prop_map(Op::Expire),
+        1 => Just(Op::Expire),
         3 => (0..64usize).prop_map(Op::Poll),
         1 => (0..64usize).prop_map(Op::Cancel),
         2 => (0..10u64).prop_map(Op::Tick),
@@ -198,7 +243,7 @@ proptest! {
         capacity in 1u32..6,
         ops in proptest::collection::vec(op(), 1..200),
     ) {
-        let mut queue = Queue::new(capacity);
+        let mut queue = Queue::new(capacity, Limits { target: 10, interval: 40 });
         let mut now = 0;
         // Every ticket: its class, when it joined, and how it ended.
         let mut tickets: Vec<(Ticket, Criticality, u64, Option<Turn>)> = Vec::new();
@@ -230,14 +275,14 @@ proptest! {
                         prop_assert_eq!(queue.state(tickets[best].0), Some(State::Granted));
                     }
                 }
-                Op::Expire(allowed) => {
-                    queue.expire(now, allowed);
+                Op::Expire => {
+                    queue.expire(now);
                 }
                 Op::Poll(i) | Op::Cancel(i) if tickets.is_empty() => { let _ = i; }
                 Op::Poll(i) => {
                     let i = i % tickets.len();
                     if tickets[i].3.is_none() {
-                        let turn = queue.poll(tickets[i].0, now, LONG, Waker::noop());
+                        let turn = queue.poll(tickets[i].0, now, Waker::noop());
                         if turn != Turn::Waiting {
                             tickets[i].3 = Some(turn);
                         }
@@ -256,11 +301,13 @@ proptest! {
             prop_assert!(queue.len() <= open);
             prop_assert!(queue.len() <= capacity as usize);
         }
-        // Every open ticket ends exactly once, and then stays ended.
+        // Every open ticket ends exactly once once its longest wait is over, and then stays
+        // ended.
+        now += 40;
         for ticket in tickets.iter_mut().filter(|t| t.3.is_none()) {
-            let turn = queue.poll(ticket.0, now, 0, Waker::noop());
+            let turn = queue.poll(ticket.0, now, Waker::noop());
             prop_assert_ne!(turn, Turn::Waiting);
-            let again = queue.poll(ticket.0, now, 0, Waker::noop());
+            let again = queue.poll(ticket.0, now, Waker::noop());
             prop_assert_eq!(again, Turn::Left(Left::PushedOut));
         }
         prop_assert_eq!(queue.len(), 0);

@@ -1,6 +1,6 @@
-//! The criticality run: critical and sheddable requests together at 2, 4 and 10 × the
-//! capacity, and a spike of the sheddable class alone, for admit without and with classes,
-//! each run on a fresh server.
+//! The criticality run: the critical class at a fixed rate (0.2 × the capacity), the sheddable
+//! class filling the load to 2, 4 and 10 × the capacity, and a spike of the sheddable class
+//! alone, for admit without and with classes, each run on a fresh server.
 
 mod mix;
 mod report;
@@ -25,7 +25,8 @@ pub(crate) struct ClassesArgs {
     /// Offered loads, as multiples of the capacity.
     #[arg(long, value_delimiter = ',', default_value = "2,4,10", value_parser = positive)]
     loads: Vec<f64>,
-    /// The critical requests' share of every load (the others are sheddable).
+    /// The critical requests' rate, as a multiple of the capacity: the same at every load, so
+    /// that it always fits; the sheddable class fills the rest of each load.
     #[arg(long, default_value_t = 0.2, value_parser = share)]
     critical: f64,
     /// The spike: the sheddable class at this many times its rate, from 0.8 × capacity.
@@ -121,7 +122,7 @@ async fn run_style(
     };
     println!("\n=== work {style:?}: capacity {capacity:.0}/s ===");
     let schedule = args.run.schedule();
-    // The critical class alone at its rate at 1 × capacity: the latency it has uncontended.
+    // The critical class alone at its rate: the latency it has uncontended.
     let classed = args.server(Policy::AdmitClasses, style, burn);
     let alone = Mix {
         critical: args.critical,
@@ -135,8 +136,8 @@ async fn run_style(
         let mut runs = PolicyRuns::new(policy);
         for &load in &args.loads {
             let mix = Mix {
-                critical: args.critical * load,
-                sheddable: (1.0 - args.critical) * load,
+                critical: args.critical,
+                sheddable: (load - args.critical).max(0.0),
             };
             let point = mix::run(&server, pinned, capacity, mix, schedule).await?;
             println!("{}", report::line(&policy.label(), &point));

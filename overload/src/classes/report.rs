@@ -14,8 +14,8 @@ use crate::{BoxError, flag_value};
 /// Everything the run measured, as `classes.json` holds it.
 #[derive(Debug, serde::Serialize)]
 pub(crate) struct Report {
-    /// The critical requests' share of each load.
-    pub(crate) critical_share: f64,
+    /// The critical requests' rate at every load, as a multiple of the capacity.
+    pub(crate) critical_load: f64,
     pub(crate) work_ms: f64,
     pub(crate) deadline_ms: f64,
     pub(crate) warm_seconds: u64,
@@ -29,7 +29,7 @@ pub(crate) struct Report {
 pub(crate) struct Classes {
     pub(crate) style: Style,
     pub(crate) capacity: f64,
-    /// The critical class alone at its rate at 1 × capacity.
+    /// The critical class alone at its rate.
     pub(crate) uncontended: ClassPoint,
     pub(crate) runs: Vec<PolicyRuns>,
 }
@@ -105,7 +105,7 @@ pub(crate) fn spike_line(label: &str, spike: &Spike) -> String {
 impl Report {
     pub(crate) fn new(args: &ClassesArgs) -> Report {
         Report {
-            critical_share: args.critical,
+            critical_load: args.critical,
             work_ms: args.run.work_ms,
             deadline_ms: args.run.deadline_ms,
             warm_seconds: args.run.warm_seconds,

@@ -51,8 +51,8 @@ pub(crate) async fn run(
     args: &ClassesArgs,
 ) -> Result<Spike, BoxError> {
     let seconds = |s: u64| Duration::from_secs(s);
-    let critical = args.critical * BASE * capacity;
-    let sheddable = (1.0 - args.critical) * BASE * capacity;
+    let critical = args.critical * capacity;
+    let sheddable = (BASE - args.critical).max(0.0) * capacity;
     let traces = [
         Some(Trace::constant(critical, seconds(BEFORE + DURING + AFTER))?),
         Some(
