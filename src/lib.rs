@@ -22,6 +22,8 @@
 //! - [`clock`]: the injectable time source every limiter reads, including a [`clock::ManualClock`]
 //!   that makes tests deterministic.
 //! - [`criticality`]: request classes; the shedder refuses the least important first.
+//! - `bound` (features `tower` and `tokio`): a bound on the work in service from the first
+//!   request, and a short queue in front of it that serves the most important requests first.
 //! - `drain` (feature `tokio`): graceful drain on scale-in.
 //! - `metrics` (feature `metrics`): what the limiters count, through the `metrics` facade.
 //!
@@ -41,7 +43,7 @@
 //! | `tower` | yes | [`middleware`] ([`shed::ShedLayer`], [`warmup::WarmUpLayer`]), [`respond`] |
 //! | `http` | yes | answering refusals with HTTP responses, go-zero's HTTP and gRPC classifiers, `RequestStart`, `drain::DrainLayer` |
 //! | `tonic` | no | answering refusals with `tonic::Status`, `From` conversions into it, [`warmup::WarmUpInterceptor`] |
-//! | `tokio` | yes | [`warmup::WarmUp::acquire`]: waiting for permits on tokio's timer; the runtime lag probe's task; [`drain`] (graceful drain) |
+//! | `tokio` | yes | [`warmup::WarmUp::acquire`]: waiting for permits on tokio's timer; the runtime lag probe's task; [`drain`] (graceful drain); with `tower`, [`bound`] |
 //! | `axum` | no | `drain::Drain::listener`: an axum listener whose connections the drain counts |
 //! | `signal` | no | `drain::Drain::handle_signals`: SIGTERM starts the drain, SIGINT or a second signal skips its delay, a later one exits |
 //! | `metrics` | no | [`metrics`]: publishing what the limiters count through the `metrics` facade |

@@ -1,9 +1,8 @@
 //! The bound on the work in service, and the queue in front of it.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
-
-use std::borrow::Cow;
 
 use super::control::{self, WINDOW, Window};
 use super::error::Why;
@@ -220,7 +219,7 @@ impl<C: Clock> Bound<C> {
             }
         };
         let mut queue = self.lock();
-        self.expire(&mut queue, now);
+        queue.expire(now);
         if queue.len() == 0 && self.try_take() {
             return Entry::Now;
         }
@@ -266,7 +265,7 @@ impl<C: Clock> Bound<C> {
         store_load_barrier();
         if self.waiting.load(Ordering::SeqCst) > 0 {
             let mut queue = self.lock();
-            self.expire(&mut queue, now);
+            queue.expire(now);
             self.grant_while_room(&mut queue, now);
         }
     }
@@ -323,10 +322,6 @@ impl<C: Clock> Bound<C> {
         usize::try_from(served).unwrap_or(usize::MAX).max(1)
     }
 
-    fn expire(&self, queue: &mut Queue, now: u64) {
-        queue.expire(now);
-    }
-
     /// Grants waiters, highest class first, while the bound has room, and publishes how many
     /// still wait.
     fn grant_while_room(&self, queue: &mut Queue, now: u64) {
@@ -371,7 +366,7 @@ impl<C: Clock> Bound<C> {
             Cancelled::Left(Left::PushedOut) => {}
             Cancelled::Left(reason) => self.count_left(class, reason),
         }
-        self.expire(&mut queue, now);
+        queue.expire(now);
         self.grant_while_room(&mut queue, now);
     }
 

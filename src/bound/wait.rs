@@ -23,7 +23,12 @@ pin_project! {
     /// place already granted to the next waiter).
     ///
     /// Inside a tokio runtime it wakes itself when its longest allowed wait ends; elsewhere it
-    /// learns it from the bound's next decision.
+    /// learns it from the bound's next decision or completion.
+    ///
+    /// # Panics
+    ///
+    /// Made inside a tokio runtime whose timer is off (built without `enable_time`;
+    /// `#[tokio::main]` turns it on), as `tokio::time::sleep` does.
     #[must_use = "a waiting request leaves the queue when dropped"]
     pub struct Waiting<C>
     where

@@ -28,7 +28,10 @@ use crate::respond::BoxErrorResponder;
 /// readiness, so idle connections hold nothing. A refused request leaves nothing reserved in
 /// the inner service either: the service replaces it with a fresh clone, dropping what its
 /// `poll_ready` reserved (a `ConcurrencyLimit`'s permit, a `Buffer`'s slot), so the inner
-/// service must be `Clone`. An admitted request holds the limiter's permit
+/// service must be `Clone`. A request the limiter makes wait (a
+/// [`Bound`](crate::bound::Bound)'s queue) takes the ready inner service along, with what its
+/// `poll_ready` reserved, and calls it when its wait ends; the layer keeps a fresh clone. An
+/// admitted request holds the limiter's permit
 /// in the response future until the inner service answers, or with [`http`](Self::http),
 /// [`grpc`](Self::grpc) or [`until_body_end`](Self::until_body_end) in the response body until
 /// its last frame ([`AtBodyEnd`](super::AtBodyEnd)), so that a streamed response counts in

@@ -6,8 +6,11 @@
 //! permit in the [`ResponseFuture`] until the inner service answers, when a [classifier](classify)
 //! turns the answer into an [`Outcome`] the permit records, or, with [`AtBodyEnd`], in the
 //! response's [`AdmitBody`] until its last frame; a refusal is answered by a
-//! [responder](crate::respond). [`ShedLayer`](crate::shed::ShedLayer),
-//! [`WarmUpLayer`](crate::warmup::WarmUpLayer) and [`DrainLayer`](crate::drain::DrainLayer) are
+//! [responder](crate::respond). A limiter may also make a request wait
+//! ([`Admission::Wait`]): the response future then holds the request and the ready inner
+//! service until the wait resolves to a permit or a refusal.
+//! [`ShedLayer`](crate::shed::ShedLayer), [`WarmUpLayer`](crate::warmup::WarmUpLayer),
+//! [`DrainLayer`](crate::drain::DrainLayer) and [`BoundLayer`](crate::bound::BoundLayer) are
 //! [`AdmitLayer`] with admit's limiters.
 //!
 //! | piece | role |
