@@ -112,8 +112,13 @@ impl<C: Clock + ?Sized> Clock for Box<C> {
 }
 
 /// Converts a duration to whole nanoseconds, saturating at `u64::MAX` (about 584 years).
-fn saturating_nanos(duration: Duration) -> u64 {
-    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+pub(crate) const fn saturating_nanos(duration: Duration) -> u64 {
+    let nanos = duration.as_nanos();
+    if nanos > u64::MAX as u128 {
+        u64::MAX
+    } else {
+        nanos as u64
+    }
 }
 
 /// The operating system's monotonic clock, counted from the moment the clock was created.

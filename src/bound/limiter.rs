@@ -8,7 +8,7 @@ use super::control::{self, WINDOW, Window};
 use super::error::Why;
 use super::queue::{Cancelled, Left, Limits, Queue};
 use super::snapshot::{BoundSnapshot, WaitCounts};
-use crate::clock::{Clock, MonotonicClock};
+use crate::clock::{Clock, MonotonicClock, saturating_nanos};
 use crate::criticality::Criticality;
 use crate::signal::Arrival;
 use crate::signal::cpu::CpuWait;
@@ -114,17 +114,17 @@ impl<C: Clock> Bound<C> {
             floor,
             ceiling: u64::from(settings.ceiling),
             window: Line::new(Tally {
-                next_move: AtomicU64::new(now.saturating_add(nanos(WINDOW))),
+                next_move: AtomicU64::new(now.saturating_add(saturating_nanos(WINDOW))),
                 ..Tally::default()
             }),
             queue: Mutex::new(Queue::new(
                 settings.capacity,
                 Limits {
-                    target: nanos(settings.target),
-                    interval: nanos(settings.interval),
+                    target: saturating_nanos(settings.target),
+                    interval: saturating_nanos(settings.interval),
                 },
             )),
-            interval: nanos(settings.interval),
+            interval: saturating_nanos(settings.interval),
             counts: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
             offered: Striped::new(),
             name: settings.name,
@@ -133,17 +133,17 @@ impl<C: Clock> Bound<C> {
     }
 
     /// The bound now: how many requests may be in service.
-    pub fn limit(&self) -> u64 {
+    pub(crate) fn limit(&self) -> u64 {
         self.limit.load(Ordering::Relaxed)
     }
 
     /// How many requests are in service.
-    pub fn in_service(&self) -> u64 {
+    pub(crate) fn in_service(&self) -> u64 {
         self.in_service.load(Ordering::Relaxed)
     }
 
     /// How many requests wait.
-    pub fn waiting(&self) -> u64 {
+    pub(crate) fn waiting(&self) -> u64 {
         self.waiting.load(Ordering::Relaxed)
     }
 
@@ -259,7 +259,7 @@ impl<C: Clock> Bound<C> {
     /// work waited `cpu_wait` for a CPU (`None`: cancelled, it teaches nothing).
     pub(crate) fn finish(&self, now: u64, service: Option<(u64, CpuWait)>) {
         if let Some((service, cpu_wait)) = service {
-            self.record(now, service, nanos(cpu_wait.0));
+            self.record(now, service, saturating_nanos(cpu_wait.0));
         }
         self.in_service.fetch_sub(1, Ordering::SeqCst);
         store_load_barrier();
@@ -281,7 +281,7 @@ impl<C: Clock> Bound<C> {
                 .next_move
                 .compare_exchange(
                     due,
-                    now.saturating_add(nanos(WINDOW)),
+                    now.saturating_add(saturating_nanos(WINDOW)),
                     Ordering::Relaxed,
                     Ordering::Relaxed,
                 )
@@ -390,11 +390,6 @@ impl<C: Clock> Bound<C> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-}
-
-/// A duration in ns, saturating.
-fn nanos(duration: Duration) -> u64 {
-    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
 
 impl<C> fmt::Debug for Bound<C> {

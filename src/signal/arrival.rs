@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::clock::saturating_nanos;
 use crate::criticality::Criticality;
 use crate::signal::queue::header::HeaderError;
 
@@ -186,16 +187,6 @@ impl Arrival {
                 None => other.time_left_nanos,
             },
         }
-    }
-}
-
-/// `duration` in nanoseconds, `u64::MAX` beyond.
-const fn saturating_nanos(duration: Duration) -> u64 {
-    let nanos = duration.as_nanos();
-    if nanos > u64::MAX as u128 {
-        u64::MAX
-    } else {
-        nanos as u64
     }
 }
 

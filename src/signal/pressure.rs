@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::Cause;
+use crate::clock::saturating_nanos;
 
 /// One signal's reading: whether the system is overloaded, which share of the concurrency the
 /// service has proven to carry may still be admitted (the headroom), whether the request it was
@@ -27,16 +28,6 @@ pub struct Pressure {
 
 /// The rank bit of a reading that refuses: above every cause's.
 const REFUSES: u8 = 0x80;
-
-/// `duration` in ns, saturating (584 years).
-const fn saturating_nanos(duration: Duration) -> u64 {
-    let nanos = duration.as_nanos();
-    if nanos > u64::MAX as u128 {
-        u64::MAX
-    } else {
-        nanos as u64
-    }
-}
 
 impl Pressure {
     /// No pressure, full headroom.
