@@ -82,7 +82,10 @@ fn the_bound_allocates_nothing_per_request() {
         "{allocations} allocations for {entered} entered, {waited} waited, {refused} refused"
     );
     assert_eq!((waited, refused), (2_000, 2_000));
-    assert_eq!((bound.in_service(), bound.waiting()), (0, 0));
+    assert_eq!(
+        (bound.snapshot().in_service, bound.snapshot().waiting),
+        (0, 0)
+    );
     let critical = bound.snapshot().classes[2];
     assert_eq!(
         (critical.waited, critical.entered, critical.full),

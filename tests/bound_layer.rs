@@ -99,7 +99,10 @@ async fn requests_beyond_the_bound_wait_and_enter_highest_class_first() {
     settle().await;
     let critical = send(&router, work(10, "critical"));
     settle().await;
-    assert_eq!((bound.in_service(), bound.waiting()), (1, 2));
+    assert_eq!(
+        (bound.snapshot().in_service, bound.snapshot().waiting),
+        (1, 2)
+    );
     let (first, sheddable, critical) = (
         first.await.unwrap(),
         sheddable.await.unwrap(),
@@ -112,7 +115,10 @@ async fn requests_beyond_the_bound_wait_and_enter_highest_class_first() {
     assert_eq!(first.2 - start, Duration::from_millis(50));
     assert_eq!(critical.2 - start, Duration::from_millis(60));
     assert_eq!(sheddable.2 - start, Duration::from_millis(70));
-    assert_eq!((bound.in_service(), bound.waiting()), (0, 0));
+    assert_eq!(
+        (bound.snapshot().in_service, bound.snapshot().waiting),
+        (0, 0)
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -127,7 +133,7 @@ async fn a_wait_that_runs_out_is_answered_503_with_its_reason() {
     assert_eq!(reason, "bound-timeout");
     // The longest wait while the queue has not stayed busy: 100 ms.
     assert_eq!(at - start, Duration::from_millis(100));
-    assert_eq!(bound.waiting(), 0);
+    assert_eq!(bound.snapshot().waiting, 0);
     assert_eq!(long.await.unwrap().0, StatusCode::OK);
 }
 
@@ -174,10 +180,10 @@ async fn a_full_queue_pushes_out_the_lower_class_and_a_dropped_waiter_leaves() {
         (status, reason.as_str()),
         (StatusCode::SERVICE_UNAVAILABLE, "bound-pushed-out")
     );
-    assert_eq!(bound.waiting(), 1);
+    assert_eq!(bound.snapshot().waiting, 1);
     // Dropped while waiting, it leaves at once.
     drop(critical);
-    assert_eq!(bound.waiting(), 0);
+    assert_eq!(bound.snapshot().waiting, 0);
 }
 
 /// Polls `future` once: its output if it was ready.

@@ -32,7 +32,7 @@ const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
 ///     .queue_capacity(128)
 ///     .wait_limits(Duration::from_millis(10), Duration::from_millis(200))
 ///     .build()?;
-/// assert_eq!(bound.limit(), 2);
+/// assert_eq!(bound.snapshot().limit, 2);
 /// # Ok::<(), admit::ConfigError>(())
 /// ```
 #[derive(Debug)]

@@ -23,9 +23,8 @@ pub enum Why {
 }
 
 impl Why {
-    /// The refusal's reason token: `bound-full`, `bound-pushed-out`, `bound-timeout` or
-    /// `deadline`.
-    pub const fn as_str(&self) -> &'static str {
+    /// The refusal's reason token ([`Refusal::reason`]).
+    const fn as_str(&self) -> &'static str {
         match self {
             Why::Full => "bound-full",
             Why::PushedOut => "bound-pushed-out",
@@ -88,6 +87,7 @@ impl Refusal for Busy {
         self.retry_after
     }
 
+    /// `bound-full`, `bound-pushed-out`, `bound-timeout` or `deadline`.
     fn reason(&self) -> &'static str {
         self.why.as_str()
     }
