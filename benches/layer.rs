@@ -84,16 +84,14 @@ use std::sync::{Arc, Barrier};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use admit::Shared;
-use admit::bound::{Bound, BoundLayer, BoundPermit};
+use admit::bound::{Bound, BoundLayer};
 use admit::clock::{Clock, MonotonicClock};
 use admit::metrics::Reporter;
-use admit::middleware::{Admission, CriticalityFrom, Limiter};
+use admit::middleware::CriticalityFrom;
 use admit::shed::ShedLayer;
-use admit::signal::Arrival;
 use admit::warmup::sentinel::SentinelWarmUp;
 use admit::warmup::{WarmUp, WarmUpLayer};
-use admit_benches::{coarse_clock, named_shedder, shedder, two_classes};
+use admit_benches::{coarse_clock, full_bound, named_shedder, shedder, two_classes};
 use bytes::Bytes;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
@@ -195,23 +193,6 @@ fn open_bound() -> Bound {
         .floor(1 << 20)
         .build()
         .expect("valid configuration")
-}
-
-/// A bound of one place, held by the permit returned beside it, and no queue: every request is
-/// refused (`bound-full`).
-fn full_bound() -> (Arc<Bound>, BoundPermit<MonotonicClock>) {
-    let bound = Arc::new(
-        Bound::builder()
-            .floor(1)
-            .ceiling(1)
-            .queue_capacity(0)
-            .build()
-            .expect("valid configuration"),
-    );
-    let Admission::Enter(held) = Bound::admit(&Shared::Arc(bound.clone()), Arrival::new()) else {
-        panic!("the first request enters");
-    };
-    (bound, held)
 }
 
 /// A bucket at 10 permits/s (3 while cold) whose window is used up.

@@ -8,9 +8,13 @@ use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 
-use admit::clock::{Clock, CoarseClock};
+use admit::Shared;
+use admit::bound::{Bound, BoundPermit};
+use admit::clock::{Clock, CoarseClock, MonotonicClock};
 use admit::criticality::Criticality;
+use admit::middleware::{Admission, Limiter};
 use admit::shed::Shedder;
+use admit::signal::Arrival;
 use admit::signal::cpu::ManualCpu;
 
 /// Runs `call` `iters` times on each of two threads at once and returns the wall time: with
@@ -116,4 +120,21 @@ fn build_shedder<C: Clock + 'static>(
         assert!(shedder.allow().is_err(), "the shedder refuses");
     }
     shedder
+}
+
+/// A bound of one place, held by the permit returned beside it, and no queue: every request is
+/// refused (`bound-full`).
+pub fn full_bound() -> (Arc<Bound>, BoundPermit<MonotonicClock>) {
+    let bound = Arc::new(
+        Bound::builder()
+            .floor(1)
+            .ceiling(1)
+            .queue_capacity(0)
+            .build()
+            .expect("valid configuration"),
+    );
+    let Admission::Enter(held) = Bound::admit(&Shared::Arc(bound.clone()), Arrival::new()) else {
+        panic!("the first request enters");
+    };
+    (bound, held)
 }
