@@ -19,7 +19,8 @@ use crate::server::ServeArgs;
 
 /// How long the measurement keeps the server saturated, after a second to settle.
 pub(crate) const MEASURED: Duration = Duration::from_secs(3);
-/// Requests kept outstanding: enough that the core never waits for one.
+/// Requests kept outstanding beyond those awaiting I/O: enough that the core never waits for
+/// one.
 const CLIENTS: usize = 6;
 
 /// Requests completed per second by a warm, unprotected server with `server`'s work, kept
@@ -40,7 +41,9 @@ pub(crate) async fn measure(server: &ServeArgs, pinned: bool) -> Result<f64, Box
         start + Duration::from_secs(1) + MEASURED,
     );
     let done = Arc::new(AtomicU64::new(0));
-    let clients: Vec<_> = (0..CLIENTS)
+    // Twice as many as the core's nominal capacity keeps awaiting I/O.
+    let awaiting = 2.0 * server.io_wait().as_secs_f64() * 1e3 / server.work_ms;
+    let clients: Vec<_> = (0..CLIENTS + awaiting.ceil() as usize)
         .map(|_| {
             let (client, work, done) = (client.clone(), work.clone(), Arc::clone(&done));
             tokio::spawn(async move {

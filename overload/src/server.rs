@@ -38,7 +38,24 @@ pub(crate) enum Style {
     Blocking,
     /// Inside the async handler: the anti-pattern that hides the queue in tokio's run queue.
     Inline,
+    /// I/O-bound: awaits [`IO_WAIT`] (a call to another service), then does its CPU work
+    /// inside the async handler, as a handler that formats an answer does.
+    Io,
 }
+
+impl Style {
+    /// How the charts and tables name it.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Style::Blocking => "on spawn_blocking",
+            Style::Inline => "inline",
+            Style::Io => "I/O-bound",
+        }
+    }
+}
+
+/// What an I/O-bound request awaits before its CPU work.
+pub(crate) const IO_WAIT: Duration = Duration::from_millis(20);
 
 /// Requests cost this many times their steady cost when the server has just started.
 const COLD_FACTOR: f64 = 3.0;
@@ -91,6 +108,21 @@ impl ServeArgs {
     fn nominal_capacity(&self) -> f64 {
         1000.0 / self.work_ms
     }
+
+    /// What a request waits for besides the CPU.
+    pub(crate) fn io_wait(&self) -> Duration {
+        if self.style == Style::Io {
+            IO_WAIT
+        } else {
+            Duration::ZERO
+        }
+    }
+
+    /// The latency a protected server should keep its requests under: ten mean service times
+    /// (the CPU work and any wait for I/O).
+    pub(crate) fn latency_target(&self) -> Duration {
+        10 * (self.io_wait() + Duration::from_secs_f64(self.work_ms / 1e3))
+    }
 }
 
 /// What the handlers share.
@@ -132,7 +164,10 @@ impl Server {
 async fn work(State(server): State<Arc<Server>>, headers: HeaderMap) -> Response {
     let iterations = server.work.iterations_here(server.started.elapsed(), SEED);
     server.in_flight.fetch_add(1, Ordering::Relaxed);
-    if server.style == Style::Inline {
+    if server.style == Style::Io {
+        tokio::time::sleep(IO_WAIT).await;
+    }
+    if server.style != Style::Blocking {
         // The worker thread is busy until the work is done; the requests behind it wait in
         // tokio's run queue, unseen by any in-flight count.
         return (Extension(server.burn(iterations)), StatusCode::OK).into_response();
@@ -320,17 +355,14 @@ fn protect(
                 )),
         ),
         // An EWMA weight of 0.25 per request; the target average latency is the protocol's
-        // p99 target, ten mean service times.
+        // p99 target.
         Policy::LittleLoadShedder => app.layer(
             ServiceBuilder::new()
                 .map_response(|answer: LoadShedResponse<Response>| match answer {
                     LoadShedResponse::Inner(response) => response,
                     LoadShedResponse::Overload => refusal(),
                 })
-                .layer(LoadShedLayer::new(
-                    0.25,
-                    Duration::from_secs_f64(10.0 * args.work_ms / 1e3),
-                ))
+                .layer(LoadShedLayer::new(0.25, args.latency_target()))
                 .map_err(|never: Infallible| match never {}),
         ),
         // Requests beyond the bound wait in its queue, by class.

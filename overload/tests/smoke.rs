@@ -39,7 +39,7 @@ fn the_protocol_measures_two_points_and_writes_its_report() {
         "protocol",
         "--loads=0.5,2",
         "--distributions=bimodal",
-        "--styles=blocking",
+        "--styles=blocking,io",
         "--peers=admit,gate-bound",
         "--no-sweep",
         "--no-step",
@@ -53,31 +53,40 @@ fn the_protocol_measures_two_points_and_writes_its_report() {
     ]);
     assert!(stdout.contains("goodput, % of capacity"), "{stdout}");
     let report = json(&dir.join("protocol.json"));
-    let curves = &report["curves"][0];
-    assert_eq!(curves["distribution"], "bimodal");
-    assert_eq!(curves["capacity"], 200.0);
-    let policies = curves["curves"].as_array().expect("a curve per peer");
-    assert_eq!(policies.len(), 2);
-    for point_and_load in policies.iter().flat_map(|curve| {
-        let points = curve["points"].as_array().expect("points");
-        assert_eq!(points.len(), 2);
-        points.iter().zip([0.5, 2.0])
-    }) {
-        let (point, load) = point_and_load;
-        assert_eq!(point["load"], load);
-        // A Poisson second at 100/s or 400/s: well within a factor of two of its rate.
-        let offered = point["offered_per_s"].as_f64().expect("a rate");
-        assert!(
-            offered > 0.5 * load * 200.0 && offered < 2.0 * load * 200.0,
-            "{point}"
-        );
-        assert!(point["refusal_reasons"].is_object(), "{point}");
-        for share in ["goodput", "refused", "timed_out"] {
-            let share = point[share].as_f64().expect("a share");
-            assert!((0.0..=2.0 * load).contains(&share), "{point}");
+    for (curves, style) in report["curves"]
+        .as_array()
+        .expect("curves per style")
+        .iter()
+        .zip(["blocking", "io"])
+    {
+        assert_eq!(curves["style"], style);
+        assert_eq!(curves["distribution"], "bimodal");
+        assert_eq!(curves["capacity"], 200.0);
+        let policies = curves["curves"].as_array().expect("a curve per peer");
+        assert_eq!(policies.len(), 2);
+        for point_and_load in policies.iter().flat_map(|curve| {
+            let points = curve["points"].as_array().expect("points");
+            assert_eq!(points.len(), 2);
+            points.iter().zip([0.5, 2.0])
+        }) {
+            let (point, load) = point_and_load;
+            assert_eq!(point["load"], load);
+            // A Poisson second at 100/s or 400/s: well within a factor of two of its rate.
+            let offered = point["offered_per_s"].as_f64().expect("a rate");
+            assert!(
+                offered > 0.5 * load * 200.0 && offered < 2.0 * load * 200.0,
+                "{point}"
+            );
+            assert!(point["refusal_reasons"].is_object(), "{point}");
+            for share in ["goodput", "refused", "timed_out"] {
+                let share = point[share].as_f64().expect("a share");
+                assert!((0.0..=2.0 * load).contains(&share), "{point}");
+            }
         }
     }
+    assert_eq!(report["curves"].as_array().map(Vec::len), Some(2));
     assert!(is_svg(&dir.join("curves-bimodal-blocking.svg")));
+    assert!(is_svg(&dir.join("curves-bimodal-io.svg")));
     assert!(report["transients"].is_null());
 }
 

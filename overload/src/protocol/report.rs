@@ -180,11 +180,7 @@ impl Curves {
         let setting = format!(
             "{} service times, work {}, capacity {:.0}/s",
             flag_value(self.distribution),
-            if self.style == Style::Blocking {
-                "on spawn_blocking"
-            } else {
-                "inline"
-            },
+            self.style.describe(),
             self.capacity
         );
         let offered = Axis::log("offered load, × capacity");
