@@ -43,6 +43,8 @@ pub struct BoundBuilder<C> {
     capacity: u32,
     target: Duration,
     interval: Duration,
+    /// Whether [`wait_limits`](Self::wait_limits) fixed the target.
+    fixed_target: bool,
     name: Option<Cow<'static, str>>,
     clock: C,
 }
@@ -58,6 +60,7 @@ impl Bound<MonotonicClock> {
             capacity: DEFAULT_CAPACITY,
             target: DEFAULT_TARGET,
             interval: DEFAULT_INTERVAL,
+            fixed_target: false,
             name: None,
             clock: MonotonicClock::new(),
         }
@@ -88,10 +91,13 @@ impl<C: Clock> BoundBuilder<C> {
 
     /// How long a request may wait: `target` while the queue stands for its class (requests of
     /// its class or above have waited without a break for `interval`, or one timed out within
-    /// the last `interval`), `interval` otherwise (default 5 ms and 100 ms).
+    /// the last `interval`), `interval` otherwise. Without this setting, the interval is
+    /// 100 ms and the target follows the requests: twenty recent mean times in service, at
+    /// least 5 ms and at most the interval.
     pub fn wait_limits(mut self, target: Duration, interval: Duration) -> Self {
         self.target = target;
         self.interval = interval;
+        self.fixed_target = true;
         self
     }
 
@@ -110,6 +116,7 @@ impl<C: Clock> BoundBuilder<C> {
             capacity: self.capacity,
             target: self.target,
             interval: self.interval,
+            fixed_target: self.fixed_target,
             name: self.name,
             clock,
         }
@@ -161,6 +168,7 @@ impl<C: Clock> BoundBuilder<C> {
             capacity: self.capacity,
             target: self.target,
             interval: self.interval,
+            follow_service: !self.fixed_target,
             name: self.name,
             clock: self.clock,
         }))

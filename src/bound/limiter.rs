@@ -24,7 +24,8 @@ use crate::sync::{
 /// bound serves within the wait allowed) makes room for a request by pushing out the newest
 /// waiter of the lowest class below it, or refuses it. A waiter leaves with a refusal
 /// ([`Busy`](super::Busy)) once it has waited as long as the queue allows (controlled delay:
-/// `target` while the queue stands for its class, `interval` otherwise), or once its deadline
+/// a target while the queue stands for its class, by default twenty mean times in service but
+/// at least 5 ms, and an interval, 100 ms, otherwise), or once its deadline
 /// ([`Arrival::with_time_left`]) can no longer be met; one whose future is dropped leaves at
 /// once.
 ///
@@ -45,6 +46,8 @@ pub struct Bound<C = MonotonicClock> {
     queue: Mutex<Queue>,
     /// The longest a request may wait (controlled delay's interval), ns.
     interval: u64,
+    /// Whether the standing target follows the mean time in service.
+    follow_service: bool,
     /// What became of the requests that could not enter at once, by class and [`Count`].
     counts: [[AtomicU64; Count::ALL]; Criticality::COUNT],
     offered: Striped<1>,
@@ -99,6 +102,8 @@ pub(crate) struct Settings<C> {
     pub(crate) capacity: u32,
     pub(crate) target: Duration,
     pub(crate) interval: Duration,
+    /// Whether the standing target follows the mean time in service.
+    pub(crate) follow_service: bool,
     pub(crate) name: Option<Cow<'static, str>>,
     pub(crate) clock: C,
 }
@@ -125,6 +130,7 @@ impl<C: Clock> Bound<C> {
                 },
             )),
             interval: saturating_nanos(settings.interval),
+            follow_service: settings.follow_service,
             counts: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
             offered: Striped::new(),
             name: settings.name,
@@ -303,6 +309,13 @@ impl<C: Clock> Bound<C> {
         let done = tally.done.swap(0, Ordering::Relaxed);
         if let Some(mean) = window.service_nanos.checked_div(done) {
             tally.mean_service.store(mean, Ordering::Relaxed);
+            // Never waits for the queue's lock: while it is taken, the target follows at a
+            // later window.
+            if self.follow_service
+                && let Ok(mut queue) = self.queue.try_lock()
+            {
+                queue.follow_service(mean);
+            }
         }
         let limit = self.limit.load(Ordering::Relaxed);
         let next = control::next(limit, self.floor, self.ceiling, window);

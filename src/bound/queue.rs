@@ -90,12 +90,19 @@ pub(crate) struct Queue {
     tails: [u32; Criticality::COUNT],
     waiting: usize,
     limits: Limits,
+    /// The wait allowed while the queue stands: the limits' target, or more for long requests
+    /// ([`follow_service`](Self::follow_service)).
+    target: u64,
     /// By class: the last time no request of that class or above waited, on the bound's clock.
     last_empty: [u64; Criticality::COUNT],
     /// By class: the last time a waiter of that class or above left for having waited too long
     /// (`None`: never).
     last_timeout: [Option<u64>; Criticality::COUNT],
 }
+
+/// While the queue stands, a request may wait this many mean service times, if that is longer
+/// than the target.
+pub(crate) const TARGET_SERVICES: u64 = 20;
 
 /// How long a request may wait (controlled delay), ns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,6 +140,7 @@ impl Queue {
             heads: [NONE; Criticality::COUNT],
             tails: [NONE; Criticality::COUNT],
             waiting: 0,
+            target: limits.target,
             limits,
             last_empty: [0; Criticality::COUNT],
             last_timeout: [None; Criticality::COUNT],
@@ -156,11 +164,19 @@ impl Queue {
             || self.last_timeout[c].is_some_and(|at| now.saturating_sub(at) < interval)
     }
 
+    /// Sets the wait allowed while the queue stands from the mean time in service, `mean` ns:
+    /// [`TARGET_SERVICES`] of them, at least the limits' target and at most their interval.
+    pub(crate) fn follow_service(&mut self, mean: u64) {
+        self.target = mean
+            .saturating_mul(TARGET_SERVICES)
+            .clamp(self.limits.target, self.limits.interval);
+    }
+
     /// How long a request of `class` may wait at `now`: the target while the queue stands for
     /// its class, the interval otherwise.
     pub(crate) fn allowed(&self, class: Criticality, now: u64) -> u64 {
         if self.standing(class, now) {
-            self.limits.target
+            self.target
         } else {
             self.limits.interval
         }

@@ -39,6 +39,21 @@ fn look(queue: &mut Queue, ticket: Ticket, now: u64) -> Turn {
 }
 
 #[test]
+fn the_standing_wait_follows_the_service_time_between_the_target_and_the_interval() {
+    let mut queue = Queue::new(4, SHORT);
+    let (ticket, _) = queue.join(Sheddable, 0, NEVER, usize::MAX).unwrap();
+    // Standing from 100 on (a waiter since 0).
+    assert_eq!(queue.allowed(Sheddable, 100), 5);
+    queue.follow_service(1);
+    assert_eq!(queue.allowed(Sheddable, 100), 20);
+    queue.follow_service(50);
+    assert_eq!(queue.allowed(Sheddable, 100), 100);
+    queue.follow_service(0);
+    assert_eq!(queue.allowed(Sheddable, 100), 5);
+    assert_eq!(queue.cancel(ticket, 100), Cancelled::Waiting);
+}
+
+#[test]
 fn the_highest_class_goes_first_and_each_class_in_order() {
     let mut queue = Queue::new(8, OPEN);
     let shed_1 = queue.join(Sheddable, 1, NEVER, usize::MAX).unwrap().0;

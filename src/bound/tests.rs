@@ -131,32 +131,56 @@ fn waits_end_after_the_interval_or_the_target_once_the_queue_stays_busy() {
     assert_eq!(critical.timed_out, 31);
 }
 
-#[test]
-fn a_standing_queue_refuses_at_once_what_the_bound_cannot_serve_in_time() {
-    let (clock, bound) = bound(2, 1024);
+/// With a mean service time of 1 ms and two places: 200 waiters while the queue does not stand
+/// (100 ms), `standing` once it does.
+fn refuses_at_once_beyond(
+    clock: &ManualClock,
+    bound: &Shared<Bound<ManualClock>>,
+    standing: usize,
+) {
     // Teach it a mean service time of 1 ms, in the first window that ends.
     clock.advance(Duration::from_millis(10));
-    let first = permit(arrive(&bound, Critical));
+    let first = permit(arrive(bound, Critical));
     clock.advance(Duration::from_millis(1));
     done(first, Duration::ZERO);
-    let _busy: Vec<_> = (0..2).map(|_| permit(arrive(&bound, Critical))).collect();
+    let _busy: Vec<_> = (0..2).map(|_| permit(arrive(bound, Critical))).collect();
     // Not standing, a wait of up to 100 ms: two places serve 200 requests in it.
-    let mut waiters: Vec<_> = (0..200).map(|_| waiter(arrive(&bound, Critical))).collect();
-    match arrive(&bound, Critical) {
+    let mut waiters: Vec<_> = (0..200).map(|_| waiter(arrive(bound, Critical))).collect();
+    match arrive(bound, Critical) {
         Admission::Refuse(busy) => assert_eq!(busy.why(), Why::Full),
         other => panic!("{other:?}"),
     }
-    // They time out: the queue stands, a wait of 5 ms, ten requests.
+    // They time out, and the queue stands.
     clock.advance(Duration::from_millis(100));
     for wait in &mut waiters {
         assert_eq!(refused(wait), Why::Timeout);
     }
-    let mut standing: Vec<_> = (0..10).map(|_| waiter(arrive(&bound, Critical))).collect();
-    match arrive(&bound, Critical) {
+    let mut waiting: Vec<_> = (0..standing)
+        .map(|_| waiter(arrive(bound, Critical)))
+        .collect();
+    match arrive(bound, Critical) {
         Admission::Refuse(busy) => assert_eq!(busy.why(), Why::Full),
         other => panic!("{other:?}"),
     }
-    assert!(poll(&mut standing[9]).is_pending());
+    assert!(poll(&mut waiting[standing - 1]).is_pending());
+}
+
+#[test]
+fn a_standing_queue_refuses_at_once_what_the_bound_cannot_serve_in_time() {
+    // By default the standing wait is twenty mean service times (above the 5 ms target): 40
+    // requests.
+    let (clock, bound) = bound(2, 1024);
+    refuses_at_once_beyond(&clock, &bound, 40);
+    // A fixed target of 5 ms: 10 requests.
+    let clock = ManualClock::new();
+    let fixed = Bound::builder()
+        .floor(2)
+        .ceiling(64)
+        .wait_limits(Duration::from_millis(5), Duration::from_millis(100))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    refuses_at_once_beyond(&clock, &Shared::new(fixed), 10);
 }
 
 #[test]
