@@ -97,7 +97,13 @@ impl Served {
             .recv_timeout(LIMIT)
             .expect("the scaler exits after SIGTERM")
             .expect("wait");
-        (status, self.log.try_iter().collect())
+        // The reader stops at the log's end, once it has passed on every line the process
+        // wrote before it exited.
+        let mut lines = Vec::new();
+        while let Ok(line) = self.log.recv_timeout(LIMIT) {
+            lines.push(line);
+        }
+        (status, lines)
     }
 }
 
