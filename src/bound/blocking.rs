@@ -39,11 +39,16 @@ where
     T: Send + 'static,
 {
     let queued = Instant::now();
-    tokio::task::spawn_blocking(move || {
-        let dispatch = queued.elapsed();
-        let (output, wait) = CpuWait::measure(work);
-        (output, CpuWait(dispatch.saturating_add(wait.0)))
-    })
+    tokio::task::spawn_blocking(move || run_measured(queued, work))
+}
+
+/// Runs `work` on this thread; its wait for a CPU is the time since `queued` plus what the
+/// thread waited while running it.
+#[cfg(unix)]
+fn run_measured<T>(queued: Instant, work: impl FnOnce() -> T) -> (T, CpuWait) {
+    let dispatch = queued.elapsed();
+    let (output, wait) = CpuWait::measure(work);
+    (output, CpuWait(dispatch.saturating_add(wait.0)))
 }
 
 /// Runs `work` as [`spawn_blocking`] does for a request of `class`: a class below
@@ -101,11 +106,7 @@ where
                 .name("admit-low-priority".to_owned())
                 .spawn_scoped(scope, || {
                     lower_this_thread();
-                    let dispatch = queued.elapsed();
-                    take().map(|work| {
-                        let (output, wait) = CpuWait::measure(work);
-                        (output, CpuWait(dispatch.saturating_add(wait.0)))
-                    })
+                    take().map(|work| run_measured(queued, work))
                 });
             match started.map(std::thread::ScopedJoinHandle::join) {
                 Ok(Ok(done)) => done,
@@ -115,10 +116,7 @@ where
         });
         low.unwrap_or_else(|| {
             // No thread could be started: the work runs here, at normal priority.
-            let dispatch = queued.elapsed();
-            let work = take().expect("the work runs once");
-            let (output, wait) = CpuWait::measure(work);
-            (output, CpuWait(dispatch.saturating_add(wait.0)))
+            run_measured(queued, take().expect("the work runs once"))
         })
     })
 }
