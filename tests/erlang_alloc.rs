@@ -9,7 +9,10 @@ static ALLOCATOR: counting_alloc::CountingAllocator = counting_alloc::CountingAl
 
 use std::time::Duration;
 
-use admit::erlang::{ErlangA, ImpatientTarget, MMc, PlannerConfig, ReplicaPlanner, Target};
+use admit::erlang::{
+    Balancing, ErlangA, Fleet, ImpatientTarget, MMc, PlannerConfig, QueueModel, ReplicaPlanner,
+    Target,
+};
 use counting_alloc::allocations_during;
 
 #[test]
@@ -21,6 +24,12 @@ fn capacity_math_never_allocates() {
     let big = MMc::new(1e6, 1.0).unwrap();
     let api = MMc::new(5000.0, 50.0).unwrap();
     let impatient = ErlangA::new(50.0, 1.0, 0.2).unwrap();
+    let fleets = [
+        Balancing::RoundRobin,
+        Balancing::Random,
+        Balancing::LeastRequest,
+    ]
+    .map(|balancing| Fleet::new(5000.0, 1.0, 300, balancing).unwrap());
     let mut planner = ReplicaPlanner::new(PlannerConfig::default(), 1).unwrap();
     // The planner's hold window grows once; its steady state reuses the space.
     planner.observe(Duration::ZERO, 10, 10);
@@ -49,6 +58,13 @@ fn capacity_math_never_allocates() {
             impatient.prob_virtual_wait_exceeds(n, 0.3).unwrap(),
             impatient.prob_wait_within(n, 0.3).unwrap(),
         ));
+        for fleet in &fleets {
+            let servers = fleet.min_servers_for_service_level(0.01, 0.95).unwrap();
+            std::hint::black_box((
+                fleet.service_level(servers, 0.01).unwrap(),
+                fleet.mean_wait(servers).unwrap(),
+            ));
+        }
         for second in 1..100 {
             std::hint::black_box(planner.observe(Duration::from_secs(second), 10, 10));
         }

@@ -9,7 +9,7 @@
 
 use std::process::Command;
 
-use admit::erlang::{MMc, Target};
+use admit::erlang::{Balancing, Fleet, QueueModel};
 use admit_testkit::{cgroup, haproxy, prometheus};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_admit-cluster");
@@ -87,7 +87,7 @@ fn the_loop_scales_out_and_in_without_losing_a_request() {
     assert_eq!(summary["lost_on_scale_in"], 0, "{log}");
     assert_eq!(summary["sessions_cut"], 0, "{log}");
 
-    // Every answer is Erlang C's fewest servers for the λ and s the scaler read.
+    // Every answer is the round-robin fleet's fewest servers for the λ and s the scaler read.
     let mut checked = 0;
     for sync in run["syncs"].as_array().unwrap() {
         let Some(inputs) = sync["scaler"].as_object() else {
@@ -98,12 +98,9 @@ fn the_loop_scales_out_and_in_without_losing_a_request() {
         if arrival_rate == 0.0 {
             continue;
         }
-        let servers = MMc::new(arrival_rate, 1.0 / service_time)
+        let servers = Fleet::new(arrival_rate, 1.0 / service_time, 1, Balancing::RoundRobin)
             .unwrap()
-            .min_servers(Target::ServiceLevel {
-                within: 0.05,
-                at_least: 0.95,
-            })
+            .min_servers_for_service_level(0.05, 0.95)
             .unwrap();
         assert_eq!(
             inputs["required_servers"].as_u64().unwrap(),

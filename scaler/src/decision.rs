@@ -5,10 +5,12 @@
 //! 1. λ is a rate: a failed query is an error, and so is λ < 0. λ = 0 is *idle*: the target
 //!    is inactive, and the service-time query may then be empty or NaN (an idle `sum/count`
 //!    ratio is 0/0; [`MeasurementError::is_idle`]); its other failures are still errors.
-//! 2. The service time `s` must be positive. The queue is M/M/c with μ = 1/s (Erlang C), or
-//!    Erlang A with abandonment rate 1/patience when the user gave a patience, asked through
-//!    admit's [`QueueModel`] either way. An offered load λ·s above [`MAX_OFFERED_LOAD`] is out
-//!    of range.
+//! 2. The service time `s` must be positive. The queue is the fleet as its `balancing` spreads
+//!    requests, with μ = 1/s ([`Fleet`]: Erlang C pooled, one queue per replica behind
+//!    round-robin or random, least-request's approximation), or Erlang A (pooled) with
+//!    abandonment rate 1/patience when the user gave a patience, asked through admit's
+//!    [`QueueModel`] either way. An offered load λ·s above [`MAX_OFFERED_LOAD`] is out of
+//!    range.
 //! 3. The servers the target needs (`up`) and those a target stricter by the tolerance needs
 //!    (`down`) go through admit's [`ReplicaPlanner`]: immediate scale-up with its step limits,
 //!    scale-down held and stepped. Idle, both are 0, so the planner falls to `minReplicas` once
@@ -36,7 +38,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use admit::erlang::{ErlangA, ErlangError, MMc, QueueModel, ReplicaPlanner};
+use admit::erlang::{ErlangA, ErlangError, Fleet, QueueModel, ReplicaPlanner};
 
 use crate::excerpt::excerpt;
 use crate::metadata::ScalerConfig;
@@ -72,8 +74,9 @@ pub struct Decision {
     pub service_time: Option<f64>,
     /// The offered load λ·s, in erlangs (0 while idle).
     pub offered_load: f64,
-    /// The fewest servers that meet the target; when the model could not find them within its
-    /// budget but they exceed `maxReplicas` (`capped`), a lower bound on them.
+    /// The fewest servers that meet the target, in whole replicas (Erlang A: any count); when
+    /// the model could not find them within its budget but they exceed `maxReplicas`
+    /// (`capped`), a lower bound on them.
     pub required_servers: u64,
     /// The fewest servers that meet the target made stricter by the tolerance.
     pub required_servers_strict: u64,
@@ -178,9 +181,10 @@ impl<E> From<ErlangError> for DecisionError<E> {
 /// limit, 10¹², would take several times it.
 pub const MAX_OFFERED_LOAD: f64 = 1e10;
 
-/// The queue the measurements describe: M/M/c with μ = 1/s (Erlang C), or Erlang A with
-/// θ = 1/patience when the user gave a patience; an offered load above [`MAX_OFFERED_LOAD`] is
-/// out of range.
+/// The queue the measurements describe: the [`Fleet`] of the configured balancing with
+/// μ = 1/s, or Erlang A with θ = 1/patience when the user gave a patience (pooled: the metadata
+/// refuses another balancing with it); an offered load above [`MAX_OFFERED_LOAD`] is out of
+/// range.
 fn model(
     config: &ScalerConfig,
     arrival_rate: f64,
@@ -188,7 +192,12 @@ fn model(
 ) -> Result<Box<dyn QueueModel>, ErlangError> {
     let service_rate = 1.0 / service_time;
     let queue: Box<dyn QueueModel> = match config.patience {
-        None => Box::new(MMc::new(arrival_rate, service_rate)?),
+        None => Box::new(Fleet::new(
+            arrival_rate,
+            service_rate,
+            config.concurrency_per_replica,
+            config.balancing,
+        )?),
         Some(patience) => Box::new(ErlangA::new(
             arrival_rate,
             service_rate,

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use admit::erlang::{ErlangA, ErlangError, MMc, QueueModel, ReplicaPlanner, Target};
+use admit::erlang::{ErlangA, ErlangError, Fleet, MMc, QueueModel, ReplicaPlanner, Target};
 use admit_scaler::decision::{self, Decision, Evaluator, MAX_OFFERED_LOAD};
 use admit_scaler::metadata::ScalerConfig;
 use admit_scaler::prometheus::{QueryError, QueryErrorKind};
@@ -28,6 +28,8 @@ fn config(t: f64, p: f64, extra: &[(&str, &str)]) -> ScalerConfig {
             ("waitThresholdSeconds", &t),
             ("targetSL", &p),
             ("maxReplicas", "1000000"),
+            // The reference vectors are Erlang C's.
+            ("balancing", "pooled"),
         ],
         extra,
     );
@@ -317,7 +319,8 @@ fn the_largest_load_with_every_replica_held_is_decided() {
     ];
     let d = decide(config(0.05, 0.95, &held), measured(1e11, 0.1)).unwrap();
     assert_eq!(d.offered_load, MAX_OFFERED_LOAD);
-    assert_eq!(d.required_servers, 10_000_000_006);
+    // 10 000 000 006 servers, in whole replicas of 16.
+    assert_eq!(d.required_servers, 10_000_000_016);
     assert_eq!((d.replicas, d.capped), (2_147_483_647, false));
     assert_eq!(d.predicted_service_level, Some(1.0));
 }
@@ -344,10 +347,10 @@ fn the_arrival_rates_failure_is_the_decisions() {
 
 #[test]
 fn servers_become_replicas_capped_at_the_maximum() {
-    // 37 servers at 8 per replica: 5 replicas.
+    // 37 servers at 8 per replica: 5 replicas, 40 servers.
     let per8 = config(0.0, 0.8, &[("concurrencyPerReplica", "8")]);
     let d = decide(per8, measured(120.0, 0.25)).unwrap();
-    assert_eq!((d.required_servers, d.replicas, d.capped), (37, 5, false));
+    assert_eq!((d.required_servers, d.replicas, d.capped), (40, 5, false));
     assert!(
         d.predicted_service_level.unwrap() > 0.8,
         "40 servers: {d:?}"
@@ -641,4 +644,42 @@ fn a_failed_decision_leaves_the_planner_as_it_was() {
         );
         assert_eq!(a, b, "t = {t}");
     }
+}
+
+/// The default balancing, round-robin, sizes a queue per replica: more replicas than one pooled
+/// queue needs for the same target, and least-request between them; each answer is the model's
+/// own.
+#[test]
+fn the_balancing_sets_the_queue_the_replicas_are_sized_for() {
+    let replicas = |balancing: Option<&str>| {
+        let mut metadata = admit_testkit::keda::metadata(
+            &[
+                ("prometheusURL", "http://prometheus:9090"),
+                ("arrivalRateQuery", LAMBDA),
+                ("serviceTimeQuery", SERVICE),
+                ("waitThresholdSeconds", "0.05"),
+                ("targetSL", "0.95"),
+                ("concurrencyPerReplica", "2"),
+            ],
+            &[],
+        );
+        if let Some(balancing) = balancing {
+            metadata.insert("balancing".to_owned(), balancing.to_owned());
+        }
+        let config = ScalerConfig::from_metadata(&metadata).unwrap();
+        let decision = decide(config.clone(), measured(640.0, 0.1)).unwrap();
+        let fleet = Fleet::new(640.0, 10.0, 2, config.balancing).unwrap();
+        let servers = fleet.min_servers_for_service_level(0.05, 0.95).unwrap();
+        assert_eq!(decision.required_servers, servers, "{balancing:?}");
+        decision.replicas
+    };
+    let default = replicas(None);
+    assert_eq!(default, replicas(Some("round-robin")));
+    let pooled = replicas(Some("pooled"));
+    let least = replicas(Some("least-request"));
+    let random = replicas(Some("random"));
+    assert!(
+        pooled < least && least < default && default < random,
+        "{pooled} {least} {default} {random}"
+    );
 }

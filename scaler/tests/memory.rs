@@ -120,6 +120,7 @@ fn longest_trigger(prometheus: &str, i: usize) -> ScaledObjectRef {
             ("slTolerance", "0.1"),
             ("activationArrivalRate", "0"),
             ("patienceSeconds", "60"),
+            ("balancing", "pooled"),
             ("metricName", &metric),
         ],
         &[],

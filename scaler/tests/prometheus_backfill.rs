@@ -49,6 +49,8 @@ fn config(url: &str, target_sl: &str) -> ScalerConfig {
             ("serviceTimeQuery", S),
             ("waitThresholdSeconds", "0"),
             ("targetSL", target_sl),
+            // The reference vectors are Erlang C's.
+            ("balancing", "pooled"),
         ],
         &[],
     );
@@ -143,6 +145,8 @@ async fn backfilled_steps_give_the_reference_replicas() {
             "waitThresholdSeconds=0",
             "--metadata",
             "targetSL=0.8",
+            "--metadata",
+            "balancing=pooled",
         ])
         .output()
         .expect("admit-scaler runs");

@@ -5,7 +5,9 @@
 //!   ([`with_servers`](MMc::with_servers), a [`Staffed`]) Erlang C, the probability and
 //!   distribution of waiting, mean waits and queue lengths, occupancy and wait percentiles.
 //! - [`ErlangA`]: the M/M/N+M queue, whose customers abandon after an exponential patience.
-//! - [`QueueModel`]: what both answer a planner (service level, the fewest servers for one,
+//! - [`Fleet`]: replicas behind a load balancer, queueing as its [`Balancing`] makes them
+//!   (pooled, round-robin, random, least-request).
+//! - [`QueueModel`]: what all three answer a planner (service level, the fewest servers for one,
 //!   waits, occupancy), so that one staffing code serves either.
 //! - [`ReplicaPlanner`]: turns server counts into replica counts that do not flap.
 //!
@@ -48,15 +50,18 @@
 
 mod abandon;
 mod error;
+mod fleet;
 mod loss;
 mod mmc;
 mod model;
 mod planner;
+mod round_robin;
 #[cfg(all(test, not(admit_loom)))]
 mod search_tests;
 
 pub use self::abandon::{ErlangA, ImpatientTarget};
 pub use self::error::ErlangError;
+pub use self::fleet::{Balancing, Fleet};
 pub use self::mmc::{MMc, Staffed, StaffingOptions, Target};
 pub use self::model::QueueModel;
 pub use self::planner::{PlannerConfig, ReplicaPlanner};

@@ -21,6 +21,17 @@ pub enum Balance {
     LeastConn,
 }
 
+impl Balance {
+    /// admit-scaler's `balancing` for it: a connection per request in flight makes the fewest
+    /// connections the fewest requests.
+    fn scaler_name(self) -> &'static str {
+        match self {
+            Balance::RoundRobin => "round-robin",
+            Balance::LeastConn => "least-request",
+        }
+    }
+}
+
 impl From<Balance> for haproxy::Balance {
     fn from(balance: Balance) -> Self {
         match balance {
@@ -137,6 +148,7 @@ impl Setup {
                 self.wait_threshold.as_secs_f64().to_string(),
             ),
             ("targetSL", self.target_sl.to_string()),
+            ("balancing", self.balance.scaler_name().to_owned()),
             ("minReplicas", self.min_replicas.to_string()),
             ("maxReplicas", self.max_replicas.to_string()),
         ]

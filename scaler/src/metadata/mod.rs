@@ -12,14 +12,15 @@
 //! | `serviceTimeQuery` | yes | non-empty PromQL of at most 8192 bytes, kept verbatim | — |
 //! | `waitThresholdSeconds` | yes | finite ≥ 0 | — |
 //! | `targetSL` | yes | finite, in `[0, 1)` | — |
-//! | `concurrencyPerReplica` | no | integer ≥ 1 | 1 |
+//! | `concurrencyPerReplica` | no | integer ≥ 1 (at most 10 000 with `round-robin`) | 1 |
+//! | `balancing` | no | how the proxy spreads requests over replicas, which sets the queueing model ([`Balancing`]): `round-robin`, `least-request`, `random` or `pooled` | `round-robin` |
 //! | `minReplicas`, `maxReplicas` | no | integers, `1 ≤ min ≤ max ≤ 2147483647` | 1, 2147483647 |
 //! | `scaleDownHoldSeconds` | no | finite, from 0 to 3600 (the HPA's longest stabilization window) | 0 |
 //! | `minScaleUpStep` | no | integer ≥ 1, at most `maxScaleUpStep` | 1 |
 //! | `maxScaleUpStep`, `maxScaleDownStep` | no | integers ≥ 1 | unlimited |
 //! | `slTolerance` | no | finite ≥ 0, small enough that the stricter target `1 − (1 − targetSL)/(1 + slTolerance)` stays below 1 | 0.1 |
 //! | `activationArrivalRate` | no | finite ≥ 0 | 0 |
-//! | `patienceSeconds` | no | finite, from 1e-9 to below 1.8e19: Erlang A, whose work per decision is bounded (a load beyond it fails the decision, see [`ErlangA`](admit::erlang::ErlangA)) | off |
+//! | `patienceSeconds` | no | finite, from 1e-9 to below 1.8e19: Erlang A, whose work per decision is bounded (a load beyond it fails the decision, see [`ErlangA`](admit::erlang::ErlangA)); one pooled queue, so `balancing: pooled` is required with it | off |
 //! | `metricName` | no | 1 to 48 characters of `[a-z0-9_-]` | `admit-erlang` |
 //!
 //! Every key may also be spelled `<key>FromEnv` (KEDA's value resolved from the workload's
@@ -58,7 +59,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
-use admit::erlang::PlannerConfig;
+use admit::erlang::{Balancing, Fleet, PlannerConfig};
 use http::Uri;
 
 use crate::excerpt::excerpt;
@@ -112,6 +113,7 @@ const SERVICE_TIME_QUERY: Key = key!("serviceTimeQuery");
 const WAIT_THRESHOLD_SECONDS: Key = key!("waitThresholdSeconds");
 const TARGET_SL: Key = key!("targetSL");
 const CONCURRENCY_PER_REPLICA: Key = key!("concurrencyPerReplica");
+const BALANCING: Key = key!("balancing");
 const MIN_REPLICAS: Key = key!("minReplicas");
 const MAX_REPLICAS: Key = key!("maxReplicas");
 const SCALE_DOWN_HOLD_SECONDS: Key = key!("scaleDownHoldSeconds");
@@ -124,13 +126,14 @@ const PATIENCE_SECONDS: Key = key!("patienceSeconds");
 const METRIC_NAME: Key = key!("metricName");
 
 /// Every key the scaler reads.
-const KEYS: [Key; 16] = [
+const KEYS: [Key; 17] = [
     PROMETHEUS_URL,
     ARRIVAL_RATE_QUERY,
     SERVICE_TIME_QUERY,
     WAIT_THRESHOLD_SECONDS,
     TARGET_SL,
     CONCURRENCY_PER_REPLICA,
+    BALANCING,
     MIN_REPLICAS,
     MAX_REPLICAS,
     SCALE_DOWN_HOLD_SECONDS,
@@ -164,6 +167,7 @@ const NON_NEGATIVE: &str = "a finite number ≥ 0";
 const POSITIVE_INTEGER: &str = "an integer ≥ 1 in plain decimal digits";
 const REPLICAS: &str = "an integer from 1 to 2147483647 in plain decimal digits";
 const METRIC: &str = "1 to 48 characters from [a-z0-9_-]";
+const BALANCING_NAMES: &str = "one of round-robin, least-request, random, pooled";
 
 /// The scaler's settings for one ScaledObject trigger, parsed from its metadata.
 #[derive(Clone, Debug, PartialEq)]
@@ -183,6 +187,9 @@ pub struct ScalerConfig {
     pub target_sl: f64,
     /// Servers (concurrent requests) per replica (`concurrencyPerReplica`).
     pub concurrency_per_replica: u64,
+    /// How the proxy spreads requests over the replicas (`balancing`): the queue a decision
+    /// sizes, [`Fleet`] of this policy, or Erlang A (pooled) with a patience.
+    pub balancing: Balancing,
     /// The fewest replicas recommended (`minReplicas`).
     pub min_replicas: u64,
     /// The most replicas recommended (`maxReplicas`).
@@ -234,6 +241,7 @@ impl ScalerConfig {
             float(raw, FRACTION, |v| (0.0..1.0).contains(&v))
         });
         let concurrency_per_replica = parser.optional(CONCURRENCY_PER_REPLICA, 1, positive);
+        let balancing = parser.optional(BALANCING, Balancing::RoundRobin, balancing);
         let min_replicas = parser.optional(MIN_REPLICAS, 1, replicas);
         let max_replicas = parser.optional(MAX_REPLICAS, REPLICAS_LIMIT, replicas);
         let scale_down_hold = parser.optional(SCALE_DOWN_HOLD_SECONDS, Duration::ZERO, |raw| {
@@ -262,6 +270,7 @@ impl ScalerConfig {
         parser.at_most(min_replicas, max_replicas);
         parser.at_most(min_scale_up_step, max_scale_up_step);
         parser.reachable(sl_tolerance, target_sl);
+        parser.modelled(balancing, concurrency_per_replica, patience);
 
         // Every `None` below recorded a problem, so the error is never empty.
         let (
@@ -271,6 +280,7 @@ impl ScalerConfig {
             Some(wait_threshold_seconds),
             Some(target_sl),
             Some((_, concurrency_per_replica)),
+            Some((_, balancing)),
             Some((_, min_replicas)),
             Some((_, max_replicas)),
             Some((_, scale_down_hold)),
@@ -289,6 +299,7 @@ impl ScalerConfig {
             wait_threshold_seconds,
             target_sl,
             concurrency_per_replica,
+            balancing,
             min_replicas,
             max_replicas,
             scale_down_hold,
@@ -314,6 +325,7 @@ impl ScalerConfig {
             wait_threshold_seconds,
             target_sl,
             concurrency_per_replica,
+            balancing,
             min_replicas,
             max_replicas,
             scale_down_hold,
@@ -356,7 +368,7 @@ impl Hash for ScalerConfig {
     /// that compare equal hash alike (URL scheme and authority in lower case, −0 as +0).
     fn hash<H: Hasher>(&self, state: &mut H) {
         let mut hash = Encoder(state);
-        hash.str("admit-scaler metadata v1");
+        hash.str("admit-scaler metadata v2");
         // `Uri` compares scheme and authority ignoring ASCII case.
         let url = &self.prometheus_url;
         hash.str(&url.scheme_str().unwrap_or("").to_ascii_lowercase());
@@ -372,6 +384,7 @@ impl Hash for ScalerConfig {
         hash.f64(self.wait_threshold_seconds);
         hash.f64(self.target_sl);
         hash.u64(self.concurrency_per_replica);
+        hash.str(balancing_name(self.balancing));
         hash.u64(self.min_replicas);
         hash.u64(self.max_replicas);
         hash.duration(self.scale_down_hold);
@@ -393,9 +406,10 @@ impl Hash for ScalerConfig {
 
 /// The largest metadata map that parses: every key under its longer spelling (`<key>FromEnv`)
 /// with a value at its longest (queries of 8192 bytes, a 48-character
-/// `metricName`, every other value, KEDA's keys included, of [`MAX_VALUE_BYTES`] bytes). No valid
-/// map has more keys or longer ones, or a longer value under any key: what sizes the largest
-/// request the scaler accepts.
+/// `metricName`, `balancing: pooled`, every other value, KEDA's keys included, of
+/// [`MAX_VALUE_BYTES`] bytes). No valid map has more keys or longer ones, or a longer value
+/// under any key but `balancing`, whose longer names exclude a patience and its longer value:
+/// what sizes the largest request the scaler accepts.
 pub fn longest_metadata() -> BTreeMap<String, String> {
     let number = |head: &str| format!("{head}{}", "0".repeat(MAX_VALUE_BYTES - head.len()));
     let integer = format!("{}1", "0".repeat(MAX_VALUE_BYTES - 1));
@@ -414,6 +428,8 @@ pub fn longest_metadata() -> BTreeMap<String, String> {
         "targetSL" => number("0.9"),
         "patienceSeconds" => number("1."),
         "metricName" => "m".repeat(METRIC_NAME_MAX_LEN),
+        // The one policy a patience allows; a longer name needs no patience, a longer value.
+        "balancing" => "pooled".to_owned(),
         _ => integer.clone(),
     };
     KEYS.iter()
@@ -597,6 +613,45 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Records a conflict when the queueing model cannot be built from valid settings: a
+    /// patience (Erlang A, one pooled queue) with another balancing, or more servers per
+    /// replica than the round-robin model takes.
+    fn modelled(
+        &mut self,
+        balancing: Option<(&'static str, Balancing)>,
+        per_replica: Option<(&'static str, u64)>,
+        patience: Option<(&'static str, Option<Duration>)>,
+    ) {
+        let Some((balancing_key, balancing)) = balancing else {
+            return;
+        };
+        if let Some((patience_key, Some(_))) = patience
+            && balancing != Balancing::Pooled
+        {
+            self.problems.push(Problem::Conflict {
+                keys: (patience_key, balancing_key),
+                message: format!(
+                    "{patience_key} models one pooled queue (Erlang A), but {balancing_key} is \
+                     {}: set {balancing_key} to pooled, or remove {patience_key}",
+                    balancing_name(balancing)
+                ),
+            });
+        }
+        if let Some((per_replica_key, per_replica)) = per_replica
+            && balancing == Balancing::RoundRobin
+            && per_replica > Fleet::MAX_ROUND_ROBIN_PER_REPLICA
+        {
+            self.problems.push(Problem::Conflict {
+                keys: (per_replica_key, balancing_key),
+                message: format!(
+                    "{per_replica_key} ({per_replica}) is above {}, the most the round-robin \
+                     model takes (one term per server in each evaluation)",
+                    Fleet::MAX_ROUND_ROBIN_PER_REPLICA
+                ),
+            });
+        }
+    }
+
     /// Records a conflict when both bounds are valid and `low > high`.
     fn at_most(&mut self, low: Option<(&'static str, u64)>, high: Option<(&'static str, u64)>) {
         if let (Some((low_key, low)), Some((high_key, high))) = (low, high)
@@ -618,6 +673,30 @@ fn plain(raw: &str) -> Result<(), &'static str> {
         Err(NO_WHITESPACE)
     } else {
         Ok(())
+    }
+}
+
+/// A balancing policy by its metadata name.
+fn balancing(raw: &str) -> Result<Balancing, &'static str> {
+    plain(raw)?;
+    [
+        Balancing::RoundRobin,
+        Balancing::LeastRequest,
+        Balancing::Random,
+        Balancing::Pooled,
+    ]
+    .into_iter()
+    .find(|policy| balancing_name(*policy) == raw)
+    .ok_or(BALANCING_NAMES)
+}
+
+/// The metadata name of a balancing policy.
+pub(crate) fn balancing_name(balancing: Balancing) -> &'static str {
+    match balancing {
+        Balancing::Pooled => "pooled",
+        Balancing::Random => "random",
+        Balancing::LeastRequest => "least-request",
+        _ => "round-robin",
     }
 }
 

@@ -11,13 +11,14 @@ const MINIMAL: [(&str, &str); 5] = [
     ("targetSL", "0.95"),
 ];
 
-const FULL: [(&str, &str); 16] = [
+const FULL: [(&str, &str); 17] = [
     ("prometheusURL", "https://prom.example:9443/prometheus"),
     ("arrivalRateQuery", "sum(rate(x[1m])) # λ\n"),
     ("serviceTimeQuery", "avg(y)"),
     ("waitThresholdSeconds", "0.25"),
     ("targetSL", "0.99"),
     ("concurrencyPerReplica", "8"),
+    ("balancing", "pooled"),
     ("minReplicas", "2"),
     ("maxReplicas", "40"),
     ("scaleDownHoldSeconds", "120.5"),
@@ -67,6 +68,7 @@ fn full_map() {
             wait_threshold_seconds: 0.25,
             target_sl: 0.99,
             concurrency_per_replica: 8,
+            balancing: Balancing::Pooled,
             min_replicas: 2,
             max_replicas: 40,
             scale_down_hold: Duration::from_millis(120_500),
@@ -86,6 +88,7 @@ fn full_map() {
 fn defaults() {
     let config = parse(&map(&MINIMAL));
     assert_eq!(config.concurrency_per_replica, 1);
+    assert_eq!(config.balancing, Balancing::RoundRobin);
     assert_eq!(config.min_replicas, 1);
     assert_eq!(config.max_replicas, 2_147_483_647);
     assert_eq!(config.scale_down_hold, Duration::ZERO);
@@ -153,7 +156,13 @@ fn edge_values_accepted() {
         ("metricName", "0_-z", |c| c.metric_name == "0_-z"),
     ];
     for (key, value, check) in cases {
-        let config = parse(&with(&[(key, value)]));
+        // A patience needs the pooled queue.
+        let balancing = if *key == "patienceSeconds" {
+            "pooled"
+        } else {
+            "round-robin"
+        };
+        let config = parse(&with(&[(key, value), ("balancing", balancing)]));
         assert!(check(&config), "{key}={value:?} gave {config:?}");
         assert!(ReplicaPlanner::new(config.planner_config(), 1).is_ok());
     }
@@ -464,13 +473,73 @@ fn collects_every_problem() {
     }
 }
 
+/// Each policy by its name; another name, a different case or padding is refused; a patience
+/// needs the pooled queue, and round-robin at most its model's servers per replica.
+#[test]
+fn balancing_names_and_conflicts() {
+    for (name, policy) in [
+        ("round-robin", Balancing::RoundRobin),
+        ("least-request", Balancing::LeastRequest),
+        ("random", Balancing::Random),
+        ("pooled", Balancing::Pooled),
+    ] {
+        assert_eq!(parse(&with(&[("balancing", name)])).balancing, policy);
+        assert_eq!(
+            parse(&with(&[("balancingFromEnv", name)])).balancing,
+            policy
+        );
+    }
+    for bad in ["Round-Robin", "roundrobin", "least_request", ""] {
+        assert_eq!(
+            problems(&with(&[("balancing", bad)])),
+            [Problem::Invalid {
+                key: "balancing",
+                value: excerpt(bad),
+                expected: BALANCING_NAMES,
+            }],
+            "{bad:?}"
+        );
+    }
+    assert!(matches!(
+        &problems(&with(&[("balancing", " pooled")]))[..],
+        [Problem::Invalid {
+            expected: NO_WHITESPACE,
+            ..
+        }]
+    ));
+    let conflict = problems(&with(&[("patienceSeconds", "30")]));
+    assert!(
+        matches!(&conflict[..], [Problem::Conflict { keys: ("patienceSeconds", "balancing"), message }]
+            if message.contains("round-robin") && message.contains("set balancing to pooled")),
+        "{conflict:?}"
+    );
+    let config = parse(&with(&[("patienceSeconds", "30"), ("balancing", "pooled")]));
+    assert_eq!(config.patience, Some(Duration::from_secs(30)));
+    let most = Fleet::MAX_ROUND_ROBIN_PER_REPLICA;
+    assert!(
+        ScalerConfig::from_metadata(&with(&[("concurrencyPerReplica", &most.to_string())])).is_ok()
+    );
+    let above = (most + 1).to_string();
+    assert!(matches!(
+        &problems(&with(&[("concurrencyPerReplica", &above)]))[..],
+        [Problem::Conflict {
+            keys: ("concurrencyPerReplica", "balancing"),
+            ..
+        }]
+    ));
+    parse(&with(&[
+        ("concurrencyPerReplica", &above),
+        ("balancing", "random"),
+    ]));
+}
+
 #[test]
 fn fingerprint_is_stable() {
     let config = parse(&map(&MINIMAL));
     assert_eq!(config.fingerprint(), parse(&map(&MINIMAL)).fingerprint());
     assert_eq!(config.fingerprint(), config.clone().fingerprint());
     // Pinned: the same across builds, runs and processes.
-    assert_eq!(config.fingerprint(), 3_269_335_570_230_444_938);
+    assert_eq!(config.fingerprint(), 12_277_501_567_511_955_007);
     // Equal configs hash alike, even when spelled differently.
     let upper = parse(&with(&[("prometheusURL", "HTTP://Prometheus:9090/")]));
     assert_eq!(upper, config);
@@ -496,6 +565,7 @@ fn fingerprint_changes_with_every_field() {
         |c| c.wait_threshold_seconds += 1e-9,
         |c| c.target_sl = 0.98,
         |c| c.concurrency_per_replica += 1,
+        |c| c.balancing = Balancing::LeastRequest,
         |c| c.min_replicas += 1,
         |c| c.max_replicas += 1,
         |c| c.scale_down_hold += Duration::from_nanos(1),
@@ -664,7 +734,13 @@ fn the_longest_metadata_parses_and_nothing_longer_does() {
     assert_eq!(config.metric_name.len(), METRIC_NAME_MAX_LEN);
     for (key, value) in &longest {
         assert!(
-            [MAX_QUERY_BYTES, METRIC_NAME_MAX_LEN, MAX_VALUE_BYTES].contains(&value.len()),
+            [
+                MAX_QUERY_BYTES,
+                METRIC_NAME_MAX_LEN,
+                MAX_VALUE_BYTES,
+                "pooled".len()
+            ]
+            .contains(&value.len()),
             "{key}: {} bytes",
             value.len()
         );

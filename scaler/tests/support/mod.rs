@@ -457,7 +457,7 @@ pub fn grpc_body(message: &impl prost::Message) -> Bytes {
 }
 
 /// The metadata of a trigger reading λ from `lambda` and s from `s` at `prometheus`, at
-/// T = 0 and p = 0.8, with `extra` keys.
+/// T = 0 and p = 0.8, pooled (Erlang C), with `extra` keys.
 pub fn metadata(prometheus: &str, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
     admit_testkit::keda::metadata(
         &[
@@ -467,6 +467,8 @@ pub fn metadata(prometheus: &str, extra: &[(&str, &str)]) -> BTreeMap<String, St
             ("serviceTimeQuery", "s"),
             ("waitThresholdSeconds", "0"),
             ("targetSL", "0.8"),
+            // The reference vectors are Erlang C's.
+            ("balancing", "pooled"),
         ],
         extra,
     )

@@ -3,6 +3,7 @@
 use std::fmt::{self, Write as _};
 use std::time::Duration;
 
+use admit::erlang::Balancing;
 use http::Uri;
 
 use crate::decision::{Decision, DecisionError, Evaluator, Row};
@@ -73,9 +74,17 @@ impl fmt::Display for Plan {
             config.service_time_query.trim()
         )?;
         writeln!(f, "offered load {:.6} erlangs", decision.offered_load)?;
-        let model = match config.patience {
-            None => "Erlang C (M/M/c)".to_owned(),
-            Some(patience) => format!("Erlang A, mean patience {} s", patience.as_secs_f64()),
+        let model = match (config.patience, config.balancing) {
+            (Some(patience), _) => {
+                format!(
+                    "pooled, Erlang A, mean patience {} s",
+                    patience.as_secs_f64()
+                )
+            }
+            (None, Balancing::Pooled) => "pooled, Erlang C (M/M/c)".to_owned(),
+            (None, Balancing::Random) => "random, M/M/k per replica".to_owned(),
+            (None, Balancing::LeastRequest) => "least-request (approximate)".to_owned(),
+            (None, _) => "round-robin, E_n/M/k per replica".to_owned(),
         };
         writeln!(
             f,
