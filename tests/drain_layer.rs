@@ -175,6 +175,38 @@ async fn draining_refuses_without_calling_the_inner_service() {
     assert_eq!(drain.snapshot().in_flight, 0);
 }
 
+/// The offered count takes what the replica serves, through the propagation delay too, and
+/// not what it refuses while draining: the proxy or the client sends those to another replica,
+/// which counts them.
+#[tokio::test(start_paused = true)]
+async fn requests_refused_while_draining_are_not_offered_here() {
+    let (drain, service, _) = rig(ok);
+    service
+        .clone()
+        .oneshot(request(Version::HTTP_2))
+        .await
+        .unwrap();
+    drain.start();
+    let announced = service
+        .clone()
+        .oneshot(request(Version::HTTP_2))
+        .await
+        .unwrap();
+    assert_eq!(announced.status(), StatusCode::OK);
+    assert_eq!(drain.snapshot().offered, 2);
+    // The delay ends; nothing has looked at the phase since.
+    tokio::time::advance(Duration::from_secs(5)).await;
+    for _ in 0..3 {
+        let refused = service
+            .clone()
+            .oneshot(request(Version::HTTP_2))
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+    assert_eq!(drain.snapshot().offered, 2);
+}
+
 #[cfg(feature = "tonic")]
 #[tokio::test(start_paused = true)]
 async fn grpc_refusals_are_unavailable() {

@@ -99,11 +99,15 @@ impl Drain {
         }
     }
 
-    /// Counts a request offered to the drain's layer first.
+    /// Counts a request offered to the drain's layer first, unless the drain refuses requests
+    /// now: a refused request goes to another replica (the proxy's or the client's retry),
+    /// which counts it, and a scaler summing the replicas' offered load must not see it twice.
     #[cfg(feature = "http")]
     #[inline]
     pub(crate) fn count_offered(&self) {
-        self.inner.offered.add(0, 1);
+        if !self.inner.tick().refuses() {
+            self.inner.offered.add(0, 1);
+        }
     }
 
     /// The `Retry-After` of refusals.

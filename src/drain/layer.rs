@@ -24,8 +24,10 @@ use crate::respond::HttpResponder;
 /// [`Refused`](crate::respond::Refused) mark, so go-zero classifiers count them as failures.
 ///
 /// Outermost, it counts every request as offered
-/// ([`DrainSnapshot::offered`](crate::drain::DrainSnapshot::offered)) and the admit layers
-/// inside count none: see [`Limiter::count_offered`](crate::middleware::Limiter::count_offered).
+/// ([`DrainSnapshot::offered`](crate::drain::DrainSnapshot::offered)) but those it refuses
+/// while draining, which another replica counts when the request is sent there; the admit
+/// layers inside count none: see
+/// [`Limiter::count_offered`](crate::middleware::Limiter::count_offered).
 ///
 /// ```
 /// use admit::drain::{Drain, DrainLayer};

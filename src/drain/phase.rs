@@ -82,8 +82,9 @@ pub struct DrainSnapshot {
     pub sessions: u64,
     /// Open connections (tracked ones only).
     pub connections: u64,
-    /// Requests that the drain's layer saw before any other admit layer, refused ones
-    /// included: its share of the offered load (all of it when the layer is outermost). The
-    /// layer counts them, not direct calls of [`Drain::admit`](super::Drain::admit).
+    /// Requests that the drain's layer saw before any other admit layer, but those it refused
+    /// while draining (another replica counts them when they are retried there): its share of
+    /// the offered load (all of it when the layer is outermost). The layer counts them, not
+    /// direct calls of [`Drain::admit`](super::Drain::admit).
     pub offered: u64,
 }
