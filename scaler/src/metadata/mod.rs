@@ -20,6 +20,7 @@
 //! | `maxScaleUpStep`, `maxScaleDownStep` | no | integers ≥ 1 | unlimited |
 //! | `slTolerance` | no | finite ≥ 0, small enough that the stricter target `1 − (1 − targetSL)/(1 + slTolerance)` stays below 1 | 0.1 |
 //! | `activationArrivalRate` | no | finite ≥ 0 | 0 |
+//! | `arrivalRateWindowSeconds` | no | the span `arrivalRateQuery` counts arrivals over, from 0.001 to 86400 s: λ is read with its Poisson confidence (see [`decision`](crate::decision)) | off |
 //! | `patienceSeconds` | no | finite, from 1e-9 to below 1.8e19: Erlang A, whose work per decision is bounded (a load beyond it fails the decision, see [`ErlangA`](admit::erlang::ErlangA)); one pooled queue, so `balancing: pooled` is required with it | off |
 //! | `metricName` | no | 1 to 48 characters of `[a-z0-9_-]` | `admit-erlang` |
 //!
@@ -85,6 +86,9 @@ pub const MAX_QUERY_BYTES: usize = 8192;
 /// which keeps a recommendation for each decision of the window on a falling load.
 pub const MAX_SCALE_DOWN_HOLD: Duration = Duration::from_secs(3600);
 
+/// The longest `arrivalRateWindowSeconds`: a day.
+pub const MAX_ARRIVAL_RATE_WINDOW: Duration = Duration::from_secs(86_400);
+
 /// The longest value of any other key (a URL, a number, KEDA's own keys), in bytes.
 pub const MAX_VALUE_BYTES: usize = 1024;
 
@@ -122,11 +126,12 @@ const MAX_SCALE_UP_STEP: Key = key!("maxScaleUpStep");
 const MAX_SCALE_DOWN_STEP: Key = key!("maxScaleDownStep");
 const SL_TOLERANCE: Key = key!("slTolerance");
 const ACTIVATION_ARRIVAL_RATE: Key = key!("activationArrivalRate");
+const ARRIVAL_RATE_WINDOW_SECONDS: Key = key!("arrivalRateWindowSeconds");
 const PATIENCE_SECONDS: Key = key!("patienceSeconds");
 const METRIC_NAME: Key = key!("metricName");
 
 /// Every key the scaler reads.
-const KEYS: [Key; 17] = [
+const KEYS: [Key; 18] = [
     PROMETHEUS_URL,
     ARRIVAL_RATE_QUERY,
     SERVICE_TIME_QUERY,
@@ -142,6 +147,7 @@ const KEYS: [Key; 17] = [
     MAX_SCALE_DOWN_STEP,
     SL_TOLERANCE,
     ACTIVATION_ARRIVAL_RATE,
+    ARRIVAL_RATE_WINDOW_SECONDS,
     PATIENCE_SECONDS,
     METRIC_NAME,
 ];
@@ -162,6 +168,7 @@ const SECONDS: &str = "a finite number of seconds ≥ 0";
 const HOLD_SECONDS: &str = "a finite number of seconds from 0 to 3600 (the HPA's longest \
                             stabilizationWindowSeconds)";
 const PATIENCE: &str = "a finite number of seconds > 0 (at least 1e-9) and below 1.8e19";
+const WINDOW: &str = "a finite number of seconds from 0.001 to 86400";
 const FRACTION: &str = "a finite number in [0, 1)";
 const NON_NEGATIVE: &str = "a finite number ≥ 0";
 const POSITIVE_INTEGER: &str = "an integer ≥ 1 in plain decimal digits";
@@ -208,6 +215,9 @@ pub struct ScalerConfig {
     pub sl_tolerance: f64,
     /// The trigger is active iff λ exceeds this rate (`activationArrivalRate`).
     pub activation_arrival_rate: f64,
+    /// The span the arrival-rate query counts arrivals over: when set, λ is read with its
+    /// Poisson confidence (`arrivalRateWindowSeconds`), at most [`MAX_ARRIVAL_RATE_WINDOW`].
+    pub arrival_rate_window: Option<Duration>,
     /// Mean customer patience: when set, Erlang A with abandonment rate `1 / patience`
     /// (`patienceSeconds`).
     pub patience: Option<Duration>,
@@ -262,6 +272,17 @@ impl ScalerConfig {
         let activation_arrival_rate = parser.optional(ACTIVATION_ARRIVAL_RATE, 0.0, |raw| {
             float(raw, NON_NEGATIVE, |v| v >= 0.0)
         });
+        let arrival_rate_window = parser.optional(ARRIVAL_RATE_WINDOW_SECONDS, None, |raw| {
+            seconds(raw, WINDOW, Duration::from_millis(1))
+                .and_then(|window| {
+                    if window <= MAX_ARRIVAL_RATE_WINDOW {
+                        Ok(window)
+                    } else {
+                        Err(WINDOW)
+                    }
+                })
+                .map(Some)
+        });
         let patience = parser.optional(PATIENCE_SECONDS, None, |raw| {
             seconds(raw, PATIENCE, Duration::from_nanos(1)).map(Some)
         });
@@ -289,6 +310,7 @@ impl ScalerConfig {
             Some((_, max_scale_down_step)),
             Some((_, sl_tolerance)),
             Some((_, activation_arrival_rate)),
+            Some((_, arrival_rate_window)),
             Some((_, patience)),
             Some((_, metric_name)),
             true,
@@ -308,6 +330,7 @@ impl ScalerConfig {
             max_scale_down_step,
             sl_tolerance,
             activation_arrival_rate,
+            arrival_rate_window,
             patience,
             metric_name,
             parser.problems.is_empty(),
@@ -334,6 +357,7 @@ impl ScalerConfig {
             max_scale_down_step,
             sl_tolerance,
             activation_arrival_rate,
+            arrival_rate_window,
             patience,
             metric_name,
         })
@@ -393,6 +417,13 @@ impl Hash for ScalerConfig {
         hash.u64(self.max_scale_down_step);
         hash.f64(self.sl_tolerance);
         hash.f64(self.activation_arrival_rate);
+        match self.arrival_rate_window {
+            None => hash.bytes(&[0]),
+            Some(window) => {
+                hash.bytes(&[1]);
+                hash.duration(window);
+            }
+        }
         match self.patience {
             None => hash.bytes(&[0]),
             Some(patience) => {
@@ -426,7 +457,7 @@ pub fn longest_metadata() -> BTreeMap<String, String> {
         | "slTolerance"
         | "activationArrivalRate" => number("0."),
         "targetSL" => number("0.9"),
-        "patienceSeconds" => number("1."),
+        "patienceSeconds" | "arrivalRateWindowSeconds" => number("1."),
         "metricName" => "m".repeat(METRIC_NAME_MAX_LEN),
         // The one policy a patience allows; a longer name needs no patience, a longer value.
         "balancing" => "pooled".to_owned(),

@@ -11,7 +11,7 @@ const MINIMAL: [(&str, &str); 5] = [
     ("targetSL", "0.95"),
 ];
 
-const FULL: [(&str, &str); 17] = [
+const FULL: [(&str, &str); 18] = [
     ("prometheusURL", "https://prom.example:9443/prometheus"),
     ("arrivalRateQuery", "sum(rate(x[1m])) # λ\n"),
     ("serviceTimeQuery", "avg(y)"),
@@ -27,6 +27,7 @@ const FULL: [(&str, &str); 17] = [
     ("maxScaleDownStep", "3"),
     ("slTolerance", "0.2"),
     ("activationArrivalRate", "0.5"),
+    ("arrivalRateWindowSeconds", "60"),
     ("patienceSeconds", "30"),
     ("metricName", "checkout_erlang-1"),
 ];
@@ -77,6 +78,7 @@ fn full_map() {
             max_scale_down_step: 3,
             sl_tolerance: 0.2,
             activation_arrival_rate: 0.5,
+            arrival_rate_window: Some(Duration::from_secs(60)),
             patience: Some(Duration::from_secs(30)),
             metric_name: "checkout_erlang-1".to_owned(),
         }
@@ -97,6 +99,7 @@ fn defaults() {
     assert_eq!(config.max_scale_down_step, u64::MAX);
     assert_eq!(config.sl_tolerance, 0.1);
     assert_eq!(config.activation_arrival_rate, 0.0);
+    assert_eq!(config.arrival_rate_window, None);
     assert_eq!(config.patience, None);
     assert_eq!(config.metric_name, DEFAULT_METRIC_NAME);
 }
@@ -149,6 +152,12 @@ fn edge_values_accepted() {
         ("activationArrivalRate", "1e9", |c| {
             c.activation_arrival_rate == 1e9
         }),
+        ("arrivalRateWindowSeconds", "0.001", |c| {
+            c.arrival_rate_window == Some(Duration::from_millis(1))
+        }),
+        ("arrivalRateWindowSeconds", "86400", |c| {
+            c.arrival_rate_window == Some(MAX_ARRIVAL_RATE_WINDOW)
+        }),
         ("patienceSeconds", "1e-9", |c| {
             c.patience == Some(Duration::from_nanos(1))
         }),
@@ -195,6 +204,8 @@ fn invalid_values() {
         ("slTolerance", &["", " 0.1", "-0.1", "NaN", "inf", "-inf", "ten"]),
         ("activationArrivalRate", &["", "-1", "NaN", "inf", " 1"]),
         ("patienceSeconds", &["", "0", "-0", "1e-12", "-5", "NaN", "inf", "1e20", " 30"]),
+        ("arrivalRateWindowSeconds", &["", "0", "0.0009", "-1", "86400.001", "NaN", "inf",
+            " 1", "1m"]),
         ("metricName", &["", "Admit", "admit.erlang", "admit erlang", "admit/x", "é",
             &name49]),
     ];
@@ -539,7 +550,7 @@ fn fingerprint_is_stable() {
     assert_eq!(config.fingerprint(), parse(&map(&MINIMAL)).fingerprint());
     assert_eq!(config.fingerprint(), config.clone().fingerprint());
     // Pinned: the same across builds, runs and processes.
-    assert_eq!(config.fingerprint(), 12_277_501_567_511_955_007);
+    assert_eq!(config.fingerprint(), 12_627_867_488_163_904_535);
     // Equal configs hash alike, even when spelled differently.
     let upper = parse(&with(&[("prometheusURL", "HTTP://Prometheus:9090/")]));
     assert_eq!(upper, config);
@@ -574,6 +585,8 @@ fn fingerprint_changes_with_every_field() {
         |c| c.max_scale_down_step += 1,
         |c| c.sl_tolerance = 0.0,
         |c| c.activation_arrival_rate = 0.0,
+        |c| c.arrival_rate_window = None,
+        |c| c.arrival_rate_window = Some(Duration::from_nanos(60_000_000_001)),
         |c| c.patience = None,
         |c| c.patience = Some(Duration::from_nanos(30_000_000_001)),
         |c| c.metric_name = DEFAULT_METRIC_NAME.to_owned(),

@@ -56,7 +56,7 @@ use self::streams::{OpenStream, Streams};
 
 /// The largest request message the service decodes, in bytes: a `GetMetricsRequest` for the
 /// largest valid trigger (the longest namespace and name, and
-/// [`longest_metadata`](crate::metadata::longest_metadata)), 33 749 bytes. Anything larger is
+/// [`longest_metadata`](crate::metadata::longest_metadata)), 34 812 bytes. Anything larger is
 /// not a valid trigger.
 pub fn max_request_bytes() -> usize {
     static BYTES: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
