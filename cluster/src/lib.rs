@@ -8,10 +8,12 @@
 //! - [`keda`]: KEDA's calls to an external scaler and its conversions of the numbers.
 //! - [`policy`]: the autoscaling policies compared, each with its documented defaults.
 //! - [`replica`]: the sample service each replica runs.
-//! - [`run`]: every policy over one load trace, and [`report`], the comparison.
+//! - [`run`]: every policy over one load trace, and [`report`], the comparison, and
+//!   [`frontier`], each setting's SLO attainment against its replica-seconds.
 
 pub mod duration;
 pub mod fleet;
+pub mod frontier;
 pub mod hpa;
 pub mod keda;
 pub mod policy;

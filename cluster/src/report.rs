@@ -10,14 +10,18 @@ use admit_loadgen::Trace;
 use plotters::prelude::*;
 
 use crate::fleet::ScaleIn;
+use crate::frontier::Frontier;
+use crate::policy::Kind;
 use crate::run::one::{PolicyRun, Second, lost};
 use crate::run::setup::{Balance, Setup};
 
 /// One run's figures.
 #[derive(Debug, serde::Serialize)]
 pub struct Summary {
-    /// The policy.
-    pub policy: &'static str,
+    /// The policy at its setting.
+    pub policy: String,
+    /// What it scales on, for the frontier's lines.
+    pub kind: Kind,
     /// How replicas left.
     pub scale_in: ScaleIn,
     /// Requests sent.
@@ -51,6 +55,8 @@ pub struct Summary {
     pub longest_reconnect_ms: u64,
     /// Syncs whose metric could not be read.
     pub missed_syncs: u32,
+    /// Syncs that changed the replica count.
+    pub replica_changes: u32,
     /// The machine's idle share during the run.
     pub idle_share: Option<f64>,
 }
@@ -74,6 +80,8 @@ pub struct Report {
     pub step_at_s: f64,
     /// The summaries.
     pub summaries: Vec<Summary>,
+    /// The drain runs' points of SLO attainment against replica-seconds.
+    pub frontier: Frontier,
     /// The runs, second by second.
     pub runs: Vec<PolicyRun>,
 }
@@ -91,7 +99,7 @@ impl Report {
             .segment_start(1)
             .map_or(0.0, |start| start.as_secs_f64());
         let slo_us = slo.as_micros() as u64;
-        let summaries = runs
+        let summaries: Vec<Summary> = runs
             .iter()
             .map(|(run, idle)| summarise(run, *idle, slo_us, needed, step_at))
             .collect();
@@ -103,6 +111,7 @@ impl Report {
             replica_capacity: setup.replica_capacity(),
             needed_at_peak: needed,
             step_at_s: step_at,
+            frontier: Frontier::new(&summaries),
             summaries,
             runs: runs.into_iter().map(|(run, _)| run).collect(),
         }
@@ -113,7 +122,7 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "\n{:<18} {:<8} {:>7} {:>8} {:>7} {:>7} {:>8} {:>8} {:>9} {:>10} {:>7} {:>6}",
+            "\n{:<18} {:<8} {:>7} {:>8} {:>7} {:>7} {:>8} {:>8} {:>9} {:>10} {:>7} {:>7} {:>6}",
             "policy",
             "scale-in",
             "SLO %",
@@ -125,13 +134,14 @@ impl Report {
             "capacity",
             "lost (in)",
             "cut",
+            "changes",
             "idle"
         );
         for s in &self.summaries {
             let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"));
             let _ = writeln!(
                 out,
-                "{:<18} {:<8} {:>7.2} {:>8.1} {:>7} {:>7} {:>7.2}% {:>8.0} {:>9} {:>10} {:>7} {:>6}",
+                "{:<18} {:<8} {:>7.2} {:>8.1} {:>7} {:>7} {:>7.2}% {:>8.0} {:>9} {:>10} {:>7} {:>7} {:>6}",
                 s.policy,
                 format!("{:?}", s.scale_in).to_lowercase(),
                 s.slo_attainment * 100.0,
@@ -144,6 +154,7 @@ impl Report {
                     .map_or_else(|| "never".to_owned(), |t| format!("{t:.1} s")),
                 format!("{} ({})", s.lost, s.lost_on_scale_in),
                 s.sessions_cut,
+                s.replica_changes,
                 s.idle_share
                     .map_or_else(|| "-".to_owned(), |idle| format!("{:.0}%", idle * 100.0)),
             );
@@ -152,7 +163,7 @@ impl Report {
             .summaries
             .iter()
             .filter(|s| s.idle_share.is_some_and(|idle| idle < IDLE_WARNING))
-            .map(|s| s.policy)
+            .map(|s| s.policy.as_str())
             .collect();
         if !busy.is_empty() {
             let _ = writeln!(
@@ -201,7 +212,8 @@ fn summarise(
         .map(|second| lost(&second.tally))
         .sum();
     Summary {
-        policy: run.kind.name(),
+        policy: run.name.clone(),
+        kind: run.policy.kind,
         scale_in: run.scale_in,
         offered: total.offered,
         slo_attainment: within as f64 / offered,
@@ -222,6 +234,11 @@ fn summarise(
         sessions_told: run.sessions.told_to_reconnect,
         longest_reconnect_ms: run.sessions.longest_reconnect_ms,
         missed_syncs: run.missed_syncs.0,
+        replica_changes: run
+            .syncs
+            .iter()
+            .filter(|sync| sync.desired != sync.current)
+            .count() as u32,
         idle_share: idle,
     }
 }
@@ -254,7 +271,7 @@ pub fn chart(report: &Report, path: &Path) -> Result<(), Box<dyn std::error::Err
             .fold(report.slo_ms * 2.0, f64::max);
         let title = format!(
             "{} (scale-in: {})",
-            run.kind.name(),
+            run.name,
             format!("{:?}", run.scale_in).to_lowercase()
         );
         let mut chart = ChartBuilder::on(&panel)

@@ -58,6 +58,8 @@ fn the_loop_scales_out_and_in_without_losing_a_request() {
         .arg(&json)
         .arg("--svg")
         .arg(dir.join("loop.svg"))
+        .arg("--frontier-svg")
+        .arg(dir.join("frontier.svg"))
         .env("ADMIT_SCALER", &scaler)
         .output()
         .expect("admit-cluster runs");

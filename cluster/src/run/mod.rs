@@ -22,7 +22,7 @@ pub use self::one::{PolicyRun, Reconcile, ScalerInputs, Second, lost};
 pub use self::sessions::SessionCounts;
 pub use self::setup::{Balance, Setup};
 use crate::fleet::ScaleIn;
-use crate::policy::Kind;
+use crate::policy::{Kind, Policy};
 use crate::replica::Distribution;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -41,19 +41,38 @@ pub enum TraceKind {
     All,
     /// A short step for tests: base 10 s, ×4 for 20 s, base for 40 s.
     Short,
+    /// The base alone for 180 s (30 minutes uncompressed): how often the replicas change
+    /// under a steady load's noise.
+    Steady,
+    /// A day's shape in 240 s: a night at half the base, a morning rise to ×3, a midday dip
+    /// to ×2.5, an evening peak at ×4, back to the night, each change a 30 s ramp.
+    Diurnal,
+    /// A flash crowd: 0.4 × base for 20 s, ten times that (×4 the base) within 1 s (10 s
+    /// uncompressed), held 30 s, back for 50 s.
+    Flash,
 }
 
 /// `admit-cluster run`'s flags.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// The policies to compare, in order.
+    /// The policies to compare, in order, each at its system's default or at a setting:
+    /// `admit:50ms` (the wait threshold), `cpu:40` (percent), `concurrency:2` or
+    /// `concurrency:derived` (per replica), `queue-time:25ms` (p90), `sessions:5` (per
+    /// replica), `fixed:3` (replicas).
     #[arg(
         long,
-        value_enum,
         value_delimiter = ',',
         default_value = "admit,cpu,concurrency,fixed,queue-time,sessions"
     )]
-    pub policies: Vec<Kind>,
+    pub policies: Vec<Policy>,
+    /// Run the frontier's sweep instead of `--policies`: every policy across the settings a
+    /// team would try (`admit-cluster help run` lists them under `--policies`' syntax), with
+    /// no scale-in variants.
+    #[arg(long)]
+    pub sweep: bool,
+    /// The frontier chart: SLO attainment against replica-seconds, a line per policy.
+    #[arg(long, value_name = "PATH", default_value = "target/frontier.svg")]
+    pub frontier_svg: PathBuf,
     /// Scale-in variants run with admit-scaler besides its drain run: plain graceful
     /// shutdown on SIGTERM, and SIGKILL.
     #[arg(
@@ -119,6 +138,10 @@ pub struct RunArgs {
     /// admit-scaler's service level.
     #[arg(long, default_value_t = 0.95)]
     pub target_sl: f64,
+    /// admit-scaler reads λ as a point, not with its Poisson confidence
+    /// (`arrivalRateWindowSeconds` unset).
+    #[arg(long)]
+    pub no_confidence: bool,
     /// Seeds the arrivals and the service times.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -154,6 +177,22 @@ pub fn trace(kind: TraceKind, base: f64) -> Result<Trace, admit_loadgen::TraceEr
             .constant(base, s(10))
             .constant(peak, s(20))
             .constant(base, s(40)),
+        TraceKind::Steady => Trace::builder().constant(base, s(180)),
+        TraceKind::Diurnal => Trace::builder()
+            .constant(0.5 * base, s(20))
+            .ramp(0.5 * base, 3.0 * base, s(30))
+            .constant(3.0 * base, s(20))
+            .ramp(3.0 * base, 2.5 * base, s(30))
+            .constant(2.5 * base, s(20))
+            .ramp(2.5 * base, peak, s(30))
+            .constant(peak, s(30))
+            .ramp(peak, 0.5 * base, s(30))
+            .constant(0.5 * base, s(30)),
+        TraceKind::Flash => Trace::builder()
+            .constant(0.4 * base, s(20))
+            .ramp(0.4 * base, peak, s(1))
+            .constant(peak, s(30))
+            .constant(0.4 * base, s(50)),
     }
     .build()
 }
@@ -212,24 +251,34 @@ async fn compare(args: RunArgs) -> Result<(), BoxError> {
         max_replicas: args.max_replicas,
         wait_threshold: args.wait_threshold,
         target_sl: args.target_sl,
+        confidence: !args.no_confidence,
         seed: args.seed,
     };
     let trace = trace(args.trace, args.base_rate)?;
     let mut runs = Vec::new();
-    let mut plan: Vec<(Kind, ScaleIn)> = args
-        .policies
+    let policies = if args.sweep {
+        Policy::SWEEP
+            .split(',')
+            .map(|raw| raw.trim().parse())
+            .collect::<Result<Vec<Policy>, String>>()?
+    } else {
+        args.policies.clone()
+    };
+    let mut plan: Vec<(Policy, ScaleIn)> = policies
         .iter()
-        .map(|&kind| (kind, ScaleIn::Drain))
+        .map(|&policy| (policy, ScaleIn::Drain))
         .collect();
-    plan.extend(
-        args.scale_in_variants
-            .iter()
-            .filter(|&&variant| variant != ScaleIn::Drain)
-            .map(|&variant| (Kind::Admit, variant)),
-    );
-    for (kind, scale_in) in plan {
+    if !args.sweep {
+        plan.extend(
+            args.scale_in_variants
+                .iter()
+                .filter(|&&variant| variant != ScaleIn::Drain)
+                .map(|&variant| (Policy::default_of(Kind::Admit), variant)),
+        );
+    }
+    for (policy, scale_in) in plan {
         let idle_before = idle::idle_share_now();
-        let run = one::run(&setup, kind, scale_in, &trace).await?;
+        let run = one::run(&setup, policy, scale_in, &trace).await?;
         let idle = idle::idle_share_since(idle_before);
         runs.push((run, idle));
     }
@@ -241,5 +290,8 @@ async fn compare(args: RunArgs) -> Result<(), BoxError> {
     }
     crate::report::chart(&report, &args.svg)?;
     println!("chart: {}", args.svg.display());
+    println!("{}", report.frontier.table());
+    report.frontier.chart(&args.frontier_svg)?;
+    println!("frontier: {}", args.frontier_svg.display());
     Ok(())
 }

@@ -24,7 +24,7 @@ use super::setup::Setup;
 use crate::fleet::{Fleet, FleetConfig, FleetEvents, Phase, ScaleIn};
 use crate::hpa::{Hpa, HpaSpec};
 use crate::keda::ExternalTrigger;
-use crate::policy::{Kind, Source};
+use crate::policy::{Kind, Policy, Setting, Source};
 
 /// One second of a policy's run.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -50,7 +50,9 @@ pub struct Second {
 #[derive(Debug, serde::Serialize)]
 pub struct PolicyRun {
     /// The policy.
-    pub kind: Kind,
+    pub policy: Policy,
+    /// Its name in the report.
+    pub name: String,
     /// How replicas left.
     pub scale_in: ScaleIn,
     /// Every second.
@@ -118,10 +120,10 @@ impl Transport<Empty<Bytes>> for ThroughProxy {
     }
 }
 
-/// Runs `kind` over `trace`.
+/// Runs `policy` over `trace`.
 pub(super) async fn run(
     setup: &Setup,
-    kind: Kind,
+    policy: Policy,
     scale_in: ScaleIn,
     trace: &Trace,
 ) -> Result<PolicyRun, BoxError> {
@@ -159,7 +161,7 @@ pub(super) async fn run(
     )
     .await?;
     let mut scaler = None;
-    let source = match kind {
+    let source = match policy.kind {
         Kind::Admit => {
             let binary = setup
                 .scaler
@@ -184,19 +186,25 @@ pub(super) async fn run(
                 channel,
                 "cluster",
                 "work",
-                setup.admit_metadata(&prometheus.url()),
+                setup.admit_metadata(&prometheus.url(), policy.setting),
             );
             scaler = Some(process);
             Source::Scaler(trigger)
         }
         Kind::Cpu => Source::Cpu {
-            target_percent: 70,
+            target_percent: match policy.setting {
+                Setting::Value(percent) => percent as u32,
+                _ => 70,
+            },
             request_cpus: setup.cpus.unwrap_or(1.0),
             last: HashMap::new(),
         },
-        Kind::Fixed => Source::Fixed(setup.fixed_replicas(trace)),
+        Kind::Fixed => Source::Fixed(match policy.setting {
+            Setting::Value(replicas) => replicas as u32,
+            _ => setup.fixed_replicas(trace),
+        }),
         Kind::Concurrency | Kind::QueueTime | Kind::Sessions => {
-            let (query, threshold) = setup.prometheus_trigger(kind);
+            let (query, threshold) = setup.prometheus_trigger(policy);
             Source::Prometheus {
                 client: Box::new(PrometheusClient::new(ClientOptions::default())),
                 url: prometheus.url().parse()?,
@@ -276,7 +284,7 @@ pub(super) async fn run(
 
     let client = ThroughProxy(Client::builder(TokioExecutor::new()).build_http());
     let url = format!("{}/work", proxy.url());
-    let name = kind.name();
+    let name = policy.name();
     let report: Report = Driver::new(setup.deadline)
         .run(
             &client,
@@ -347,7 +355,8 @@ pub(super) async fn run(
     let (syncs, missed, reason) = std::mem::take(&mut *lock(&syncs));
     drop((proxy, prometheus));
     Ok(PolicyRun {
-        kind,
+        policy,
+        name: name.clone(),
         scale_in,
         seconds,
         total: report.total,

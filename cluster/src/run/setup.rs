@@ -7,7 +7,7 @@ use std::time::Duration;
 use admit_loadgen::{Segment, Trace};
 use admit_testkit::haproxy;
 
-use crate::policy::{Kind, window};
+use crate::policy::{Kind, Policy, Setting, window};
 use crate::replica::Distribution;
 
 /// How the proxy picks a replica for each request.
@@ -78,11 +78,19 @@ pub struct Setup {
     pub wait_threshold: Duration,
     /// admit-scaler's target.
     pub target_sl: f64,
+    /// admit-scaler reads λ with its Poisson confidence (`arrivalRateWindowSeconds`).
+    pub confidence: bool,
     /// Seed.
     pub seed: u64,
 }
 
 impl Setup {
+    /// A request's mean time in service on a replica once warm: its work over the replica's
+    /// CPUs.
+    pub fn service_time(&self) -> f64 {
+        self.work_mean.as_secs_f64() / self.cpus.unwrap_or(1.0)
+    }
+
     /// A replica's capacity once warm: its CPUs over the mean work.
     pub fn replica_capacity(&self) -> f64 {
         self.cpus.unwrap_or(1.0) / self.work_mean.as_secs_f64()
@@ -122,9 +130,13 @@ impl Setup {
     }
 
     /// admit-scaler's metadata: the queries of `deploy/README.md` for a CPU-bound service over
-    /// `prometheus`.
-    pub fn admit_metadata(&self, prometheus: &str) -> BTreeMap<String, String> {
+    /// `prometheus`, with `setting` as the wait threshold (by default `wait_threshold`).
+    pub fn admit_metadata(&self, prometheus: &str, setting: Setting) -> BTreeMap<String, String> {
         let w = self.minute();
+        let wait_threshold = match setting {
+            Setting::Value(seconds) => seconds,
+            _ => self.wait_threshold.as_secs_f64(),
+        };
         [
             ("scalerAddress", "admit-scaler:6000".to_owned()),
             ("prometheusURL", prometheus.to_owned()),
@@ -145,22 +157,29 @@ impl Setup {
             ),
             (
                 "waitThresholdSeconds",
-                self.wait_threshold.as_secs_f64().to_string(),
+                wait_threshold.to_string(),
             ),
             ("targetSL", self.target_sl.to_string()),
             ("balancing", self.balance.scaler_name().to_owned()),
+            // `irate` counts the arrivals of one scrape interval.
+            (
+                "arrivalRateWindowSeconds",
+                (15.0 / self.compression).to_string(),
+            ),
             ("minReplicas", self.min_replicas.to_string()),
             ("maxReplicas", self.max_replicas.to_string()),
         ]
         .into_iter()
+        .filter(|(key, _)| self.confidence || *key != "arrivalRateWindowSeconds")
         .map(|(key, value)| (key.to_owned(), value))
         .collect()
     }
 
-    /// A KEDA Prometheus trigger's query and threshold for `kind`.
-    pub fn prometheus_trigger(&self, kind: Kind) -> (String, f64) {
+    /// A KEDA Prometheus trigger's query and threshold for `policy` (its setting, or its
+    /// system's default).
+    pub fn prometheus_trigger(&self, policy: Policy) -> (String, f64) {
         let w = self.minute();
-        match kind {
+        let (query, default) = match policy.kind {
             Kind::Concurrency => (
                 "sum(admit_shed_requests_in_flight{limiter=\"work\"})".to_owned(),
                 100.0,
@@ -176,7 +195,14 @@ impl Setup {
                 500.0,
             ),
             Kind::Admit | Kind::Cpu | Kind::Fixed => (String::new(), 1.0),
-        }
+        };
+        let threshold = match policy.setting {
+            Setting::Value(value) => value,
+            // What one replica keeps in flight at 70 % of its capacity: λ·s per replica.
+            Setting::Derived => 0.7 * self.replica_capacity() * self.service_time(),
+            Setting::Default => default,
+        };
+        (query, threshold)
     }
 
     /// The fixed policy's replicas: the trace's peak at 70 % of a replica's capacity.
