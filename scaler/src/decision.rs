@@ -181,10 +181,12 @@ impl<E> From<ErlangError> for DecisionError<E> {
 
 /// The largest offered load a decision staffs, in erlangs; beyond it the decision fails with
 /// [`ErlangError::OutOfRange`] for `offered_load`. Its Erlang B walks cost `O(√a)` steps each:
-/// about `10√a` warm-up and the distance to the answer for each of the two searches, and for
-/// the service level at the replicas up to `50√a` (B vanishes about `38√a` above the load).
-/// Ten billion erlangs keeps them, about `72√a`, within a decision's time budget, where admit's
-/// limit, 10¹², would take several times it.
+/// about `10√a` warm-up and the distance to the answer for each of the searches (two, three
+/// with `arrivalRateWindowSeconds`), and for the service level at the replicas up to `50√a`
+/// (B vanishes about `38√a` above the load). A fleet's search adds `O(log n)` evaluations to
+/// the pooled one: least-request's walk Erlang B each, round-robin's sum
+/// `concurrencyPerReplica` terms. Ten billion erlangs keeps a decision within its time budget,
+/// where admit's limit, 10¹², would take several times it.
 pub const MAX_OFFERED_LOAD: f64 = 1e10;
 
 /// The queue the measurements describe: the [`Fleet`] of the configured balancing with

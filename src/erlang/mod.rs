@@ -8,7 +8,7 @@
 //! - [`Fleet`]: replicas behind a load balancer, queueing as its [`Balancing`] makes them
 //!   (pooled, round-robin, random, least-request).
 //! - [`QueueModel`]: what all three answer a planner (service level, the fewest servers for one,
-//!   waits, occupancy), so that one staffing code serves either.
+//!   waits, occupancy), so that one staffing code serves any of them.
 //! - [`ReplicaPlanner`]: turns server counts into replica counts that do not flap.
 //!
 //! Feed it the arrival rate and mean service time a

@@ -3,8 +3,8 @@
 use super::ErlangError;
 
 /// A queue with a given arrival and service rate, asked about a number of servers: what
-/// [`MMc`](super::MMc) (Erlang C) and [`ErlangA`](super::ErlangA) share, so that a planner
-/// can staff either without knowing which.
+/// [`MMc`](super::MMc) (Erlang C), [`ErlangA`](super::ErlangA) and [`Fleet`](super::Fleet)
+/// share, so that a planner can staff any of them without knowing which.
 ///
 /// The *service level* is the fraction of all arrivals served after waiting at most `within`:
 /// in Erlang C everyone is served, so it is `P(Wq ≤ within)`; in Erlang A an abandonment
