@@ -159,12 +159,7 @@ impl Fleet {
         let servers = replicas.saturating_mul(k).min(MAX_SERVERS);
         let n = replicas as f64;
         let capacity = k as f64 * self.service;
-        // Erlang C's stability test, `c·μ − λ > 0` with one rounding, without its Erlang B.
-        if (servers as f64).mul_add(self.service, -self.arrival) <= 0.0 {
-            return Err(ErlangError::Unstable {
-                rho: self.pooled.offered_load() / servers as f64,
-            });
-        }
+        self.stable(servers)?;
         Ok(match self.balancing {
             Balancing::Pooled => State::Erlang(self.pooled.with_servers(servers)?),
             Balancing::Random => {
@@ -201,6 +196,17 @@ impl Fleet {
                 }
             }
         })
+    }
+
+    /// Erlang C's stability test at `servers`, `c·μ − λ > 0` with one rounding, without its
+    /// Erlang B.
+    fn stable(&self, servers: u64) -> Result<(), ErlangError> {
+        if (servers as f64).mul_add(self.service, -self.arrival) <= 0.0 {
+            return Err(ErlangError::Unstable {
+                rho: self.pooled.offered_load() / servers as f64,
+            });
+        }
+        Ok(())
     }
 
     /// The replicas that hold `servers`, at least one.
@@ -293,8 +299,11 @@ impl QueueModel for Fleet {
 
     /// `a / (replicas · per_replica)`.
     fn occupancy(&self, servers: u64) -> Result<f64, ErlangError> {
-        let replicas = self.replicas(servers)?;
-        self.at(replicas)?;
-        Ok(self.pooled.offered_load() / (replicas.saturating_mul(self.per_replica)) as f64)
+        let servers = self
+            .replicas(servers)?
+            .saturating_mul(self.per_replica)
+            .min(MAX_SERVERS);
+        self.stable(servers)?;
+        Ok(self.pooled.offered_load() / servers as f64)
     }
 }
