@@ -10,6 +10,8 @@
 //! - [`replica`]: the sample service each replica runs.
 //! - [`run`]: every policy over one load trace, and [`report`], the comparison, and
 //!   [`frontier`], each setting's SLO attainment against its replica-seconds.
+//! - [`sim`]: the same loop as a seeded discrete-event simulation, for fleets one machine
+//!   cannot run.
 
 pub mod duration;
 pub mod fleet;
@@ -20,3 +22,4 @@ pub mod policy;
 pub mod replica;
 pub mod report;
 pub mod run;
+pub mod sim;

@@ -1,7 +1,8 @@
 //! The whole loop, short and compressed, with the real parts: replicas in CPU cgroups behind
 //! Debian's HAProxy, Debian's Prometheus, the real `admit-scaler serve`, and the KEDA + HPA
 //! stand-in. The replicas rise after the step, at least one leaves, nothing is lost with
-//! admit's drain, and the scaler's answers are Erlang C's for what the replicas measured.
+//! admit's drain, the scaler's answers are its round-robin model's for what the replicas
+//! measured, and the simulation of the same loop lands near it.
 //!
 //! Needs `haproxy`, `prometheus`, a writable cgroup hierarchy and the `admit-scaler` binary
 //! (built by the workspace's `cargo test`); without one it prints `SKIPPED:` and passes, unless
@@ -112,5 +113,56 @@ fn the_loop_scales_out_and_in_without_losing_a_request() {
         checked += 1;
     }
     assert!(checked > 5, "only {checked} decisions checked\n{log}");
+
+    // The simulation of the same loop, trace and seed lands near it. The bounds are wider
+    // than calibration's (2 points, 5 %): at 20× a single real run varies by more
+    // (`cluster/README.md`, "The simulator").
+    let simulated = dir.join("simulated.json");
+    let output = Command::new(BINARY)
+        .args([
+            "simulate",
+            "--policies",
+            "admit",
+            "--trace",
+            "short",
+            "--compression",
+            "20",
+        ])
+        .args(["--base-rate", "30", "--sessions", "5", "--json"])
+        .arg(&simulated)
+        .arg("--svg")
+        .arg(dir.join("simulated.svg"))
+        .arg("--frontier-svg")
+        .arg(dir.join("simulated-frontier.svg"))
+        .output()
+        .expect("admit-cluster simulates");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let simulated: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&simulated).unwrap()).unwrap();
+    let figures = |summary: &serde_json::Value| {
+        (
+            summary["slo_attainment"].as_f64().unwrap(),
+            summary["replica_seconds"].as_f64().unwrap(),
+        )
+    };
+    let (real_slo, real_cost) = figures(summary);
+    let (sim_slo, sim_cost) = figures(&simulated["summaries"][0]);
+    println!(
+        "real: {:.2} % within the SLO, {real_cost} replica·s; simulated: {:.2} %, {sim_cost}",
+        real_slo * 100.0,
+        sim_slo * 100.0
+    );
+    assert!(
+        (sim_slo - real_slo).abs() <= 0.04,
+        "SLO attainment: real {real_slo}, simulated {sim_slo}"
+    );
+    assert!(
+        (sim_cost - real_cost).abs() <= 0.35 * real_cost,
+        "replica-seconds: real {real_cost}, simulated {sim_cost}"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }

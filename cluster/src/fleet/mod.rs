@@ -101,6 +101,20 @@ pub struct FleetEvents {
     pub unremoved: u32,
 }
 
+/// The first `count` of `pods` (`(id, ready, since)`: ready since, or created) in the
+/// ReplicaSet's order for a scale-down: pods not ready before ready ones, newer before older.
+pub(crate) fn scale_down_order<T: PartialOrd>(
+    pods: impl Iterator<Item = (u64, bool, T)>,
+    count: usize,
+) -> Vec<u64> {
+    let mut pods: Vec<(u64, bool, T)> = pods.collect();
+    pods.sort_by(|a, b| {
+        a.1.cmp(&b.1)
+            .then(b.2.partial_cmp(&a.2).unwrap_or(std::cmp::Ordering::Equal))
+    });
+    pods.into_iter().take(count).map(|(id, ..)| id).collect()
+}
+
 /// The replicas and what they run behind.
 #[derive(Debug, Clone)]
 pub struct Fleet {
@@ -243,21 +257,18 @@ impl Fleet {
                 tokio::spawn(pod::run(Arc::clone(&self.shared), id, name, told));
             }
         } else {
-            // The ReplicaSet's order: pods not ready before ready ones, newer before older.
-            let mut victims: Vec<(bool, Instant, u64)> = state
+            let pods = state
                 .pods
                 .iter()
                 .filter(|(_, pod)| pod.phase != Phase::Terminating)
                 .map(|(&id, pod)| {
                     (
+                        id,
                         pod.phase == Phase::Ready,
                         pod.ready_at.unwrap_or(pod.created),
-                        id,
                     )
-                })
-                .collect();
-            victims.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-            for (_, _, id) in victims.into_iter().take((current - replicas) as usize) {
+                });
+            for id in scale_down_order(pods, (current - replicas) as usize) {
                 if let Some(pod) = state.pods.get_mut(&id) {
                     pod.phase = Phase::Terminating;
                     pod.terminate.send_replace(true);

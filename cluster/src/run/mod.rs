@@ -197,6 +197,48 @@ pub fn trace(kind: TraceKind, base: f64) -> Result<Trace, admit_loadgen::TraceEr
     .build()
 }
 
+/// The setup `args` describe, with this executable `binary`, each replica's quota `cpus`
+/// (none: no cgroups) and `burn`'s `iterations_per_ms`.
+pub fn setup(args: &RunArgs, binary: PathBuf, cpus: Option<f64>, iterations_per_ms: f64) -> Setup {
+    Setup {
+        binary,
+        scaler: args.scaler.clone().or_else(scaler::binary),
+        compression: args.compression,
+        cpus,
+        balance: args.balance,
+        work_mean: args.work_mean,
+        distribution: args.distribution,
+        cold_factor: args.cold_factor,
+        cold: args.cold.div_f64(args.compression),
+        iterations_per_ms,
+        deadline: args.deadline,
+        sessions: args.sessions,
+        session_lifetime: args.session_lifetime,
+        min_replicas: args.min_replicas,
+        max_replicas: args.max_replicas,
+        wait_threshold: args.wait_threshold,
+        target_sl: args.target_sl,
+        confidence: !args.no_confidence,
+        seed: args.seed,
+    }
+}
+
+/// The policies `args` name: `--policies`, or the sweep's.
+///
+/// # Errors
+///
+/// A sweep entry that does not parse (a bug in [`Policy::SWEEP`]).
+pub fn policies(args: &RunArgs) -> Result<Vec<Policy>, String> {
+    if args.sweep {
+        Policy::SWEEP
+            .split(',')
+            .map(|raw| raw.trim().parse())
+            .collect()
+    } else {
+        Ok(args.policies.clone())
+    }
+}
+
 /// Runs the comparison.
 pub fn main(args: RunArgs) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -233,37 +275,10 @@ async fn compare(args: RunArgs) -> Result<(), BoxError> {
         })?;
         Some(args.cpus)
     };
-    let setup = Setup {
-        binary,
-        scaler: args.scaler.clone().or_else(scaler::binary),
-        compression: args.compression,
-        cpus,
-        balance: args.balance,
-        work_mean: args.work_mean,
-        distribution: args.distribution,
-        cold_factor: args.cold_factor,
-        cold: args.cold.div_f64(args.compression),
-        iterations_per_ms: crate::replica::calibrate(),
-        deadline: args.deadline,
-        sessions: args.sessions,
-        session_lifetime: args.session_lifetime,
-        min_replicas: args.min_replicas,
-        max_replicas: args.max_replicas,
-        wait_threshold: args.wait_threshold,
-        target_sl: args.target_sl,
-        confidence: !args.no_confidence,
-        seed: args.seed,
-    };
+    let setup = setup(&args, binary, cpus, crate::replica::calibrate());
     let trace = trace(args.trace, args.base_rate)?;
     let mut runs = Vec::new();
-    let policies = if args.sweep {
-        Policy::SWEEP
-            .split(',')
-            .map(|raw| raw.trim().parse())
-            .collect::<Result<Vec<Policy>, String>>()?
-    } else {
-        args.policies.clone()
-    };
+    let policies = policies(&args)?;
     let mut plan: Vec<(Policy, ScaleIn)> = policies
         .iter()
         .map(|&policy| (policy, ScaleIn::Drain))

@@ -46,6 +46,40 @@ pub struct Second {
     pub scaling_in: bool,
 }
 
+impl Second {
+    /// Every second of a run over `trace`: the tallies by the second their requests were
+    /// sent, `fleet(t)` the replicas, ready and terminating pods at second `t`'s end, and the
+    /// pods' departures (signalled, gone) in seconds, with the clients' `deadline`.
+    pub fn all(
+        trace: &Trace,
+        deadline: Duration,
+        tallies: &[Tally],
+        fleet: impl Fn(usize) -> (u32, u32, u32),
+        departures: &[(f64, f64)],
+    ) -> Vec<Second> {
+        let deadline = deadline.as_secs_f64();
+        tallies
+            .iter()
+            .enumerate()
+            .map(|(t, tally)| {
+                let (replicas, ready, terminating) = fleet(t);
+                Second {
+                    t,
+                    offered_rate: trace
+                        .rate_at(Duration::from_secs(t as u64) + Duration::from_millis(500)),
+                    tally: tally.clone(),
+                    replicas,
+                    ready,
+                    terminating,
+                    scaling_in: departures.iter().any(|&(signalled, gone)| {
+                        signalled - deadline < t as f64 + 1.0 && gone > t as f64
+                    }),
+                }
+            })
+            .collect()
+    }
+}
+
 /// A policy's run.
 #[derive(Debug, serde::Serialize)]
 pub struct PolicyRun {
@@ -330,28 +364,13 @@ pub(super) async fn run(
         scaler.stop().await;
     }
     let by_second = lock(&replicas_by_second).clone();
-    let seconds = report
-        .seconds
-        .iter()
-        .enumerate()
-        .map(|(t, tally)| {
-            let (replicas, ready, terminating) = by_second.get(&t).copied().unwrap_or_default();
-            let deadline = setup.deadline.as_secs_f64();
-            let scaling_in = departures
-                .iter()
-                .any(|&(signalled, gone)| signalled - deadline < t as f64 + 1.0 && gone > t as f64);
-            Second {
-                t,
-                offered_rate: trace
-                    .rate_at(Duration::from_secs(t as u64) + Duration::from_millis(500)),
-                tally: tally.clone(),
-                replicas,
-                ready,
-                terminating,
-                scaling_in,
-            }
-        })
-        .collect();
+    let seconds = Second::all(
+        trace,
+        setup.deadline,
+        &report.seconds,
+        |t| by_second.get(&t).copied().unwrap_or_default(),
+        &departures,
+    );
     let (syncs, missed, reason) = std::mem::take(&mut *lock(&syncs));
     drop((proxy, prometheus));
     Ok(PolicyRun {
