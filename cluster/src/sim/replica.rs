@@ -266,3 +266,63 @@ impl Replica {
         self.load.store(self.smoothed as u32, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use admit_testkit::work::Distribution;
+
+    use super::*;
+
+    fn replica(clock: &ManualClock) -> Replica {
+        let spec = ReplicaSpec {
+            work: Work {
+                mean: Duration::from_millis(20),
+                distribution: Distribution::Bimodal,
+                cold_factor: 1.0,
+                cold: Duration::ZERO,
+                iterations_per_ms: 1e6,
+            },
+            cpus: 0.25,
+            cores: 1.0,
+            period: 0.1,
+            capacity: 1000.0,
+            overhead: 0.0,
+        };
+        Replica::start(&spec, clock, 0.0, 0.0, 7).unwrap()
+    }
+
+    #[test]
+    fn a_throttled_replica_takes_requests_when_its_period_ends() {
+        let clock = ManualClock::new();
+        let mut replica = replica(&clock);
+        let (mut done, mut refused) = (Vec::new(), Vec::new());
+        // Enough work to spend the 25 ms quota of the first period.
+        for request in 0..3 {
+            assert!(matches!(
+                replica.arrive(0.0, request),
+                Some(Admission::Admitted)
+            ));
+        }
+        let spent = replica.next_event().unwrap();
+        assert!(spent <= 0.025 + 1e-9, "{spent}");
+        clock.set(Duration::from_secs_f64(spent));
+        replica.step(spent, &mut done, &mut refused);
+        assert_eq!(replica.throttled_until(), Some(0.1));
+        // A request now waits for the runtime: not counted in flight, not decided.
+        assert!(replica.arrive(0.05, 3).is_none());
+        assert_eq!(replica.busy(), 4);
+        assert_eq!(replica.exposed().in_flight, 3.0);
+        assert_eq!(replica.next_event(), Some(0.1));
+        clock.set(Duration::from_millis(100));
+        replica.step(0.1, &mut done, &mut refused);
+        assert!(refused.is_empty(), "{refused:?}");
+        let exposed = replica.exposed();
+        assert_eq!(exposed.in_flight + done.len() as f64, 4.0);
+        // Its 50 ms wait lands in the `le="0.05"` bucket, the others' zero waits in the first.
+        assert_eq!(exposed.waits[0], 3.0);
+        assert_eq!(exposed.waits[4], 3.0);
+        assert_eq!(exposed.waits[5], 4.0);
+        assert_eq!(exposed.offered, 4.0);
+        assert!((exposed.cpu_seconds - 0.025).abs() < 1e-9);
+    }
+}
