@@ -26,9 +26,11 @@
 mod calibration;
 mod control;
 mod cpu;
+mod pods;
 mod replica;
 mod scrape;
 mod trace_file;
+mod traffic;
 mod world;
 
 use std::path::PathBuf;

@@ -6,18 +6,17 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::time::Duration;
 
 use admit::clock::ManualClock;
-use admit_loadgen::{Outcome, Refusal, Tally, Trace};
-use http::StatusCode;
+use admit_loadgen::{Arrivals, Outcome, Tally, Trace};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::control::{Control, PodReading};
-use super::replica::{Admission, CPU_TICK, Replica, ReplicaSpec};
+use super::replica::{CPU_TICK, Replica, ReplicaSpec};
 use super::scrape::{DISCOVERY, Prometheus};
-use crate::fleet::{FleetEvents, Phase, ScaleIn, scale_down_order};
-use crate::hpa::{Behavior, Hpa, HpaSpec};
+use crate::fleet::{FleetEvents, Phase, ScaleIn};
+use crate::hpa::{Behavior, Hpa, HpaSpec, Tolerance};
 use crate::policy::Policy;
-use crate::run::{Balance, PolicyRun, Reconcile, Second, SessionCounts, Setup};
+use crate::run::{PolicyRun, Reconcile, Second, SessionCounts, Setup};
 
 /// The periods of the loop, in simulated seconds, as the real harness sets them.
 #[derive(Clone, Copy, Debug)]
@@ -77,8 +76,9 @@ pub(crate) struct World {
     pub(crate) proxy_latency: f64,
 }
 
+/// What happens at a time.
 #[derive(Debug, Clone, Copy)]
-enum Event {
+pub(super) enum Event {
     Arrival {
         index: u64,
     },
@@ -128,44 +128,58 @@ impl Ord for Timed {
     }
 }
 
+/// A pod in the simulation.
 #[derive(Debug)]
-struct Pod {
-    phase: Phase,
-    created: f64,
-    ready_at: Option<f64>,
-    replica: Option<Replica>,
-    version: u64,
-    signalled: Option<f64>,
+pub(super) struct Pod {
+    pub(super) phase: Phase,
+    pub(super) created: f64,
+    pub(super) ready_at: Option<f64>,
+    /// Its process, once started.
+    pub(super) replica: Option<Replica>,
+    /// Its scheduled step is current only at this version.
+    pub(super) version: u64,
+    pub(super) signalled: Option<f64>,
     /// The drain refuses new requests.
-    refusing: bool,
+    pub(super) refusing: bool,
     /// Its sessions have been told to reconnect, and the process may exit once empty.
-    sessions_moved: bool,
+    pub(super) sessions_moved: bool,
 }
 
 /// The run's state.
-struct Sim<'a> {
-    setup: &'a Setup,
-    world: World,
-    spec: ReplicaSpec,
-    clock: ManualClock,
+pub(super) struct Sim<'a> {
+    pub(super) setup: &'a Setup,
+    pub(super) world: World,
+    pub(super) spec: ReplicaSpec,
+    pub(super) clock: ManualClock,
     heap: BinaryHeap<Reverse<Timed>>,
     seq: u64,
-    pods: BTreeMap<u64, Pod>,
-    next_pod: u64,
+    pub(super) pods: BTreeMap<u64, Pod>,
+    pub(super) next_pod: u64,
     /// Pods the proxy sends requests to, in the order it added them.
-    rotation: Vec<u64>,
-    cursor: usize,
-    rng: SmallRng,
-    seconds: Vec<Tally>,
-    total: Tally,
-    arrivals: BTreeMap<u64, f64>,
-    departures: Vec<(f64, f64)>,
+    pub(super) rotation: Vec<u64>,
+    pub(super) cursor: usize,
+    pub(super) rng: SmallRng,
+    /// The requests sent in each second, and what became of them.
+    pub(super) seconds: Vec<Tally>,
+    pub(super) total: Tally,
+    /// The arrivals still to come, the next one scheduled.
+    pending: Arrivals,
+    /// When each request still unanswered was sent.
+    pub(super) arrivals: BTreeMap<u64, f64>,
+    /// Every pod's departure: signalled, gone.
+    pub(super) departures: Vec<(f64, f64)>,
     by_second: Vec<(u32, u32, u32)>,
-    events: FleetEvents,
-    done: Vec<(u64, f64, f64)>,
-    refused: Vec<(u64, f64, &'static str)>,
+    pub(super) events: FleetEvents,
+    /// Scratch space for what a replica's step finished and refused.
+    pub(super) done: Vec<(u64, f64, f64)>,
+    pub(super) refused: Vec<(u64, f64, &'static str)>,
     /// What Prometheus holds.
-    prometheus: Prometheus,
+    pub(super) prometheus: Prometheus,
+    control: Control,
+    hpa: Hpa,
+    tolerance: Tolerance,
+    syncs: Vec<Reconcile>,
+    missed: u32,
 }
 
 /// Runs `policy` over `trace` in the simulation.
@@ -179,7 +193,7 @@ pub(crate) fn run(
     policy: Policy,
     trace: &Trace,
 ) -> Result<PolicyRun, String> {
-    let mut control = Control::new(setup, policy, setup.fixed_replicas(trace))?;
+    let control = Control::new(setup, policy, setup.fixed_replicas(trace))?;
     let spec = ReplicaSpec {
         work: admit_testkit::work::Work {
             mean: setup.work_mean,
@@ -195,9 +209,9 @@ pub(crate) fn run(
         capacity: setup.replica_capacity(),
         overhead: world.overhead,
     };
-    let length = trace.duration().as_secs_f64();
     let seconds =
         trace.duration().as_secs() as usize + usize::from(trace.duration().subsec_nanos() > 0);
+    let behavior = Behavior::default().compressed(setup.compression);
     let mut sim = Sim {
         setup,
         world,
@@ -212,6 +226,7 @@ pub(crate) fn run(
         rng: SmallRng::seed_from_u64(setup.seed ^ 0x5eed_f1ee7),
         seconds: vec![Tally::new(); seconds],
         total: Tally::new(),
+        pending: trace.arrivals(setup.seed),
         arrivals: BTreeMap::new(),
         departures: Vec::new(),
         by_second: Vec::new(),
@@ -219,31 +234,26 @@ pub(crate) fn run(
         done: Vec::new(),
         refused: Vec::new(),
         prometheus: Prometheus::new(4.0 * 60.0 / setup.compression),
+        tolerance: behavior.tolerance(),
+        hpa: Hpa::new(HpaSpec {
+            min_replicas: setup.min_replicas,
+            max_replicas: setup.max_replicas,
+            behavior,
+        }),
+        control,
+        syncs: Vec::new(),
+        missed: 0,
     };
-    let periods = world.periods;
-    let behavior = Behavior::default().compressed(setup.compression);
-    let tolerance = behavior.tolerance();
-    let mut hpa = Hpa::new(HpaSpec {
-        min_replicas: setup.min_replicas,
-        max_replicas: setup.max_replicas,
-        behavior,
-    });
     // The initial fleet serves when the load starts, as the real harness waits for it.
-    for _ in 0..control.initial(setup.min_replicas) {
+    for _ in 0..sim.control.initial(setup.min_replicas) {
         let pod = sim.create(0.0);
         sim.start_pod(pod, 0.0)?;
     }
-    let mut arrivals = trace.arrivals(setup.seed);
-    if let Some(first) = arrivals.next() {
-        sim.arrivals.insert(first.index, first.at.as_secs_f64());
-        sim.push(
-            first.at.as_secs_f64(),
-            Event::Arrival { index: first.index },
-        );
-    }
+    sim.schedule_next_arrival();
     for second in 0..seconds {
         sim.push((second + 1) as f64, Event::Second);
     }
+    let periods = world.periods;
     let phase = sim.rng.random::<f64>();
     sim.push(phase * periods.scrape, Event::Scrape);
     let phase = sim.rng.random::<f64>();
@@ -253,164 +263,19 @@ pub(crate) fn run(
     sim.push(phase * periods.decision, Event::Decide);
     sim.push(0.0, Event::Sync);
 
-    let mut syncs = Vec::new();
-    let mut missed = 0u32;
-    let end = length + setup.deadline.as_secs_f64();
-
+    let end = trace.duration().as_secs_f64() + setup.deadline.as_secs_f64();
     while let Some(Reverse(Timed { at, event, .. })) = sim.heap.pop() {
         if at > end {
             break;
         }
         sim.clock.set(Duration::from_secs_f64(at));
-        match event {
-            Event::Arrival { index } => {
-                if let Some(next) = arrivals.next() {
-                    sim.arrivals.insert(next.index, next.at.as_secs_f64());
-                    sim.push(next.at.as_secs_f64(), Event::Arrival { index: next.index });
-                }
-                sim.arrive(at, index);
-            }
-            Event::Replica { pod, version } => {
-                if sim.pods.get(&pod).is_some_and(|p| p.version == version) {
-                    sim.step(pod, at);
-                }
-            }
-            Event::Second => {
-                let count = |phase| sim.pods.values().filter(|p| p.phase == phase).count() as u32;
-                let sample = (
-                    sim.replicas(),
-                    count(Phase::Ready),
-                    count(Phase::Terminating),
-                );
-                sim.by_second.push(sample);
-            }
-            Event::Scrape => {
-                let ids: Vec<u64> = sim.pods.keys().copied().collect();
-                for pod in ids {
-                    sim.step(pod, at);
-                    let Some(replica) = sim.pods.get(&pod).and_then(|p| p.replica.as_ref()) else {
-                        continue;
-                    };
-                    sim.prometheus.cadvisor.record(at, pod, replica.exposed());
-                    if !sim.prometheus.knows(pod) {
-                        continue;
-                    }
-                    // A throttled replica's runtime answers when its period ends.
-                    match replica.throttled_until() {
-                        Some(until) => sim.push(until, Event::ScrapeAnswer { pod, started: at }),
-                        None => sim.prometheus.admit.record(at, pod, replica.exposed()),
-                    }
-                }
-                sim.push(at + periods.scrape, Event::Scrape);
-            }
-            Event::ScrapeAnswer { pod, started } => {
-                sim.step(pod, at);
-                if let Some(replica) = sim.pods.get(&pod).and_then(|p| p.replica.as_ref()) {
-                    sim.prometheus.admit.record(started, pod, replica.exposed());
-                }
-            }
-            Event::Discover => {
-                let serving = sim
-                    .pods
-                    .iter()
-                    .filter(|(_, pod)| pod.replica.is_some())
-                    .map(|(&id, _)| id);
-                let serving: Vec<u64> = serving.collect();
-                sim.prometheus.discover(serving);
-                sim.push(at + DISCOVERY, Event::Discover);
-            }
-            Event::CpuTick => {
-                let ids: Vec<u64> = sim.pods.keys().copied().collect();
-                for id in ids {
-                    sim.step(id, at);
-                    if let Some(replica) = sim.pods.get_mut(&id).and_then(|p| p.replica.as_mut()) {
-                        replica.sample_cpu();
-                    }
-                }
-                sim.push(at + CPU_TICK, Event::CpuTick);
-            }
-            Event::Decide => {
-                control.decide(at, &sim.prometheus);
-                sim.push(at + periods.decision, Event::Decide);
-            }
-            Event::Sync => {
-                let ids: Vec<u64> = sim.pods.keys().copied().collect();
-                for &id in &ids {
-                    sim.step(id, at);
-                }
-                let readings: Vec<PodReading> = sim
-                    .pods
-                    .iter()
-                    .filter(|(_, pod)| pod.phase != Phase::Terminating)
-                    .map(|(&id, pod)| PodReading {
-                        id,
-                        ready: pod.phase == Phase::Ready,
-                        cpu_used: pod.replica.as_ref().map(Replica::cpu_used),
-                    })
-                    .collect();
-                let current = sim.replicas();
-                match control.proposal(at, current, &readings, &sim.prometheus, tolerance) {
-                    Some(proposal) => {
-                        let desired = hpa.sync(Duration::from_secs_f64(at), current, proposal);
-                        sim.scale(at, desired);
-                        syncs.push(Reconcile {
-                            t: at,
-                            current,
-                            proposal,
-                            desired,
-                            scaler: control.scaler_inputs(),
-                        });
-                    }
-                    None => missed += 1,
-                }
-                sim.push(at + periods.sync, Event::Sync);
-            }
-            Event::PodStart(pod) => sim.start_pod(pod, at)?,
-            Event::Deregister(pod) => sim.rotation.retain(|&id| id != pod),
-            Event::DrainDelay(pod) => {
-                if let Some(p) = sim.pods.get_mut(&pod) {
-                    p.refusing = true;
-                }
-            }
-            Event::SessionsMoved(pod) => {
-                if let Some(p) = sim.pods.get_mut(&pod) {
-                    p.sessions_moved = true;
-                }
-                sim.step(pod, at);
-            }
-            Event::DrainDeadline(pod) => sim.gone(pod, at, true),
-        }
+        sim.handle(at, event)?;
     }
-    // What is still out when the clients' deadlines have passed timed out.
-    let left: Vec<u64> = sim.arrivals.keys().copied().collect();
-    for request in left {
-        sim.record(request, Outcome::TimedOut, Duration::ZERO);
-    }
-    let departures = sim.departures.clone();
-    let by_second = &sim.by_second;
-    let seconds = Second::all(
-        trace,
-        setup.deadline,
-        &sim.seconds,
-        |t| by_second.get(t).copied().unwrap_or_default(),
-        &departures,
-    );
-    Ok(PolicyRun {
-        policy,
-        name: policy.name(),
-        scale_in: ScaleIn::Drain,
-        seconds,
-        total: sim.total,
-        sessions: SessionCounts::default(),
-        fleet: sim.events,
-        departures,
-        syncs,
-        missed_syncs: (missed, String::new()),
-    })
+    Ok(sim.finish(policy, trace))
 }
 
 impl Sim<'_> {
-    fn push(&mut self, at: f64, event: Event) {
+    pub(super) fn push(&mut self, at: f64, event: Event) {
         self.seq += 1;
         self.heap.push(Reverse(Timed {
             at,
@@ -419,236 +284,181 @@ impl Sim<'_> {
         }));
     }
 
-    /// Pods not leaving: the HPA's current count.
-    fn replicas(&self) -> u32 {
-        self.pods
-            .values()
-            .filter(|pod| pod.phase != Phase::Terminating)
-            .count() as u32
-    }
-
-    fn create(&mut self, now: f64) -> u64 {
-        let id = self.next_pod;
-        self.next_pod += 1;
-        self.pods.insert(
-            id,
-            Pod {
-                phase: Phase::Pending,
-                created: now,
-                ready_at: None,
-                replica: None,
-                version: 0,
-                signalled: None,
-                refusing: false,
-                sessions_moved: false,
-            },
-        );
-        id
-    }
-
-    /// The pod's process serves, and the proxy adds it.
-    fn start_pod(&mut self, pod: u64, now: f64) -> Result<(), String> {
-        let phase = self.rng.random::<f64>() * self.world.periods.cfs;
-        let seed = self.setup.seed ^ (pod + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let Some(p) = self.pods.get_mut(&pod) else {
-            return Ok(());
-        };
-        if p.phase != Phase::Pending {
-            return Ok(());
+    fn schedule_next_arrival(&mut self) {
+        if let Some(next) = self.pending.next() {
+            let at = next.at.as_secs_f64();
+            self.arrivals.insert(next.index, at);
+            self.push(at, Event::Arrival { index: next.index });
         }
-        let replica = Replica::start(&self.spec, &self.clock, now, phase, seed)
-            .map_err(|error| error.to_string())?;
-        p.replica = Some(replica);
-        p.phase = Phase::Ready;
-        p.ready_at = Some(now);
-        self.rotation.push(pod);
+    }
+
+    /// Brings every pod to `now`.
+    fn step_all(&mut self, now: f64) {
+        let ids: Vec<u64> = self.pods.keys().copied().collect();
+        for pod in ids {
+            self.step(pod, now);
+        }
+    }
+
+    fn handle(&mut self, at: f64, event: Event) -> Result<(), String> {
+        let periods = self.world.periods;
+        match event {
+            Event::Arrival { index } => {
+                self.schedule_next_arrival();
+                self.arrive(at, index);
+            }
+            Event::Replica { pod, version } => {
+                if self.pods.get(&pod).is_some_and(|p| p.version == version) {
+                    self.step(pod, at);
+                }
+            }
+            Event::Second => {
+                let count = |phase| self.pods.values().filter(|p| p.phase == phase).count() as u32;
+                let sample = (
+                    self.replicas(),
+                    count(Phase::Ready),
+                    count(Phase::Terminating),
+                );
+                self.by_second.push(sample);
+            }
+            Event::Scrape => {
+                self.scrape(at);
+                self.push(at + periods.scrape, Event::Scrape);
+            }
+            Event::ScrapeAnswer { pod, started } => {
+                self.step(pod, at);
+                if let Some(replica) = self.pods.get(&pod).and_then(|p| p.replica.as_ref()) {
+                    self.prometheus
+                        .admit
+                        .record(started, pod, replica.exposed());
+                }
+            }
+            Event::Discover => {
+                let serving: Vec<u64> = self
+                    .pods
+                    .iter()
+                    .filter(|(_, pod)| pod.replica.is_some())
+                    .map(|(&id, _)| id)
+                    .collect();
+                self.prometheus.discover(serving);
+                self.push(at + DISCOVERY, Event::Discover);
+            }
+            Event::CpuTick => {
+                self.step_all(at);
+                for pod in self.pods.values_mut() {
+                    if let Some(replica) = pod.replica.as_mut() {
+                        replica.sample_cpu();
+                    }
+                }
+                self.push(at + CPU_TICK, Event::CpuTick);
+            }
+            Event::Decide => {
+                self.control.decide(at, &self.prometheus);
+                self.push(at + periods.decision, Event::Decide);
+            }
+            Event::Sync => {
+                self.sync(at);
+                self.push(at + periods.sync, Event::Sync);
+            }
+            Event::PodStart(pod) => self.start_pod(pod, at)?,
+            Event::Deregister(pod) => self.rotation.retain(|&id| id != pod),
+            Event::DrainDelay(pod) => {
+                if let Some(p) = self.pods.get_mut(&pod) {
+                    p.refusing = true;
+                }
+            }
+            Event::SessionsMoved(pod) => {
+                if let Some(p) = self.pods.get_mut(&pod) {
+                    p.sessions_moved = true;
+                }
+                self.step(pod, at);
+            }
+            Event::DrainDeadline(pod) => self.gone(pod, at, true),
+        }
         Ok(())
     }
 
-    /// Scales to `desired` as the real fleet does: new pods start after the start delay;
-    /// leaving, the unready go first, then the newest.
-    fn scale(&mut self, now: f64, desired: u32) {
-        let current = self.replicas();
-        if desired > current {
-            for _ in current..desired {
-                let pod = self.create(now);
-                self.push(now + self.world.periods.start_delay, Event::PodStart(pod));
+    /// A scrape at `now`: cAdvisor reads every pod; the replicas' own targets, once
+    /// discovered, answer when their runtime runs.
+    fn scrape(&mut self, now: f64) {
+        self.step_all(now);
+        let ids: Vec<u64> = self.pods.keys().copied().collect();
+        for pod in ids {
+            let Some(replica) = self.pods.get(&pod).and_then(|p| p.replica.as_ref()) else {
+                continue;
+            };
+            let exposed = replica.exposed();
+            let throttled = replica.throttled_until();
+            self.prometheus.cadvisor.record(now, pod, exposed);
+            if !self.prometheus.knows(pod) {
+                continue;
             }
-            return;
+            match throttled {
+                Some(until) => self.push(until, Event::ScrapeAnswer { pod, started: now }),
+                None => self.prometheus.admit.record(now, pod, exposed),
+            }
         }
-        let pods = self
+    }
+
+    /// The HPA's sync at `now`: the policy's proposal, the HPA's answer, the fleet scaled.
+    fn sync(&mut self, now: f64) {
+        self.step_all(now);
+        let readings: Vec<PodReading> = self
             .pods
             .iter()
             .filter(|(_, pod)| pod.phase != Phase::Terminating)
-            .map(|(&id, pod)| {
-                (
-                    id,
-                    pod.phase == Phase::Ready,
-                    pod.ready_at.unwrap_or(pod.created),
-                )
-            });
-        for id in scale_down_order(pods, (current - desired) as usize) {
-            self.signal(id, now);
-        }
+            .map(|(&id, pod)| PodReading {
+                id,
+                ready: pod.phase == Phase::Ready,
+                cpu_used: pod.replica.as_ref().map(Replica::cpu_used),
+            })
+            .collect();
+        let current = self.replicas();
+        let proposal =
+            self.control
+                .proposal(now, current, &readings, &self.prometheus, self.tolerance);
+        let Some(proposal) = proposal else {
+            self.missed += 1;
+            return;
+        };
+        let desired = self
+            .hpa
+            .sync(Duration::from_secs_f64(now), current, proposal);
+        self.scale(now, desired);
+        self.syncs.push(Reconcile {
+            t: now,
+            current,
+            proposal,
+            desired,
+            scaler: self.control.scaler_inputs(),
+        });
     }
 
-    /// SIGTERM: a pod without a process goes at once; a replica drains.
-    fn signal(&mut self, pod: u64, now: f64) {
-        let Some(p) = self.pods.get_mut(&pod) else {
-            return;
-        };
-        p.phase = Phase::Terminating;
-        p.signalled = Some(now);
-        if p.replica.is_none() {
-            self.pods.remove(&pod);
-            return;
+    /// The run: what is still out when the clients' deadlines have passed timed out.
+    fn finish(mut self, policy: Policy, trace: &Trace) -> PolicyRun {
+        let left: Vec<u64> = self.arrivals.keys().copied().collect();
+        for request in left {
+            self.record(request, Outcome::TimedOut, Duration::ZERO);
         }
-        let periods = self.world.periods;
-        // Its sessions, an even share of them, are told to reconnect evenly over the spread
-        // after the delay; the last at m/(m + 1) of it.
-        let ready = self.rotation.len().max(1) as f64;
-        let sessions = (self.setup.sessions as f64 / ready).round();
-        let told = periods.reconnect_spread * sessions / (sessions + 1.0);
-        self.push(now + periods.propagation, Event::Deregister(pod));
-        self.push(now + periods.drain_delay, Event::DrainDelay(pod));
-        let moved = now + periods.drain_delay + told + periods.exit;
-        self.push(moved, Event::SessionsMoved(pod));
-        self.push(now + periods.drain_deadline, Event::DrainDeadline(pod));
-    }
-
-    /// The pod is gone; `expired`: at its drain's deadline, with requests cut.
-    fn gone(&mut self, pod: u64, now: f64, expired: bool) {
-        let Some(p) = self.pods.remove(&pod) else {
-            return;
-        };
-        self.rotation.retain(|&id| id != pod);
-        self.prometheus.forget(pod);
-        if let Some(signalled) = p.signalled {
-            self.departures.push((signalled, now));
-        }
-        if expired && let Some(replica) = p.replica {
-            self.events.killed_at_grace += u32::from(replica.busy() > 0);
-            // The requests still there lose their connection.
-            for request in replica.requests() {
-                if let Some(arrived) = self.arrivals.get(&request).copied() {
-                    let latency = Duration::from_secs_f64(now - arrived);
-                    self.record(request, Outcome::Lost(admit_loadgen::Lost::Closed), latency);
-                }
-            }
-        }
-    }
-
-    /// A request reaches the proxy.
-    fn arrive(&mut self, now: f64, request: u64) {
-        let pod = match self.setup.balance {
-            _ if self.rotation.is_empty() => None,
-            Balance::RoundRobin => {
-                self.cursor = (self.cursor + 1) % self.rotation.len();
-                Some(self.rotation[self.cursor])
-            }
-            Balance::LeastConn => self.rotation.iter().copied().min_by_key(|id| {
-                self.pods
-                    .get(id)
-                    .and_then(|pod| pod.replica.as_ref())
-                    .map_or(usize::MAX, Replica::busy)
-            }),
-        };
-        let Some(pod) = pod else {
-            // The proxy's own answer: no server.
-            self.record(
-                request,
-                Outcome::Status(StatusCode::SERVICE_UNAVAILABLE),
-                Duration::ZERO,
-            );
-            return;
-        };
-        self.step(pod, now);
-        let Some(p) = self.pods.get_mut(&pod) else {
-            return;
-        };
-        if p.refusing {
-            self.refuse(request, now, now, "draining");
-            return;
-        }
-        let Some(replica) = p.replica.as_mut() else {
-            return;
-        };
-        if let Some(Admission::Refused(reason)) = replica.arrive(now, request) {
-            self.refuse(request, now, now, reason);
-        }
-        self.reschedule(pod);
-    }
-
-    /// Brings pod `pod` to `now` and records what finished.
-    fn step(&mut self, pod: u64, now: f64) {
-        let (mut done, mut refused) = (
-            std::mem::take(&mut self.done),
-            std::mem::take(&mut self.refused),
+        let by_second = &self.by_second;
+        let seconds = Second::all(
+            trace,
+            self.setup.deadline,
+            &self.seconds,
+            |t| by_second.get(t).copied().unwrap_or_default(),
+            &self.departures,
         );
-        let leave = match self.pods.get_mut(&pod) {
-            Some(Pod {
-                replica: Some(replica),
-                sessions_moved,
-                ..
-            }) => {
-                replica.step(now, &mut done, &mut refused);
-                *sessions_moved && replica.busy() == 0
-            }
-            _ => false,
-        };
-        for (request, arrived, finished) in done.drain(..) {
-            let latency = finished - arrived + self.world.proxy_latency;
-            let outcome = if latency > self.setup.deadline.as_secs_f64() {
-                Outcome::TimedOut
-            } else {
-                Outcome::Ok
-            };
-            self.record(request, outcome, Duration::from_secs_f64(latency));
+        PolicyRun {
+            policy,
+            name: policy.name(),
+            scale_in: ScaleIn::Drain,
+            seconds,
+            total: self.total,
+            sessions: SessionCounts::default(),
+            fleet: self.events,
+            departures: self.departures,
+            syncs: self.syncs,
+            missed_syncs: (self.missed, String::new()),
         }
-        for (request, arrived, reason) in refused.drain(..) {
-            self.refuse(request, arrived, now, reason);
-        }
-        (self.done, self.refused) = (done, refused);
-        if leave {
-            self.gone(pod, now, false);
-        } else {
-            self.reschedule(pod);
-        }
-    }
-
-    fn reschedule(&mut self, pod: u64) {
-        let Some(p) = self.pods.get_mut(&pod) else {
-            return;
-        };
-        p.version += 1;
-        let version = p.version;
-        if let Some(next) = p.replica.as_ref().and_then(Replica::next_event) {
-            self.push(next, Event::Replica { pod, version });
-        }
-    }
-
-    fn refuse(&mut self, request: u64, arrived: f64, now: f64, reason: &str) {
-        let refusal = Refusal {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            retry_after: None,
-            reason: Some(reason.to_owned()),
-        };
-        let latency = now - arrived + self.world.proxy_latency;
-        self.record(
-            request,
-            Outcome::Refused(refusal),
-            Duration::from_secs_f64(latency),
-        );
-    }
-
-    /// Counts `request`'s outcome in the second it was sent.
-    fn record(&mut self, request: u64, outcome: Outcome, latency: Duration) {
-        let Some(arrived) = self.arrivals.remove(&request) else {
-            return;
-        };
-        if let Some(tally) = self.seconds.get_mut(arrived as usize) {
-            tally.record(&outcome, latency);
-        }
-        self.total.record(&outcome, latency);
     }
 }
