@@ -12,16 +12,19 @@
 //!   the same service times and cold cost, processor sharing among the requests in service
 //!   on at most `--cores`, and the CFS quota's throttling per 100 ms period, during which the
 //!   replica's runtime cannot take requests either;
-//! - Prometheus: scrapes at the compressed interval, and the harness's queries evaluated by
-//!   their meaning (`rate` extrapolated as Prometheus does, `irate`, `histogram_quantile`);
+//! - Prometheus: scrapes at the compressed interval (a throttled replica answers when its
+//!   period ends), new replicas scraped only after the discovery manager's 5 s update,
+//!   cAdvisor's CPU series for every pod, and the harness's queries evaluated by their meaning
+//!   (`rate` extrapolated as Prometheus does, `irate`, `histogram_quantile`);
 //! - the controllers: admit-scaler's own decisions, the HPA's arithmetic
 //!   ([`crate::hpa`]) at its sync period, metrics-server's CPU readings;
 //! - the pods: the start delay, the drain (served for the drain delay, off the proxy after the
 //!   propagation delay, gone when empty or at the deadline).
 //!
 //! What it leaves out: the machine's own contention (the replicas and the parts share two
-//! cores in the real loop), the network, and the sessions' connections (the sessions policy
-//! reads a constant count spread over the replicas up).
+//! cores in the real loop), the network but for a fixed latency (`--proxy-latency`), and the
+//! sessions' connections (the sessions policy reads a constant count spread over the replicas
+//! up).
 
 mod calibration;
 mod control;
@@ -54,8 +57,7 @@ pub struct SimulateArgs {
     #[command(flatten)]
     pub run: RunArgs,
     /// Multiplies the base load, the fewest and most replicas, the sessions and the fixed
-    /// fleets:
-    /// `--scale 200` sizes the default trace's peak for a thousand replicas.
+    /// fleets: `--scale 200` sizes the default trace's peak for a thousand replicas.
     #[arg(long, default_value_t = 1.0, value_parser = positive)]
     pub scale: f64,
     /// The cores a replica's threads may run on at once (the machine's).
