@@ -72,6 +72,8 @@ pub struct Report {
     pub cpus: Option<f64>,
     /// How the proxy balanced.
     pub balance: Balance,
+    /// Whether each replica bounded its work in service (`--replica-bound`).
+    pub replica_bound: bool,
     /// A replica's capacity once warm, requests per second.
     pub replica_capacity: f64,
     /// The replicas the trace's peak needs at 70 % utilisation.
@@ -108,6 +110,7 @@ impl Report {
             slo_ms: slo.as_secs_f64() * 1e3,
             cpus: setup.cpus,
             balance: setup.balance,
+            replica_bound: setup.bound,
             replica_capacity: setup.replica_capacity(),
             needed_at_peak: needed,
             step_at_s: step_at,

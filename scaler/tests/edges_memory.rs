@@ -261,7 +261,7 @@ async fn metrics_readers_that_never_read_leave_healthz_answering() {
 fn usual_call(prometheus: &str, i: usize) -> GetMetricsRequest {
     let limiter = format!("checkout-{i}");
     let lambda = format!(
-        r#"sum(irate(admit_offered_requests_total{{namespace="shop", limiter=~"{limiter}|"}}[1m]))"#
+        r#"sum(irate(admit_offered_requests_total{{namespace="shop", limiter=~"{limiter}|"}}[1m]) and admit_offered_requests_total{{namespace="shop", limiter=~"{limiter}|"}})"#
     );
     let s = format!(
         r#"sum(rate(admit_shed_service_seconds_total{{namespace="shop", limiter="{limiter}"}}[1m])) / sum(rate(admit_shed_requests_total{{namespace="shop", limiter="{limiter}", outcome!="dropped"}}[1m]))"#

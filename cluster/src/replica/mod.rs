@@ -1,7 +1,7 @@
 //! The sample service each replica runs (`admit-cluster replica`): an axum server behind
 //! `DrainLayer`, `WarmUpLayer` and `ShedLayer` (CPU signal and a queue gate on the proxy's
-//! request-start stamp), with CPU-bound work per request, a cold phase, long-lived sessions, a
-//! readiness endpoint and admit's metrics.
+//! request-start stamp), and with `--bound` a `BoundLayer` innermost, with CPU-bound work per
+//! request, a cold phase, long-lived sessions, a readiness endpoint and admit's metrics.
 //!
 //! | route | what |
 //! |---|---|
@@ -19,19 +19,21 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use admit::bound::{Bound, BoundLayer};
 use admit::drain::{Drain, DrainLayer, Outcome};
 use admit::metrics::Reporter;
 use admit::middleware::RequestStart;
 use admit::shed::{ShedLayer, Shedder};
+use admit::signal::cpu::CpuWait;
 use admit::signal::queue::QueueGate;
 use admit::signal::queue::header::HeaderConfig;
 use admit::warmup::{WarmUp, WarmUpLayer};
-use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::Response;
 use axum::routing::{get, get_service};
+use axum::{Extension, Router};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -79,6 +81,10 @@ pub struct ReplicaArgs {
     /// What SIGTERM does.
     #[arg(long, value_enum, default_value = "drain")]
     pub on_sigterm: OnSigterm,
+    /// Bounds the work in service with admit's `BoundLayer`, innermost, at its defaults; the
+    /// work then runs through `admit::bound::spawn_blocking`, which reports its wait for a CPU.
+    #[arg(long)]
+    pub bound: bool,
 }
 
 /// What a replica does on SIGTERM.
@@ -157,11 +163,19 @@ async fn serve(args: ReplicaArgs) -> Result<ExitCode, BoxError> {
             .start_warm(args.cold.is_zero())
             .build()?,
     );
-    let reporter = Reporter::builder()
+    let bound = if args.bound {
+        Some(Arc::new(Bound::builder().name("work").build()?))
+    } else {
+        None
+    };
+    let mut reporter = Reporter::builder()
         .shedder(Arc::clone(&shedder))
         .warm_up(Arc::clone(&bucket))
-        .drain(drain.clone())
-        .build()?;
+        .drain(drain.clone());
+    if let Some(bound) = &bound {
+        reporter = reporter.bound(Arc::clone(bound));
+    }
+    let reporter = reporter.build()?;
     let replica = Replica {
         work: Work {
             mean: args.work_mean,
@@ -177,8 +191,14 @@ async fn serve(args: ReplicaArgs) -> Result<ExitCode, BoxError> {
         prometheus,
     };
     let waits = RequestStart::new(HeaderConfig::default())?;
-    let app = Router::new()
-        .route("/work", get(work))
+    let work = match bound {
+        // Innermost, as the guide places it: a request waits only once nothing else refuses.
+        Some(bound) => Router::new()
+            .route("/work", get(work_measured))
+            .layer(BoundLayer::new(bound).http()),
+        None => Router::new().route("/work", get(work)),
+    };
+    let app = work
         .layer(ShedLayer::new(shedder).http().inspect(waits))
         .layer(WarmUpLayer::new(bucket).http())
         .route("/session", get(session))
@@ -224,20 +244,32 @@ async fn serve(args: ReplicaArgs) -> Result<ExitCode, BoxError> {
     })
 }
 
-async fn work(State(replica): State<Replica>) -> StatusCode {
+/// A request's work, as a job for a blocking thread: its service time, drawn from the
+/// distribution, burnt on the CPU.
+fn job(replica: &Replica) -> impl FnOnce() + Send + 'static {
     let since_start = replica.started.elapsed();
-    let work = replica.work;
-    let seed = replica.seed;
-    // Blocking work cannot be cancelled: if the client gives up, it runs on, as in a real
-    // service.
-    let done = tokio::task::spawn_blocking(move || {
+    let (work, seed) = (replica.work, replica.seed);
+    move || {
         let iterations = work.iterations_here(since_start, seed);
         std::hint::black_box(burn(iterations));
-    })
-    .await;
-    match done {
+    }
+}
+
+async fn work(State(replica): State<Replica>) -> StatusCode {
+    // Blocking work cannot be cancelled: if the client gives up, it runs on, as in a real
+    // service.
+    match tokio::task::spawn_blocking(job(&replica)).await {
         Ok(()) => StatusCode::OK,
         Err(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// `work` through admit's `spawn_blocking`: the response carries the job's wait for a CPU,
+/// which the bound reads.
+async fn work_measured(State(replica): State<Replica>) -> (StatusCode, Extension<CpuWait>) {
+    match admit::bound::spawn_blocking(job(&replica)).await {
+        Ok(((), wait)) => (StatusCode::OK, Extension(wait)),
+        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, Extension(CpuWait::NONE)),
     }
 }
 

@@ -142,6 +142,10 @@ pub struct RunArgs {
     /// (`arrivalRateWindowSeconds` unset).
     #[arg(long)]
     pub no_confidence: bool,
+    /// Each replica bounds its work in service with admit's `BoundLayer` (`replica --bound`).
+    /// The simulator does not model the bound.
+    #[arg(long)]
+    pub replica_bound: bool,
     /// Seeds the arrivals and the service times.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -219,6 +223,7 @@ pub fn setup(args: &RunArgs, binary: PathBuf, cpus: Option<f64>, iterations_per_
         wait_threshold: args.wait_threshold,
         target_sl: args.target_sl,
         confidence: !args.no_confidence,
+        bound: args.replica_bound,
         seed: args.seed,
     }
 }

@@ -80,6 +80,8 @@ pub struct Setup {
     pub target_sl: f64,
     /// admit-scaler reads λ with its Poisson confidence (`arrivalRateWindowSeconds`).
     pub confidence: bool,
+    /// Each replica runs admit's bound (`replica --bound`).
+    pub bound: bool,
     /// Seed.
     pub seed: u64,
 }
@@ -100,7 +102,7 @@ impl Setup {
     pub fn replica_args(&self) -> Vec<String> {
         let ms = |d: Duration| format!("{}ms", d.as_millis());
         let compressed = |d: Duration| d.div_f64(self.compression);
-        vec![
+        let mut args = vec![
             "--work-mean".to_owned(),
             format!("{}ms", self.work_mean.as_secs_f64() * 1e3),
             "--distribution".to_owned(),
@@ -121,7 +123,11 @@ impl Setup {
             ms(compressed(Duration::from_secs(25))),
             "--reconnect-spread".to_owned(),
             ms(compressed(Duration::from_secs(10))),
-        ]
+        ];
+        if self.bound {
+            args.push("--bound".to_owned());
+        }
+        args
     }
 
     /// A PromQL rate window of one minute, compressed.
@@ -140,10 +146,13 @@ impl Setup {
         [
             ("scalerAddress", "admit-scaler:6000".to_owned()),
             ("prometheusURL", prometheus.to_owned()),
-            // Every arrival once, at whichever admit layer saw it first (here the drain's).
+            // Every arrival once, at whichever admit layer saw it first (here the drain's);
+            // `and` leaves out a replica that is gone (`deploy/README.md`).
             (
                 "arrivalRateQuery",
-                format!("sum(irate(admit_offered_requests_total[{w}]))"),
+                format!(
+                    "sum(irate(admit_offered_requests_total[{w}]) and admit_offered_requests_total)"
+                ),
             ),
             // The handler is CPU-bound: s is CPU time per request over a server's CPUs (one
             // server per replica), as `deploy/README.md` says for such services.

@@ -105,6 +105,9 @@ pub fn main(args: SimulateArgs) -> ExitCode {
 /// Whether every run was within the calibration bounds (true without `--against`).
 fn simulate(args: &SimulateArgs) -> Result<bool, BoxError> {
     let run = &args.run;
+    if run.replica_bound {
+        return Err("the simulator does not model the replicas' bound (--replica-bound)".into());
+    }
     let binary = std::env::current_exe()?;
     let cpus = (!run.no_quota).then_some(run.cpus);
     let mut setup = crate::run::setup(run, binary, cpus, 0.0);

@@ -58,6 +58,15 @@ struct Series {
     stale: bool,
 }
 
+/// Which series a sum takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Targets {
+    /// Every series with samples in the range, a gone target's too (a range function's).
+    All,
+    /// The series of targets still up (a range function `and` the instant series).
+    Up,
+}
+
 /// What Prometheus holds.
 #[derive(Debug)]
 pub(crate) struct Scraped {
@@ -106,14 +115,16 @@ impl Scraped {
         self.targets.values().filter(|series| !series.stale).count()
     }
 
-    /// `sum(irate(metric[window]))` at `now`: `None` without a series with two samples.
+    /// `sum(irate(metric[window]) and metric)` at `now`: the series of targets still up only
+    /// (a gone target's last samples stay in the range, but its stale marker ends the instant
+    /// series); `None` without such a series with two samples.
     pub(crate) fn sum_irate(
         &self,
         now: f64,
         window: f64,
         metric: fn(&Exposed) -> f64,
     ) -> Option<f64> {
-        self.sum(now, window, |samples| {
+        self.sum(now, window, Targets::Up, |samples| {
             let [.., (t1, a), (t2, b)] = samples else {
                 return None;
             };
@@ -128,7 +139,7 @@ impl Scraped {
         window: f64,
         metric: impl Fn(&Exposed) -> f64,
     ) -> Option<f64> {
-        self.sum(now, window, |samples| {
+        self.sum(now, window, Targets::All, |samples| {
             extrapolated_rate(now, window, samples, &metric)
         })
     }
@@ -154,14 +165,17 @@ impl Scraped {
         Some(histogram_quantile(q, &buckets))
     }
 
+    /// The sum of `each` over the samples of `targets` within `window` before `now`.
     fn sum(
         &self,
         now: f64,
         window: f64,
+        targets: Targets,
         each: impl Fn(&[(f64, Exposed)]) -> Option<f64>,
     ) -> Option<f64> {
         let mut total = None;
-        for series in self.targets.values() {
+        let series = self.targets.values();
+        for series in series.filter(|series| targets == Targets::All || !series.stale) {
             let within: Vec<(f64, Exposed)> = series
                 .samples
                 .iter()
@@ -245,7 +259,7 @@ mod tests {
     }
 
     #[test]
-    fn irate_takes_the_last_two_samples() {
+    fn irate_takes_the_last_two_samples_of_the_targets_up() {
         let mut scraped = Scraped::new(60.0);
         for (t, v) in [(0.0, 0.0), (1.5, 30.0), (3.0, 90.0)] {
             scraped.record(t, 1, offered(v));
@@ -257,8 +271,13 @@ mod tests {
         scraped.record(4.5, 2, offered(5.0));
         assert!((scraped.sum_irate(4.5, 6.0, |e| e.offered).unwrap() - 20.0).abs() < 1e-9);
         assert_eq!(scraped.up(), 2);
+        // Target 1 is gone: its samples are still within the range, but its stale marker
+        // ends its instant series, so `and` leaves it out.
         scraped.forget(1);
         assert_eq!(scraped.up(), 1);
+        scraped.record(6.0, 2, offered(20.0));
+        let irate = scraped.sum_irate(6.0, 6.0, |e| e.offered).unwrap();
+        assert!((irate - 10.0).abs() < 1e-9, "{irate}");
     }
 
     #[test]
