@@ -86,24 +86,25 @@ pub enum ConfigError {
         /// The cold limit those settings give, in requests per second.
         cold_limit: f64,
     },
-    /// The shedder's rolling window has fewer than `min` buckets. The bucket in progress is never
-    /// counted, so a window of one bucket would never see any history.
+    /// A rolling window has fewer than `min` buckets. The shedder never counts the bucket in
+    /// progress, so its window needs two to see any history; a client throttle's needs one.
     TooFewBuckets {
         /// The bucket count that was given.
         buckets: u32,
         /// The fewest buckets allowed.
         min: u32,
     },
-    /// The shedder's rolling window has more than `max` buckets: the window is scanned once per
-    /// bucket while the CPU is hot, and each bucket takes memory.
+    /// A rolling window has more than `max` buckets: each bucket takes memory, and the
+    /// shedder's window is scanned once per bucket while the CPU is hot.
     TooManyBuckets {
         /// The bucket count that was given.
         buckets: u32,
         /// The most buckets allowed.
         max: u32,
     },
-    /// `window / buckets` is shorter than `min`: latencies are measured in whole milliseconds,
-    /// so shorter buckets cannot hold meaningful samples.
+    /// `window / buckets` is shorter than `min`: the shedder measures latencies in whole
+    /// milliseconds, so shorter buckets cannot hold meaningful samples, and a client
+    /// throttle's window would move on every request.
     BucketTooShort {
         /// The window that was given.
         window: Duration,
@@ -134,6 +135,12 @@ pub enum ConfigError {
         setting: &'static str,
         /// The duration that was given.
         value: Duration,
+    },
+    /// A client throttle's multiplier `k` is below 1 or not a finite number. Below 1 the
+    /// throttle would refuse requests from a backend that accepts every one.
+    MultiplierOutOfRange {
+        /// The multiplier that was given.
+        k: f64,
     },
     /// A limiter's `name` is empty: names label metrics and logs, and an empty label reads
     /// as no label at all. Leave the name unset instead.
@@ -214,6 +221,7 @@ impl ConfigError {
             ConfigError::CpuThresholdOutOfRange { .. } => "cpu_threshold",
             ConfigError::DurationTooShort { setting, .. }
             | ConfigError::DurationTooLong { setting, .. } => setting,
+            ConfigError::MultiplierOutOfRange { .. } => "k",
             ConfigError::EmptyName => "name",
             ConfigError::QueueTargetOutOfRange { .. } => "target",
             ConfigError::HotShareOutOfRange { .. } => "hot_share",
@@ -309,6 +317,9 @@ impl fmt::Display for ConfigError {
                 f,
                 "invalid `{setting}` ({value:?}): longer than the clock can count (584 years)"
             ),
+            ConfigError::MultiplierOutOfRange { k } => {
+                write!(f, "invalid `k` ({k}): must be a finite number at least 1")
+            }
             ConfigError::EmptyName => {
                 f.write_str("invalid `name` (\"\"): must not be empty; leave it unset instead")
             }

@@ -22,6 +22,8 @@
 //! - [`clock`]: the injectable time source every limiter reads, including a [`clock::ManualClock`]
 //!   that makes tests deterministic.
 //! - [`criticality`]: request classes; the shedder refuses the least important first.
+//! - [`client`]: the client's half: adaptive throttling, which refuses locally what the
+//!   backend would refuse.
 //! - `bound` (features `tower` and `tokio`): a bound on the work in service from the first
 //!   request, and a short queue in front of it that serves the most important requests first.
 //! - `drain` (feature `tokio`): graceful drain on scale-in.
@@ -49,8 +51,9 @@
 //! | `metrics` | no | [`metrics`]: publishing what the limiters count through the `metrics` facade |
 //! | `tracing` | no | `tracing` events when shedding starts and stops and a warm-up reaches its full rate |
 //!
-//! The hot paths are allocation-free, and lock-free on x86_64 and aarch64: a decision is a
-//! clock read and a few atomic operations (see admit::guide::platforms for the rest).
+//! The hot paths are allocation-free, and the server's lock-free on x86_64 and aarch64: a
+//! decision is a clock read and a few atomic operations (see admit::guide::platforms for the
+//! rest). The client throttle takes one short lock per call.
 //!
 //! # Example
 //!
@@ -103,6 +106,7 @@ compile_error!(
 #[cfg(all(feature = "tower", feature = "tokio"))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "tower", feature = "tokio"))))]
 pub mod bound;
+pub mod client;
 pub mod clock;
 pub mod criticality;
 #[cfg(feature = "tokio")]

@@ -21,6 +21,8 @@ fn limiters_and_clocks_are_send_and_sync() {
     shareable::<admit::shed::Shedder>();
     shareable::<admit::shed::Shedder<ManualClock>>();
     shareable::<admit::bound::Bound>();
+    shareable::<admit::client::Throttle>();
+    shareable::<admit::client::Throttle<ManualClock>>();
     shareable::<MonotonicClock>();
     shareable::<ManualClock>();
     shareable::<CoarseClock>();
@@ -32,6 +34,7 @@ fn errors_box_into_tower_errors() {
     boxable_error::<AcquireError>();
     boxable_error::<ConfigError>();
     boxable_error::<admit::bound::Busy>();
+    boxable_error::<admit::client::Throttled>();
 }
 
 #[test]

@@ -13,7 +13,7 @@ mod wide;
 
 #[cfg(admit_loom)]
 pub(crate) use loom::hint::spin_loop;
-#[cfg(all(admit_loom, feature = "tower", feature = "tokio"))]
+#[cfg(admit_loom)]
 pub(crate) use loom::sync::MutexGuard;
 #[cfg(admit_loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
@@ -26,7 +26,7 @@ pub(crate) use wide::AtomicU128;
 pub(crate) use portable_atomic::AtomicU128;
 #[cfg(not(admit_loom))]
 pub(crate) use std::hint::spin_loop;
-#[cfg(all(not(admit_loom), feature = "tower", feature = "tokio"))]
+#[cfg(not(admit_loom))]
 pub(crate) use std::sync::MutexGuard;
 #[cfg(not(admit_loom))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};

@@ -1,0 +1,193 @@
+//! The throttle: the SRE book's client-side rule over a sliding window.
+
+use std::error::Error;
+use std::fmt;
+
+use super::window::Ring;
+use crate::clock::{Clock, MonotonicClock};
+use crate::sync::{AtomicU64, Mutex, Ordering};
+
+/// Client-side adaptive throttling: refuses a request locally, before it is sent, with the
+/// probability `max(0, (requests − k·accepts) / (requests + 1))` over a sliding window (Google's
+/// SRE book, chapter 21, "Handling Overload").
+///
+/// `requests` counts every request the application tried to send, once its outcome is known,
+/// the ones refused here included; `accepts` counts the ones the backend accepted, that is,
+/// answered with anything but an overload refusal. While the backend accepts at least one
+/// request in `k`, nothing is refused; once it refuses more, the client sends about `k` times
+/// what it accepts, so the backend keeps seeing a little more than it serves (and the client
+/// learns when it has room again), while the rest is refused without a round trip.
+///
+/// Call [`try_send`](Self::try_send) before sending; once the request is sent, call
+/// [`accepted`](Self::accepted) when the backend's answer is not an overload refusal (an error
+/// other than overload counts as accepted: the backend took the request), and
+/// [`refused`](Self::refused) when it is, or when the request ended without an answer (a
+/// timeout). Requests still in flight count for nothing, so a burst at start-up is not refused
+/// for want of answers.
+///
+/// # Example
+///
+/// ```
+/// use admit::client::Throttle;
+///
+/// let throttle = Throttle::builder().build()?;
+/// for _ in 0..10 {
+///     if throttle.try_send().is_ok() {
+///         // Sent; the backend answered, and not with an overload refusal:
+///         throttle.accepted();
+///     }
+/// }
+/// assert_eq!(throttle.snapshot().probability, 0.0);
+/// # Ok::<(), admit::ConfigError>(())
+/// ```
+pub struct Throttle<C = MonotonicClock> {
+    pub(super) ring: Mutex<Ring>,
+    pub(super) bucket_nanos: u64,
+    pub(super) k: f64,
+    pub(super) draws: AtomicU64,
+    pub(super) name: Option<std::borrow::Cow<'static, str>>,
+    pub(super) clock: C,
+}
+
+/// What a [`Throttle`]'s window holds now.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ThrottleSnapshot {
+    /// Requests tried in the window, the ones refused locally included.
+    pub requests: u64,
+    /// Requests the backend accepted in the window.
+    pub accepts: u64,
+    /// The probability the next request is refused locally.
+    pub probability: f64,
+}
+
+/// A request a [`Throttle`] refused locally: it was not sent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Throttled {
+    probability: f64,
+}
+
+impl Throttled {
+    /// The refusal probability in force when the request was refused.
+    pub fn probability(&self) -> f64 {
+        self.probability
+    }
+}
+
+impl fmt::Display for Throttled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "throttled locally: the backend refuses more than it accepts (refusing {:.0} % here)",
+            self.probability * 100.0
+        )
+    }
+}
+
+impl Error for Throttled {}
+
+/// The SRE book's refusal probability for `requests` and `accepts` in the window.
+fn probability(requests: u64, accepts: u64, k: f64) -> f64 {
+    let requests = requests as f64;
+    ((requests - k * accepts as f64) / (requests + 1.0)).max(0.0)
+}
+
+/// splitmix64's increment and finaliser: a uniform draw from a counter.
+const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl<C: Clock> Throttle<C> {
+    /// Whether to send a request now. A request refused here counts as tried and not
+    /// accepted; one let through counts once [`accepted`](Self::accepted) or
+    /// [`refused`](Self::refused) says how it ended.
+    ///
+    /// # Errors
+    ///
+    /// [`Throttled`], with the probability in force, when the draw refuses it.
+    pub fn try_send(&self) -> Result<(), Throttled> {
+        let epoch = self.epoch();
+        let mut ring = self.lock();
+        ring.advance(epoch);
+        let (requests, accepts) = ring.sums();
+        let probability = probability(requests, accepts, self.k);
+        if probability > 0.0 && self.draw() < probability {
+            ring.add(1, 0);
+            return Err(Throttled { probability });
+        }
+        Ok(())
+    }
+
+    /// Counts a request sent and accepted: the backend answered with anything but an overload
+    /// refusal.
+    pub fn accepted(&self) {
+        self.count(1, 1);
+    }
+
+    /// Counts a request sent and not accepted: the backend refused it as overloaded, or it
+    /// ended without an answer.
+    pub fn refused(&self) {
+        self.count(1, 0);
+    }
+
+    fn count(&self, requests: u64, accepts: u64) {
+        let epoch = self.epoch();
+        let mut ring = self.lock();
+        ring.advance(epoch);
+        ring.add(requests, accepts);
+    }
+
+    /// The window's counts and the refusal probability now.
+    pub fn snapshot(&self) -> ThrottleSnapshot {
+        let epoch = self.epoch();
+        let (requests, accepts) = {
+            let mut ring = self.lock();
+            ring.advance(epoch);
+            ring.sums()
+        };
+        ThrottleSnapshot {
+            requests,
+            accepts,
+            probability: probability(requests, accepts, self.k),
+        }
+    }
+
+    /// The name given to the builder, if any.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    fn epoch(&self) -> u64 {
+        self.clock.now_nanos() / self.bucket_nanos
+    }
+
+    /// A uniform draw in `[0, 1)`.
+    fn draw(&self) -> f64 {
+        let counter = self
+            .draws
+            .fetch_add(GAMMA, Ordering::Relaxed)
+            .wrapping_add(GAMMA);
+        (mix(counter) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn lock(&self) -> crate::sync::MutexGuard<'_, Ring> {
+        // Nothing under this lock is left half-updated by a panic.
+        self.ring
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl<C> fmt::Debug for Throttle<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Throttle")
+            .field("bucket_nanos", &self.bucket_nanos)
+            .field("k", &self.k)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
