@@ -1,4 +1,5 @@
-//! The client throttle's decisions and counts never touch the heap; only `build` does.
+//! The client throttle's decisions and counts never touch the heap, nor does its layer on the
+//! path of a request it sends; only `build` does.
 
 use std::time::Duration;
 
@@ -35,4 +36,36 @@ fn sending_counting_and_refusing_never_allocate() {
     assert_eq!(allocations, 0);
     // The refusing path ran.
     assert!(refused > 1_000, "{refused}");
+}
+
+#[test]
+#[cfg(feature = "http")]
+fn a_request_sent_through_the_layer_never_allocates() {
+    use std::future::Future;
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Waker};
+
+    use admit::client::ThrottleLayer;
+    use tower::{Layer, Service, service_fn};
+
+    let throttle = Arc::new(
+        Throttle::builder()
+            .clock(ManualClock::new())
+            .build()
+            .unwrap(),
+    );
+    let backend = service_fn(|_: http::Request<()>| {
+        std::future::ready(Ok::<_, std::convert::Infallible>(http::Response::new(())))
+    });
+    let mut service = ThrottleLayer::new(Arc::clone(&throttle)).layer(backend);
+    let mut cx = Context::from_waker(Waker::noop());
+    let allocations = allocations_during(|| {
+        for _ in 0..1_000 {
+            assert!(service.poll_ready(&mut cx).is_ready());
+            let mut answer = std::pin::pin!(service.call(http::Request::new(())));
+            assert!(matches!(answer.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
+        }
+    });
+    assert_eq!(allocations, 0);
+    assert_eq!(throttle.snapshot().accepts, 1_000);
 }

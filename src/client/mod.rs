@@ -9,12 +9,18 @@
 //! | [`Throttle`], [`ThrottleBuilder`] | adaptive throttling over a sliding window |
 //! | [`Throttled`] | a request refused locally |
 //! | [`ThrottleSnapshot`] | the window's counts and the refusal probability |
+//! | `ThrottleLayer` (feature `http`) | the throttle in front of an HTTP or gRPC client, reading each answer |
 
 mod builder;
+#[cfg(feature = "http")]
+mod layer;
 mod throttle;
 mod window;
 
 pub use self::builder::ThrottleBuilder;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use self::layer::{ThrottleFuture, ThrottleLayer, ThrottleService};
 pub use self::throttle::{Throttle, ThrottleSnapshot, Throttled};
 
 #[cfg(all(test, not(admit_loom)))]

@@ -18,9 +18,10 @@ fn send(throttle: &Throttle<ManualClock>, n: u32, accepting: bool) -> u32 {
     for _ in 0..n {
         if throttle.try_send().is_ok() {
             sent += 1;
-            match accepting {
-                true => throttle.accepted(),
-                false => throttle.refused(),
+            if accepting {
+                throttle.accepted();
+            } else {
+                throttle.refused();
             }
         }
     }
@@ -44,9 +45,10 @@ fn the_probability_is_the_sre_books() {
     let throttle = throttle(&clock);
     // 100 tried, 20 accepted: (100 − 2·20) / 101.
     for i in 0..100 {
-        match i < 20 {
-            true => throttle.accepted(),
-            false => throttle.refused(),
+        if i < 20 {
+            throttle.accepted();
+        } else {
+            throttle.refused();
         }
     }
     let ThrottleSnapshot {
@@ -69,9 +71,10 @@ fn an_overloaded_backend_is_sent_about_k_times_what_it_accepts() {
         for _ in 0..100 {
             if throttle.try_send().is_ok() {
                 in_slice += 1;
-                match in_slice <= 25 {
-                    true => throttle.accepted(),
-                    false => throttle.refused(),
+                if in_slice <= 25 {
+                    throttle.accepted();
+                } else {
+                    throttle.refused();
                 }
             }
         }
