@@ -142,6 +142,22 @@ pub enum ConfigError {
         /// The multiplier that was given.
         k: f64,
     },
+    /// A retry budget's `ratio` is outside 0 to 1000, or its `floor_per_second` is negative
+    /// or not a finite number (or so large that the window's floor is not).
+    BudgetOutOfRange {
+        /// The setting's name.
+        setting: &'static str,
+        /// The value that was given.
+        value: f64,
+    },
+    /// A retry policy's `max_attempts` is not 1 to `max`: 0 would send nothing, and each
+    /// attempt beyond a few multiplies what an overloaded server is offered.
+    AttemptsOutOfRange {
+        /// The attempts that were given.
+        attempts: u32,
+        /// The most allowed.
+        max: u32,
+    },
     /// A limiter's `name` is empty: names label metrics and logs, and an empty label reads
     /// as no label at all. Leave the name unset instead.
     EmptyName,
@@ -222,6 +238,8 @@ impl ConfigError {
             ConfigError::DurationTooShort { setting, .. }
             | ConfigError::DurationTooLong { setting, .. } => setting,
             ConfigError::MultiplierOutOfRange { .. } => "k",
+            ConfigError::BudgetOutOfRange { setting, .. } => setting,
+            ConfigError::AttemptsOutOfRange { .. } => "max_attempts",
             ConfigError::EmptyName => "name",
             ConfigError::QueueTargetOutOfRange { .. } => "target",
             ConfigError::HotShareOutOfRange { .. } => "hot_share",
@@ -316,6 +334,14 @@ impl fmt::Display for ConfigError {
             ConfigError::DurationTooLong { setting, value } => write!(
                 f,
                 "invalid `{setting}` ({value:?}): longer than the clock can count (584 years)"
+            ),
+            ConfigError::AttemptsOutOfRange { attempts, max } => {
+                write!(f, "invalid `max_attempts` ({attempts}): must be 1 to {max}")
+            }
+            ConfigError::BudgetOutOfRange { setting, value } => write!(
+                f,
+                "invalid `{setting}` ({value}): a ratio must be within 0 and 1000, a floor a \
+                 finite number at least 0"
             ),
             ConfigError::MultiplierOutOfRange { k } => {
                 write!(f, "invalid `k` ({k}): must be a finite number at least 1")

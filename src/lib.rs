@@ -23,7 +23,8 @@
 //!   that makes tests deterministic.
 //! - [`criticality`]: request classes; the shedder refuses the least important first.
 //! - [`client`]: the client's half: adaptive throttling, which refuses locally what the
-//!   backend would refuse.
+//!   backend would refuse, and retries that cannot storm (a budget, and with `retry` a tower
+//!   policy).
 //! - `bound` (features `tower` and `tokio`): a bound on the work in service from the first
 //!   request, and a short queue in front of it that serves the most important requests first.
 //! - `drain` (feature `tokio`): graceful drain on scale-in.
@@ -50,6 +51,7 @@
 //! | `signal` | no | `drain::Drain::handle_signals`: SIGTERM starts the drain, SIGINT or a second signal skips its delay, a later one exits |
 //! | `metrics` | no | [`metrics`]: publishing what the limiters count through the `metrics` facade |
 //! | `tracing` | no | `tracing` events when shedding starts and stops and a warm-up reaches its full rate |
+//! | `retry` | no | `client::RetryPolicy`: a tower retry policy that retries only what may be sent again, after the server's hint, within a `RetryBudget` |
 //!
 //! The hot paths are allocation-free, and the server's lock-free on x86_64 and aarch64: a
 //! decision is a clock read and a few atomic operations (see admit::guide::platforms for the

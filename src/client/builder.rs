@@ -1,14 +1,13 @@
 //! Configuring a throttle.
 
 use std::borrow::Cow;
-use std::hash::BuildHasher;
 use std::time::Duration;
 
+use super::draw::Draws;
 use super::throttle::Throttle;
-use super::window::Ring;
+use super::window::Window;
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
-use crate::sync::{AtomicU64, Mutex};
 
 /// The default window: long enough to hold a few hundred requests of a modest client, short
 /// enough that the refusals end within seconds of the backend's recovery.
@@ -108,43 +107,42 @@ impl<C: Clock> ThrottleBuilder<C> {
     /// - [`ConfigError::EmptyName`]: the name is empty.
     pub fn build(self) -> Result<Throttle<C>, ConfigError> {
         crate::error::check_name(self.name.as_deref())?;
-        if self.buckets == 0 {
-            return Err(ConfigError::TooFewBuckets {
-                buckets: self.buckets,
-                min: 1,
-            });
-        }
-        if self.buckets > MAX_BUCKETS {
-            return Err(ConfigError::TooManyBuckets {
-                buckets: self.buckets,
-                max: MAX_BUCKETS,
-            });
-        }
-        let bucket = self.window / self.buckets;
-        if bucket < MIN_BUCKET {
-            return Err(ConfigError::BucketTooShort {
-                window: self.window,
-                buckets: self.buckets,
-                min: MIN_BUCKET,
-            });
-        }
         if !(self.k.is_finite() && self.k >= 1.0) {
             return Err(ConfigError::MultiplierOutOfRange { k: self.k });
         }
-        // Whole nanoseconds: a bucket of at most 584 years / 1 fits.
-        let bucket_nanos =
-            u64::try_from(bucket.as_nanos()).map_err(|_| ConfigError::DurationTooLong {
-                setting: "window",
-                value: self.window,
-            })?;
+        let bucket_nanos = bucket_nanos(self.window, self.buckets)?;
         Ok(Throttle {
-            ring: Mutex::new(Ring::new(self.buckets as usize)),
-            bucket_nanos,
+            window: Window::new(self.buckets as usize, bucket_nanos),
             k: self.k,
-            // Clients started together draw different sequences.
-            draws: AtomicU64::new(std::collections::hash_map::RandomState::new().hash_one(0u8)),
+            draws: Draws::seeded(),
             name: self.name,
             clock: self.clock,
         })
     }
+}
+
+/// The length of a bucket of a `window` in `buckets`, in nanoseconds, checked: 1 to 65 536
+/// buckets of at least 1 ms, within the clock's range.
+pub(super) fn bucket_nanos(window: Duration, buckets: u32) -> Result<u64, ConfigError> {
+    if buckets == 0 {
+        return Err(ConfigError::TooFewBuckets { buckets, min: 1 });
+    }
+    if buckets > MAX_BUCKETS {
+        return Err(ConfigError::TooManyBuckets {
+            buckets,
+            max: MAX_BUCKETS,
+        });
+    }
+    let bucket = window / buckets;
+    if bucket < MIN_BUCKET {
+        return Err(ConfigError::BucketTooShort {
+            window,
+            buckets,
+            min: MIN_BUCKET,
+        });
+    }
+    u64::try_from(bucket.as_nanos()).map_err(|_| ConfigError::DurationTooLong {
+        setting: "window",
+        value: window,
+    })
 }

@@ -8,19 +8,29 @@
 //! |---|---|
 //! | [`Throttle`], [`ThrottleBuilder`] | adaptive throttling over a sliding window |
 //! | [`Throttled`] | a request refused locally |
+//! | [`RetryBudget`], [`RetryBudgetBuilder`], [`RetryBudgetSnapshot`] | retries as a share of the requests, with a floor |
 //! | [`ThrottleSnapshot`] | the window's counts and the refusal probability |
 //! | `ThrottleLayer` (feature `http`) | the throttle in front of an HTTP or gRPC client, reading each answer |
+//! | `RetryPolicy`, `RetryPolicyBuilder` (feature `retry`) | a tower retry policy: only what may be sent again, after the server's hint, within a budget |
 
+mod budget;
 mod builder;
+mod draw;
 #[cfg(feature = "http")]
 mod layer;
+#[cfg(feature = "retry")]
+mod retry;
 mod throttle;
 mod window;
 
+pub use self::budget::{RetryBudget, RetryBudgetBuilder, RetryBudgetSnapshot};
 pub use self::builder::ThrottleBuilder;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use self::layer::{ThrottleFuture, ThrottleLayer, ThrottleService};
+#[cfg(feature = "retry")]
+#[cfg_attr(docsrs, doc(cfg(feature = "retry")))]
+pub use self::retry::{RetryPolicy, RetryPolicyBuilder};
 pub use self::throttle::{Throttle, ThrottleSnapshot, Throttled};
 
 #[cfg(all(test, not(admit_loom)))]

@@ -3,9 +3,9 @@
 use std::error::Error;
 use std::fmt;
 
-use super::window::Ring;
+use super::draw::Draws;
+use super::window::Window;
 use crate::clock::{Clock, MonotonicClock};
-use crate::sync::{AtomicU64, Mutex, Ordering};
 
 /// Client-side adaptive throttling: refuses a request locally, before it is sent, with the
 /// probability `max(0, (requests − k·accepts) / (requests + 1))` over a sliding window (Google's
@@ -41,10 +41,9 @@ use crate::sync::{AtomicU64, Mutex, Ordering};
 /// # Ok::<(), admit::ConfigError>(())
 /// ```
 pub struct Throttle<C = MonotonicClock> {
-    pub(super) ring: Mutex<Ring>,
-    pub(super) bucket_nanos: u64,
+    pub(super) window: Window,
     pub(super) k: f64,
-    pub(super) draws: AtomicU64,
+    pub(super) draws: Draws,
     pub(super) name: Option<std::borrow::Cow<'static, str>>,
     pub(super) clock: C,
 }
@@ -92,15 +91,6 @@ fn probability(requests: u64, accepts: u64, k: f64) -> f64 {
     ((requests - k * accepts as f64) / (requests + 1.0)).max(0.0)
 }
 
-/// splitmix64's increment and finaliser: a uniform draw from a counter.
-const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
-
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 impl<C: Clock> Throttle<C> {
     /// Whether to send a request now. A request refused here counts as tried and not
     /// accepted; one let through counts once [`accepted`](Self::accepted) or
@@ -110,12 +100,10 @@ impl<C: Clock> Throttle<C> {
     ///
     /// [`Throttled`], with the probability in force, when the draw refuses it.
     pub fn try_send(&self) -> Result<(), Throttled> {
-        let epoch = self.epoch();
-        let mut ring = self.lock();
-        ring.advance(epoch);
+        let mut ring = self.window.at(self.clock.now_nanos());
         let (requests, accepts) = ring.sums();
         let probability = probability(requests, accepts, self.k);
-        if probability > 0.0 && self.draw() < probability {
+        if probability > 0.0 && self.draws.next() < probability {
             ring.add(1, 0);
             return Err(Throttled { probability });
         }
@@ -135,20 +123,14 @@ impl<C: Clock> Throttle<C> {
     }
 
     fn count(&self, requests: u64, accepts: u64) {
-        let epoch = self.epoch();
-        let mut ring = self.lock();
-        ring.advance(epoch);
-        ring.add(requests, accepts);
+        self.window
+            .at(self.clock.now_nanos())
+            .add(requests, accepts);
     }
 
     /// The window's counts and the refusal probability now.
     pub fn snapshot(&self) -> ThrottleSnapshot {
-        let epoch = self.epoch();
-        let (requests, accepts) = {
-            let mut ring = self.lock();
-            ring.advance(epoch);
-            ring.sums()
-        };
+        let (requests, accepts) = self.window.at(self.clock.now_nanos()).sums();
         ThrottleSnapshot {
             requests,
             accepts,
@@ -160,32 +142,12 @@ impl<C: Clock> Throttle<C> {
     pub fn name(&self) -> Option<&str> {
         self.name.as_deref()
     }
-
-    fn epoch(&self) -> u64 {
-        self.clock.now_nanos() / self.bucket_nanos
-    }
-
-    /// A uniform draw in `[0, 1)`.
-    fn draw(&self) -> f64 {
-        let counter = self
-            .draws
-            .fetch_add(GAMMA, Ordering::Relaxed)
-            .wrapping_add(GAMMA);
-        (mix(counter) >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn lock(&self) -> crate::sync::MutexGuard<'_, Ring> {
-        // Nothing under this lock is left half-updated by a panic.
-        self.ring
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
 }
 
 impl<C> fmt::Debug for Throttle<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Throttle")
-            .field("bucket_nanos", &self.bucket_nanos)
+            .field("bucket_nanos", &self.window.bucket_nanos())
             .field("k", &self.k)
             .field("name", &self.name)
             .finish_non_exhaustive()

@@ -1,5 +1,40 @@
-//! The throttle's sliding window: requests and accepts counted per epoch in a ring, with
-//! running sums over the epochs the window holds.
+//! The client's sliding windows: two counts per epoch in a ring, with running sums over the
+//! epochs the window holds, under one short lock.
+
+use crate::sync::{Mutex, MutexGuard};
+
+/// A ring behind its lock, and the length of its epochs.
+#[derive(Debug)]
+pub(super) struct Window {
+    ring: Mutex<Ring>,
+    bucket_nanos: u64,
+}
+
+impl Window {
+    /// A window of `buckets` epochs (`buckets >= 1`) of `bucket_nanos` each (`>= 1`).
+    pub(super) fn new(buckets: usize, bucket_nanos: u64) -> Self {
+        Window {
+            ring: Mutex::new(Ring::new(buckets)),
+            bucket_nanos,
+        }
+    }
+
+    /// The ring, moved to `now_nanos`.
+    pub(super) fn at(&self, now_nanos: u64) -> MutexGuard<'_, Ring> {
+        // Nothing under this lock is left half-updated by a panic.
+        let mut ring = self
+            .ring
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        ring.advance(now_nanos / self.bucket_nanos);
+        ring
+    }
+
+    /// The length of an epoch.
+    pub(super) fn bucket_nanos(&self) -> u64 {
+        self.bucket_nanos
+    }
+}
 
 /// `size` epochs of counts; the newest is the one events count toward.
 #[derive(Debug)]

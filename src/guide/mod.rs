@@ -10,7 +10,7 @@
 //! | [`recipes`] | put the limiters in front of axum, tonic and any tower stack |
 //! | [`bound`] | bound the work in service and order the requests that wait, by class |
 //! | [`criticality`] | shed the least important requests first |
-//! | [`client`] | refuse at the client what the backend would refuse: adaptive throttling |
+//! | [`client`] | refuse at the client what the backend would refuse, and retry without storming |
 //! | [`metrics`] | publish what the limiters see, and the PromQL and rules that read it |
 //! | [`capacity`] | size a service with Erlang C and A, and plan replicas |
 //! | [`drain`] | leave without cutting a request or a session on scale-in |
