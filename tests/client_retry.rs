@@ -158,3 +158,34 @@ async fn the_budget_bounds_a_storm() {
     let snapshot = budget.snapshot();
     assert_eq!((snapshot.requests, snapshot.retries), (200, 20));
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_the_throttle_refuses_is_not_retried() {
+    use admit::client::{Throttle, ThrottleLayer, Throttled};
+
+    let budget = budget();
+    let throttle = Arc::new(Throttle::builder().build().unwrap());
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&attempts);
+    let backend = service_fn(move |_: http::Request<()>| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async { admit_503("0") }
+    });
+    let policy = RetryPolicy::builder(Arc::clone(&budget)).build().unwrap();
+    let client =
+        RetryLayer::new(policy).layer(ThrottleLayer::new(Arc::clone(&throttle)).layer(backend));
+    let mut throttled = 0u64;
+    for _ in 0..200 {
+        let request = http::Request::get("/").body(()).unwrap();
+        if let Err(error) = client.clone().oneshot(request).await {
+            assert!(error.is::<Throttled>(), "{error}");
+            throttled += 1;
+        }
+    }
+    assert_eq!(budget.snapshot().requests, 200);
+    assert!(throttled > 100, "{throttled}");
+    // Each attempt the throttle refused ended its request: the throttle counted the attempts
+    // sent and one refusal per throttled request, none retried.
+    let sent = attempts.load(Ordering::SeqCst) as u64;
+    assert_eq!(throttle.snapshot().requests, sent + throttled);
+}

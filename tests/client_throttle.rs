@@ -84,7 +84,9 @@ proptest! {
 
     #[test]
     fn an_overloaded_backend_is_sent_about_k_times_what_it_accepts(
-        k in 1.0f64..4.0,
+        // Near 1 what the throttle sends grows by only a factor of k per window, too slowly
+        // to settle within the test's 30 s (the guide says so).
+        k in 1.5f64..4.0,
         capacity in 5u32..50,
         overload in 2u32..10,
     ) {

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use http::Method;
 
-use super::RetryBudget;
 use super::draw::Draws;
+use super::{RetryBudget, Throttled};
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
-use crate::respond::REFUSAL_HEADER;
+use crate::respond::{BoxError, REFUSAL_HEADER};
 
 const DEFAULT_ATTEMPTS: u32 = 3;
 const MAX_ATTEMPTS: u32 = 10;
@@ -33,7 +33,11 @@ const PUSHBACK: &str = "grpc-retry-pushback-ms";
 ///
 /// A failure without an answer (the inner service's error) is retried for idempotent methods
 /// only: the request may have been processed. Any other answer is final, errors of the
-/// backend's own included.
+/// backend's own included, and so is an attempt a [`ThrottleLayer`](super::ThrottleLayer)
+/// inside refused ([`Throttled`]): the backend is overloaded, and the budget is not spent on it.
+///
+/// The inner service's error is a [`BoxError`], as tower's layers make it (a
+/// [`ThrottleLayer`](super::ThrottleLayer) inside does; otherwise `map_err(Into::into)`).
 ///
 /// Each retry waits for the server's hint (`Retry-After` in seconds, or
 /// `grpc-retry-pushback-ms`; a negative pushback means the server asks for no retry) or the
@@ -171,7 +175,8 @@ impl<C: Clock> RetryPolicyBuilder<C> {
     }
 }
 
-impl<C, B, RB, E> tower::retry::Policy<http::Request<B>, http::Response<RB>, E> for RetryPolicy<C>
+impl<C, B, RB> tower::retry::Policy<http::Request<B>, http::Response<RB>, BoxError>
+    for RetryPolicy<C>
 where
     C: Clock,
     B: Clone,
@@ -181,7 +186,7 @@ where
     fn retry(
         &mut self,
         request: &mut http::Request<B>,
-        result: &mut Result<http::Response<RB>, E>,
+        result: &mut Result<http::Response<RB>, BoxError>,
     ) -> Option<tokio::time::Sleep> {
         if self.attempts == 1 {
             // The request counts once, when its first attempt ends.
@@ -190,6 +195,8 @@ where
         let idempotent = is_idempotent(request.method());
         let hint = match result {
             Ok(response) => retry_hint(response, idempotent)?,
+            // Refused here: the backend is overloaded, and the attempt was not sent.
+            Err(error) if error.is::<Throttled>() => return None,
             Err(_) if idempotent => None,
             Err(_) => return None,
         };
