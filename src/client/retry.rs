@@ -105,7 +105,10 @@ impl<C: Clock> RetryPolicy<C> {
             .backoff
             .saturating_mul(1 << doublings)
             .min(self.max_backoff);
-        let drawn = backoff.mul_f64(0.5 + 0.5 * self.draws.next());
+        // At most the backoff itself, which a product rounded up past `Duration::MAX` is not.
+        let drawn =
+            Duration::try_from_secs_f64(backoff.as_secs_f64() * (0.5 + 0.5 * self.draws.next()))
+                .map_or(backoff, |drawn| drawn.min(backoff));
         hint.map_or(drawn, |hint| hint.max(drawn))
     }
 }
