@@ -158,6 +158,14 @@ pub enum ConfigError {
         /// The most allowed.
         max: u32,
     },
+    /// A map of client throttles may hold 0 destinations, or more than `max`: each holds a
+    /// window.
+    TooManyDestinations {
+        /// The capacity that was given.
+        capacity: usize,
+        /// The most allowed.
+        max: usize,
+    },
     /// A limiter's `name` is empty: names label metrics and logs, and an empty label reads
     /// as no label at all. Leave the name unset instead.
     EmptyName,
@@ -240,6 +248,7 @@ impl ConfigError {
             ConfigError::MultiplierOutOfRange { .. } => "k",
             ConfigError::BudgetOutOfRange { setting, .. } => setting,
             ConfigError::AttemptsOutOfRange { .. } => "max_attempts",
+            ConfigError::TooManyDestinations { .. } => "capacity",
             ConfigError::EmptyName => "name",
             ConfigError::QueueTargetOutOfRange { .. } => "target",
             ConfigError::HotShareOutOfRange { .. } => "hot_share",
@@ -334,6 +343,10 @@ impl fmt::Display for ConfigError {
             ConfigError::DurationTooLong { setting, value } => write!(
                 f,
                 "invalid `{setting}` ({value:?}): longer than the clock can count (584 years)"
+            ),
+            ConfigError::TooManyDestinations { capacity, max } => write!(
+                f,
+                "invalid `capacity` ({capacity}): a map of throttles holds 1 to {max} destinations"
             ),
             ConfigError::AttemptsOutOfRange { attempts, max } => {
                 write!(f, "invalid `max_attempts` ({attempts}): must be 1 to {max}")

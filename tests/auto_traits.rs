@@ -23,6 +23,8 @@ fn limiters_and_clocks_are_send_and_sync() {
     shareable::<admit::bound::Bound>();
     shareable::<admit::client::Throttle>();
     shareable::<admit::client::Throttle<ManualClock>>();
+    shareable::<admit::client::Throttles<String, MonotonicClock>>();
+    shareable::<admit::client::RetryBudget>();
     shareable::<MonotonicClock>();
     shareable::<ManualClock>();
     shareable::<CoarseClock>();

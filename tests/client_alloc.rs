@@ -69,3 +69,48 @@ fn a_request_sent_through_the_layer_never_allocates() {
     assert_eq!(allocations, 0);
     assert_eq!(throttle.snapshot().accepts, 1_000);
 }
+
+#[test]
+#[cfg(feature = "http")]
+fn a_request_to_a_known_authority_never_allocates() {
+    use std::future::Future;
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Waker};
+
+    use admit::client::ThrottleLayer;
+    use tower::{Layer, Service, service_fn};
+
+    let throttles = Arc::new(
+        Throttle::builder()
+            .clock(ManualClock::new())
+            .per_destination(8)
+            .unwrap(),
+    );
+    let backend = service_fn(|_: http::Request<()>| {
+        std::future::ready(Ok::<_, std::convert::Infallible>(http::Response::new(())))
+    });
+    let mut service = ThrottleLayer::per_authority(Arc::clone(&throttles)).layer(backend);
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut requests: Vec<_> = (0..1_001)
+        .map(|_| {
+            http::Request::get("http://inventory:8080/items")
+                .body(())
+                .unwrap()
+        })
+        .collect();
+    let mut send = |request| {
+        assert!(service.poll_ready(&mut cx).is_ready());
+        let mut answer = std::pin::pin!(service.call(request));
+        assert!(matches!(answer.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
+    };
+    // The first request makes the destination's throttle.
+    send(requests.pop().unwrap());
+    let allocations = allocations_during(|| {
+        for request in requests.drain(..) {
+            send(request);
+        }
+    });
+    assert_eq!(allocations, 0);
+    let authority = http::uri::Authority::from_static("inventory:8080");
+    assert_eq!(throttles.get(&authority).snapshot().accepts, 1_001);
+}

@@ -3,7 +3,10 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
+use std::hash::Hash;
+
 use super::draw::Draws;
+use super::per_destination::{Template, Throttles};
 use super::throttle::Throttle;
 use super::window::Window;
 use crate::ConfigError;
@@ -17,6 +20,8 @@ const DEFAULT_BUCKETS: u32 = 20;
 const DEFAULT_K: f64 = 2.0;
 /// The most buckets a window may have: each takes 16 bytes, and a long pause walks them all.
 const MAX_BUCKETS: u32 = 1 << 16;
+/// The most destinations a map of throttles may hold.
+const MAX_DESTINATIONS: usize = 1 << 16;
 /// The shortest bucket.
 const MIN_BUCKET: Duration = Duration::from_millis(1);
 
@@ -118,6 +123,37 @@ impl<C: Clock> ThrottleBuilder<C> {
             name: self.name,
             clock: self.clock,
         })
+    }
+
+    /// A throttle per destination, each with these settings, at most `capacity` of them
+    /// (1 to 65 536); their maps are allocated now.
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](Self::build)'s, and [`ConfigError::TooManyDestinations`] for a capacity of
+    /// 0 or above 65 536.
+    pub fn per_destination<K>(self, capacity: usize) -> Result<Throttles<K, C>, ConfigError>
+    where
+        K: Hash + Eq + Clone,
+        C: Clone,
+    {
+        if !(1..=MAX_DESTINATIONS).contains(&capacity) {
+            return Err(ConfigError::TooManyDestinations {
+                capacity,
+                max: MAX_DESTINATIONS,
+            });
+        }
+        let throttle = self.build()?;
+        Ok(Throttles::new(
+            capacity,
+            Template {
+                buckets: throttle.window.buckets(),
+                bucket_nanos: throttle.window.bucket_nanos(),
+                k: throttle.k,
+                name: throttle.name,
+                clock: throttle.clock,
+            },
+        ))
     }
 }
 

@@ -9,7 +9,9 @@ use pin_project_lite::pin_project;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::Throttle;
+use http::uri::Authority;
+
+use super::{Throttle, Throttles};
 use crate::clock::{Clock, MonotonicClock};
 use crate::respond::{BoxError, REFUSAL_HEADER};
 
@@ -30,7 +32,8 @@ use crate::respond::{BoxError, REFUSAL_HEADER};
 /// Any other answer, errors of the backend's own included (a 500, gRPC `INTERNAL`), counts as
 /// accepted: the backend took the request and had room for it.
 ///
-/// One throttle counts one backend: give each backend's client its own.
+/// One throttle counts one backend: give each backend's client its own, or let
+/// [`per_authority`](Self::per_authority) keep one per authority the client calls.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -61,20 +64,69 @@ use crate::respond::{BoxError, REFUSAL_HEADER};
 /// ```
 #[derive(Debug)]
 pub struct ThrottleLayer<C = MonotonicClock> {
-    throttle: Arc<Throttle<C>>,
+    source: Source<C>,
+}
+
+/// Where a request's throttle comes from.
+#[derive(Debug)]
+enum Source<C> {
+    One(Arc<Throttle<C>>),
+    /// By the request URI's authority; one more for URIs without one.
+    PerAuthority {
+        throttles: Arc<Throttles<Authority, C>>,
+        without: Arc<Throttle<C>>,
+    },
+}
+
+impl<C> Clone for Source<C> {
+    fn clone(&self) -> Self {
+        match self {
+            Source::One(throttle) => Source::One(Arc::clone(throttle)),
+            Source::PerAuthority { throttles, without } => Source::PerAuthority {
+                throttles: Arc::clone(throttles),
+                without: Arc::clone(without),
+            },
+        }
+    }
+}
+
+impl<C: Clock + Clone> Source<C> {
+    fn throttle<B>(&self, request: &http::Request<B>) -> Arc<Throttle<C>> {
+        match self {
+            Source::One(throttle) => Arc::clone(throttle),
+            Source::PerAuthority { throttles, without } => match request.uri().authority() {
+                Some(authority) => throttles.get(authority),
+                None => Arc::clone(without),
+            },
+        }
+    }
 }
 
 impl<C> ThrottleLayer<C> {
     /// A layer counting every request in `throttle`.
     pub fn new(throttle: Arc<Throttle<C>>) -> Self {
-        ThrottleLayer { throttle }
+        ThrottleLayer {
+            source: Source::One(throttle),
+        }
+    }
+}
+
+impl<C: Clock + Clone> ThrottleLayer<C> {
+    /// A layer counting each request in the throttle of its URI's authority (`host:port`),
+    /// from `throttles`; requests whose URI has none share one more, made now with the same
+    /// settings.
+    pub fn per_authority(throttles: Arc<Throttles<Authority, C>>) -> Self {
+        let without = Arc::new(throttles.detached());
+        ThrottleLayer {
+            source: Source::PerAuthority { throttles, without },
+        }
     }
 }
 
 impl<C> Clone for ThrottleLayer<C> {
     fn clone(&self) -> Self {
         ThrottleLayer {
-            throttle: Arc::clone(&self.throttle),
+            source: self.source.clone(),
         }
     }
 }
@@ -85,7 +137,7 @@ impl<S, C> Layer<S> for ThrottleLayer<C> {
     fn layer(&self, inner: S) -> Self::Service {
         ThrottleService {
             inner,
-            throttle: Arc::clone(&self.throttle),
+            source: self.source.clone(),
         }
     }
 }
@@ -94,14 +146,14 @@ impl<S, C> Layer<S> for ThrottleLayer<C> {
 #[derive(Debug)]
 pub struct ThrottleService<S, C = MonotonicClock> {
     inner: S,
-    throttle: Arc<Throttle<C>>,
+    source: Source<C>,
 }
 
 impl<S: Clone, C> Clone for ThrottleService<S, C> {
     fn clone(&self) -> Self {
         ThrottleService {
             inner: self.inner.clone(),
-            throttle: Arc::clone(&self.throttle),
+            source: self.source.clone(),
         }
     }
 }
@@ -110,7 +162,7 @@ impl<S, C, B, RB> Service<http::Request<B>> for ThrottleService<S, C>
 where
     S: Service<http::Request<B>, Response = http::Response<RB>>,
     S::Error: Into<BoxError>,
-    C: Clock,
+    C: Clock + Clone,
 {
     type Response = http::Response<RB>;
     type Error = BoxError;
@@ -121,11 +173,12 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        match self.throttle.try_send() {
+        let throttle = self.source.throttle(&request);
+        match throttle.try_send() {
             Ok(()) => ThrottleFuture {
                 state: State::Sent {
                     inner: self.inner.call(request),
-                    outcome: Outcome(Some(Arc::clone(&self.throttle))),
+                    outcome: Outcome(Some(throttle)),
                 },
             },
             Err(throttled) => ThrottleFuture {

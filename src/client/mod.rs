@@ -8,6 +8,7 @@
 //! |---|---|
 //! | [`Throttle`], [`ThrottleBuilder`] | adaptive throttling over a sliding window |
 //! | [`Throttled`] | a request refused locally |
+//! | [`Throttles`] | a throttle per destination, at most a given number of them |
 //! | [`RetryBudget`], [`RetryBudgetBuilder`], [`RetryBudgetSnapshot`] | retries as a share of the requests, with a floor |
 //! | [`ThrottleSnapshot`] | the window's counts and the refusal probability |
 //! | `ThrottleLayer` (feature `http`) | the throttle in front of an HTTP or gRPC client, reading each answer |
@@ -18,6 +19,7 @@ mod builder;
 mod draw;
 #[cfg(feature = "http")]
 mod layer;
+mod per_destination;
 #[cfg(feature = "retry")]
 mod retry;
 mod throttle;
@@ -28,6 +30,7 @@ pub use self::builder::ThrottleBuilder;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use self::layer::{ThrottleFuture, ThrottleLayer, ThrottleService};
+pub use self::per_destination::Throttles;
 #[cfg(feature = "retry")]
 #[cfg_attr(docsrs, doc(cfg(feature = "retry")))]
 pub use self::retry::{RetryPolicy, RetryPolicyBuilder};

@@ -7,6 +7,7 @@ use crate::sync::{Mutex, MutexGuard};
 #[derive(Debug)]
 pub(super) struct Window {
     ring: Mutex<Ring>,
+    buckets: usize,
     bucket_nanos: u64,
 }
 
@@ -15,6 +16,7 @@ impl Window {
     pub(super) fn new(buckets: usize, bucket_nanos: u64) -> Self {
         Window {
             ring: Mutex::new(Ring::new(buckets)),
+            buckets,
             bucket_nanos,
         }
     }
@@ -33,6 +35,11 @@ impl Window {
     /// The length of an epoch.
     pub(super) fn bucket_nanos(&self) -> u64 {
         self.bucket_nanos
+    }
+
+    /// How many epochs the window holds.
+    pub(super) fn buckets(&self) -> usize {
+        self.buckets
     }
 }
 
