@@ -1,9 +1,8 @@
 //! Configuring a throttle.
 
 use std::borrow::Cow;
-use std::time::Duration;
-
 use std::hash::Hash;
+use std::time::Duration;
 
 use super::draw::Draws;
 use super::per_destination::{Template, Throttles};
@@ -126,7 +125,7 @@ impl<C: Clock> ThrottleBuilder<C> {
     }
 
     /// A throttle per destination, each with these settings, at most `capacity` of them
-    /// (1 to 65 536); their maps are allocated now.
+    /// (1 to 65 536); the map is allocated now, each throttle on its destination's first use.
     ///
     /// # Errors
     ///
