@@ -11,9 +11,9 @@ use tower_service::Service;
 
 use http::uri::Authority;
 
-use super::{Throttle, Throttles};
+use super::{Throttle, Throttles, answer};
 use crate::clock::{Clock, MonotonicClock};
-use crate::respond::{BoxError, REFUSAL_HEADER};
+use crate::respond::BoxError;
 
 /// A tower layer for clients: a [`Throttle`] in front of every request the inner service
 /// sends, the outcome read from each answer.
@@ -22,10 +22,10 @@ use crate::respond::{BoxError, REFUSAL_HEADER};
 /// [`Throttled`](super::Throttled) error (boxed, as tower's `LoadShed` does). A sent request
 /// counts as refused when its answer is an overload refusal:
 ///
-/// - it carries [`admit-refusal`](REFUSAL_HEADER) (admit refused it, over HTTP or gRPC);
+/// - it carries [`admit-refusal`](crate::respond::REFUSAL_HEADER) (admit refused it, over HTTP or gRPC);
 /// - its HTTP status is 503 (Service Unavailable) or 429 (Too Many Requests);
-/// - its `grpc-status` header is 8 (`RESOURCE_EXHAUSTED`): a trailers-only answer, as a server
-///   refusing before it runs any of the request sends it;
+/// - its `grpc-status` header is 8 (`RESOURCE_EXHAUSTED`) or 14 (`UNAVAILABLE`): a
+///   trailers-only answer, as a server refusing before it runs any of the request sends it;
 ///
 /// and when the inner service fails (no answer: a connection refused or reset, a timeout of a
 /// layer inside this one) or the request is dropped before its answer (a timeout outside it).
@@ -249,7 +249,7 @@ where
             StateProj::Sent { inner, outcome } => {
                 let answer = std::task::ready!(inner.poll(cx));
                 match &answer {
-                    Ok(response) => outcome.count(!is_overload(response)),
+                    Ok(response) => outcome.count(!answer::is_refusal(response)),
                     Err(_) => outcome.count(false),
                 }
                 Poll::Ready(answer.map_err(Into::into))
@@ -260,16 +260,4 @@ where
             })),
         }
     }
-}
-
-/// Whether `response` refuses its request as overloaded.
-fn is_overload<B>(response: &http::Response<B>) -> bool {
-    let status = response.status();
-    status == http::StatusCode::SERVICE_UNAVAILABLE
-        || status == http::StatusCode::TOO_MANY_REQUESTS
-        || response.headers().contains_key(REFUSAL_HEADER)
-        || response
-            .headers()
-            .get("grpc-status")
-            .is_some_and(|code| code.as_bytes() == b"8")
 }

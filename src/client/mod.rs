@@ -14,6 +14,8 @@
 //! | `ThrottleLayer` (feature `http`) | the throttle in front of an HTTP or gRPC client, reading each answer |
 //! | `RetryPolicy`, `RetryPolicyBuilder` (feature `retry`) | a tower retry policy: only what may be sent again, after the server's hint, within a budget |
 
+#[cfg(feature = "http")]
+mod answer;
 mod budget;
 mod builder;
 mod draw;

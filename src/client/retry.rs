@@ -7,10 +7,10 @@ use std::time::Duration;
 use http::Method;
 
 use super::draw::Draws;
-use super::{RetryBudget, Throttled};
+use super::{RetryBudget, Throttled, answer};
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
-use crate::respond::{BoxError, REFUSAL_HEADER};
+use crate::respond::BoxError;
 
 const DEFAULT_ATTEMPTS: u32 = 3;
 const MAX_ATTEMPTS: u32 = 10;
@@ -26,7 +26,7 @@ const PUSHBACK: &str = "grpc-retry-pushback-ms";
 /// An answer is retried when it refuses for overload or unavailability (a 503 or 429, gRPC
 /// `RESOURCE_EXHAUSTED` or `UNAVAILABLE` in a trailers-only answer) and either:
 ///
-/// - it carries [`admit-refusal`](REFUSAL_HEADER): admit refused it before the service ran any
+/// - it carries [`admit-refusal`](crate::respond::REFUSAL_HEADER): admit refused it before the service ran any
 ///   of it, so nothing was done; or
 /// - the request's method is idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE), so doing it
 ///   twice does no harm.
@@ -227,17 +227,10 @@ fn is_idempotent(method: &Method) -> bool {
 /// For an answer that may be retried, the server's hint (`Some(None)`: none given); `None`
 /// for an answer that is final.
 fn retry_hint<B>(response: &http::Response<B>, idempotent: bool) -> Option<Option<Duration>> {
-    let headers = response.headers();
-    let status = response.status();
-    let refused = status == http::StatusCode::SERVICE_UNAVAILABLE
-        || status == http::StatusCode::TOO_MANY_REQUESTS
-        || headers
-            .get("grpc-status")
-            .is_some_and(|code| code.as_bytes() == b"8" || code.as_bytes() == b"14");
-    let not_processed = headers.contains_key(REFUSAL_HEADER);
-    if !refused || !(not_processed || idempotent) {
+    if !answer::is_refusal(response) || !(answer::processed_nothing(response) || idempotent) {
         return None;
     }
+    let headers = response.headers();
     if let Some(pushback) = headers.get(PUSHBACK) {
         // A negative or unreadable pushback: the server asks for no retry.
         let ms = pushback.to_str().ok()?.trim().parse::<u64>().ok()?;
