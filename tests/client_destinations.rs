@@ -17,15 +17,17 @@ fn hostile_keys_never_grow_the_map_past_its_capacity() {
         .per_destination::<String>(16)
         .unwrap();
     for i in 0..100_000 {
-        // One destination in constant use among a stream of new ones.
-        let _ = throttles.get("inventory");
-        let _ = throttles.get(format!("host-{i}").as_str());
+        // One destination in constant use among a stream of new ones, each counting once.
+        throttles.get("inventory").refused();
+        throttles.get(format!("host-{i}").as_str()).refused();
         assert!(throttles.len() <= 16);
     }
     assert_eq!(throttles.len(), 16);
-    assert!(throttles.contains("inventory"));
-    assert!(throttles.contains("host-99999"));
-    assert!(!throttles.contains("host-0"));
+    // Kept: the destination in use and the newest, with their counts.
+    assert_eq!(throttles.get("inventory").snapshot().requests, 100_000);
+    assert_eq!(throttles.get("host-99999").snapshot().requests, 1);
+    // Gone long ago: made anew, with nothing counted.
+    assert_eq!(throttles.get("host-0").snapshot().requests, 0);
 }
 
 #[test]

@@ -26,13 +26,13 @@ use crate::sync::Mutex;
 /// use admit::client::Throttle;
 ///
 /// let throttles = Throttle::builder().per_destination::<&'static str>(2)?;
-/// let a = throttles.get(&"inventory");
-/// assert!(a.try_send().is_ok());
+/// let inventory = throttles.get(&"inventory");
+/// inventory.refused();
 /// let _ = throttles.get(&"pricing");
-/// // A third destination makes the one used longest ago, inventory, leave.
+/// // A third destination makes the one used longest ago, inventory, leave: its counts go.
 /// let _ = throttles.get(&"search");
 /// assert_eq!(throttles.len(), 2);
-/// assert!(!throttles.contains(&"inventory"));
+/// assert_eq!(throttles.get(&"inventory").snapshot().requests, 0);
 /// # Ok::<(), admit::ConfigError>(())
 /// ```
 pub struct Throttles<K, C> {
@@ -97,15 +97,6 @@ impl<K: Hash + Eq + Clone, C: Clock + Clone> Throttles<K, C> {
         map.throttles
             .insert(destination.to_owned(), (Arc::clone(&throttle), now));
         throttle
-    }
-
-    /// Whether `destination` has a throttle now.
-    pub fn contains<Q>(&self, destination: &Q) -> bool
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-    {
-        self.lock().throttles.contains_key(destination)
     }
 
     /// How many destinations have a throttle now.
