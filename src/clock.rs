@@ -153,6 +153,18 @@ impl MonotonicClock {
     }
 }
 
+impl MonotonicClock {
+    /// The clock whose origin is the first call in this process: readings of every copy are
+    /// comparable, so one part can stamp a deadline that another reads (the request scope and
+    /// the clients' deadline layer).
+    #[cfg(feature = "tower")]
+    pub(crate) fn process() -> Self {
+        static PROCESS: std::sync::LazyLock<MonotonicClock> =
+            std::sync::LazyLock::new(MonotonicClock::new);
+        *PROCESS
+    }
+}
+
 impl Default for MonotonicClock {
     fn default() -> Self {
         Self::new()

@@ -103,6 +103,11 @@ mod layers {
         clonable::<WarmUpInterceptor>();
         clonable::<BoundLayer>();
         clonable::<BoundLayer<ManualClock, GoZeroHttp, HttpResponder>>();
+        clonable::<admit::client::DeadlineLayer>();
+        clonable::<admit::client::DeadlineService<Inner>>();
+        sendable::<admit::client::DeadlineFuture<Ready<Result<(), Infallible>>>>();
+        clonable::<admit::middleware::propagate::ScopeLayer<admit::middleware::TimeoutHeader>>();
+        boxable_error::<admit::client::DeadlineExceeded>();
         sendable::<ResponseFuture<Inner, Request, Shedder<ManualClock>, GoZeroHttp, HttpResponder>>(
         );
         sendable::<ResponseFuture<Inner, Request, WarmUp, ErrorsPass, BoxErrorResponder>>();

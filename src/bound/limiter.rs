@@ -27,7 +27,9 @@ use crate::sync::{
 /// a target while the queue stands for its class, by default twenty mean times in service but
 /// at least 5 ms, and an interval, 100 ms, otherwise), or once its deadline
 /// ([`Arrival::with_time_left`]) can no longer be met; one whose future is dropped leaves at
-/// once.
+/// once. A request whose deadline has passed (the wait a reader read before it reached the
+/// limiter counts) or that the mean time in service no longer fits in is refused at once,
+/// room or not: nothing works for a caller that has given up.
 ///
 /// The bound starts at the floor and moves at most every 10 ms with what the completed requests
 /// report: it falls when their work spent more than two fifths of its time waiting for a CPU
@@ -201,29 +203,39 @@ impl<C: Clock> Bound<C> {
     /// Decides a request arriving at `now`.
     #[inline]
     pub(crate) fn decide(&self, arrival: &Arrival, now: u64) -> Entry {
+        let leave_by = match arrival.time_left_nanos() {
+            None => u64::MAX,
+            Some(left) => match self.leave_by(arrival, left, now) {
+                Some(leave_by) => leave_by,
+                None => {
+                    self.count(arrival.class().unwrap_or_default(), Count::Deadline);
+                    return Entry::Refused(Why::Deadline);
+                }
+            },
+        };
         if self.waiting.load(Ordering::Relaxed) == 0 && self.try_take() {
             return Entry::Now;
         }
-        self.decide_slowly(arrival, now)
+        self.decide_slowly(arrival, now, leave_by)
+    }
+
+    /// The latest a request with `left` ns before its deadline may start, at the mean service
+    /// time: `None` if its deadline has passed (the wait before the limiter counts) or its
+    /// service no longer fits before it.
+    #[inline]
+    fn leave_by(&self, arrival: &Arrival, left: u64, now: u64) -> Option<u64> {
+        let expected = self.window.mean_service.load(Ordering::Relaxed);
+        let spent = arrival.wait_nanos().unwrap_or(0).saturating_add(expected);
+        match left.checked_sub(spent) {
+            Some(spare) if spare > 0 => Some(now.saturating_add(spare)),
+            _ => None,
+        }
     }
 
     #[cold]
-    fn decide_slowly(&self, arrival: &Arrival, now: u64) -> Entry {
+    fn decide_slowly(&self, arrival: &Arrival, now: u64, leave_by: u64) -> Entry {
         self.window.demand.store(true, Ordering::Relaxed);
         let class = arrival.class().unwrap_or_default();
-        let leave_by = match arrival.time_left_nanos() {
-            None => u64::MAX,
-            Some(left) => {
-                let expected = self.window.mean_service.load(Ordering::Relaxed);
-                match left.checked_sub(expected) {
-                    Some(spare) if spare > 0 => now.saturating_add(spare),
-                    _ => {
-                        self.count(class, Count::Deadline);
-                        return Entry::Refused(Why::Deadline);
-                    }
-                }
-            }
-        };
         let mut queue = self.lock();
         queue.expire(now);
         if queue.len() == 0 && self.try_take() {

@@ -209,6 +209,38 @@ fn a_deadline_that_cannot_be_met_refuses_or_ends_the_wait() {
 }
 
 #[test]
+fn a_spent_deadline_is_refused_even_with_room() {
+    let (clock, bound) = bound(4, 8);
+    let refused_at_once = |arrival: Arrival| match Bound::admit(&bound, arrival) {
+        Admission::Refuse(busy) => busy.why() == Why::Deadline,
+        _ => false,
+    };
+    // Nothing known of the service yet: only a deadline already spent is refused.
+    assert!(refused_at_once(
+        Arrival::new().with_time_left(Duration::ZERO)
+    ));
+    let waited = Arrival::new().with_wait(Duration::from_millis(30));
+    assert!(refused_at_once(
+        waited.with_time_left(Duration::from_millis(30))
+    ));
+    let first = permit(Bound::admit(
+        &bound,
+        waited.with_time_left(Duration::from_millis(31)),
+    ));
+    clock.advance(Duration::from_millis(10));
+    done(first, Duration::ZERO);
+    // With a mean service of 10 ms, 10 ms left no longer fits; 11 ms does.
+    assert!(refused_at_once(
+        Arrival::new().with_time_left(Duration::from_millis(10))
+    ));
+    let fits = permit(Bound::admit(
+        &bound,
+        Arrival::new().with_time_left(Duration::from_millis(11)),
+    ));
+    done(fits, Duration::ZERO);
+}
+
+#[test]
 fn a_cancelled_waiter_leaves_and_a_granted_place_goes_to_the_next() {
     let (_clock, bound) = bound(1, 8);
     let busy = permit(arrive(&bound, Critical));

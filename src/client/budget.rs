@@ -108,6 +108,12 @@ impl<C: Clock> RetryBudget<C> {
         (allowed as u64).saturating_sub(retries)
     }
 
+    /// A reading of the budget's clock.
+    #[cfg(feature = "retry")]
+    pub(super) fn now_nanos(&self) -> u64 {
+        self.clock.now_nanos()
+    }
+
     /// The ring, moved to now.
     fn lock(&self) -> crate::sync::MutexGuard<'_, Ring> {
         self.window.at(self.clock.now_nanos())

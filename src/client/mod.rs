@@ -12,12 +12,15 @@
 //! | [`RetryBudget`], [`RetryBudgetBuilder`], [`RetryBudgetSnapshot`] | retries as a share of the requests, with a floor |
 //! | [`ThrottleSnapshot`] | the window's counts and the refusal probability |
 //! | `ThrottleLayer` (feature `http`) | the throttle in front of an HTTP or gRPC client, reading each answer |
+//! | `DeadlineLayer`, `DeadlineExceeded` (feature `http`) | the time the request being served has left, sent on with each request made for it |
 //! | `RetryPolicy`, `RetryPolicyBuilder` (feature `retry`) | a tower retry policy: only what may be sent again, after the server's hint, within a budget |
 
 #[cfg(feature = "http")]
 mod answer;
 mod budget;
 mod builder;
+#[cfg(feature = "http")]
+mod deadline;
 mod draw;
 #[cfg(feature = "http")]
 mod layer;
@@ -25,10 +28,15 @@ mod per_destination;
 #[cfg(feature = "retry")]
 mod retry;
 mod throttle;
+#[cfg(feature = "http")]
+mod time_left;
 mod window;
 
 pub use self::budget::{RetryBudget, RetryBudgetBuilder, RetryBudgetSnapshot};
 pub use self::builder::ThrottleBuilder;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use self::deadline::{DeadlineExceeded, DeadlineFuture, DeadlineLayer, DeadlineService};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use self::layer::{ThrottleFuture, ThrottleLayer, ThrottleService};

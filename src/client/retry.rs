@@ -7,10 +7,10 @@ use std::time::Duration;
 use http::Method;
 
 use super::draw::Draws;
-use super::{RetryBudget, Throttled, answer};
+use super::{DeadlineExceeded, RetryBudget, Throttled, answer, time_left};
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
-use crate::respond::BoxError;
+use crate::respond::{BoxError, REFUSAL_HEADER};
 
 const DEFAULT_ATTEMPTS: u32 = 3;
 const MAX_ATTEMPTS: u32 = 10;
@@ -71,6 +71,8 @@ pub struct RetryPolicy<C = MonotonicClock> {
     max_backoff: Duration,
     /// This request's attempts so far.
     attempts: u32,
+    /// This request's deadline on the budget's clock, from the time left it carried.
+    deadline_nanos: Option<u64>,
 }
 
 impl<C> Clone for RetryPolicy<C> {
@@ -82,6 +84,7 @@ impl<C> Clone for RetryPolicy<C> {
             backoff: self.backoff,
             max_backoff: self.max_backoff,
             attempts: self.attempts,
+            deadline_nanos: self.deadline_nanos,
         }
     }
 }
@@ -174,6 +177,7 @@ impl<C: Clock> RetryPolicyBuilder<C> {
             backoff: self.backoff,
             max_backoff: self.max_backoff,
             attempts: 1,
+            deadline_nanos: None,
         })
     }
 }
@@ -199,19 +203,46 @@ where
         let hint = match result {
             Ok(response) => retry_hint(response, idempotent)?,
             // Refused here: the backend is overloaded, and the attempt was not sent.
-            Err(error) if error.is::<Throttled>() => return None,
+            Err(error) if error.is::<Throttled>() || error.is::<DeadlineExceeded>() => return None,
             Err(_) if idempotent => None,
             Err(_) => return None,
         };
-        if self.attempts >= self.max_attempts || !self.budget.try_withdraw() {
+        if self.attempts >= self.max_attempts {
             return None;
         }
         let wait = self.wait(hint);
+        // The time left once the wait is over, if the request has a deadline.
+        let left = match self.deadline_nanos {
+            None => None,
+            Some(deadline) => {
+                let sent = self
+                    .budget
+                    .now_nanos()
+                    .saturating_add(crate::clock::saturating_nanos(wait));
+                match deadline.checked_sub(sent) {
+                    Some(left) if left > 0 => Some(Duration::from_nanos(left)),
+                    _ => return None,
+                }
+            }
+        };
+        if !self.budget.try_withdraw() {
+            return None;
+        }
+        if let Some(left) = left {
+            time_left::write(request.headers_mut(), left);
+        }
         self.attempts += 1;
         Some(tokio::time::sleep(wait))
     }
 
     fn clone_request(&mut self, request: &http::Request<B>) -> Option<http::Request<B>> {
+        if self.attempts == 1 {
+            // Before the first attempt: the deadline is the time left it carries from now.
+            self.deadline_nanos = time_left::carried(request.headers()).map(|left| {
+                let left = crate::clock::saturating_nanos(left);
+                self.budget.now_nanos().saturating_add(left)
+            });
+        }
         Some(request.clone())
     }
 }
@@ -231,6 +262,13 @@ fn retry_hint<B>(response: &http::Response<B>, idempotent: bool) -> Option<Optio
         return None;
     }
     let headers = response.headers();
+    if headers
+        .get(REFUSAL_HEADER)
+        .is_some_and(|why| why.as_bytes() == b"deadline")
+    {
+        // Sent again, it would find even less time.
+        return None;
+    }
     if let Some(pushback) = headers.get(PUSHBACK) {
         // A negative or unreadable pushback: the server asks for no retry.
         let ms = pushback.to_str().ok()?.trim().parse::<u64>().ok()?;

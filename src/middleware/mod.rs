@@ -57,5 +57,9 @@ pub use self::limiter::{Admission, Finish, IntoShared, Limiter, NoWait};
 pub use self::read::{CriticalityFrom, Inspect, ReadNothing};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub use self::read::{CriticalityHeader, GrpcTimeout, HttpVersion, RequestStart};
+pub use self::read::{
+    CriticalityHeader, GrpcTimeout, HttpVersion, RequestStart, TIMEOUT_HEADER, TimeoutHeader,
+};
+#[cfg(feature = "http")]
+pub(crate) use self::read::{parse_grpc_timeout, parse_ms};
 pub use self::service::AdmitService;

@@ -57,24 +57,49 @@ mod scope;
 pub use self::forward::{PropagateLayer, PropagateService};
 pub use self::scope::{ScopeFuture, ScopeLayer, ScopeService};
 
+/// What is in scope while a request is handled: its class, and its deadline as a reading of
+/// the scope's clock, if known.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Scope {
+    pub(crate) class: Option<Criticality>,
+    pub(crate) deadline_nanos: Option<u64>,
+}
+
 thread_local! {
-    /// The class of the request whose handling runs on this thread now, if any.
-    static CURRENT: Cell<Option<Criticality>> = const { Cell::new(None) };
+    /// The scope of the request whose handling runs on this thread now.
+    static CURRENT: Cell<Scope> = const {
+        Cell::new(Scope { class: None, deadline_nanos: None })
+    };
 }
 
 /// The class of the request being handled, inside a [`ScopeLayer`]; `None` outside one.
 pub fn current() -> Option<Criticality> {
-    CURRENT.get()
+    CURRENT.get().class
 }
 
-/// Puts `class` in scope while it lives, and the class it found back when dropped, also when
+/// The deadline of the request being handled, as a reading of its [`ScopeLayer`]'s clock;
+/// `None` outside a scope or for a request that carried none.
+#[cfg(feature = "http")]
+pub(crate) fn deadline_nanos() -> Option<u64> {
+    CURRENT.get().deadline_nanos
+}
+
+/// Puts a scope in place while it lives, and the scope it found back when dropped, also when
 /// what runs inside panics.
-#[must_use = "the class is in scope while the guard lives"]
-struct InScope(Option<Criticality>);
+#[must_use = "the scope is in place while the guard lives"]
+struct InScope(Scope);
 
 impl InScope {
-    fn enter(class: Criticality) -> Self {
-        InScope(CURRENT.replace(Some(class)))
+    fn enter(scope: Scope) -> Self {
+        InScope(CURRENT.replace(scope))
+    }
+
+    #[cfg(all(test, feature = "http", not(admit_loom)))]
+    fn class(class: Criticality) -> Self {
+        InScope::enter(Scope {
+            class: Some(class),
+            deadline_nanos: None,
+        })
     }
 }
 
@@ -119,16 +144,16 @@ mod tests {
     fn scopes_nest_and_restore_also_on_panic() {
         assert_eq!(current(), None);
         {
-            let _outer = InScope::enter(Criticality::Sheddable);
+            let _outer = InScope::class(Criticality::Sheddable);
             {
-                let _inner = InScope::enter(Criticality::CriticalPlus);
+                let _inner = InScope::class(Criticality::CriticalPlus);
                 assert_eq!(current(), Some(Criticality::CriticalPlus));
             }
             assert_eq!(current(), Some(Criticality::Sheddable));
         }
         assert_eq!(current(), None);
         let panicked = std::panic::catch_unwind(|| {
-            let _scope = InScope::enter(Criticality::Critical);
+            let _scope = InScope::class(Criticality::Critical);
             panic!("the handler");
         });
         assert!(panicked.is_err());
@@ -141,7 +166,7 @@ mod tests {
         assert!(sent(&plain, &[]).is_empty());
         let fallback = PropagateLayer::new().with_fallback(Criticality::Sheddable);
         assert_eq!(sent(&fallback, &[]), ["sheddable"]);
-        let _scope = InScope::enter(Criticality::SheddablePlus);
+        let _scope = InScope::class(Criticality::SheddablePlus);
         assert_eq!(sent(&plain, &[]), ["sheddable_plus"]);
         assert_eq!(sent(&fallback, &[]), ["sheddable_plus"]);
     }
@@ -157,7 +182,7 @@ mod tests {
         );
         assert_eq!(sent(&fallback, &["critical_plus"]), ["sheddable"]);
         assert_eq!(sent(&fallback, &["urgent"]), ["sheddable"]);
-        let _scope = InScope::enter(Criticality::SheddablePlus);
+        let _scope = InScope::class(Criticality::SheddablePlus);
         for layer in [&plain, &fallback] {
             // A higher claim is lowered; a lower one stays: the lower of the two.
             assert_eq!(sent(layer, &["critical_plus"]), ["sheddable_plus"]);
@@ -179,7 +204,7 @@ mod tests {
     fn keep_existing_leaves_a_header_as_it_is() {
         let keep = PropagateLayer::new().keep_existing();
         assert_eq!(sent(&keep, &["critical_plus", "x"]), ["critical_plus", "x"]);
-        let _scope = InScope::enter(Criticality::Sheddable);
+        let _scope = InScope::class(Criticality::Sheddable);
         assert_eq!(sent(&keep, &["critical_plus", "x"]), ["critical_plus", "x"]);
         assert_eq!(sent(&keep, &[]), ["sheddable"]);
         let renamed = PropagateLayer::new().with_name("x-class").unwrap();

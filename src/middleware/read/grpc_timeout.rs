@@ -36,7 +36,7 @@ impl<B> Inspect<http::Request<B>> for GrpcTimeout {
 }
 
 /// `TimeoutValue TimeoutUnit`: 1 to 8 ASCII digits, then one unit letter.
-fn parse(value: &[u8]) -> Option<Duration> {
+pub(crate) fn parse(value: &[u8]) -> Option<Duration> {
     let (&unit, digits) = value.split_last()?;
     if digits.is_empty() || digits.len() > 8 || !digits.iter().all(u8::is_ascii_digit) {
         return None;

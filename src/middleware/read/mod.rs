@@ -10,6 +10,8 @@ mod grpc_timeout;
 mod http_version;
 #[cfg(feature = "http")]
 mod request_start;
+#[cfg(feature = "http")]
+mod timeout_header;
 
 pub use self::criticality::CriticalityFrom;
 #[cfg(feature = "http")]
@@ -20,13 +22,17 @@ pub use self::grpc_timeout::GrpcTimeout;
 pub use self::http_version::HttpVersion;
 #[cfg(feature = "http")]
 pub use self::request_start::RequestStart;
+#[cfg(feature = "http")]
+pub use self::timeout_header::{TIMEOUT_HEADER, TimeoutHeader};
+#[cfg(feature = "http")]
+pub(crate) use self::{grpc_timeout::parse as parse_grpc_timeout, timeout_header::parse_ms};
 
 /// How an [`AdmitLayer`](super::AdmitLayer) reads a request into an [`Arrival`]: given with
 /// [`AdmitLayer::inspect`](super::AdmitLayer::inspect).
 ///
 /// [`ReadNothing`] (the default) reads nothing; [`RequestStart`] (feature `http`) reads the
 /// age of a proxy's request-start stamp; [`HttpVersion`] reads the HTTP version;
-/// [`GrpcTimeout`] reads the time a gRPC call has left;
+/// [`GrpcTimeout`] and [`TimeoutHeader`] read the time a gRPC call or an HTTP request has left;
 /// [`CriticalityHeader`] and [`CriticalityFrom`] read the class. A pair reads with both:
 /// `(RequestStart::new(..)?, CriticalityHeader::new())` reads the wait and the class, the first
 /// reader's answer winning where both know one. Implement it for a reader of your own.
