@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use admit::bound::{Bound, BoundLayer};
 use admit::clock::MonotonicClock;
 use admit::criticality::CRITICALITY_HEADER;
-use admit::middleware::{CriticalityHeader, RequestStart};
+use admit::middleware::{CriticalityHeader, RequestStart, TimeoutHeader};
 use admit::shed::{ShedLayer, Shedder};
 use admit::signal::cpu::{CpuSignal, CpuWait, ManualCpu, Smoothing, SystemCpu};
 use admit::signal::queue::header::HeaderConfig;
@@ -371,7 +371,7 @@ fn protect(
             app.layer(
                 BoundLayer::new(bound)
                     .http()
-                    .inspect(CriticalityHeader::new()),
+                    .inspect((CriticalityHeader::new(), TimeoutHeader::new())),
             )
         }
         Policy::AdmitBound | Policy::GateBound | Policy::GateBoundLow => {
@@ -390,7 +390,7 @@ fn protect(
                     .layer(
                         BoundLayer::new(Bound::builder().build()?)
                             .http()
-                            .inspect(class),
+                            .inspect((class, TimeoutHeader::new())),
                     ),
             )
         }

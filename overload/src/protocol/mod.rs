@@ -1,6 +1,7 @@
 //! The overload protocol: the curves of goodput and latency against offered load, a step and
 //! a retry storm, for every policy, each point on a fresh server.
 
+mod clients;
 mod point;
 mod report;
 mod timeline;
@@ -14,6 +15,7 @@ use crate::server::{ServeArgs, Style};
 use crate::{BoxError, capacity, positive};
 use admit_testkit::work::Distribution;
 
+use self::clients::ClientStyle;
 use self::report::{Curve, Curves, Protocol, Transients};
 
 /// The overload protocol: goodput and latency of admitted requests from 0.5 to 10 × the
@@ -66,6 +68,18 @@ pub(crate) struct ProtocolArgs {
     /// Skip the retry storm, run for the first distribution and style.
     #[arg(long)]
     no_storm: bool,
+    /// The storm's overloads, as multiples of the capacity.
+    #[arg(long, value_delimiter = ',', default_value = "4,10", value_parser = positive)]
+    storm_peaks: Vec<f64>,
+    /// How the storm's clients retry: `immediate`, `backoff` (exponential, 50 ms to 1 s, full
+    /// jitter), `admit` (admit's throttle, retry policy and budget, and deadline, with their
+    /// defaults) or `admit:<s>` (the same, the throttle's window this long).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "immediate,backoff,admit,admit:1"
+    )]
+    storm_clients: Vec<ClientStyle>,
     #[command(flatten)]
     pub(crate) run: RunArgs,
     /// Where to write protocol.json and the charts.
@@ -112,7 +126,8 @@ impl ProtocolArgs {
         let storm = if self.no_storm {
             0
         } else {
-            transient::STORM_SECONDS * peers
+            let storms = (self.storm_peaks.len() * self.storm_clients.len()) as u64;
+            transient::STORM_SECONDS * peers * storms
         };
         curves + step + storm
     }
@@ -198,27 +213,36 @@ pub(crate) async fn run(args: ProtocolArgs, pinned: bool, burn: f64) -> Result<(
             let step = if args.no_step {
                 None
             } else {
-                Some(
-                    transient::step(
-                        &server,
-                        pinned,
-                        capacity,
-                        args.run.deadline(),
-                        server.latency_target().as_secs_f64(),
-                    )
-                    .await?,
+                let step = transient::step(
+                    &server,
+                    pinned,
+                    capacity,
+                    args.run.deadline(),
+                    server.latency_target().as_secs_f64(),
                 )
+                .await?;
+                println!("{}", report::step_line(policy, &step));
+                Some(step)
             };
-            let storm = if args.no_storm {
-                None
-            } else {
-                Some(transient::storm(&server, pinned, capacity, args.run.deadline()).await?)
-            };
-            println!(
-                "{}",
-                report::transient_line(policy, step.as_ref(), storm.as_ref())
-            );
-            transients.push(policy, step, storm);
+            let mut storms = Vec::new();
+            if !args.no_storm {
+                for &peak in &args.storm_peaks {
+                    for &clients in &args.storm_clients {
+                        let storm = transient::storm(
+                            &server,
+                            pinned,
+                            capacity,
+                            args.run.deadline(),
+                            peak,
+                            clients,
+                        )
+                        .await?;
+                        println!("{}", report::storm_line(policy, &storm));
+                        storms.push(storm);
+                    }
+                }
+            }
+            transients.push(policy, step, storms);
         }
         protocol.transients = Some(transients);
     }

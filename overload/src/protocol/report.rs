@@ -4,8 +4,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::ProtocolArgs;
+use super::clients::RETRIES;
 use super::point::Point;
-use super::transient::{STEP_FROM, STEP_TO, STORM_BASE, STORM_PEAK, STORM_RETRIES, Step, Storm};
+use super::transient::{STEP_FROM, STEP_TO, STORM_BASE, Step, Storm};
 use crate::chart::{self, Axis, Panel, Series};
 use crate::policy::Policy;
 use crate::server::Style;
@@ -55,7 +56,6 @@ pub(crate) struct Transients {
     pub(crate) step_from: f64,
     pub(crate) step_to: f64,
     pub(crate) storm_base: f64,
-    pub(crate) storm_peak: f64,
     pub(crate) storm_retries: u32,
     pub(crate) runs: Vec<Transient>,
 }
@@ -63,13 +63,13 @@ pub(crate) struct Transients {
 /// Goodput over time: `(s, goodput over the capacity)`.
 type Goodput = Vec<(f64, f64)>;
 
-/// One policy's step and storm.
+/// One policy's step and storms (one per peak and client style).
 #[derive(Debug, serde::Serialize)]
 pub(crate) struct Transient {
     pub(crate) policy: Policy,
     pub(crate) label: String,
     pub(crate) step: Option<Step>,
-    pub(crate) storm: Option<Storm>,
+    pub(crate) storms: Vec<Storm>,
 }
 
 impl Protocol {
@@ -223,18 +223,17 @@ impl Transients {
             step_from: STEP_FROM,
             step_to: STEP_TO,
             storm_base: STORM_BASE,
-            storm_peak: STORM_PEAK,
-            storm_retries: STORM_RETRIES,
+            storm_retries: RETRIES,
             runs: Vec::new(),
         }
     }
 
-    pub(crate) fn push(&mut self, policy: Policy, step: Option<Step>, storm: Option<Storm>) {
+    pub(crate) fn push(&mut self, policy: Policy, step: Option<Step>, storms: Vec<Storm>) {
         self.runs.push(Transient {
             policy,
             label: policy.label(),
             step,
-            storm,
+            storms,
         });
     }
 
@@ -261,16 +260,31 @@ impl Transients {
                 series: step,
             });
         }
-        let storm = series(&|run| run.storm.as_ref().map(|s| &s.goodput));
-        if !storm.is_empty() {
+        let mut peaks: Vec<f64> = self
+            .runs
+            .iter()
+            .flat_map(|run| run.storms.iter().map(|storm| storm.peak))
+            .collect();
+        peaks.sort_by(f64::total_cmp);
+        peaks.dedup();
+        for peak in peaks {
+            let storms = self.runs.iter().flat_map(|run| {
+                run.storms
+                    .iter()
+                    .filter(move |storm| storm.peak == peak)
+                    .map(move |storm| Series {
+                        name: format!("{}, {} clients", run.label, storm.clients),
+                        points: storm.goodput.clone(),
+                    })
+            });
             panels.push(Panel {
                 title: format!(
-                    "retry storm ({STORM_RETRIES} retries at once): {STORM_BASE}x, {STORM_PEAK}x for 10 s, \
+                    "retry storm (up to {RETRIES} retries): {STORM_BASE}x, {peak}x for 10 s, \
                      {STORM_BASE}x; goodput per 500 ms"
                 ),
                 x: Axis::linear("s from the overload's end"),
                 y: Axis::linear("goodput, × capacity"),
-                series: storm,
+                series: storms.collect(),
             });
         }
         chart::draw(path, &panels)
@@ -299,30 +313,40 @@ pub(crate) fn line(what: &str, policy: Policy, p: &Point) -> String {
     )
 }
 
-/// A policy's step and storm as one line.
-pub(crate) fn transient_line(policy: Policy, step: Option<&Step>, storm: Option<&Storm>) -> String {
-    let s = |v: Option<f64>| v.map_or_else(|| "never".to_owned(), |v| format!("{v:.2} s"));
-    let mut line = format!("{:<20}", policy.label());
-    if let Some(step) = step {
-        let _ = write!(
-            line,
-            " step: goodput settles in {} (band ±{:.0} %) at {:.1} %, p99 in {}",
-            s(step.settle_s),
-            step.band * 100.0,
-            step.settled_goodput * 100.0,
-            s(step.latency_settle_s)
-        );
-    }
-    if let Some(storm) = storm {
-        let _ = write!(
-            line,
-            "; storm: ≥ 95 % in {}, {:.1} % 10 s after, {:.2} retries per request",
-            s(storm.recovery_s),
-            storm.goodput_after_10s * 100.0,
-            storm.retries_per_request
-        );
-    }
-    line
+/// A policy's step as one line.
+pub(crate) fn step_line(policy: Policy, step: &Step) -> String {
+    format!(
+        "{:<20} step: goodput settles in {} (band ±{:.0} %) at {:.1} %, p99 in {}",
+        policy.label(),
+        seconds(step.settle_s),
+        step.band * 100.0,
+        step.settled_goodput * 100.0,
+        seconds(step.latency_settle_s)
+    )
+}
+
+/// A policy's storm as one line.
+pub(crate) fn storm_line(policy: Policy, storm: &Storm) -> String {
+    format!(
+        "{:<20} storm {:>4}x, {:<10} clients: {:.2} attempts per request and goodput {:.1} % \
+         during it; ≥ 95 % in {}, {:.1} % 10 s after; refused locally {} during, {} after \
+         (the last {} after the end)",
+        policy.label(),
+        storm.peak,
+        storm.clients.to_string(),
+        storm.attempts_per_request,
+        storm.goodput_during * 100.0,
+        seconds(storm.recovery_s),
+        storm.goodput_after_10s * 100.0,
+        storm.local_refusals.0,
+        storm.local_refusals.1,
+        seconds(storm.last_local_refusal_s),
+    )
+}
+
+/// Seconds with two decimals, or `never`.
+fn seconds(value: Option<f64>) -> String {
+    value.map_or_else(|| "never".to_owned(), |v| format!("{v:.2} s"))
 }
 
 #[cfg(test)]

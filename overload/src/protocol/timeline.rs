@@ -1,7 +1,7 @@
 //! Goodput over time, by when answers arrive: what the step response and the retry storm are
 //! judged on, at a finer grain than the load generator's per-second tallies.
 
-use admit_loadgen::{HttpClient, Outcome, Transport};
+use admit_loadgen::{Outcome, Transport};
 use bytes::Bytes;
 use http::Request;
 use http_body_util::Empty;
@@ -9,10 +9,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// The load generator's client, noting when each OK answer arrived and how long it took.
+use super::clients::StyleClient;
+
+/// A storm's or a step's client, noting when each OK answer arrived and how long it took.
 #[derive(Clone, Debug)]
 pub(crate) struct Recording {
-    client: HttpClient<Empty<Bytes>>,
+    client: StyleClient,
     /// When each OK answer arrived, and how long its attempt took.
     answers: Arc<Mutex<Vec<(Instant, Duration)>>>,
 }
@@ -25,9 +27,9 @@ pub(crate) struct Answer {
 }
 
 impl Recording {
-    pub(crate) fn new() -> Recording {
+    pub(crate) fn new(client: StyleClient) -> Recording {
         Recording {
-            client: HttpClient::new(),
+            client,
             answers: Arc::default(),
         }
     }
