@@ -94,6 +94,8 @@ fn a_request_to_a_known_authority_never_allocates() {
     let mut requests: Vec<_> = (0..1_001)
         .map(|_| {
             http::Request::get("http://inventory:8080/items")
+                // The class header is read on the way, allocating nothing.
+                .header(admit::criticality::CRITICALITY_HEADER, "sheddable")
                 .body(())
                 .unwrap()
         })
@@ -112,5 +114,8 @@ fn a_request_to_a_known_authority_never_allocates() {
     });
     assert_eq!(allocations, 0);
     let authority = http::uri::Authority::from_static("inventory:8080");
-    assert_eq!(throttles.get(&authority).snapshot().accepts, 1_001);
+    let throttle = throttles.get(&authority);
+    assert_eq!(throttle.snapshot().accepts, 1_001);
+    let sheddable = admit::criticality::Criticality::Sheddable;
+    assert_eq!(throttle.totals().attempts(sheddable), 1_001);
 }

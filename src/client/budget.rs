@@ -1,11 +1,14 @@
 //! A retry budget: retries as a share of the requests made, with a floor per second.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
+use super::tally::Tally;
 use super::window::{Ring, Window};
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
+use crate::criticality::Criticality;
 
 const DEFAULT_WINDOW: Duration = Duration::from_secs(10);
 const DEFAULT_BUCKETS: u32 = 10;
@@ -44,7 +47,12 @@ pub struct RetryBudget<C = MonotonicClock> {
     ratio: f64,
     /// The floor over the whole window.
     floor: f64,
+    name: Option<Cow<'static, str>>,
     clock: C,
+    /// Deposits, withdrawals allowed and withdrawals refused, by class.
+    requests: Tally,
+    spent: Tally,
+    denied: Tally,
 }
 
 /// What a [`RetryBudget`]'s window holds now.
@@ -59,6 +67,50 @@ pub struct RetryBudgetSnapshot {
     pub available: u64,
 }
 
+/// What a [`RetryBudget`] has counted since it was made, by the requests'
+/// [`Criticality`]: cumulative, never reset.
+///
+/// [`deposit`](RetryBudget::deposit) and [`try_withdraw`](RetryBudget::try_withdraw) count as
+/// [`Critical`](Criticality::Critical); a `RetryPolicy` counts each request as the class its
+/// [`admit-criticality`](crate::criticality::CRITICALITY_HEADER) header claims (`critical`
+/// without one).
+///
+/// ```
+/// use admit::client::RetryBudget;
+/// use admit::criticality::Criticality::Critical;
+///
+/// let budget = RetryBudget::builder().ratio(0.0).floor_per_second(0.1).build()?;
+/// budget.deposit();
+/// assert!(budget.try_withdraw());
+/// assert!(!budget.try_withdraw());
+/// let totals = budget.totals();
+/// assert_eq!((totals.requests(Critical), totals.spent(Critical), totals.denied(Critical)), (1, 1, 1));
+/// # Ok::<(), admit::ConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct RetryBudgetTotals {
+    requests: [u64; Criticality::COUNT],
+    spent: [u64; Criticality::COUNT],
+    denied: [u64; Criticality::COUNT],
+}
+
+impl RetryBudgetTotals {
+    /// Requests of `class` deposited: made, retried or not.
+    pub fn requests(&self, class: Criticality) -> u64 {
+        self.requests[class.index()]
+    }
+
+    /// Retries of `class` the budget allowed.
+    pub fn spent(&self, class: Criticality) -> u64 {
+        self.spent[class.index()]
+    }
+
+    /// Retries of `class` the budget refused.
+    pub fn denied(&self, class: Criticality) -> u64 {
+        self.denied[class.index()]
+    }
+}
+
 impl RetryBudget<MonotonicClock> {
     /// A builder with the defaults: 10 % of the requests plus 1 retry per second, over 10 s in
     /// 10 buckets.
@@ -68,6 +120,7 @@ impl RetryBudget<MonotonicClock> {
             buckets: DEFAULT_BUCKETS,
             ratio: DEFAULT_RATIO,
             floor: DEFAULT_FLOOR,
+            name: None,
             clock: MonotonicClock::new(),
         }
     }
@@ -76,18 +129,34 @@ impl RetryBudget<MonotonicClock> {
 impl<C: Clock> RetryBudget<C> {
     /// Counts a request made.
     pub fn deposit(&self) {
-        let mut ring = self.lock();
-        ring.add(1, 0);
+        self.deposit_as(Criticality::Critical);
+    }
+
+    /// [`deposit`](Self::deposit) for a request of `class`, which the
+    /// [totals](Self::totals) count it as.
+    pub(crate) fn deposit_as(&self, class: Criticality) {
+        self.lock().add(1, 0);
+        self.requests.add(class);
     }
 
     /// Takes one retry from the budget: `false` (and nothing taken) when the window's retries
     /// have spent it.
     pub fn try_withdraw(&self) -> bool {
+        self.try_withdraw_as(Criticality::Critical)
+    }
+
+    /// [`try_withdraw`](Self::try_withdraw) for a request of `class`, which the
+    /// [totals](Self::totals) count it as.
+    pub(crate) fn try_withdraw_as(&self, class: Criticality) -> bool {
         let mut ring = self.lock();
         if self.available(ring.sums()) < 1 {
+            drop(ring);
+            self.denied.add(class);
             return false;
         }
         ring.add(0, 1);
+        drop(ring);
+        self.spent.add(class);
         true
     }
 
@@ -108,6 +177,11 @@ impl<C: Clock> RetryBudget<C> {
         (allowed as u64).saturating_sub(retries)
     }
 
+    /// The name given to the builder, if any.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
     /// A reading of the budget's clock.
     #[cfg(feature = "retry")]
     pub(super) fn now_nanos(&self) -> u64 {
@@ -120,12 +194,26 @@ impl<C: Clock> RetryBudget<C> {
     }
 }
 
+impl<C> RetryBudget<C> {
+    /// The requests deposited and the retries allowed and refused since the budget was made,
+    /// by class: cumulative, unlike the [window](Self::snapshot). Reads a few atomics; takes no
+    /// lock.
+    pub fn totals(&self) -> RetryBudgetTotals {
+        RetryBudgetTotals {
+            requests: self.requests.get(),
+            spent: self.spent.get(),
+            denied: self.denied.get(),
+        }
+    }
+}
+
 impl<C> fmt::Debug for RetryBudget<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryBudget")
             .field("bucket_nanos", &self.window.bucket_nanos())
             .field("ratio", &self.ratio)
             .field("floor", &self.floor)
+            .field("name", &self.name)
             .finish_non_exhaustive()
     }
 }
@@ -139,6 +227,7 @@ pub struct RetryBudgetBuilder<C> {
     buckets: u32,
     ratio: f64,
     floor: f64,
+    name: Option<Cow<'static, str>>,
     clock: C,
 }
 
@@ -163,6 +252,12 @@ impl<C: Clock> RetryBudgetBuilder<C> {
         self
     }
 
+    /// The name that labels the budget in logs and metrics. Default: none.
+    pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
     /// The clock the window moves with (default [`MonotonicClock`]).
     pub fn clock<C2: Clock>(self, clock: C2) -> RetryBudgetBuilder<C2> {
         RetryBudgetBuilder {
@@ -170,6 +265,7 @@ impl<C: Clock> RetryBudgetBuilder<C> {
             buckets: self.buckets,
             ratio: self.ratio,
             floor: self.floor,
+            name: self.name,
             clock,
         }
     }
@@ -180,8 +276,10 @@ impl<C: Clock> RetryBudgetBuilder<C> {
     ///
     /// - [`ConfigError::BudgetOutOfRange`]: the ratio is not within 0 to 1000, or the floor
     ///   is negative or not finite (or so large that a window's floor is not);
+    /// - [`ConfigError::EmptyName`]: the name is empty;
     /// - the window's errors, as for [`ThrottleBuilder::build`](super::ThrottleBuilder::build).
     pub fn build(self) -> Result<RetryBudget<C>, ConfigError> {
+        crate::error::check_name(self.name.as_deref())?;
         if !(0.0..=MAX_RATIO).contains(&self.ratio) {
             return Err(ConfigError::BudgetOutOfRange {
                 setting: "ratio",
@@ -200,7 +298,11 @@ impl<C: Clock> RetryBudgetBuilder<C> {
             window: Window::new(self.buckets as usize, bucket_nanos),
             ratio: self.ratio,
             floor,
+            name: self.name,
             clock: self.clock,
+            requests: Tally::new(),
+            spent: Tally::new(),
+            denied: Tally::new(),
         })
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::draw::Draws;
 use super::per_destination::{Template, Throttles};
+use super::tally::Tally;
 use super::throttle::Throttle;
 use super::window::Window;
 use crate::ConfigError;
@@ -121,6 +122,8 @@ impl<C: Clock> ThrottleBuilder<C> {
             draws: Draws::seeded(),
             name: self.name,
             clock: self.clock,
+            attempts: Tally::new(),
+            throttled: Tally::new(),
         })
     }
 

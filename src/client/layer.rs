@@ -9,11 +9,25 @@ use pin_project_lite::pin_project;
 use tower_layer::Layer;
 use tower_service::Service;
 
+use http::HeaderName;
 use http::uri::Authority;
 
 use super::{Throttle, Throttles, answer};
 use crate::clock::{Clock, MonotonicClock};
+use crate::criticality::{CRITICALITY_HEADER, Claim, Criticality, claim};
 use crate::respond::BoxError;
+
+/// [`CRITICALITY_HEADER`], parsed once.
+static CLASS_HEADER: HeaderName = HeaderName::from_static(CRITICALITY_HEADER);
+
+/// The class a request's [`CRITICALITY_HEADER`] claims, as a server's reader would read it;
+/// [`Critical`](Criticality::Critical) when it claims none. Allocates nothing.
+pub(super) fn request_class(headers: &http::HeaderMap) -> Criticality {
+    match claim(headers, &CLASS_HEADER) {
+        Claim::Class(class) => class,
+        Claim::Absent | Claim::Invalid => Criticality::Critical,
+    }
+}
 
 /// A tower layer for clients: a [`Throttle`] in front of every request the inner service
 /// sends, the outcome read from each answer.
@@ -34,6 +48,12 @@ use crate::respond::BoxError;
 ///
 /// One throttle counts one backend: give each backend's client its own, or let
 /// [`per_authority`](Self::per_authority) keep one per authority the client calls.
+///
+/// The throttle's [totals](Throttle::totals) count each request as the class its
+/// [`admit-criticality`](crate::criticality::CRITICALITY_HEADER) header claims (the last
+/// element, as a server reads it; `critical` without one): put a
+/// [`PropagateLayer`](crate::middleware::propagate::PropagateLayer) outside this layer to
+/// write it.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -174,7 +194,7 @@ where
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let throttle = self.source.throttle(&request);
-        match throttle.try_send() {
+        match throttle.try_send_as(request_class(request.headers())) {
             Ok(()) => ThrottleFuture {
                 state: State::Sent {
                     inner: self.inner.call(request),

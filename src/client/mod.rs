@@ -11,6 +11,7 @@
 //! | [`Throttles`] | a throttle per destination, at most a given number of them |
 //! | [`RetryBudget`], [`RetryBudgetBuilder`], [`RetryBudgetSnapshot`] | retries as a share of the requests, with a floor |
 //! | [`ThrottleSnapshot`] | the window's counts and the refusal probability |
+//! | [`ThrottleTotals`], [`RetryBudgetTotals`] | cumulative counts by request class, for metrics |
 //! | `ThrottleLayer` (feature `http`) | the throttle in front of an HTTP or gRPC client, reading each answer |
 //! | `DeadlineLayer`, `DeadlineExceeded` (feature `http`) | the time the request being served has left, sent on with each request made for it |
 //! | `RetryPolicy`, `RetryPolicyBuilder` (feature `retry`) | a tower retry policy: only what may be sent again, after the server's hint, within a budget |
@@ -27,12 +28,13 @@ mod layer;
 mod per_destination;
 #[cfg(feature = "retry")]
 mod retry;
+mod tally;
 mod throttle;
 #[cfg(feature = "http")]
 mod time_left;
 mod window;
 
-pub use self::budget::{RetryBudget, RetryBudgetBuilder, RetryBudgetSnapshot};
+pub use self::budget::{RetryBudget, RetryBudgetBuilder, RetryBudgetSnapshot, RetryBudgetTotals};
 pub use self::builder::ThrottleBuilder;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
@@ -44,7 +46,7 @@ pub use self::per_destination::Throttles;
 #[cfg(feature = "retry")]
 #[cfg_attr(docsrs, doc(cfg(feature = "retry")))]
 pub use self::retry::{RetryPolicy, RetryPolicyBuilder};
-pub use self::throttle::{Throttle, ThrottleSnapshot, Throttled};
+pub use self::throttle::{Throttle, ThrottleSnapshot, ThrottleTotals, Throttled};
 
 #[cfg(all(test, not(admit_loom)))]
 mod tests;

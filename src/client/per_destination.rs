@@ -7,6 +7,7 @@ use std::hash::Hash;
 use std::sync::Arc;
 
 use super::draw::Draws;
+use super::tally::Tally;
 use super::throttle::Throttle;
 use super::window::Window;
 use crate::clock::Clock;
@@ -109,6 +110,19 @@ impl<K: Hash + Eq + Clone, C: Clock + Clone> Throttles<K, C> {
         self.len() == 0
     }
 
+    /// Each destination's throttle now, in `into` (cleared first): the map's lock is held only
+    /// while they are copied out.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn entries(&self, into: &mut Vec<(K, Arc<Throttle<C>>)>) {
+        into.clear();
+        let map = self.lock();
+        into.extend(
+            map.throttles
+                .iter()
+                .map(|(key, (throttle, _))| (key.clone(), Arc::clone(throttle))),
+        );
+    }
+
     /// A throttle with the map's settings, outside the map.
     pub(super) fn detached(&self) -> Throttle<C> {
         let template = &self.template;
@@ -118,6 +132,8 @@ impl<K: Hash + Eq + Clone, C: Clock + Clone> Throttles<K, C> {
             draws: Draws::seeded(),
             name: template.name.clone(),
             clock: template.clock.clone(),
+            attempts: Tally::new(),
+            throttled: Tally::new(),
         }
     }
 
@@ -126,6 +142,13 @@ impl<K: Hash + Eq + Clone, C: Clock + Clone> Throttles<K, C> {
         self.map
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl<K, C> Throttles<K, C> {
+    /// The name given to the builder, if any: every throttle of the map has it.
+    pub fn name(&self) -> Option<&str> {
+        self.template.name.as_deref()
     }
 }
 

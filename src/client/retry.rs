@@ -45,6 +45,10 @@ const PUSHBACK: &str = "grpc-retry-pushback-ms";
 /// its most, each wait drawn between half and all of it. A request is sent at most
 /// `max_attempts` times, and a retry is made only if the budget has one.
 ///
+/// The budget's [totals](RetryBudget::totals) count each request as the class its
+/// [`admit-criticality`](crate::criticality::CRITICALITY_HEADER) header claims (`critical`
+/// without one).
+///
 /// tower's `Retry` clones the policy for each request: the budget is shared, the attempt
 /// count is the request's. The request's body must be `Clone` (`Full<Bytes>`, `()`): a
 /// streamed body cannot be sent twice.
@@ -195,9 +199,10 @@ where
         request: &mut http::Request<B>,
         result: &mut Result<http::Response<RB>, BoxError>,
     ) -> Option<tokio::time::Sleep> {
+        let class = super::layer::request_class(request.headers());
         if self.attempts == 1 {
             // The request counts once, when its first attempt ends.
-            self.budget.deposit();
+            self.budget.deposit_as(class);
         }
         let idempotent = is_idempotent(request.method());
         let hint = match result {
@@ -225,7 +230,7 @@ where
                 }
             }
         };
-        if !self.budget.try_withdraw() {
+        if !self.budget.try_withdraw_as(class) {
             return None;
         }
         if let Some(left) = left {

@@ -1,8 +1,9 @@
 use std::time::Duration;
 
-use super::{Throttle, ThrottleSnapshot};
+use super::{RetryBudget, Throttle, ThrottleSnapshot, ThrottleTotals};
 use crate::ConfigError;
 use crate::clock::ManualClock;
+use crate::criticality::Criticality::{self, Critical, CriticalPlus, Sheddable, SheddablePlus};
 
 fn throttle(clock: &ManualClock) -> Throttle<ManualClock> {
     Throttle::builder()
@@ -161,6 +162,90 @@ fn bad_settings_are_typed_errors() {
     ));
     assert_eq!(
         Throttle::builder().name("").build().unwrap_err(),
+        ConfigError::EmptyName
+    );
+}
+
+#[test]
+fn totals_count_every_attempt_and_refusal_by_class_and_outlive_the_window() {
+    let clock = ManualClock::new();
+    let throttle = throttle(&clock);
+    assert_eq!(throttle.totals(), ThrottleTotals::default());
+    // Sent while nothing is refused: `try_send` counts as critical.
+    assert_eq!(send(&throttle, 10, true), 10);
+    assert!((0..5).all(|_| throttle.try_send_as(Sheddable).is_ok()));
+    let totals = throttle.totals();
+    assert_eq!(totals.attempts(Critical), 10);
+    assert_eq!(totals.attempts(Sheddable), 5);
+    assert_eq!(totals.all_throttled(), 0);
+    // An overload: most attempts are refused here, each counted once in its class.
+    for _ in 0..1_000 {
+        throttle.refused();
+    }
+    let refused = |class: Criticality| {
+        (0..100)
+            .filter(|_| throttle.try_send_as(class).is_err())
+            .count() as u64
+    };
+    let (sheddable, critical_plus) = (refused(Sheddable), refused(CriticalPlus));
+    assert!(
+        sheddable > 90 && critical_plus > 90,
+        "{sheddable} {critical_plus}"
+    );
+    let totals = throttle.totals();
+    assert_eq!(totals.attempts(Sheddable), 105);
+    assert_eq!(totals.throttled(Sheddable), sheddable);
+    assert_eq!(totals.attempts(CriticalPlus), 100);
+    assert_eq!(totals.throttled(CriticalPlus), critical_plus);
+    assert_eq!(
+        (totals.attempts(SheddablePlus), totals.throttled(Critical)),
+        (0, 0)
+    );
+    assert_eq!(totals.all_attempts(), 215);
+    assert_eq!(totals.all_throttled(), sheddable + critical_plus);
+    // The window forgets; the totals do not.
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(throttle.snapshot().requests, 0);
+    assert_eq!(throttle.totals(), totals);
+}
+
+#[test]
+fn a_retry_budget_totals_deposits_and_withdrawals_by_class() {
+    let clock = ManualClock::new();
+    let budget = RetryBudget::builder()
+        .ratio(0.5)
+        .floor_per_second(0.0)
+        .window(Duration::from_secs(10), 10)
+        .name("api")
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    assert_eq!(budget.name(), Some("api"));
+    for _ in 0..4 {
+        budget.deposit();
+    }
+    budget.deposit_as(Sheddable);
+    budget.deposit_as(Sheddable);
+    // Six requests at 0.5: three retries, then none.
+    assert!(budget.try_withdraw_as(Sheddable));
+    assert!(budget.try_withdraw());
+    assert!(budget.try_withdraw());
+    assert!(!budget.try_withdraw_as(Sheddable));
+    assert!(!budget.try_withdraw());
+    let totals = budget.totals();
+    assert_eq!(
+        (totals.requests(Critical), totals.requests(Sheddable)),
+        (4, 2)
+    );
+    assert_eq!((totals.spent(Critical), totals.spent(Sheddable)), (2, 1));
+    assert_eq!((totals.denied(Critical), totals.denied(Sheddable)), (1, 1));
+    assert_eq!(totals.requests(CriticalPlus), 0);
+    // The window forgets; the totals do not.
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(budget.snapshot().requests, 0);
+    assert_eq!(budget.totals(), totals);
+    assert_eq!(
+        RetryBudget::builder().name("").build().unwrap_err(),
         ConfigError::EmptyName
     );
 }

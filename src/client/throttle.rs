@@ -4,8 +4,10 @@ use std::error::Error;
 use std::fmt;
 
 use super::draw::Draws;
+use super::tally::Tally;
 use super::window::Window;
 use crate::clock::{Clock, MonotonicClock};
+use crate::criticality::Criticality;
 
 /// Client-side adaptive throttling: refuses a request locally, before it is sent, with the
 /// probability `max(0, (requests − k·accepts) / (requests + 1))` over a sliding window (Google's
@@ -46,6 +48,75 @@ pub struct Throttle<C = MonotonicClock> {
     pub(super) draws: Draws,
     pub(super) name: Option<std::borrow::Cow<'static, str>>,
     pub(super) clock: C,
+    /// Every [`try_send`](Self::try_send), by class.
+    pub(super) attempts: Tally,
+    /// The attempts refused locally, by class.
+    pub(super) throttled: Tally,
+}
+
+/// What a [`Throttle`] has decided since it was made, by the requests'
+/// [`Criticality`]: cumulative, never reset (a destination that leaves a
+/// [`Throttles`](super::Throttles) map returns with a new throttle, counting from 0).
+///
+/// [`Throttle::try_send`] counts as [`Critical`](Criticality::Critical); a
+/// [`ThrottleLayer`](super::ThrottleLayer) counts each request as the class its
+/// [`admit-criticality`](crate::criticality::CRITICALITY_HEADER) header claims (`critical`
+/// without one).
+///
+/// ```
+/// use admit::client::Throttle;
+/// use admit::criticality::Criticality;
+///
+/// let throttle = Throttle::builder().build()?;
+/// assert!(throttle.try_send().is_ok());
+/// let totals = throttle.totals();
+/// assert_eq!(totals.attempts(Criticality::Critical), 1);
+/// assert_eq!(totals.throttled(Criticality::Critical), 0);
+/// assert_eq!(totals.attempts(Criticality::Sheddable), 0);
+/// # Ok::<(), admit::ConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ThrottleTotals {
+    attempts: [u64; Criticality::COUNT],
+    throttled: [u64; Criticality::COUNT],
+}
+
+impl ThrottleTotals {
+    /// Requests of `class` asked to be sent, the ones refused locally included.
+    pub fn attempts(&self, class: Criticality) -> u64 {
+        self.attempts[class.index()]
+    }
+
+    /// Requests of `class` refused locally, never sent.
+    pub fn throttled(&self, class: Criticality) -> u64 {
+        self.throttled[class.index()]
+    }
+
+    /// Requests asked to be sent, every class.
+    pub fn all_attempts(&self) -> u64 {
+        self.attempts
+            .iter()
+            .fold(0, |sum, &n| sum.saturating_add(n))
+    }
+
+    /// Requests refused locally, every class.
+    pub fn all_throttled(&self) -> u64 {
+        self.throttled
+            .iter()
+            .fold(0, |sum, &n| sum.saturating_add(n))
+    }
+
+    /// What `self` counted beyond `earlier`, a reading of the same throttle taken before it
+    /// (0 where `earlier` is ahead).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn since(&self, earlier: &ThrottleTotals) -> ThrottleTotals {
+        ThrottleTotals {
+            attempts: std::array::from_fn(|i| self.attempts[i].saturating_sub(earlier.attempts[i])),
+            throttled: std::array::from_fn(|i| {
+                self.throttled[i].saturating_sub(earlier.throttled[i])
+            }),
+        }
+    }
 }
 
 /// What a [`Throttle`]'s window holds now.
@@ -100,11 +171,20 @@ impl<C: Clock> Throttle<C> {
     ///
     /// [`Throttled`], with the probability in force, when the draw refuses it.
     pub fn try_send(&self) -> Result<(), Throttled> {
+        self.try_send_as(Criticality::Critical)
+    }
+
+    /// [`try_send`](Self::try_send) for a request of `class`, which its
+    /// [totals](Self::totals) count it as.
+    pub(crate) fn try_send_as(&self, class: Criticality) -> Result<(), Throttled> {
+        self.attempts.add(class);
         let mut ring = self.window.at(self.clock.now_nanos());
         let (requests, accepts) = ring.sums();
         let probability = probability(requests, accepts, self.k);
         if probability > 0.0 && self.draws.next() < probability {
             ring.add(1, 0);
+            drop(ring);
+            self.throttled.add(class);
             return Err(Throttled { probability });
         }
         Ok(())
@@ -141,6 +221,20 @@ impl<C: Clock> Throttle<C> {
     /// The name given to the builder, if any.
     pub fn name(&self) -> Option<&str> {
         self.name.as_deref()
+    }
+}
+
+impl<C> Throttle<C> {
+    /// The requests asked to be sent and refused locally since the throttle was made, by
+    /// class: cumulative, unlike the [window](Self::snapshot). Reads a few atomics; takes no
+    /// lock.
+    pub fn totals(&self) -> ThrottleTotals {
+        // Refusals first: each is counted after its attempt.
+        let throttled = self.throttled.get();
+        ThrottleTotals {
+            attempts: self.attempts.get(),
+            throttled,
+        }
     }
 }
 

@@ -112,6 +112,34 @@ pub(super) fn drain() {
     );
 }
 
+/// Describes the client throttles' series.
+pub(super) fn client() {
+    describe_counter!(
+        names::CLIENT_ATTEMPTS,
+        "Requests the client's throttle was asked to send, by class, throttled ones included"
+    );
+    describe_counter!(
+        names::CLIENT_THROTTLED,
+        "Requests the client's throttle refused locally, by class"
+    );
+    describe_gauge!(
+        names::CLIENT_THROTTLE_PROBABILITY,
+        "Probability the client's throttle refuses the next request"
+    );
+}
+
+/// Describes the retry budgets' series.
+pub(super) fn client_retries() {
+    describe_counter!(
+        names::CLIENT_RETRIES,
+        "Retries asked of the client's retry budget, by class and outcome (spent, denied)"
+    );
+    describe_counter!(
+        names::CLIENT_RETRY_REQUESTS,
+        "Requests deposited in the client's retry budget, by class"
+    );
+}
+
 /// Describes the plans' series.
 pub(super) fn plan() {
     describe_gauge!(names::PLAN_SERVERS, "Servers the target needs");

@@ -10,11 +10,13 @@ pub enum MetricsError {
     /// The limiter has no name: its series would carry no `limiter` label to tell them from
     /// another limiter's. Name it with its builder's `name(..)`.
     Unnamed {
-        /// What kind of limiter: `shedder` or `warm-up bucket`.
+        /// What kind of limiter: `shedder`, `warm-up bucket`, `bound`, `planner`, `throttle`,
+        /// `map of throttles` or `retry budget`.
         kind: &'static str,
     },
     /// Two sources of one reporter would publish the same series: two shedders, two warm-up
-    /// buckets or two planners with the same name, or two drains (whose name is empty).
+    /// buckets, two planners, two client throttles (single or maps) or two retry budgets with
+    /// the same name, or two drains (whose name is empty).
     DuplicateName {
         /// The metric family the two share, such as `admit_shed`.
         family: &'static str,

@@ -1,8 +1,8 @@
 //! The names of the metrics admit publishes, and of their labels.
 //!
-//! Every series carries the [`LIMITER`] label (the name given to the limiter's builder) or, for
-//! a plan, the [`PLANNER`] label; a drain's carry none (one drain per process) but
-//! [`OFFERED_REQUESTS`]' [`KIND`]. Units are in the names: seconds, ratios from 0 to 1, and
+//! Every series carries the [`LIMITER`] label (the name given to the limiter's builder), for
+//! a plan the [`PLANNER`] label, and for a client's throttles and retry budget the [`CLIENT`]
+//! label; a drain's carry none (one drain per process) but [`OFFERED_REQUESTS`]' [`KIND`]. Units are in the names: seconds, ratios from 0 to 1, and
 //! `_per_second` rates; counters end in `_total`, gauges never do, except
 //! [`SHED_SERVICE_SECONDS`] (see there), and a histogram's series end in `_bucket`, `_sum`
 //! and `_count`. (A recorder set to append `_total` to every counter, such as
@@ -10,6 +10,19 @@
 
 /// Label: the limiter's name.
 pub const LIMITER: &str = "limiter";
+/// Label: the name given to a client's throttle, map of throttles or retry budget.
+pub const CLIENT: &str = "client";
+/// Label: the backend a client's throttle counts: a single throttle's name, or a
+/// [`Throttles`](crate::client::Throttles) key's `Display` for the first [`MAX_DESTINATIONS`]
+/// keys a reporter sees, [`OTHER_DESTINATION`] for the rest.
+pub const DESTINATION: &str = "destination";
+/// The [`DESTINATION`] of the destinations beyond the first [`MAX_DESTINATIONS`] of a map,
+/// summed (a key displayed as `other` shares it).
+pub const OTHER_DESTINATION: &str = "other";
+/// How many destinations of one map of throttles get a [`DESTINATION`] of their own: a
+/// recorder keeps every series it was given, so a map whose keys a caller chooses must not
+/// make one per key.
+pub const MAX_DESTINATIONS: usize = 64;
 /// Label: the planner's name.
 pub const PLANNER: &str = "planner";
 /// Label: why a request was refused (`cpu`, `cool-off`, `signal`, `queue`, `queue-delay`,
@@ -20,7 +33,8 @@ pub const SOURCE: &str = "source";
 /// Label: a histogram bucket's upper bound, in seconds (`+Inf` for the last).
 pub const LE: &str = "le";
 /// Label: how a request ended (`passed`, `failed`, `dropped` for a shedder; `admitted`,
-/// `refused` for a warm-up bucket; for a bound, see [`BOUND_REQUESTS`]).
+/// `refused` for a warm-up bucket; for a bound, see [`BOUND_REQUESTS`]; `spent`, `denied` for
+/// a retry budget's retries).
 pub const OUTCOME: &str = "outcome";
 /// Label: a request's [`Criticality`](crate::criticality::Criticality) (`sheddable`,
 /// `sheddable_plus`, `critical`, `critical_plus`).
@@ -137,3 +151,21 @@ pub const DRAIN_SESSIONS: &str = "admit_active_sessions";
 /// Gauge: 1 once the drain is announced (the replica is leaving), else 0: autoscaling queries
 /// drop such pods with `unless on(pod) (admit_draining == 1)`.
 pub const DRAINING: &str = "admit_draining";
+
+/// Counter: requests a client's throttle was asked to send, the ones it refused locally
+/// included, by [`CLIENT`], [`DESTINATION`] and [`CLASS`] (the request's
+/// `admit-criticality` header; `critical` without one).
+pub const CLIENT_ATTEMPTS: &str = "admit_client_attempts_total";
+/// Counter: requests a client's throttle refused locally, never sent, by [`CLIENT`],
+/// [`DESTINATION`] and [`CLASS`]. The sent ones are [`CLIENT_ATTEMPTS`] minus these.
+pub const CLIENT_THROTTLED: &str = "admit_client_throttled_total";
+/// Gauge: the probability a client's throttle refuses the next request (0 to 1), by
+/// [`CLIENT`] and [`DESTINATION`]; for [`OTHER_DESTINATION`], the highest of those
+/// destinations'; 0 for a destination no longer in its map.
+pub const CLIENT_THROTTLE_PROBABILITY: &str = "admit_client_throttle_probability";
+/// Counter: retries a client's retry budget was asked for, by [`CLIENT`], [`CLASS`] and
+/// [`OUTCOME`]: `spent` (allowed) or `denied`.
+pub const CLIENT_RETRIES: &str = "admit_client_retries_total";
+/// Counter: requests deposited in a client's retry budget (each request once, retried or
+/// not), by [`CLIENT`] and [`CLASS`]: with [`CLIENT_RETRIES`], the share of requests retried.
+pub const CLIENT_RETRY_REQUESTS: &str = "admit_client_retry_requests_total";

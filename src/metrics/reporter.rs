@@ -142,6 +142,52 @@ impl ReporterBuilder {
         self.add(Ok(super::DrainMetrics::new(drain)))
     }
 
+    /// Adds a client [`Throttle`](crate::client::Throttle)'s series: the requests it was asked
+    /// to send and those it refused locally, by class, and its refusal probability (see
+    /// [`names`](super::names) for each), labelled `client` and `destination` both with the
+    /// throttle's name. The throttle must be named.
+    pub fn throttle<C: Clock + 'static>(
+        self,
+        throttle: impl Into<Shared<crate::client::Throttle<C>>>,
+    ) -> Self {
+        self.add(super::client::ThrottleMetrics::new(throttle))
+    }
+
+    /// Adds a [`Throttles`](crate::client::Throttles) map's series: those of
+    /// [`throttle`](Self::throttle) for each destination, labelled `client="<the map's name>"`
+    /// and `destination="<the key's Display>"`.
+    ///
+    /// Only the first [`MAX_DESTINATIONS`](super::names::MAX_DESTINATIONS) (64) destinations
+    /// the reports see get their own label, kept for good (a recorder keeps every series);
+    /// later ones are summed into `destination="other"`, whose probability is the highest of
+    /// theirs. A destination that leaves the map and returns has a new throttle, counting from
+    /// 0: each report adds what every throttle counted since the previous one, and adds the
+    /// rest of a throttle's counts at the report that finds it gone, so the counters never go
+    /// back. A throttle made and evicted between two reports is not seen. The reports hold the
+    /// map's lock while they copy its entries, and remember each destination in the map (at
+    /// most its capacity). Publish a map through one reporter only: each adds to the counters.
+    /// The map must be named.
+    pub fn throttles<K, C>(
+        self,
+        throttles: impl Into<Shared<crate::client::Throttles<K, C>>>,
+    ) -> Self
+    where
+        K: std::hash::Hash + Eq + Clone + fmt::Display + Send + Sync + 'static,
+        C: Clock + Clone + 'static,
+    {
+        self.add(super::client::ThrottlesMetrics::new(throttles))
+    }
+
+    /// Adds a client [`RetryBudget`](crate::client::RetryBudget)'s series: the requests
+    /// deposited and the retries spent and denied, by class (see [`names`](super::names)),
+    /// labelled `client="<the budget's name>"`. The budget must be named.
+    pub fn retry_budget<C: Clock + 'static>(
+        self,
+        budget: impl Into<Shared<crate::client::RetryBudget<C>>>,
+    ) -> Self {
+        self.add(super::client::RetryBudgetMetrics::new(budget))
+    }
+
     /// Adds a source of your own.
     pub fn source(self, source: impl Source + 'static) -> Self {
         self.add(Ok(source))
