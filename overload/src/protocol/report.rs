@@ -329,14 +329,16 @@ pub(crate) fn step_line(policy: Policy, step: &Step) -> String {
 pub(crate) fn storm_line(policy: Policy, storm: &Storm) -> String {
     format!(
         "{:<20} storm {:>4}x, {:<10} clients: {:.2} attempts per request and goodput {:.1} % \
-         during it; ≥ 95 % in {}, {:.1} % 10 s after; refused locally {} during, {} after \
-         (the last {} after the end)",
+         during it; ≥ 95 % in {}, ≥ 95 % of the {:.1} % before in {}, {:.1} % 10 s after; \
+         refused locally {} during, {} after (the last {} after the end)",
         policy.label(),
         storm.peak,
         storm.clients.to_string(),
         storm.attempts_per_request,
         storm.goodput_during * 100.0,
         seconds(storm.recovery_s),
+        storm.goodput_before * 100.0,
+        seconds(storm.recovery_to_before_s),
         storm.goodput_after_10s * 100.0,
         storm.local_refusals.0,
         storm.local_refusals.1,

@@ -69,6 +69,10 @@ pub(crate) struct Storm {
     pub(crate) goodput_during: f64,
     /// From the overload's end until goodput stays ≥ 95 % of capacity for 1 s, s.
     pub(crate) recovery_s: Option<f64>,
+    /// Goodput over the capacity in the 4 s before the overload, at 1 ×.
+    pub(crate) goodput_before: f64,
+    /// From the overload's end until goodput stays ≥ 95 % of `goodput_before` for 1 s, s.
+    pub(crate) recovery_to_before_s: Option<f64>,
     /// Goodput over the capacity 10 s after the overload ended (over 9 to 11 s).
     pub(crate) goodput_after_10s: f64,
     /// Retries sent per first attempt, over the whole run (the load generator's own retries;
@@ -141,17 +145,21 @@ pub(crate) async fn storm(
     let until = end + STORM_AFTER;
     let offered = report.span(STORM_BEFORE as usize..end as usize).offered;
     let late = report.span((until - 8.0) as usize..until as usize);
-    let threshold = 0.95 * capacity;
-    let recovery_s = timeline.first_holding(end, until, 1.0, HOLD, |from, to| {
-        timeline.rate(from, to) >= threshold
-    });
+    let recovered = |threshold: f64| {
+        timeline.first_holding(end, until, 1.0, HOLD, |from, to| {
+            timeline.rate(from, to) >= threshold
+        })
+    };
+    let before = timeline.rate(STORM_BEFORE - 4.0, STORM_BEFORE);
     Ok(Storm {
         peak,
         clients: style,
         attempts_per_request: attempts.sent_between(start, STORM_BEFORE, end) as f64
             / offered.max(1) as f64,
         goodput_during: timeline.rate(STORM_BEFORE, end) / capacity,
-        recovery_s,
+        recovery_s: recovered(0.95 * capacity),
+        goodput_before: before / capacity,
+        recovery_to_before_s: recovered(0.95 * before),
         goodput_after_10s: timeline.rate(end + 9.0, end + 11.0) / capacity,
         retries_per_request: total.retries as f64 / total.offered.max(1) as f64,
         local_refusals: (
