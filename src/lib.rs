@@ -23,8 +23,8 @@
 //!   that makes tests deterministic.
 //! - [`criticality`]: request classes; the shedder refuses the least important first.
 //! - [`client`]: the client's half: adaptive throttling, which refuses locally what the
-//!   backend would refuse, and retries that cannot storm (a budget, and with `retry` a tower
-//!   policy).
+//!   backend would refuse, retries that cannot storm (a budget, and with `retry` a tower
+//!   policy), and deadlines that travel with each request (with `http`).
 //! - `bound` (features `tower` and `tokio`): a bound on the work in service from the first
 //!   request, and a short queue in front of it that serves the most important requests first.
 //! - `drain` (feature `tokio`): graceful drain on scale-in.
@@ -44,7 +44,7 @@
 //! | feature | default | adds |
 //! |---|---|---|
 //! | `tower` | yes | [`middleware`] ([`shed::ShedLayer`], [`warmup::WarmUpLayer`]), [`respond`] |
-//! | `http` | yes | answering refusals with HTTP responses, go-zero's HTTP and gRPC classifiers, `RequestStart`, `drain::DrainLayer` |
+//! | `http` | yes | answering refusals with HTTP responses, go-zero's HTTP and gRPC classifiers, `RequestStart`, `drain::DrainLayer`, the clients' `ThrottleLayer` and `DeadlineLayer` |
 //! | `tonic` | no | answering refusals with `tonic::Status`, `From` conversions into it, [`warmup::WarmUpInterceptor`] |
 //! | `tokio` | yes | [`warmup::WarmUp::acquire`]: waiting for permits on tokio's timer; the runtime lag probe's task; [`drain`] (graceful drain); with `tower`, [`bound`] |
 //! | `axum` | no | `drain::Drain::listener`: an axum listener whose connections the drain counts |

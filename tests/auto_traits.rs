@@ -46,6 +46,8 @@ fn small_values_are_copy() {
     copyable::<WarmUpSnapshot>();
     copyable::<Curve>();
     copyable::<MonotonicClock>();
+    copyable::<admit::client::ThrottleTotals>();
+    copyable::<admit::client::RetryBudgetTotals>();
 }
 
 /// The tower layers, their services and futures move across threads and tasks, as axum

@@ -69,16 +69,12 @@ pub(crate) struct ProtocolArgs {
     #[arg(long)]
     no_storm: bool,
     /// The storm's overloads, as multiples of the capacity.
-    #[arg(long, value_delimiter = ',', default_value = "4,10", value_parser = positive)]
+    #[arg(long, value_delimiter = ',', default_value = "4", value_parser = positive)]
     storm_peaks: Vec<f64>,
     /// How the storm's clients retry: `immediate`, `backoff` (exponential, 50 ms to 1 s, full
     /// jitter), `admit` (admit's throttle, retry policy and budget, and deadline, with their
     /// defaults) or `admit:<s>` (the same, the throttle's window this long).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "immediate,backoff,admit,admit:1"
-    )]
+    #[arg(long, value_delimiter = ',', default_value = "immediate")]
     storm_clients: Vec<ClientStyle>,
     #[command(flatten)]
     pub(crate) run: RunArgs,

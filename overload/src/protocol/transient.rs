@@ -21,7 +21,7 @@ pub(crate) const STEP_TO: f64 = 4.0;
 const STEP_BEFORE: f64 = 5.0;
 const STEP_AFTER: f64 = 7.0;
 
-/// The storm: 1 × capacity, a peak (4 × and 10 × by default) for [`STORM_OVERLOAD`], 1 × again
+/// The storm: 1 × capacity, a peak (4 × by default) for [`STORM_OVERLOAD`], 1 × again
 /// for [`STORM_AFTER`]; the clients retry a refusal, a timeout or a lost request up to 3 times,
 /// in each [`ClientStyle`].
 pub(crate) const STORM_BASE: f64 = 1.0;
