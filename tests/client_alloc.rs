@@ -1,5 +1,6 @@
 //! The client throttle's decisions and counts never touch the heap, nor does its layer on the
-//! path of a request it sends; only `build` does.
+//! path of a request it sends; only `build` does. The deadline layer allocates only the value
+//! of the time left it writes.
 
 use std::time::Duration;
 
@@ -118,4 +119,48 @@ fn a_request_to_a_known_authority_never_allocates() {
     assert_eq!(throttle.snapshot().accepts, 1_001);
     let sheddable = admit::criticality::Criticality::Sheddable;
     assert_eq!(throttle.totals().attempts(sheddable), 1_001);
+}
+
+#[test]
+#[cfg(feature = "http")]
+fn the_deadline_layer_allocates_only_the_time_it_writes() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    use admit::client::DeadlineLayer;
+    use tower::{Layer, Service, service_fn};
+
+    let backend = service_fn(|_: http::Request<()>| {
+        std::future::ready(Ok::<_, std::convert::Infallible>(http::Response::new(())))
+    });
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut allocations_sending = |layer: DeadlineLayer, left: Option<&'static str>| {
+        let mut service = layer.layer(backend);
+        let mut requests: Vec<_> = (0..1_000)
+            .map(|_| {
+                let request = http::Request::get("/")
+                    .header("accept", "*/*")
+                    .header("user-agent", "test");
+                match left {
+                    Some(left) => request.header("admit-timeout-ms", left),
+                    None => request,
+                }
+                .body(())
+                .unwrap()
+            })
+            .collect();
+        allocations_during(|| {
+            for request in requests.drain(..) {
+                assert!(service.poll_ready(&mut cx).is_ready());
+                let mut answer = std::pin::pin!(service.call(request));
+                assert!(matches!(answer.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
+            }
+        })
+    };
+    let capped = DeadlineLayer::new().with_timeout(Duration::from_secs(5));
+    // No deadline known, or the request's own is the lowest: the request goes as it is.
+    assert_eq!(allocations_sending(DeadlineLayer::new(), None), 0);
+    assert_eq!(allocations_sending(capped, Some("250")), 0);
+    // The cap is lower: its value is written, one allocation for the header's bytes.
+    assert_eq!(allocations_sending(capped, None), 1_000);
 }

@@ -46,7 +46,8 @@ impl Error for DeadlineExceeded {}
 /// as [`TIMEOUT_HEADER`](crate::middleware::TIMEOUT_HEADER), in whole milliseconds, on any
 /// other request, both rounded down. A request with no time left fails with
 /// [`DeadlineExceeded`] (boxed) and is not sent: nobody waits for its answer. A request for
-/// which none of the three is known is sent as it is.
+/// which none of the three is known, or whose own time left is the least, is sent as it is and
+/// allocates nothing; writing the time left allocates its value's bytes once.
 ///
 /// The layer does not time the request out itself: the server's deadline is what stops the
 /// work, and the caller's own timeout what stops the wait. Put it outside a

@@ -3,11 +3,15 @@
 
 use std::time::Duration;
 
-use http::{HeaderMap, HeaderValue, header};
+use http::{HeaderMap, HeaderName, HeaderValue, header};
 
 use crate::middleware::{TIMEOUT_HEADER, parse_grpc_timeout, parse_ms};
 
 const GRPC_TIMEOUT: &str = "grpc-timeout";
+
+/// The headers' names, parsed once: inserting by a `&str` copies a custom name each time.
+static GRPC_TIMEOUT_NAME: HeaderName = HeaderName::from_static(GRPC_TIMEOUT);
+static TIMEOUT_NAME: HeaderName = HeaderName::from_static(TIMEOUT_HEADER);
 
 /// The time left `headers` carry: the lower of their `grpc-timeout` and [`TIMEOUT_HEADER`].
 pub(super) fn carried(headers: &HeaderMap) -> Option<Duration> {
@@ -28,11 +32,11 @@ pub(super) fn carried(headers: &HeaderMap) -> Option<Duration> {
 /// rounds down, so a request never claims more time than it has.
 pub(super) fn write(headers: &mut HeaderMap, left: Duration) {
     if is_grpc(headers) {
-        headers.insert(GRPC_TIMEOUT, grpc_timeout(left));
+        headers.insert(GRPC_TIMEOUT_NAME.clone(), grpc_timeout(left));
     } else {
         let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
         // At most 12 digits, as the reader takes.
-        headers.insert(TIMEOUT_HEADER, HeaderValue::from(ms.min(999_999_999_999)));
+        headers.insert(TIMEOUT_NAME.clone(), number(ms.min(999_999_999_999), None));
     }
 }
 
@@ -58,16 +62,25 @@ fn grpc_timeout(left: Duration) -> HeaderValue {
     .map(|(per, unit)| (nanos / per, unit))
     .find(|&(count, _)| count <= MOST)
     .unwrap_or((MOST, b'H'));
-    // The digits and the unit, on the stack: at most 8 digits and one letter.
-    let mut text = [0u8; 9];
+    number(count as u64, Some(unit))
+}
+
+/// `count` in decimal, then `unit` if any: at most 12 digits, written on the stack and copied
+/// once into the value.
+fn number(count: u64, unit: Option<u8>) -> HeaderValue {
+    let mut text = [0u8; 13];
     let digits = count.checked_ilog10().unwrap_or(0) as usize + 1;
     let mut rest = count;
     for place in (0..digits).rev() {
         text[place] = b'0' + (rest % 10) as u8;
         rest /= 10;
     }
-    text[digits] = unit;
-    HeaderValue::from_bytes(&text[..=digits]).expect("digits and a letter")
+    let mut len = digits;
+    if let Some(unit) = unit {
+        text[len] = unit;
+        len += 1;
+    }
+    HeaderValue::from_bytes(&text[..len]).expect("digits and a letter")
 }
 
 #[cfg(test)]
