@@ -191,6 +191,47 @@ fn the_demo_runs_its_phases_and_writes_json_and_a_chart() {
 }
 
 /// A fresh directory under the target directory's temporary space.
+#[test]
+fn a_storm_with_admit_clients_throttles_them_and_keeps_attempts_down() {
+    let dir = tempdir("storm");
+    let out = dir.to_str().expect("a UTF-8 path");
+    // 20 ms of work a request: the server serves about 50 a second, so 4x overloads it.
+    let stdout = run(&[
+        "protocol",
+        "--loads=1",
+        "--distributions=exponential",
+        "--styles=inline",
+        "--peers=admit-bound",
+        "--no-sweep",
+        "--no-step",
+        "--storm-peaks=4",
+        "--storm-clients=admit:1",
+        "--work-ms=20",
+        "--warm-seconds=1",
+        "--measured-seconds=1",
+        "--capacity=50",
+        "--no-pin",
+        "--out",
+        out,
+    ]);
+    assert!(stdout.contains("storm    4x, admit:1"), "{stdout}");
+    let report = json(&dir.join("protocol.json"));
+    let storms = report["transients"]["runs"][0]["storms"]
+        .as_array()
+        .expect("the storms of the one policy");
+    assert_eq!(storms.len(), 1, "{storms:?}");
+    let storm = &storms[0];
+    assert_eq!(storm["clients"], "admit:1");
+    assert_eq!(storm["peak"], 4.0);
+    // The clients refuse part of the overload themselves, so fewer attempts reach the server
+    // than requests are made.
+    let attempts = storm["attempts_per_request"].as_f64().expect("a ratio");
+    assert!(attempts > 0.0 && attempts < 1.1, "{storm}");
+    let during = storm["local_refusals"][0].as_u64().expect("a count");
+    assert!(during > 0, "{storm}");
+    assert!(is_svg(&dir.join("transients.svg")));
+}
+
 fn tempdir(name: &str) -> std::path::PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("overload-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
