@@ -16,11 +16,12 @@
 //! | [`ReporterBuilder::retry_budget`] | `admit_client_retries_total{class, outcome}`, `admit_client_retry_requests_total{class}`, labelled `client` |
 //! | `ReporterBuilder::drain` (`tokio` feature) | `admit_offered_requests_total{kind="drain"}`, `admit_inflight_requests`, `admit_open_connections`, `admit_active_sessions`, `admit_draining` |
 //!
-//! Every series of a limiter is labelled `limiter="<its name>"` (a plan's, `planner="…"`, a
-//! client throttle's or retry budget's, `client="…"`), so a limiter must be named; a drain's series carry no label (one drain per process). Each
-//! request is counted in `admit_offered_requests_total` once, by the first admit layer that saw
-//! it, so the sum of a service's series is its offered load, whatever the order of the layers.
-//! The [guide](crate::guide::metrics) shows the PromQL for each autoscaling input.
+//! Every series of a limiter is labelled `limiter="<its name>"` (a plan's, `planner="…"`, a client
+//! throttle's or retry budget's, `client="…"`), so a limiter must be named; a drain's series carry
+//! no label (one drain per process). Each request is counted in `admit_offered_requests_total`
+//! once, by the first admit layer that saw it, so the sum of a service's series is its offered
+//! load, whatever the order of the layers. The [guide](crate::guide::metrics) shows the PromQL for
+//! each autoscaling input.
 //!
 //! Other components publish the same way: implement [`Source`] (register handles when built,
 //! set them in [`Source::report`]) and add it with [`ReporterBuilder::source`].

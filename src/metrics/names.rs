@@ -1,11 +1,11 @@
 //! The names of the metrics admit publishes, and of their labels.
 //!
-//! Every series carries the [`LIMITER`] label (the name given to the limiter's builder), for
-//! a plan the [`PLANNER`] label, and for a client's throttles and retry budget the [`CLIENT`]
-//! label; a drain's carry none (one drain per process) but [`OFFERED_REQUESTS`]' [`KIND`]. Units are in the names: seconds, ratios from 0 to 1, and
-//! `_per_second` rates; counters end in `_total`, gauges never do, except
-//! [`SHED_SERVICE_SECONDS`] (see there), and a histogram's series end in `_bucket`, `_sum`
-//! and `_count`. (A recorder set to append `_total` to every counter, such as
+//! Every series carries the [`LIMITER`] label (the name given to the limiter's builder), for a plan
+//! the [`PLANNER`] label, and for a client's throttles and retry budget the [`CLIENT`] label; a
+//! drain's carry none (one drain per process) but [`OFFERED_REQUESTS`]' [`KIND`]. Units are in the
+//! names: seconds, ratios from 0 to 1, and `_per_second` rates; counters end in `_total`, gauges
+//! never do, except [`SHED_SERVICE_SECONDS`] (see there), and a histogram's series end in
+//! `_bucket`, `_sum` and `_count`. (A recorder set to append `_total` to every counter, such as
 //! `metrics-exporter-prometheus` with its recommended naming, breaks the histogram's names.)
 
 /// Label: the limiter's name.
