@@ -70,7 +70,9 @@ fn throttled(client: &str, destination: &str, class: &str) -> String {
 }
 
 fn probability(client: &str, destination: &str) -> String {
-    format!(r#"admit_client_throttle_probability{{client="{client}",destination="{destination}"}}"#)
+    format!(
+        r#"admit_client_throttle_probability_ratio{{client="{client}",destination="{destination}"}}"#
+    )
 }
 
 fn throttles(name: &str, capacity: usize) -> Arc<Throttles<String, ManualClock>> {

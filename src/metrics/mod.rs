@@ -12,7 +12,7 @@
 //! | [`ReporterBuilder::shedder`] | `admit_offered_requests_total{kind="shed"}`, `admit_shed_requests_total{outcome}`, `admit_shed_service_seconds_total`, `admit_shed_requests_in_flight`, `admit_shed_cpu_load_ratio`, `admit_shed_cpu_threshold_ratio`, `admit_shed_shedding`, `admit_shed_max_flight`, `admit_shed_headroom_ratio` |
 //! | [`ReporterBuilder::warm_up`], [`ReporterBuilder::sentinel_warm_up`] | `admit_offered_requests_total{kind="warmup"}`, `admit_warmup_requests_total{outcome}`, `admit_warmup_limit_per_second`, `admit_warmup_full_rate_per_second`, `admit_warmup_stored_permits`, `admit_warmup_progress_ratio` |
 //! | [`PlanMetrics`] | `admit_plan_servers`, `admit_plan_replicas`, `admit_plan_service_level_ratio`, `admit_plan_mean_wait_seconds`, `admit_plan_occupancy_ratio` |
-//! | [`ReporterBuilder::throttle`], [`ReporterBuilder::throttles`] | `admit_client_attempts_total{class}`, `admit_client_throttled_total{class}`, `admit_client_throttle_probability`, each labelled `client` and `destination` (the first 64 destinations of a map, then `other`) |
+//! | [`ReporterBuilder::throttle`], [`ReporterBuilder::throttles`] | `admit_client_attempts_total{class}`, `admit_client_throttled_total{class}`, `admit_client_throttle_probability_ratio`, each labelled `client` and `destination` (the first 64 destinations of a map, then `other`) |
 //! | [`ReporterBuilder::retry_budget`] | `admit_client_retries_total{class, outcome}`, `admit_client_retry_requests_total{class}`, labelled `client` |
 //! | `ReporterBuilder::drain` (`tokio` feature) | `admit_offered_requests_total{kind="drain"}`, `admit_inflight_requests`, `admit_open_connections`, `admit_active_sessions`, `admit_draining` |
 //!

@@ -162,7 +162,7 @@ pub const CLIENT_THROTTLED: &str = "admit_client_throttled_total";
 /// Gauge: the probability a client's throttle refuses the next request (0 to 1), by
 /// [`CLIENT`] and [`DESTINATION`]; for [`OTHER_DESTINATION`], the highest of those
 /// destinations'; 0 for a destination no longer in its map.
-pub const CLIENT_THROTTLE_PROBABILITY: &str = "admit_client_throttle_probability";
+pub const CLIENT_THROTTLE_PROBABILITY: &str = "admit_client_throttle_probability_ratio";
 /// Counter: retries a client's retry budget was asked for, by [`CLIENT`], [`CLASS`] and
 /// [`OUTCOME`]: `spent` (allowed) or `denied`.
 pub const CLIENT_RETRIES: &str = "admit_client_retries_total";
