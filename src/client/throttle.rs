@@ -92,20 +92,6 @@ impl ThrottleTotals {
         self.throttled[class.index()]
     }
 
-    /// Requests asked to be sent, every class.
-    pub fn all_attempts(&self) -> u64 {
-        self.attempts
-            .iter()
-            .fold(0, |sum, &n| sum.saturating_add(n))
-    }
-
-    /// Requests refused locally, every class.
-    pub fn all_throttled(&self) -> u64 {
-        self.throttled
-            .iter()
-            .fold(0, |sum, &n| sum.saturating_add(n))
-    }
-
     /// What `self` counted beyond `earlier`, a reading of the same throttle taken before it
     /// (0 where `earlier` is ahead).
     #[cfg(feature = "metrics")]

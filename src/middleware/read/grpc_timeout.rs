@@ -38,13 +38,8 @@ impl<B> Inspect<http::Request<B>> for GrpcTimeout {
 /// `TimeoutValue TimeoutUnit`: 1 to 8 ASCII digits, then one unit letter.
 pub(crate) fn parse(value: &[u8]) -> Option<Duration> {
     let (&unit, digits) = value.split_last()?;
-    if digits.is_empty() || digits.len() > 8 || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
     // At most 99 999 999: no overflow below.
-    let count = digits
-        .iter()
-        .fold(0u64, |count, digit| count * 10 + u64::from(digit - b'0'));
+    let count = super::decimal(digits, 8)?;
     Some(match unit {
         b'H' => Duration::from_secs(count * 3600),
         b'M' => Duration::from_secs(count * 60),

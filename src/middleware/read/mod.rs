@@ -27,6 +27,19 @@ pub use self::timeout_header::{TIMEOUT_HEADER, TimeoutHeader};
 #[cfg(feature = "http")]
 pub(crate) use self::{grpc_timeout::parse as parse_grpc_timeout, timeout_header::parse_ms};
 
+/// 1 to `most` ASCII digits (at most 19, so no overflow) as a number.
+#[cfg(feature = "http")]
+fn decimal(digits: &[u8], most: usize) -> Option<u64> {
+    if digits.is_empty() || digits.len() > most.min(19) || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(
+        digits
+            .iter()
+            .fold(0, |number, digit| number * 10 + u64::from(digit - b'0')),
+    )
+}
+
 /// How an [`AdmitLayer`](super::AdmitLayer) reads a request into an [`Arrival`]: given with
 /// [`AdmitLayer::inspect`](super::AdmitLayer::inspect).
 ///

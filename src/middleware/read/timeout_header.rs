@@ -79,14 +79,7 @@ impl<B> Inspect<http::Request<B>> for TimeoutHeader {
 
 /// 1 to 12 ASCII digits of milliseconds.
 pub(crate) fn parse_ms(value: &[u8]) -> Option<Duration> {
-    if value.is_empty() || value.len() > MAX_DIGITS || !value.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    // At most 10¹² − 1: no overflow.
-    let ms = value
-        .iter()
-        .fold(0u64, |ms, digit| ms * 10 + u64::from(digit - b'0'));
-    Some(Duration::from_millis(ms))
+    super::decimal(value, MAX_DIGITS).map(Duration::from_millis)
 }
 
 #[cfg(all(test, not(admit_loom)))]
