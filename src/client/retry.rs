@@ -10,6 +10,7 @@ use super::draw::Draws;
 use super::{DeadlineExceeded, RetryBudget, Throttled, answer, time_left};
 use crate::ConfigError;
 use crate::clock::{Clock, MonotonicClock};
+use crate::criticality::Criticality;
 use crate::respond::{BoxError, REFUSAL_HEADER};
 
 const DEFAULT_ATTEMPTS: u32 = 3;
@@ -77,6 +78,8 @@ pub struct RetryPolicy<C = MonotonicClock> {
     attempts: u32,
     /// This request's deadline on the budget's clock, from the time left it carried.
     deadline_nanos: Option<u64>,
+    /// This request's class, as its header claims: what the budget counts it as.
+    class: Criticality,
 }
 
 impl<C> Clone for RetryPolicy<C> {
@@ -89,6 +92,7 @@ impl<C> Clone for RetryPolicy<C> {
             max_backoff: self.max_backoff,
             attempts: self.attempts,
             deadline_nanos: self.deadline_nanos,
+            class: self.class,
         }
     }
 }
@@ -182,6 +186,7 @@ impl<C: Clock> RetryPolicyBuilder<C> {
             max_backoff: self.max_backoff,
             attempts: 1,
             deadline_nanos: None,
+            class: Criticality::Critical,
         })
     }
 }
@@ -199,10 +204,9 @@ where
         request: &mut http::Request<B>,
         result: &mut Result<http::Response<RB>, BoxError>,
     ) -> Option<tokio::time::Sleep> {
-        let class = super::layer::request_class(request.headers());
         if self.attempts == 1 {
             // The request counts once, when its first attempt ends.
-            self.budget.deposit_as(class);
+            self.budget.deposit_as(self.class);
         }
         let idempotent = is_idempotent(request.method());
         let hint = match result {
@@ -230,7 +234,7 @@ where
                 }
             }
         };
-        if !self.budget.try_withdraw_as(class) {
+        if !self.budget.try_withdraw_as(self.class) {
             return None;
         }
         if let Some(left) = left {
@@ -242,7 +246,9 @@ where
 
     fn clone_request(&mut self, request: &http::Request<B>) -> Option<http::Request<B>> {
         if self.attempts == 1 {
-            // Before the first attempt: the deadline is the time left it carries from now.
+            // Before the first attempt: its class, and its deadline, the time left it carries
+            // from now.
+            self.class = super::layer::request_class(request.headers());
             self.deadline_nanos = time_left::carried(request.headers()).map(|left| {
                 let left = crate::clock::saturating_nanos(left);
                 self.budget.now_nanos().saturating_add(left)
