@@ -5,56 +5,29 @@
 
 #![cfg(feature = "metrics")]
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use admit::client::{RetryBudget, Throttle, Throttles};
 use admit::clock::ManualClock;
 use admit::criticality::Criticality;
 use admit::metrics::{MetricsError, Reporter, names};
+use admit_testkit::scrape::Scrape;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusRecorder};
 
-/// A scrape, parsed: `name{labels}` (labels as rendered) to value, and name to type.
-struct Scrape {
-    values: BTreeMap<String, f64>,
-    types: BTreeMap<String, String>,
+/// What `recorder` renders now, parsed.
+fn rendered(recorder: &PrometheusRecorder) -> Scrape {
+    Scrape::parse(&recorder.handle().render())
 }
 
-impl Scrape {
-    fn of(recorder: &PrometheusRecorder) -> Scrape {
-        let text = recorder.handle().render();
-        let mut values = BTreeMap::new();
-        let mut types = BTreeMap::new();
-        for line in text.lines() {
-            if let Some(declaration) = line.strip_prefix("# TYPE ") {
-                let (name, kind) = declaration.split_once(' ').expect("a TYPE line");
-                types.insert(name.to_owned(), kind.to_owned());
-            } else if !line.starts_with('#') && !line.is_empty() {
-                let (series, value) = line.rsplit_once(' ').expect("a sample line");
-                values.insert(series.to_owned(), value.parse().expect("a number"));
-            }
-        }
-        Scrape { values, types }
-    }
-
-    fn get(&self, series: &str) -> Option<f64> {
-        self.values.get(series).copied()
-    }
-
-    fn value(&self, series: &str) -> f64 {
-        self.get(series)
-            .unwrap_or_else(|| panic!("no series {series} in {:#?}", self.values))
-    }
-
-    /// The series of `metric` whose labels include `client` and `destination`.
-    fn destinations(&self, metric: &str, client: &str) -> Vec<String> {
-        let prefix = format!(r#"{metric}{{client="{client}",destination=""#);
-        self.values
-            .keys()
-            .filter_map(|series| series.strip_prefix(&prefix))
-            .filter_map(|rest| rest.split_once('"').map(|(name, _)| name.to_owned()))
-            .collect()
-    }
+/// The destinations of the series of `metric` labelled `client`.
+fn destinations(scrape: &Scrape, metric: &str, client: &str) -> Vec<String> {
+    let prefix = format!(r#"{metric}{{client="{client}",destination=""#);
+    scrape
+        .values
+        .keys()
+        .filter_map(|series| series.strip_prefix(&prefix))
+        .filter_map(|rest| rest.split_once('"').map(|(name, _)| name.to_owned()))
+        .collect()
 }
 
 fn attempts(client: &str, destination: &str, class: &str) -> String {
@@ -122,7 +95,7 @@ fn a_throttle_and_a_retry_budget_render_exactly() {
             .unwrap()
     });
     reporter.report();
-    let scrape = Scrape::of(&recorder);
+    let scrape = rendered(&recorder);
     for class in Criticality::ALL.map(|class| class.as_str()) {
         assert_eq!(scrape.value(&attempts("checkout", "checkout", class)), 0.0);
         assert_eq!(scrape.value(&throttled("checkout", "checkout", class)), 0.0);
@@ -143,7 +116,7 @@ fn a_throttle_and_a_retry_budget_render_exactly() {
     assert!(!budget.try_withdraw());
 
     reporter.report();
-    let scrape = Scrape::of(&recorder);
+    let scrape = rendered(&recorder);
     assert_eq!(
         scrape.value(&attempts("checkout", "checkout", "critical")),
         210.0
@@ -254,9 +227,9 @@ fn a_map_labels_its_first_64_destinations_and_sums_the_rest_into_other() {
         attempt(&map.get(&name(i)), i + 1);
     }
     metrics::with_local_recorder(&recorder, || reporter.report());
-    let scrape = Scrape::of(&recorder);
+    let scrape = rendered(&recorder);
     assert_eq!(
-        scrape.destinations(names::CLIENT_ATTEMPTS, "api").len(),
+        destinations(&scrape, names::CLIENT_ATTEMPTS, "api").len(),
         64 * 4
     );
     assert_eq!(scrape.get(&attempts("api", "other", "critical")), None);
@@ -268,8 +241,8 @@ fn a_map_labels_its_first_64_destinations_and_sums_the_rest_into_other() {
     // One of the first 64 counts more; it keeps its label.
     attempt(&map.get(&name(0)), 9);
     metrics::with_local_recorder(&recorder, || reporter.report());
-    let scrape = Scrape::of(&recorder);
-    let mut labelled = scrape.destinations(names::CLIENT_ATTEMPTS, "api");
+    let scrape = rendered(&recorder);
+    let mut labelled = destinations(&scrape, names::CLIENT_ATTEMPTS, "api");
     labelled.dedup();
     assert_eq!(labelled.len(), 65, "{labelled:?}");
     assert!(labelled.contains(&"other".to_owned()));
@@ -294,7 +267,7 @@ fn a_map_labels_its_first_64_destinations_and_sums_the_rest_into_other() {
         hot.refused();
     }
     metrics::with_local_recorder(&recorder, || reporter.report());
-    let scrape = Scrape::of(&recorder);
+    let scrape = rendered(&recorder);
     assert_eq!(
         scrape.value(&probability("api", "other")),
         hot.snapshot().probability
@@ -318,7 +291,7 @@ fn counters_never_go_back_when_a_destination_leaves_and_returns() {
 
     attempt(&map.get(&key("inventory")), 5);
     metrics::with_local_recorder(&recorder, || reporter.report());
-    assert_eq!(Scrape::of(&recorder).value(&inventory()), 5.0);
+    assert_eq!(rendered(&recorder).value(&inventory()), 5.0);
 
     // It counts 3 more, leaves the map (two newer destinations), and returns with a new
     // throttle counting 1, all before the next report: 5 + 3 + 1.
@@ -332,7 +305,7 @@ fn counters_never_go_back_when_a_destination_leaves_and_returns() {
     assert_eq!(new.totals().attempts(Criticality::Critical), 1);
     drop(old);
     metrics::with_local_recorder(&recorder, || reporter.report());
-    assert_eq!(Scrape::of(&recorder).value(&inventory()), 9.0);
+    assert_eq!(rendered(&recorder).value(&inventory()), 9.0);
 
     // It leaves again, overloaded; the report that finds it gone adds the rest of its counts
     // and sets its probability to 0.
@@ -344,7 +317,7 @@ fn counters_never_go_back_when_a_destination_leaves_and_returns() {
     let _ = map.get(&key("search"));
     assert_eq!(map.len(), 2);
     metrics::with_local_recorder(&recorder, || reporter.report());
-    let scrape = Scrape::of(&recorder);
+    let scrape = rendered(&recorder);
     assert_eq!(scrape.value(&inventory()), 59.0);
     assert_eq!(
         scrape.value(&throttled("api", "inventory", "critical")),
@@ -355,10 +328,10 @@ fn counters_never_go_back_when_a_destination_leaves_and_returns() {
     // Back once more, with a fresh throttle: the counter only grows.
     attempt(&map.get(&key("inventory")), 2);
     metrics::with_local_recorder(&recorder, || reporter.report());
-    assert_eq!(Scrape::of(&recorder).value(&inventory()), 61.0);
+    assert_eq!(rendered(&recorder).value(&inventory()), 61.0);
     // Reports without new counts change nothing.
     metrics::with_local_recorder(&recorder, || reporter.report());
-    assert_eq!(Scrape::of(&recorder).value(&inventory()), 61.0);
+    assert_eq!(rendered(&recorder).value(&inventory()), 61.0);
 }
 
 #[test]

@@ -7,7 +7,6 @@
 #[path = "support/rig.rs"]
 mod rig;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,44 +17,13 @@ use admit::shed::Shedder;
 use admit::signal::Arrival;
 use admit::warmup::WarmUp;
 use admit::warmup::sentinel::SentinelWarmUp;
+use admit_testkit::scrape::Scrape;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusRecorder};
 use rig::Rig;
 
-/// A scrape, parsed: `name{labels}` (labels as rendered) to value, and name to type.
-struct Scrape {
-    values: BTreeMap<String, f64>,
-    types: BTreeMap<String, String>,
-}
-
-impl Scrape {
-    fn of(recorder: &PrometheusRecorder) -> Scrape {
-        let text = recorder.handle().render();
-        let mut values = BTreeMap::new();
-        let mut types = BTreeMap::new();
-        for line in text.lines() {
-            if let Some(declaration) = line.strip_prefix("# TYPE ") {
-                let (name, kind) = declaration.split_once(' ').expect("a TYPE line");
-                types.insert(name.to_owned(), kind.to_owned());
-            } else if !line.starts_with('#') && !line.is_empty() {
-                let (series, value) = line.rsplit_once(' ').expect("a sample line");
-                let value = match value {
-                    "NaN" => f64::NAN,
-                    value => value.parse().expect("a number"),
-                };
-                values.insert(series.to_owned(), value);
-            }
-        }
-        Scrape { values, types }
-    }
-
-    fn get(&self, series: &str) -> Option<f64> {
-        self.values.get(series).copied()
-    }
-
-    fn value(&self, series: &str) -> f64 {
-        self.get(series)
-            .unwrap_or_else(|| panic!("no series {series} in {:#?}", self.values))
-    }
+/// What `recorder` renders now, parsed.
+fn rendered(recorder: &PrometheusRecorder) -> Scrape {
+    Scrape::parse(&recorder.handle().render())
 }
 
 #[test]
@@ -80,7 +48,7 @@ fn a_known_workload_renders_exactly() {
     // The CPU load is unknown: its series is absent, not 0.
     rig.cpu.set_unknown();
     reporter.report();
-    let scrape = Scrape::of(&recorder);
+    let scrape = rendered(&recorder);
     assert_eq!(
         scrape.get(r#"admit_shed_cpu_load_ratio{limiter="api"}"#),
         None
@@ -113,7 +81,7 @@ fn a_known_workload_renders_exactly() {
     // The CPU series is registered when the load is first known, with the recorder in force
     // then: this one's.
     metrics::with_local_recorder(&recorder, || reporter.report());
-    let scrape = Scrape::of(&recorder);
+    let scrape = rendered(&recorder);
     let api = |name: &str| format!(r#"{name}{{limiter="api"}}"#);
     let outcome = |outcome: &str| {
         format!(r#"admit_shed_requests_total{{limiter="api",outcome="{outcome}"}}"#)
@@ -174,7 +142,7 @@ fn a_known_workload_renders_exactly() {
     // The CPU load becomes unknown again: NaN, not the stale reading.
     rig.cpu.set_unknown();
     reporter.report();
-    assert!(Scrape::of(&recorder).value(&api(names::SHED_CPU)).is_nan());
+    assert!(rendered(&recorder).value(&api(names::SHED_CPU)).is_nan());
 
     // Counters are counters, gauges gauges; only counters (and the service time, a gauge
     // because the facade's counters hold integers) end in `_total`.
@@ -216,19 +184,19 @@ fn a_plan_renders_its_answer() {
     let staffed = queue.with_servers(servers).unwrap();
     let orders = |name: &str| format!(r#"{name}{{planner="orders"}}"#);
     // Nothing until the first plan; a mean-wait target publishes no service level.
-    assert_eq!(Scrape::of(&recorder).values.len(), 0);
+    assert_eq!(rendered(&recorder).values.len(), 0);
     metrics::with_local_recorder(&recorder, || {
         plan.record(&staffed, Target::MeanWait { at_most: 0.01 });
     });
     assert_eq!(
-        Scrape::of(&recorder).get(&orders(names::PLAN_SERVICE_LEVEL)),
+        rendered(&recorder).get(&orders(names::PLAN_SERVICE_LEVEL)),
         None
     );
     metrics::with_local_recorder(&recorder, || {
         plan.record(&staffed, target);
         plan.record_replicas(13);
     });
-    let scrape = Scrape::of(&recorder);
+    let scrape = rendered(&recorder);
     assert_eq!(scrape.value(&orders(names::PLAN_SERVERS)), servers as f64);
     assert_eq!(scrape.value(&orders(names::PLAN_REPLICAS)), 13.0);
     let level = scrape.value(&orders(names::PLAN_SERVICE_LEVEL));
@@ -316,15 +284,15 @@ async fn run_reports_every_period() {
     rig.shedder.allow().unwrap().pass();
     let running = tokio::spawn(reporter.run(Duration::from_secs(1)));
     tokio::task::yield_now().await;
-    assert_eq!(Scrape::of(&recorder).value(passed), 1.0);
+    assert_eq!(rendered(&recorder).value(passed), 1.0);
 
     rig.shedder.allow().unwrap().pass();
     tokio::time::advance(Duration::from_millis(999)).await;
     tokio::task::yield_now().await;
-    assert_eq!(Scrape::of(&recorder).value(passed), 1.0, "not yet a period");
+    assert_eq!(rendered(&recorder).value(passed), 1.0, "not yet a period");
     tokio::time::advance(Duration::from_millis(1)).await;
     tokio::task::yield_now().await;
-    assert_eq!(Scrape::of(&recorder).value(passed), 2.0);
+    assert_eq!(rendered(&recorder).value(passed), 2.0);
     running.abort();
 }
 
@@ -358,7 +326,7 @@ fn queue_signals_render_as_a_histogram() {
     // No stamped request yet: no offset.
     metrics::with_local_recorder(&recorder, || reporter.report());
     let offset = format!(r#"{}{{limiter="q"}}"#, names::QUEUE_CLOCK_OFFSET);
-    assert_eq!(Scrape::of(&recorder).get(&offset), None);
+    assert_eq!(rendered(&recorder).get(&offset), None);
     // A stamped request finds the service idle: its stamp is 3 ms old, the clocks' offset.
     at(50);
     shedder
@@ -387,7 +355,7 @@ fn queue_signals_render_as_a_histogram() {
     probe.tick(243 * 1_000_000, 250 * 1_000_000);
     metrics::with_local_recorder(&recorder, || reporter.report());
 
-    let scrape = Scrape::of(&recorder);
+    let scrape = rendered(&recorder);
     let bucket = |source: &str, le: &str| {
         scrape.value(&format!(
             r#"admit_queue_wait_seconds_bucket{{limiter="q",source="{source}",le="{le}"}}"#
@@ -456,33 +424,33 @@ async fn a_drain_renders_its_counts_and_phase() {
     let values = |scrape: &Scrape| series.map(|name| scrape.value(name));
 
     reporter.report();
-    assert_eq!(values(&Scrape::of(&recorder)), [0.0; 4]);
+    assert_eq!(values(&rendered(&recorder)), [0.0; 4]);
 
     // Two requests, three connections, one session.
     let requests = [drain.admit().unwrap(), drain.admit().unwrap()];
     let connections = [drain.connection(), drain.connection(), drain.connection()];
     let session = drain.session();
     reporter.report();
-    assert_eq!(values(&Scrape::of(&recorder)), [2.0, 3.0, 1.0, 0.0]);
+    assert_eq!(values(&rendered(&recorder)), [2.0, 3.0, 1.0, 0.0]);
 
     // Announced: draining, still serving.
     drain.start();
     let third = drain.admit().unwrap();
     reporter.report();
-    assert_eq!(values(&Scrape::of(&recorder)), [3.0, 3.0, 1.0, 1.0]);
+    assert_eq!(values(&rendered(&recorder)), [3.0, 3.0, 1.0, 1.0]);
 
     // Drained, connections still open: still 1.
     drop((requests, third, session));
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(drain.phase(), admit::drain::Phase::Drained);
     reporter.report();
-    assert_eq!(values(&Scrape::of(&recorder)), [0.0, 3.0, 0.0, 1.0]);
+    assert_eq!(values(&rendered(&recorder)), [0.0, 3.0, 0.0, 1.0]);
     drop(connections);
     reporter.report();
-    assert_eq!(values(&Scrape::of(&recorder)), [0.0, 0.0, 0.0, 1.0]);
+    assert_eq!(values(&rendered(&recorder)), [0.0, 0.0, 0.0, 1.0]);
 
     // Gauges, described, none ending in `_total`.
-    let scrape = Scrape::of(&recorder);
+    let scrape = rendered(&recorder);
     for name in series {
         assert_eq!(scrape.types[name], "gauge", "{name}");
         assert!(!name.ends_with("_total"), "{name}");
@@ -512,7 +480,7 @@ async fn a_drain_renders_its_counts_and_phase() {
         assert_eq!(response.status(), http::StatusCode::SERVICE_UNAVAILABLE);
         reporter.report();
         assert_eq!(
-            Scrape::of(&recorder).value(r#"admit_offered_requests_total{kind="drain"}"#),
+            rendered(&recorder).value(r#"admit_offered_requests_total{kind="drain"}"#),
             0.0
         );
     }

@@ -11,7 +11,8 @@
 //! - [`haproxy`]: a real HAProxy in front of test servers, whose servers change at runtime;
 //! - [`keda`]: KEDA trigger metadata for the scaler's tests and benchmarks;
 //! - [`cgroup`]: a memory cgroup with a Deployment's limit, for a child process;
-//! - [`work`]: a test server's CPU work per request, from a service-time distribution.
+//! - [`work`]: a test server's CPU work per request, from a service-time distribution;
+//! - [`scrape`]: a Prometheus text exposition, parsed, for the metrics tests.
 //!
 //! Launchers for outside processes the tests talk to belong here too, each in a module of its own
 //! (`prometheus`, `haproxy`).
@@ -27,6 +28,7 @@ pub mod keda;
 pub mod poll;
 mod process;
 pub mod prometheus;
+pub mod scrape;
 pub mod server;
 pub mod tonic;
 pub mod wait;
