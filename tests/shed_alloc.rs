@@ -1,6 +1,7 @@
 //! `allow`, `allow_with`, `allow_owned`, `allow_owned_with`, `pass`, `fail`, dropping a permit,
-//! refusing and `snapshot` never touch the heap, including with the system CPU signal and with
-//! every request class in use (the cut moving as the CPU heats and cools).
+//! refusing and `snapshot` never touch the heap, including with the system CPU signal (read
+//! natively and, with the `sysinfo` feature, through sysinfo) and with every request class in
+//! use (the cut moving as the CPU heats and cools).
 //!
 //! Allocations are counted per thread, since the system CPU signal's sampler thread allocates
 //! on its own schedule (off the hot path). One test in this file all the same.
@@ -32,11 +33,27 @@ fn admitting_completing_and_refusing_never_allocate() {
     } = Rig::new();
     // The system signal's sampler thread allocates on its own thread, not on ours; it is only
     // read here.
-    let system = Shedder::builder()
-        .clock(MonotonicClock::new())
-        .cpu(SystemCpu::new())
-        .build()
-        .unwrap();
+    let on = |cpu: SystemCpu| {
+        Shedder::builder()
+            .clock(MonotonicClock::new())
+            .cpu(cpu)
+            .build()
+            .unwrap()
+    };
+    #[allow(unused_mut)] // without the `sysinfo` feature
+    let mut systems = vec![on(SystemCpu::new())];
+    // Through sysinfo, once its sampler has read: the refreshes allocate on that thread.
+    #[cfg(feature = "sysinfo")]
+    {
+        use admit::signal::cpu::CpuSignal;
+        let cpu = SystemCpu::sysinfo();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while cpu.load_permille().is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(cpu.load_permille().is_some(), "no sysinfo reading in 10 s");
+        systems.push(on(cpu));
+    }
 
     let mut stash = Vec::with_capacity(64);
     let (mut admitted, mut refused) = (0u32, 0u32);
@@ -76,12 +93,14 @@ fn admitting_completing_and_refusing_never_allocate() {
             std::hint::black_box(shedder.snapshot());
             clock.advance(Duration::from_millis(13));
         }
-        for _ in 0..1_000 {
-            if let Ok(permit) = system.allow() {
-                permit.pass();
+        for system in &systems {
+            for _ in 0..1_000 {
+                if let Ok(permit) = system.allow() {
+                    permit.pass();
+                }
             }
+            std::hint::black_box(system.snapshot());
         }
-        std::hint::black_box(system.snapshot());
     });
     assert!(
         admitted > 0 && refused > 0,

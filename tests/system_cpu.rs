@@ -7,7 +7,8 @@
 //! fresh cgroup limited to half a CPU (`cpu.max` or `cpu.cfs_quota_us`), where two busy
 //! threads must read close to 1000 ‰ (all of the quota) from the signal's source for that
 //! version, not 250 ‰ (a quarter of a two-core host).
-//! `a_pinned_process_reads_the_load_of_its_own_cpus` needs two CPUs.
+//! `a_pinned_process_reads_the_load_of_its_own_cpus` and, with the `sysinfo` feature,
+//! `sysinfo_reads_what_the_native_reader_reads` need two CPUs.
 //!
 //! A test that cannot run prints a `SKIPPED:` line with the reason and passes, unless
 //! `ADMIT_REQUIRE_CGROUPS` is set (as `.ci/run` does as root), when it fails instead.
@@ -16,7 +17,7 @@
 use std::io::{self, Write};
 use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -37,9 +38,8 @@ fn wait_for<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     }
 }
 
-#[test]
-fn the_signal_measures_this_process() {
-    let cpu = SystemCpu::new();
+/// Waits for `cpu`'s first reading and checks that it and the raw one are in range.
+fn reads(cpu: &SystemCpu) {
     let load = wait_for(Duration::from_secs(10), || cpu.load_permille())
         .expect("no CPU reading within 10 s");
     assert!(load <= 1000);
@@ -47,6 +47,12 @@ fn the_signal_measures_this_process() {
         .raw_permille()
         .expect("a raw reading exists once a smoothed one does");
     assert!(raw <= 1000);
+}
+
+#[test]
+fn the_signal_measures_this_process() {
+    let cpu = SystemCpu::new();
+    reads(&cpu);
     assert!(
         matches!(
             cpu.source(),
@@ -126,7 +132,7 @@ fn cgroup_child() {
         return;
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let burners: Vec<_> = (0..2).map(|_| burn(stop.clone())).collect();
+    let burners: Vec<_> = (0..2).map(|_| burn(stop.clone(), whole())).collect();
     report_raw_readings();
     stop.store(true, Ordering::Relaxed);
     burners.into_iter().for_each(|b| b.join().unwrap());
@@ -141,14 +147,18 @@ fn pin(pid: Option<rustix::process::Pid>, cpu: usize) {
     rustix::thread::sched_setaffinity(pid, &set).unwrap();
 }
 
-#[test]
-fn a_pinned_process_reads_the_load_of_its_own_cpus() {
+/// Whether this machine has the two CPUs a pinned child needs; [`skip`]s `test` if not.
+fn two_cpus_or_skip(test: &str) -> bool {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cpus < 2 {
-        skip(
-            "a_pinned_process_reads_the_load_of_its_own_cpus",
-            &format!("it needs two CPUs and has {cpus}"),
-        );
+        skip(test, &format!("it needs two CPUs and has {cpus}"));
+    }
+    cpus >= 2
+}
+
+#[test]
+fn a_pinned_process_reads_the_load_of_its_own_cpus() {
+    if !two_cpus_or_skip("a_pinned_process_reads_the_load_of_its_own_cpus") {
         return;
     }
     // A busy neighbour on CPU 1, outside this process.
@@ -211,7 +221,7 @@ fn pinned_child() {
     pin(Some(rustix::process::getpid()), 0);
     pin(None, 0);
     let stop = Arc::new(AtomicBool::new(false));
-    let burner = (mode == "burn").then(|| burn(stop.clone()));
+    let burner = (mode == "burn").then(|| burn(stop.clone(), whole()));
     report_raw_readings();
     stop.store(true, Ordering::Relaxed);
     if let Some(burner) = burner {
@@ -219,12 +229,25 @@ fn pinned_child() {
     }
 }
 
-/// A thread that keeps a CPU busy until `stop`.
-fn burn(stop: Arc<AtomicBool>) -> thread::JoinHandle<()> {
+/// A duty of a whole CPU, for [`burn`].
+fn whole() -> Arc<AtomicU32> {
+    Arc::new(AtomicU32::new(1000))
+}
+
+/// A thread that keeps a CPU busy `duty` ‰ of every 10 ms until `stop`, sleeping the rest.
+fn burn(stop: Arc<AtomicBool>, duty: Arc<AtomicU32>) -> thread::JoinHandle<()> {
     thread::spawn(move || {
+        let period = Duration::from_millis(10);
         let mut x = 0u64;
         while !stop.load(Ordering::Relaxed) {
-            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            let start = Instant::now();
+            let busy = period * duty.load(Ordering::Relaxed).min(1000) / 1000;
+            while start.elapsed() < busy {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+            if busy < period {
+                thread::sleep(period - busy);
+            }
         }
     })
 }
@@ -272,4 +295,132 @@ fn reported(stdout: &str) -> (String, u32, u32) {
 fn process_cpu_time() -> Duration {
     let time = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
     Duration::new(time.tv_sec as u64, time.tv_nsec as u32)
+}
+
+#[cfg(feature = "sysinfo")]
+#[test]
+fn the_sysinfo_signal_measures_this_process() {
+    let cpu = SystemCpu::sysinfo();
+    reads(&cpu);
+    assert_eq!(cpu.source(), CpuSource::Sysinfo);
+    // Its own sampler: the native reader's source is not sysinfo.
+    assert_ne!(SystemCpu::new().source(), CpuSource::Sysinfo);
+}
+
+#[cfg(feature = "sysinfo")]
+const TWO_READERS_ENV: &str = "ADMIT_TEST_TWO_READERS";
+
+/// Both readers in one child pinned to CPU 0 of two, so that the native reader measures the
+/// process's own CPU time (as sysinfo does) and not the cgroup the test harness shares: burning
+/// half a core, then a whole one, the two read within 100 ‰ of each other.
+#[cfg(feature = "sysinfo")]
+#[test]
+fn sysinfo_reads_what_the_native_reader_reads() {
+    if !two_cpus_or_skip("sysinfo_reads_what_the_native_reader_reads") {
+        return;
+    }
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "two_readers_child", "--ignored", "--nocapture"])
+        .env(TWO_READERS_ENV, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    println!("{stdout}");
+    assert!(
+        output.status.success(),
+        "the child failed: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for phase in ["half", "whole"] {
+        let line = stdout
+            .lines()
+            .find_map(|line| line.split_once(&format!("PHASE {phase} ")))
+            .unwrap_or_else(|| panic!("no {phase} phase: {stdout}"))
+            .1;
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [
+            "NATIVE",
+            native_source,
+            native,
+            "SYSINFO",
+            sysinfo_source,
+            sysinfo,
+            "SHARE",
+            share,
+        ] = fields[..]
+        else {
+            panic!("a {phase} line out of form: {line}");
+        };
+        let [native, sysinfo, share]: [u32; 3] =
+            [native, sysinfo, share].map(|n| n.parse().unwrap());
+        assert_eq!(native_source, "ProcessTime", "{line}");
+        assert_eq!(sysinfo_source, "Sysinfo", "{line}");
+        assert!(
+            share >= 300,
+            "the child got only {share} ‰ of its CPU: the host is too busy to tell: {line}"
+        );
+        assert!(
+            native.abs_diff(sysinfo) <= 100,
+            "{phase} a core: native {native} ‰, sysinfo {sysinfo} ‰"
+        );
+        for read in [native, sysinfo] {
+            assert!(
+                read.abs_diff(share) <= 150,
+                "{phase} a core: a reading of {read} ‰ with a CPU share of {share} ‰: {line}"
+            );
+        }
+    }
+}
+
+/// The child of `sysinfo_reads_what_the_native_reader_reads`: pins itself to CPU 0, reads both
+/// sources unsmoothed while it burns half of it and then all of it, and prints for each phase
+/// `PHASE <phase> NATIVE <source> <median> SYSINFO <source> <median> SHARE <‰>`, the medians of
+/// eight readings and the process's own CPU time over them in ‰ of one CPU. Does nothing when
+/// run directly.
+#[cfg(feature = "sysinfo")]
+#[test]
+#[ignore = "run by sysinfo_reads_what_the_native_reader_reads in a child process"]
+fn two_readers_child() {
+    if std::env::var_os(TWO_READERS_ENV).is_none() {
+        return;
+    }
+    pin(Some(rustix::process::getpid()), 0);
+    pin(None, 0);
+    let native = SystemCpu::with_smoothing(Smoothing::Raw);
+    let sysinfo = SystemCpu::sysinfo_with_smoothing(Smoothing::Raw);
+    let read = || Some((native.load_permille()?, sysinfo.load_permille()?));
+    wait_for(Duration::from_secs(10), read).expect("no reading of both within 10 s");
+    let stop = Arc::new(AtomicBool::new(false));
+    let duty = Arc::new(AtomicU32::new(500));
+    let burner = burn(stop.clone(), duty.clone());
+    for (phase, permille) in [("half", 500), ("whole", 1000)] {
+        duty.store(permille, Ordering::Relaxed);
+        // Two ticks, so that every reading is of this phase alone.
+        thread::sleep(Duration::from_millis(600));
+        let (cpu_start, wall_start) = (process_cpu_time(), Instant::now());
+        let (mut natives, mut sysinfos) = (Vec::new(), Vec::new());
+        for _ in 0..8 {
+            thread::sleep(Duration::from_millis(250));
+            let (n, s) = read().expect("a source stopped reading");
+            natives.push(n);
+            sysinfos.push(s);
+        }
+        let used = process_cpu_time().saturating_sub(cpu_start);
+        let share = (used.as_secs_f64() / wall_start.elapsed().as_secs_f64() * 1000.0) as u32;
+        println!(
+            "PHASE {phase} NATIVE {:?} {} SYSINFO {:?} {} SHARE {share}",
+            native.source(),
+            median(&mut natives),
+            sysinfo.source(),
+            median(&mut sysinfos),
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    burner.join().unwrap();
+}
+
+#[cfg(feature = "sysinfo")]
+fn median(readings: &mut [u32]) -> u32 {
+    readings.sort_unstable();
+    readings[readings.len() / 2]
 }

@@ -22,9 +22,14 @@
 //! affinity mask. A process whose affinity mask covers fewer CPUs than its cgroup may use is
 //! measured by its own CPU time against those CPUs (and the quota) instead. Without a readable
 //! cgroup it measures the process's own CPU time against its affinity mask. The sampler looks
-//! for the process's cgroup again every 10 s and whenever a read fails. Elsewhere (other Unix
-//! systems) it measures the process's CPU time against the available parallelism; on other
-//! platforms it reports `None`.
+//! for the process's cgroup again every 10 s and whenever a read fails. On other Unix systems
+//! (macOS) it measures the process's CPU time against the available parallelism. On Windows it
+//! reads the same through the `sysinfo` crate; elsewhere it reports `None`.
+//!
+//! [`SystemCpu::sysinfo`] (on Windows, or with the `sysinfo` feature) measures through sysinfo
+//! on any platform: the process's own CPU time against the available parallelism. With the
+//! feature, sysinfo is also what [`SystemCpu::new`] falls back to where its own sources find
+//! no reading.
 //!
 //! See the [guide](crate::guide::signals) for why, and for when the CPU signal applies.
 
@@ -33,9 +38,12 @@ mod linux;
 mod overload;
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 mod portable;
+mod reader;
 mod sample;
 mod sampler;
 mod smoothing;
+#[cfg(any(windows, feature = "sysinfo"))]
+mod sysinfo_source;
 mod wait;
 
 use std::fmt;

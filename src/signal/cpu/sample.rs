@@ -2,7 +2,7 @@
 
 /// What a source measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-// Without Unix nothing is ever measured, so nothing is ever of a kind.
+// Off Unix no process time is measured (and without sysinfo nothing is).
 #[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) enum SourceKind {
     /// The unified (v2) cgroup hierarchy: `cpu.stat` `usage_usec`.
@@ -14,6 +14,10 @@ pub(crate) enum SourceKind {
     /// This process only: `CLOCK_PROCESS_CPUTIME_ID`. No quota is known; the limit is the size of
     /// the affinity mask (on Linux) or the available parallelism.
     ProcessTime,
+    /// This process only, through sysinfo (`Process::accumulated_cpu_time`, in ms). The limit is
+    /// the available parallelism.
+    #[cfg(any(windows, feature = "sysinfo"))]
+    Sysinfo,
 }
 
 /// One reading.
@@ -28,7 +32,7 @@ pub(crate) struct Sample {
     pub(crate) used_nanos: u64,
     /// CPUs available right now. On Linux, the minimum of the tightest CFS quota on the
     /// cgroup's path up to its hierarchy root (quota / period; unlimited if none), the cgroup's
-    /// cpuset size (if readable) and the size of the process's CPU affinity mask; elsewhere the
-    /// available parallelism. Always finite and > 0.
+    /// cpuset size (if readable) and the size of the process's CPU affinity mask; elsewhere, and
+    /// through sysinfo, the available parallelism. Always finite and > 0.
     pub(crate) limit_cpus: f64,
 }

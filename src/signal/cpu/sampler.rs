@@ -6,10 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
-use super::linux::CpuUsageSource;
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-use super::portable::CpuUsageSource;
+use super::reader::{Reader, UsageSource};
 use super::sample::{Sample, SourceKind};
 use super::{CpuSignal, Smoother, Smoothing, UNKNOWN, decode, encode};
 
@@ -30,6 +27,10 @@ pub enum CpuSource {
     /// where there is none): no readable cgroup, or a process pinned to fewer CPUs than its
     /// cgroup may use.
     ProcessTime,
+    /// The process's own CPU time as `sysinfo` reads it, against the available parallelism:
+    /// the source on Windows, [`SystemCpu::sysinfo`]'s, and the fallback wherever nothing else
+    /// can be read (where sysinfo is built: on Windows, or with the `sysinfo` feature).
+    Sysinfo,
     /// Nothing could be measured: the signal reports `None`.
     Unavailable,
     /// The sampler has not finished its first measurement yet.
@@ -44,26 +45,37 @@ impl From<SourceKind> for CpuSource {
             #[cfg(any(target_os = "linux", target_os = "android"))]
             SourceKind::CgroupV1 => CpuSource::CgroupV1,
             SourceKind::ProcessTime => CpuSource::ProcessTime,
+            #[cfg(any(windows, feature = "sysinfo"))]
+            SourceKind::Sysinfo => CpuSource::Sysinfo,
         }
     }
 }
 
-const SOURCES: [CpuSource; 5] = [
+const SOURCES: [CpuSource; 6] = [
     CpuSource::CgroupV2,
     CpuSource::CgroupV1,
     CpuSource::ProcessTime,
+    CpuSource::Sysinfo,
     CpuSource::Unavailable,
     CpuSource::Starting,
 ];
 
+/// The index of `CpuSource::Starting` in [`SOURCES`].
+const STARTING: u8 = 5;
+
 fn source_index(source: CpuSource) -> u8 {
-    SOURCES.iter().position(|s| *s == source).unwrap_or(4) as u8
+    SOURCES
+        .iter()
+        .position(|s| *s == source)
+        .map_or(STARTING, |i| i as u8)
 }
 
 /// One [`SystemCpu`] handle's smoothing, fed by the sampler thread.
 #[derive(Debug)]
 struct Subscriber {
     published: AtomicU32,
+    /// Whose sampler feeds it.
+    reader: Reader,
     /// Only the sampler thread locks it, once per tick.
     smoother: Mutex<Smoother>,
 }
@@ -74,7 +86,7 @@ struct Registry {
     subscribers: Vec<Weak<Subscriber>>,
 }
 
-/// The one sampler of the process.
+/// The sampler of one [`Reader`], one per process.
 #[derive(Debug)]
 struct Sampler {
     registry: Mutex<Registry>,
@@ -82,14 +94,40 @@ struct Sampler {
     source: AtomicU8,
 }
 
-static SAMPLER: Sampler = Sampler {
-    registry: Mutex::new(Registry {
-        running: false,
-        subscribers: Vec::new(),
-    }),
-    raw: AtomicU32::new(UNKNOWN),
-    source: AtomicU8::new(4),
-};
+impl Sampler {
+    const fn new() -> Sampler {
+        Sampler {
+            registry: Mutex::new(Registry {
+                running: false,
+                subscribers: Vec::new(),
+            }),
+            raw: AtomicU32::new(UNKNOWN),
+            source: AtomicU8::new(STARTING),
+        }
+    }
+}
+
+static NATIVE: Sampler = Sampler::new();
+#[cfg(any(windows, feature = "sysinfo"))]
+static SYSINFO: Sampler = Sampler::new();
+
+impl Reader {
+    fn sampler(self) -> &'static Sampler {
+        match self {
+            Reader::Native => &NATIVE,
+            #[cfg(any(windows, feature = "sysinfo"))]
+            Reader::Sysinfo => &SYSINFO,
+        }
+    }
+
+    fn thread_name(self) -> &'static str {
+        match self {
+            Reader::Native => "admit-cpu-sampler",
+            #[cfg(any(windows, feature = "sysinfo"))]
+            Reader::Sysinfo => "admit-cpu-sysinfo",
+        }
+    }
+}
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Nothing under these locks can be left half-updated by a panic.
@@ -107,8 +145,12 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// reports `None`; [`source`](SystemCpu::source) says which case applies. See the
 /// [module docs](super) for what is measured.
 ///
-/// Each handle created with [`new`](SystemCpu::new) or
-/// [`with_smoothing`](SystemCpu::with_smoothing) keeps its own average; clones share it.
+/// [`sysinfo`](SystemCpu::sysinfo) (on Windows, or with the `sysinfo` feature) reads the
+/// process's CPU time through the `sysinfo` crate instead, on a thread of its own
+/// (`admit-cpu-sysinfo`), with the same meaning, smoothing and `None`.
+///
+/// Each handle created with [`new`](SystemCpu::new), [`sysinfo`](SystemCpu::sysinfo) or their
+/// `with_smoothing` forms keeps its own average; clones share it.
 ///
 /// # Example
 ///
@@ -136,24 +178,60 @@ impl SystemCpu {
 
     /// A signal with the given smoothing.
     pub fn with_smoothing(smoothing: Smoothing) -> Self {
+        Self::subscribe(Reader::Native, smoothing)
+    }
+
+    /// A signal read through the `sysinfo` crate, with the default [`Smoothing`]: the process's
+    /// own CPU time against the available parallelism ([`CpuSource::Sysinfo`]), on every
+    /// platform sysinfo supports. On Linux it counts the process alone, not its cgroup, and a
+    /// quota only as `available_parallelism` does, rounded down to whole CPUs.
+    ///
+    /// ```
+    /// use admit::signal::cpu::{CpuSignal, CpuSource, SystemCpu};
+    ///
+    /// let cpu = SystemCpu::sysinfo();
+    /// assert!(matches!(cpu.source(), CpuSource::Starting | CpuSource::Sysinfo));
+    /// // `None` until its first 250 ms measurement, then the average in ‰.
+    /// if let Some(load) = cpu.load_permille() {
+    ///     assert!(load <= 1000);
+    /// }
+    /// ```
+    #[cfg(any(windows, feature = "sysinfo"))]
+    #[cfg_attr(docsrs, doc(cfg(any(windows, feature = "sysinfo"))))]
+    pub fn sysinfo() -> Self {
+        Self::sysinfo_with_smoothing(Smoothing::default())
+    }
+
+    /// A signal read through the `sysinfo` crate (see [`sysinfo`](Self::sysinfo)), with the
+    /// given smoothing.
+    #[cfg(any(windows, feature = "sysinfo"))]
+    #[cfg_attr(docsrs, doc(cfg(any(windows, feature = "sysinfo"))))]
+    pub fn sysinfo_with_smoothing(smoothing: Smoothing) -> Self {
+        Self::subscribe(Reader::Sysinfo, smoothing)
+    }
+
+    /// A handle fed by `reader`'s sampler, which it starts if it is not running.
+    fn subscribe(reader: Reader, smoothing: Smoothing) -> Self {
+        let sampler = reader.sampler();
         let subscriber = Arc::new(Subscriber {
             published: AtomicU32::new(UNKNOWN),
+            reader,
             smoother: Mutex::new(Smoother::new(smoothing)),
         });
-        let mut registry = lock(&SAMPLER.registry);
+        let mut registry = lock(&sampler.registry);
         registry.subscribers.push(Arc::downgrade(&subscriber));
         if !registry.running {
             let spawned = thread::Builder::new()
-                .name("admit-cpu-sampler".into())
-                .spawn(run);
+                .name(reader.thread_name().into())
+                .spawn(move || run(reader));
             match spawned {
                 Ok(_) => {
                     registry.running = true;
-                    SAMPLER
+                    sampler
                         .source
                         .store(source_index(CpuSource::Starting), Ordering::Release);
                 }
-                Err(_) => SAMPLER
+                Err(_) => sampler
                     .source
                     .store(source_index(CpuSource::Unavailable), Ordering::Release),
             }
@@ -164,14 +242,19 @@ impl SystemCpu {
         }
     }
 
-    /// What the sampler measures, process-wide.
+    /// What this handle's sampler measures, process-wide.
     pub fn source(&self) -> CpuSource {
-        SOURCES[usize::from(SAMPLER.source.load(Ordering::Acquire)).min(4)]
+        let index = self.sampler().source.load(Ordering::Acquire);
+        SOURCES[usize::from(index.min(STARTING))]
     }
 
-    /// The latest unsmoothed reading, process-wide, or `None`.
+    /// The latest unsmoothed reading of this handle's sampler, process-wide, or `None`.
     pub fn raw_permille(&self) -> Option<u32> {
-        decode(SAMPLER.raw.load(Ordering::Acquire))
+        decode(self.sampler().raw.load(Ordering::Acquire))
+    }
+
+    fn sampler(&self) -> &'static Sampler {
+        self.subscriber.reader.sampler()
     }
 }
 
@@ -216,29 +299,32 @@ const REDISCOVER_TICKS: u32 = 40;
 
 /// Leaves the registry and the published values consistent however the sampler thread ends,
 /// a panic included: the next `SystemCpu` starts a new thread, and nobody reads a stale load.
-struct Stopping;
+struct Stopping(&'static Sampler);
 
 impl Drop for Stopping {
     fn drop(&mut self) {
         if thread::panicking() {
-            let mut registry = lock(&SAMPLER.registry);
+            let sampler = self.0;
+            let mut registry = lock(&sampler.registry);
             registry.running = false;
             for subscriber in registry.subscribers.iter().filter_map(Weak::upgrade) {
                 subscriber.published.store(UNKNOWN, Ordering::Release);
             }
-            SAMPLER.raw.store(UNKNOWN, Ordering::Release);
-            SAMPLER
+            sampler.raw.store(UNKNOWN, Ordering::Release);
+            sampler
                 .source
                 .store(source_index(CpuSource::Unavailable), Ordering::Release);
         }
     }
 }
 
-/// The sampler thread: measures every tick and feeds every live subscriber, until none is left.
-fn run() {
-    let _stopping = Stopping;
-    SAMPLER.raw.store(UNKNOWN, Ordering::Release);
-    let mut source = CpuUsageSource::discover();
+/// `reader`'s sampler thread: measures every tick and feeds every live subscriber, until none
+/// is left.
+fn run(reader: Reader) {
+    let sampler = reader.sampler();
+    let _stopping = Stopping(sampler);
+    sampler.raw.store(UNKNOWN, Ordering::Release);
+    let mut source = UsageSource::discover(reader);
     let mut previous: Option<(Instant, Sample)> = None;
     let mut subscribers = Vec::new();
     let mut ticks = 0u32;
@@ -266,7 +352,7 @@ fn run() {
         if reading.is_none() || ticks.is_multiple_of(REDISCOVER_TICKS) {
             // The cgroup may have been removed or the process moved: look again, and measure
             // the next delta from the new source.
-            source = CpuUsageSource::discover();
+            source = UsageSource::discover(reader);
             previous = source.as_mut().and_then(|source| {
                 let sample = source.sample()?;
                 Some((Instant::now(), sample))
@@ -274,12 +360,12 @@ fn run() {
         }
         match measured {
             Some((exact, _, kind)) => {
-                SAMPLER.raw.store(exact.round() as u32, Ordering::Release);
-                SAMPLER.source.store(source_index(kind), Ordering::Release);
+                sampler.raw.store(exact.round() as u32, Ordering::Release);
+                sampler.source.store(source_index(kind), Ordering::Release);
             }
             None if reading.is_none() => {
-                SAMPLER.raw.store(UNKNOWN, Ordering::Release);
-                SAMPLER
+                sampler.raw.store(UNKNOWN, Ordering::Release);
+                sampler
                     .source
                     .store(source_index(CpuSource::Unavailable), Ordering::Release);
             }
@@ -287,7 +373,7 @@ fn run() {
         }
 
         {
-            let mut registry = lock(&SAMPLER.registry);
+            let mut registry = lock(&sampler.registry);
             registry.subscribers.retain(|s| s.strong_count() > 0);
             if registry.subscribers.is_empty() {
                 registry.running = false;
