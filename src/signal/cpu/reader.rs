@@ -23,8 +23,8 @@ pub(crate) enum Reader {
 #[derive(Debug)]
 pub(crate) enum UsageSource {
     Native(CpuUsageSource),
-    #[cfg(any(windows, feature = "sysinfo"))]
     /// Boxed: sysinfo's `System` is some 400 bytes.
+    #[cfg(any(windows, feature = "sysinfo"))]
     Sysinfo(Box<SysinfoSource>),
 }
 

@@ -23,8 +23,8 @@ impl SysinfoSource {
         source.sample().map(|_| source)
     }
 
-    /// The process's CPU time now, against the CPUs it may use; `None` if the refresh fails.
-    /// Allocates (sysinfo keeps the process in a map and copies the pid list it is given).
+    /// The process's CPU time now, against the CPUs it may use; `None` if the refresh fails or
+    /// the CPUs are not known. Allocates (sysinfo keeps the process in a map and copies the pid list it is given).
     pub(crate) fn sample(&mut self) -> Option<Sample> {
         let refreshed = self.system.refresh_processes_specifics(
             ProcessesToUpdate::Some(&[self.pid]),
@@ -35,20 +35,18 @@ impl SysinfoSource {
             return None;
         }
         let cpu_millis = self.system.process(self.pid)?.accumulated_cpu_time();
-        Some(sample_of(
-            cpu_millis,
-            std::thread::available_parallelism().ok(),
-        ))
+        let cpus = std::thread::available_parallelism().ok()?;
+        Some(sample_of(cpu_millis, cpus))
     }
 }
 
 /// sysinfo's reading as a [`Sample`]: its accumulated CPU time (CPU-milliseconds) against the
-/// available parallelism (one CPU if it is not known).
-fn sample_of(cpu_millis: u64, cpus: Option<NonZero<usize>>) -> Sample {
+/// available parallelism.
+fn sample_of(cpu_millis: u64, cpus: NonZero<usize>) -> Sample {
     Sample {
         kind: SourceKind::Sysinfo,
         used_nanos: cpu_millis.saturating_mul(1_000_000),
-        limit_cpus: cpus.map_or(1, NonZero::get) as f64,
+        limit_cpus: cpus.get() as f64,
     }
 }
 
@@ -60,8 +58,8 @@ mod tests {
     /// ‰ between two of sysinfo's readings `wall_ms` apart, as the sampler computes it.
     fn permille(before_ms: u64, after_ms: u64, wall_ms: u64, cpus: usize) -> f64 {
         let (before, after) = (
-            sample_of(before_ms, NonZero::new(cpus)),
-            sample_of(after_ms, NonZero::new(cpus)),
+            sample_of(before_ms, NonZero::new(cpus).unwrap()),
+            sample_of(after_ms, NonZero::new(cpus).unwrap()),
         );
         assert_eq!(before.kind, SourceKind::Sysinfo);
         utilisation_permille(
@@ -87,10 +85,10 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_parallelism_is_one_cpu() {
-        assert_eq!(sample_of(3, None).limit_cpus, 1.0);
-        assert_eq!(sample_of(3, None).used_nanos, 3_000_000);
+    fn milliseconds_become_nanoseconds_without_wrapping() {
+        let one = NonZero::new(1).unwrap();
+        assert_eq!(sample_of(3, one).used_nanos, 3_000_000);
         // Centuries of CPU time saturate instead of wrapping.
-        assert_eq!(sample_of(u64::MAX, None).used_nanos, u64::MAX);
+        assert_eq!(sample_of(u64::MAX, one).used_nanos, u64::MAX);
     }
 }
