@@ -8,8 +8,9 @@ use std::time::Duration;
 /// The longest any single network operation may take before the test fails.
 pub const NET_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How long [`eventually`] polls before giving up.
-pub const POLL_LIMIT: Duration = Duration::from_secs(5);
+/// How long [`eventually`] polls before giving up: long enough for a condition that takes a
+/// second alone to hold while every test binary of the workspace runs at once.
+pub const POLL_LIMIT: Duration = Duration::from_secs(20);
 
 /// Awaits `future`, failing the test if it takes longer than [`NET_TIMEOUT`].
 ///
@@ -83,7 +84,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    #[should_panic(expected = "never true: still false after 5s; checked 501 times")]
+    #[should_panic(expected = "never true: still false after 20s; checked 2001 times")]
     async fn eventually_fails_with_the_description_after_the_limit() {
         let polls = Cell::new(0);
         eventually(

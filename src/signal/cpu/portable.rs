@@ -12,11 +12,12 @@ pub(crate) struct CpuUsageSource {
 }
 
 impl CpuUsageSource {
-    /// Process CPU time where the platform offers it (Unix), `None` elsewhere.
+    /// Process CPU time where the platform offers it (Unix) and says how many CPUs there are,
+    /// `None` elsewhere.
     pub(crate) fn discover() -> Option<CpuUsageSource> {
         #[cfg(unix)]
         {
-            let limit_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+            let limit_cpus = std::thread::available_parallelism().ok()?.get() as f64;
             let mut source = CpuUsageSource { limit_cpus };
             source.sample().map(|_| source)
         }
