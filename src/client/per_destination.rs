@@ -147,7 +147,8 @@ impl<K: Hash + Eq + Clone, C: Clock + Clone> Throttles<K, C> {
 
 impl<K, C> Throttles<K, C> {
     /// The name given to the builder, if any: every throttle of the map has it.
-    pub fn name(&self) -> Option<&str> {
+    #[cfg(feature = "metrics")]
+    pub(crate) fn name(&self) -> Option<&str> {
         self.template.name.as_deref()
     }
 }

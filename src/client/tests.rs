@@ -230,7 +230,7 @@ fn a_retry_budget_totals_deposits_and_withdrawals_by_class() {
         .clock(clock.clone())
         .build()
         .unwrap();
-    assert_eq!(budget.name(), Some("api"));
+    assert!(format!("{budget:?}").contains("\"api\""));
     for _ in 0..4 {
         budget.deposit();
     }

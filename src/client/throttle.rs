@@ -204,8 +204,9 @@ impl<C: Clock> Throttle<C> {
         }
     }
 
-    /// The name given to the builder, if any.
-    pub fn name(&self) -> Option<&str> {
+    /// The name given to the builder, if any: the metrics' `client` label.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn name(&self) -> Option<&str> {
         self.name.as_deref()
     }
 }

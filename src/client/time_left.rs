@@ -21,10 +21,7 @@ pub(super) fn carried(headers: &HeaderMap) -> Option<Duration> {
     let http = headers
         .get(TIMEOUT_HEADER)
         .and_then(|value| parse_ms(value.as_bytes()));
-    match (grpc, http) {
-        (Some(grpc), Some(http)) => Some(grpc.min(http)),
-        (left, None) | (None, left) => left,
-    }
+    grpc.into_iter().chain(http).min()
 }
 
 /// Writes `left` onto a request's headers: as `grpc-timeout` on a gRPC call (its content type

@@ -42,21 +42,19 @@ impl DestinationSeries {
 
     /// Sets the counters to `totals`.
     fn absolute(&self, totals: &ThrottleTotals) {
-        for (class, (attempts, throttled)) in self.attempts.iter().zip(&self.throttled).enumerate()
-        {
-            let class = Criticality::ALL[class];
-            attempts.absolute(totals.attempts(class));
-            throttled.absolute(totals.throttled(class));
-        }
+        self.apply(totals, Counter::absolute);
     }
 
     /// Adds `delta` to the counters.
     fn increment(&self, delta: &ThrottleTotals) {
-        for (class, (attempts, throttled)) in self.attempts.iter().zip(&self.throttled).enumerate()
-        {
-            let class = Criticality::ALL[class];
-            attempts.increment(delta.attempts(class));
-            throttled.increment(delta.throttled(class));
+        self.apply(delta, Counter::increment);
+    }
+
+    /// Applies `update` to each counter with its count in `totals`.
+    fn apply(&self, totals: &ThrottleTotals, update: impl Fn(&Counter, u64)) {
+        for (index, class) in Criticality::ALL.into_iter().enumerate() {
+            update(&self.attempts[index], totals.attempts(class));
+            update(&self.throttled[index], totals.throttled(class));
         }
     }
 }
