@@ -93,7 +93,7 @@ async fn the_wait_before_the_server_counts_and_the_least_time_left_wins() {
     let backend = recording(&seen);
     let client = DeadlineLayer::new()
         .with_clock(Arc::clone(&clock))
-        .with_timeout(Duration::from_millis(90));
+        .with_timeout(Duration::from_millis(220));
     let backend = client.layer(backend);
     let handler = service_fn(move |_: http::Request<()>| {
         let backend = backend.clone();
@@ -103,7 +103,7 @@ async fn the_wait_before_the_server_counts_and_the_least_time_left_wins() {
                 .header("admit-timeout-ms", "30")
                 .body(())?;
             backend.clone().oneshot(own).await?;
-            // Otherwise the layer's cap, 90 ms, is below the 210 ms left.
+            // Otherwise the 210 ms left after the 40 ms queued, below the layer's 220 ms cap.
             backend.oneshot(http::Request::new(())).await?;
             Ok::<_, BoxError>(())
         }
@@ -119,7 +119,7 @@ async fn the_wait_before_the_server_counts_and_the_least_time_left_wins() {
     server.oneshot(call).await.unwrap();
     assert_eq!(
         *seen.lock().unwrap(),
-        ["admit-timeout-ms: 30", "admit-timeout-ms: 90"]
+        ["admit-timeout-ms: 30", "admit-timeout-ms: 210"]
     );
 }
 
