@@ -7,6 +7,8 @@ use std::time::Duration;
 use admit::client::Throttle;
 use admit::clock::ManualClock;
 use admit_testkit::counting_alloc::{self, allocations_during};
+#[cfg(feature = "http")]
+use admit_testkit::poll::call_now;
 
 #[global_allocator]
 static ALLOCATOR: counting_alloc::CountingAllocator = counting_alloc::CountingAllocator;
@@ -39,15 +41,21 @@ fn sending_counting_and_refusing_never_allocate() {
     assert!(refused > 1_000, "{refused}");
 }
 
+/// A backend's answer to every request: OK, at once.
+#[cfg(feature = "http")]
+fn ok(
+    _: http::Request<()>,
+) -> std::future::Ready<Result<http::Response<()>, std::convert::Infallible>> {
+    std::future::ready(Ok(http::Response::new(())))
+}
+
 #[test]
 #[cfg(feature = "http")]
 fn a_request_sent_through_the_layer_never_allocates() {
-    use std::future::Future;
     use std::sync::Arc;
-    use std::task::{Context, Poll, Waker};
 
     use admit::client::ThrottleLayer;
-    use tower::{Layer, Service, service_fn};
+    use tower::Layer;
 
     let throttle = Arc::new(
         Throttle::builder()
@@ -55,16 +63,10 @@ fn a_request_sent_through_the_layer_never_allocates() {
             .build()
             .unwrap(),
     );
-    let backend = service_fn(|_: http::Request<()>| {
-        std::future::ready(Ok::<_, std::convert::Infallible>(http::Response::new(())))
-    });
-    let mut service = ThrottleLayer::new(Arc::clone(&throttle)).layer(backend);
-    let mut cx = Context::from_waker(Waker::noop());
+    let mut service = ThrottleLayer::new(Arc::clone(&throttle)).layer(tower::service_fn(ok));
     let allocations = allocations_during(|| {
         for _ in 0..1_000 {
-            assert!(service.poll_ready(&mut cx).is_ready());
-            let mut answer = std::pin::pin!(service.call(http::Request::new(())));
-            assert!(matches!(answer.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
+            call_now(&mut service, http::Request::new(())).unwrap();
         }
     });
     assert_eq!(allocations, 0);
@@ -74,12 +76,10 @@ fn a_request_sent_through_the_layer_never_allocates() {
 #[test]
 #[cfg(feature = "http")]
 fn a_request_to_a_known_authority_never_allocates() {
-    use std::future::Future;
     use std::sync::Arc;
-    use std::task::{Context, Poll, Waker};
 
     use admit::client::ThrottleLayer;
-    use tower::{Layer, Service, service_fn};
+    use tower::Layer;
 
     let throttles = Arc::new(
         Throttle::builder()
@@ -87,11 +87,8 @@ fn a_request_to_a_known_authority_never_allocates() {
             .per_destination(8)
             .unwrap(),
     );
-    let backend = service_fn(|_: http::Request<()>| {
-        std::future::ready(Ok::<_, std::convert::Infallible>(http::Response::new(())))
-    });
-    let mut service = ThrottleLayer::per_authority(Arc::clone(&throttles)).layer(backend);
-    let mut cx = Context::from_waker(Waker::noop());
+    let mut service =
+        ThrottleLayer::per_authority(Arc::clone(&throttles)).layer(tower::service_fn(ok));
     let mut requests: Vec<_> = (0..1_001)
         .map(|_| {
             http::Request::get("http://inventory:8080/items")
@@ -101,11 +98,7 @@ fn a_request_to_a_known_authority_never_allocates() {
                 .unwrap()
         })
         .collect();
-    let mut send = |request| {
-        assert!(service.poll_ready(&mut cx).is_ready());
-        let mut answer = std::pin::pin!(service.call(request));
-        assert!(matches!(answer.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
-    };
+    let mut send = |request| call_now(&mut service, request).unwrap();
     // The first request makes the destination's throttle.
     send(requests.pop().unwrap());
     let allocations = allocations_during(|| {
@@ -124,18 +117,11 @@ fn a_request_to_a_known_authority_never_allocates() {
 #[test]
 #[cfg(feature = "http")]
 fn the_deadline_layer_allocates_only_the_time_it_writes() {
-    use std::future::Future;
-    use std::task::{Context, Poll, Waker};
-
     use admit::client::DeadlineLayer;
-    use tower::{Layer, Service, service_fn};
+    use tower::Layer;
 
-    let backend = service_fn(|_: http::Request<()>| {
-        std::future::ready(Ok::<_, std::convert::Infallible>(http::Response::new(())))
-    });
-    let mut cx = Context::from_waker(Waker::noop());
-    let mut allocations_sending = |layer: DeadlineLayer, left: Option<&'static str>| {
-        let mut service = layer.layer(backend);
+    let allocations_sending = |layer: DeadlineLayer, left: Option<&'static str>| {
+        let mut service = layer.layer(tower::service_fn(ok));
         let mut requests: Vec<_> = (0..1_000)
             .map(|_| {
                 let request = http::Request::get("/")
@@ -151,9 +137,7 @@ fn the_deadline_layer_allocates_only_the_time_it_writes() {
             .collect();
         allocations_during(|| {
             for request in requests.drain(..) {
-                assert!(service.poll_ready(&mut cx).is_ready());
-                let mut answer = std::pin::pin!(service.call(request));
-                assert!(matches!(answer.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
+                call_now(&mut service, request).unwrap();
             }
         })
     };
