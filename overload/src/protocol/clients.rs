@@ -8,9 +8,7 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use admit::client::{
-    DeadlineExceeded, DeadlineLayer, RetryBudget, RetryPolicy, Throttle, ThrottleLayer, Throttled,
-};
+use admit::client::{DeadlineLayer, RetryBudget, RetryPolicy, Throttle, ThrottleLayer, Throttled};
 use admit_loadgen::{
     Backoff, Driver, HttpClient, Outcome, Refusal, Retry, Transport, classify, classify_status,
 };
@@ -38,10 +36,10 @@ pub(crate) enum ClientStyle {
     Immediate,
     /// The same after an exponential backoff with full jitter ([`BACKOFF`]).
     Backoff,
-    /// admit's client: a `Throttle` over a window of this many seconds (its default, 10 s, or
-    /// another), a `RetryPolicy` on a `RetryBudget` with their defaults, and a `DeadlineLayer`
-    /// sending the load generator's deadline.
-    Admit(f64),
+    /// admit's client: a `Throttle` (over a window of this many seconds, in 20 buckets, or
+    /// with its defaults), a `RetryPolicy` on a `RetryBudget` with their defaults, and a
+    /// `DeadlineLayer` sending the load generator's deadline.
+    Admit(Option<f64>),
 }
 
 impl ClientStyle {
@@ -58,14 +56,14 @@ impl ClientStyle {
     }
 }
 
-/// `immediate`, `backoff`, `admit` (a 10 s window) or `admit:<window in s>`.
+/// `immediate`, `backoff`, `admit` (the throttle's default window) or `admit:<window in s>`.
 impl fmt::Display for ClientStyle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ClientStyle::Immediate => f.write_str("immediate"),
             ClientStyle::Backoff => f.write_str("backoff"),
-            ClientStyle::Admit(window) if *window == 10.0 => f.write_str("admit"),
-            ClientStyle::Admit(window) => write!(f, "admit:{window}"),
+            ClientStyle::Admit(None) => f.write_str("admit"),
+            ClientStyle::Admit(Some(window)) => write!(f, "admit:{window}"),
         }
     }
 }
@@ -77,10 +75,10 @@ impl FromStr for ClientStyle {
         match text {
             "immediate" => Ok(ClientStyle::Immediate),
             "backoff" => Ok(ClientStyle::Backoff),
-            "admit" => Ok(ClientStyle::Admit(10.0)),
+            "admit" => Ok(ClientStyle::Admit(None)),
             _ => match text.strip_prefix("admit:").map(str::parse::<f64>) {
                 Some(Ok(window)) if (0.1..=3600.0).contains(&window) => {
-                    Ok(ClientStyle::Admit(window))
+                    Ok(ClientStyle::Admit(Some(window)))
                 }
                 _ => Err(format!(
                     "`{text}`: a client style is immediate, backoff, admit or admit:<window s, 0.1 to 3600>"
@@ -160,14 +158,18 @@ pub(crate) struct AdmitClient {
 }
 
 impl AdmitClient {
-    /// A client whose throttle counts over `window` s; requests get `deadline`.
+    /// A client whose throttle counts over `window` s (or its default window); requests get
+    /// `deadline`.
     pub(crate) fn new(
-        window: f64,
+        window: Option<f64>,
         deadline: Duration,
         attempts: Attempts,
     ) -> Result<AdmitClient, BoxError> {
-        let window = Duration::from_secs_f64(window);
-        let throttle = Throttle::builder().window(window, 20).build()?;
+        let throttle = match window {
+            Some(window) => Throttle::builder().window(Duration::from_secs_f64(window), 20),
+            None => Throttle::builder(),
+        }
+        .build()?;
         let budget = RetryBudget::builder().build()?;
         let policy = RetryPolicy::builder(Arc::new(budget))
             .max_attempts(RETRIES + 1)
@@ -219,7 +221,6 @@ impl Transport<Empty<Bytes>> for AdmitClient {
                     reason: Some("throttled-locally".to_owned()),
                 })
             }
-            Err(error) if error.is::<DeadlineExceeded>() => Outcome::TimedOut,
             Err(error) => Outcome::Lost(classify(&*error)),
         }
     }
@@ -233,7 +234,7 @@ pub(crate) struct PlainClient {
 }
 
 impl PlainClient {
-    pub(crate) fn new(attempts: Attempts) -> PlainClient {
+    fn new(attempts: Attempts) -> PlainClient {
         PlainClient {
             client: HttpClient::new(),
             attempts,

@@ -9,12 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
-use super::clients::StyleClient;
-
 /// A storm's or a step's client, noting when each OK answer arrived and how long it took.
 #[derive(Clone, Debug)]
-pub(crate) struct Recording {
-    client: StyleClient,
+pub(crate) struct Recording<T> {
+    client: T,
     /// When each OK answer arrived, and how long its attempt took.
     answers: Arc<Mutex<Vec<(Instant, Duration)>>>,
 }
@@ -26,8 +24,8 @@ pub(crate) struct Answer {
     pub(crate) latency: f64,
 }
 
-impl Recording {
-    pub(crate) fn new(client: StyleClient) -> Recording {
+impl<T> Recording<T> {
+    pub(crate) fn new(client: T) -> Recording<T> {
         Recording {
             client,
             answers: Arc::default(),
@@ -48,7 +46,7 @@ impl Recording {
     }
 }
 
-impl Transport<Empty<Bytes>> for Recording {
+impl<T: Transport<Empty<Bytes>>> Transport<Empty<Bytes>> for Recording<T> {
     async fn send(&self, request: Request<Empty<Bytes>>) -> Outcome {
         let sent = Instant::now();
         let outcome = self.client.send(request).await;

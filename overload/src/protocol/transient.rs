@@ -3,10 +3,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use admit_loadgen::{Driver, Report, Trace};
+use admit_loadgen::{Driver, HttpClient, Report, Trace, Transport};
+use bytes::Bytes;
+use http_body_util::Empty;
 use tokio::time::Instant;
 
-use super::clients::{Attempts, ClientStyle, PlainClient, StyleClient};
+use super::clients::{Attempts, ClientStyle, StyleClient};
 use super::point::offer;
 use super::timeline::{Recording, Timeline};
 use crate::BoxError;
@@ -102,8 +104,14 @@ pub(crate) async fn step(
         .constant(STEP_FROM * capacity, Duration::from_secs_f64(STEP_BEFORE))
         .constant(STEP_TO * capacity, Duration::from_secs_f64(STEP_AFTER))
         .build()?;
-    let client = StyleClient::Plain(PlainClient::new(Attempts::default()));
-    let (timeline, ..) = record(server, pinned, &trace, Driver::new(deadline), client).await?;
+    let (timeline, ..) = record(
+        server,
+        pinned,
+        &trace,
+        Driver::new(deadline),
+        HttpClient::new(),
+    )
+    .await?;
     let end = STEP_BEFORE + STEP_AFTER;
     let (settle_s, band) = timeline.settle(STEP_BEFORE, end, WINDOW, HOLD, TOLERANCE);
     let latency_settle_s = timeline.first_holding(STEP_BEFORE, end, WINDOW, HOLD, |from, to| {
@@ -164,7 +172,7 @@ pub(crate) async fn storm(
         retries_per_request: total.retries as f64 / total.offered.max(1) as f64,
         local_refusals: (
             attempts.throttled_between(start, STORM_BEFORE, end),
-            attempts.throttled_between(start, end, until + 60.0),
+            attempts.throttled_between(start, end, f64::INFINITY),
         ),
         last_local_refusal_s: attempts.last_throttled(start).map(|at| at - end),
         late_refusals: late.refusal_reasons.clone(),
@@ -175,12 +183,12 @@ pub(crate) async fn storm(
 
 /// Offers `trace` to a fresh server through `driver` and `client`, and returns the OK answers
 /// over time, the run's report and when it started.
-async fn record(
+async fn record<T: Transport<Empty<Bytes>>>(
     server: &ServeArgs,
     pinned: bool,
     trace: &Trace,
     driver: Driver,
-    client: StyleClient,
+    client: T,
 ) -> Result<(Timeline, Report, Instant), BoxError> {
     let recording = Recording::new(client);
     let (report, start) = offer(server, pinned, trace, SEED, driver, &recording).await?;
