@@ -15,41 +15,15 @@ use admit::clock::ManualClock;
 use admit::criticality::Criticality;
 use admit::middleware::{Admission, GrpcTimeout, Limiter};
 use admit::signal::Arrival;
-use admit_testkit::tonic::{connect, listen, spawn_server};
+use admit_testkit::tonic::{check_only, connect, listen, spawn_server};
 use admit_testkit::wait::bounded;
 use tonic::Code;
 use tonic::transport::Server;
+use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
-use tonic_health::pb::health_server::{Health, HealthServer};
-use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 
 /// How long each check takes on the bound's manual clock.
 const SERVICE_TIME: Duration = Duration::from_millis(30);
-
-/// A health service whose every check takes [`SERVICE_TIME`] on the manual clock.
-struct SlowHealth {
-    clock: ManualClock,
-}
-
-#[tonic::async_trait]
-impl Health for SlowHealth {
-    type WatchStream = tonic::codegen::BoxStream<HealthCheckResponse>;
-
-    async fn check(
-        &self,
-        _: tonic::Request<HealthCheckRequest>,
-    ) -> Result<tonic::Response<HealthCheckResponse>, tonic::Status> {
-        self.clock.advance(SERVICE_TIME);
-        Ok(tonic::Response::new(HealthCheckResponse { status: 1 }))
-    }
-
-    async fn watch(
-        &self,
-        _: tonic::Request<HealthCheckRequest>,
-    ) -> Result<tonic::Response<Self::WatchStream>, tonic::Status> {
-        Err(tonic::Status::unimplemented("not in this test"))
-    }
-}
 
 /// A check with `timeout` as its `grpc-timeout`, if any.
 fn check(timeout: Option<Duration>) -> tonic::Request<HealthCheckRequest> {
@@ -73,11 +47,11 @@ async fn a_call_whose_deadline_cannot_be_met_is_refused_at_once_and_one_that_can
             .unwrap(),
     );
     let (addr, incoming) = listen().await;
+    // Every check takes `SERVICE_TIME` on the manual clock.
+    let slow = clock.clone();
     let serve = Server::builder()
         .layer(BoundLayer::new(bound.clone()).grpc().inspect(GrpcTimeout))
-        .add_service(HealthServer::new(SlowHealth {
-            clock: clock.clone(),
-        }))
+        .add_service(check_only(move |_| slow.advance(SERVICE_TIME)))
         .serve_with_incoming(incoming);
     let server = spawn_server(addr, serve);
     let mut client = HealthClient::new(connect(&server).await);

@@ -12,7 +12,7 @@ use admit::bound::{Bound, BoundLayer};
 use admit::client::{DeadlineExceeded, DeadlineLayer};
 use admit::middleware::TimeoutHeader;
 use admit_testkit::axum::serve_router;
-use admit_testkit::tonic::{connect, listen, spawn_server};
+use admit_testkit::tonic::{check_only, connect, listen, spawn_server};
 use admit_testkit::wait::bounded;
 use axum::Router;
 use axum::routing::get;
@@ -21,9 +21,8 @@ use http_body_util::Empty;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use tonic::transport::Server;
+use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
-use tonic_health::pb::health_server::{Health, HealthServer};
-use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 use tower::{Layer, ServiceExt};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -82,37 +81,19 @@ async fn a_spent_http_deadline_costs_the_handler_nothing() {
     server.shutdown().await;
 }
 
-/// A health service recording the `grpc-timeout` of each check.
-struct Recording(Arc<Mutex<Vec<String>>>);
-
-#[tonic::async_trait]
-impl Health for Recording {
-    type WatchStream = tonic::codegen::BoxStream<HealthCheckResponse>;
-
-    async fn check(
-        &self,
-        request: tonic::Request<HealthCheckRequest>,
-    ) -> Result<tonic::Response<HealthCheckResponse>, tonic::Status> {
-        let timeout = request.metadata().get("grpc-timeout");
-        let timeout = timeout.map_or("none", |value| value.to_str().unwrap_or("?"));
-        self.0.lock().unwrap().push(timeout.to_owned());
-        Ok(tonic::Response::new(HealthCheckResponse { status: 1 }))
-    }
-
-    async fn watch(
-        &self,
-        _: tonic::Request<HealthCheckRequest>,
-    ) -> Result<tonic::Response<Self::WatchStream>, tonic::Status> {
-        Err(tonic::Status::unimplemented("not in this test"))
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tonic_call_carries_its_time_left_as_grpc_timeout() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let (addr, incoming) = listen().await;
+    // The `grpc-timeout` of each check.
+    let recorded = Arc::clone(&seen);
+    let health = check_only(move |request| {
+        let timeout = request.metadata().get("grpc-timeout");
+        let timeout = timeout.map_or("none", |value| value.to_str().unwrap_or("?"));
+        recorded.lock().unwrap().push(timeout.to_owned());
+    });
     let serve = Server::builder()
-        .add_service(HealthServer::new(Recording(Arc::clone(&seen))))
+        .add_service(health)
         .serve_with_incoming(incoming);
     let server = spawn_server(addr, serve);
     let layer = DeadlineLayer::new().with_timeout(Duration::from_millis(250));

@@ -11,50 +11,28 @@ use admit::criticality::Criticality;
 use admit::middleware::propagate::{PropagateLayer, ScopeLayer, current};
 use admit::middleware::{CriticalityFrom, CriticalityHeader};
 use admit::shed::{ShedLayer, Shedder};
-use admit_testkit::tonic::{connect, listen, spawn_server};
+use admit_testkit::tonic::{check_only, connect, listen, spawn_server};
 use admit_testkit::wait::bounded;
 use tonic::transport::Server;
+use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
-use tonic_health::pb::health_server::{Health, HealthServer};
-use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 use tower::{Layer, ServiceBuilder, ServiceExt, service_fn};
 
 /// The class metadata and the class in scope of a check.
 type Seen = (Option<String>, Option<Criticality>);
 
-/// What every check it answers was sent and had in scope.
-#[derive(Clone, Default)]
-struct Recording {
-    seen: Arc<Mutex<Vec<Seen>>>,
-}
-
-#[tonic::async_trait]
-impl Health for Recording {
-    type WatchStream = tokio_stream::Empty<Result<HealthCheckResponse, tonic::Status>>;
-
-    async fn check(
-        &self,
-        request: tonic::Request<HealthCheckRequest>,
-    ) -> Result<tonic::Response<HealthCheckResponse>, tonic::Status> {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_class_travels_in_grpc_metadata() {
+    // What every check was sent and had in scope.
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let recorded = Arc::clone(&seen);
+    let health = check_only(move |request| {
         let sent = request
             .metadata()
             .get("admit-criticality")
             .map(|value| value.to_str().unwrap().to_owned());
-        self.seen.lock().unwrap().push((sent, current()));
-        Ok(tonic::Response::new(HealthCheckResponse { status: 1 }))
-    }
-
-    async fn watch(
-        &self,
-        _request: tonic::Request<HealthCheckRequest>,
-    ) -> Result<tonic::Response<Self::WatchStream>, tonic::Status> {
-        Err(tonic::Status::unimplemented("this test checks"))
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_class_travels_in_grpc_metadata() {
-    let recording = Recording::default();
+        recorded.lock().unwrap().push((sent, current()));
+    });
     let shedder = Arc::new(Shedder::builder().build().unwrap());
     let (addr, incoming) = listen().await;
     let serve = Server::builder()
@@ -64,7 +42,7 @@ async fn the_class_travels_in_grpc_metadata() {
                 .grpc(),
         )
         .layer(ScopeLayer::new(CriticalityHeader::new()))
-        .add_service(HealthServer::new(recording.clone()))
+        .add_service(health)
         .serve_with_incoming(incoming);
     let server = spawn_server(addr, serve);
     let channel = connect(&server).await;
@@ -107,7 +85,7 @@ async fn the_class_travels_in_grpc_metadata() {
     );
     inside.oneshot(()).await.unwrap();
 
-    let seen = recording.seen.lock().unwrap().clone();
+    let seen = seen.lock().unwrap().clone();
     let class = |sent: &str, in_scope| (Some(sent.to_owned()), Some(in_scope));
     assert_eq!(
         seen,

@@ -16,6 +16,8 @@ use std::net::SocketAddr;
 
 use tonic::transport::Channel;
 use tonic::transport::server::TcpIncoming;
+use tonic_health::pb::health_server::{Health, HealthServer};
+use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 
 use crate::server::{TestServer, loopback};
 use crate::wait::bounded;
@@ -60,6 +62,43 @@ pub async fn connect(server: &TestServer) -> Channel {
     bounded("connect", endpoint.connect())
         .await
         .expect("connect to the test server")
+}
+
+/// A gRPC health service that calls `check` with each check it receives and answers SERVING;
+/// `watch` is unimplemented. For tests whose server only needs to answer checks.
+pub fn check_only<F>(check: F) -> HealthServer<CheckOnly<F>>
+where
+    F: Fn(&tonic::Request<HealthCheckRequest>) + Send + Sync + 'static,
+{
+    HealthServer::new(CheckOnly(check))
+}
+
+/// The service [`check_only`] serves.
+#[derive(Debug)]
+pub struct CheckOnly<F>(F);
+
+#[tonic::async_trait]
+impl<F> Health for CheckOnly<F>
+where
+    F: Fn(&tonic::Request<HealthCheckRequest>) + Send + Sync + 'static,
+{
+    type WatchStream = tonic::codegen::BoxStream<HealthCheckResponse>;
+
+    async fn check(
+        &self,
+        request: tonic::Request<HealthCheckRequest>,
+    ) -> Result<tonic::Response<HealthCheckResponse>, tonic::Status> {
+        (self.0)(&request);
+        // 1: SERVING.
+        Ok(tonic::Response::new(HealthCheckResponse { status: 1 }))
+    }
+
+    async fn watch(
+        &self,
+        _: tonic::Request<HealthCheckRequest>,
+    ) -> Result<tonic::Response<Self::WatchStream>, tonic::Status> {
+        Err(tonic::Status::unimplemented("this server only checks"))
+    }
 }
 
 #[cfg(test)]
