@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use admit::bound::{Bound, BoundLayer};
-use admit::clock::Clock;
 use admit::middleware::{CriticalityHeader, GrpcTimeout};
 use axum::Router;
 use axum::body::Body;
@@ -16,14 +15,9 @@ use http::{Request, Response, StatusCode};
 use tokio::time::Instant;
 use tower::{Service, ServiceExt};
 
-/// tokio's clock, paused in these tests.
-struct TokioClock(Instant);
-
-impl Clock for TokioClock {
-    fn now_nanos(&self) -> u64 {
-        u64::try_from(self.0.elapsed().as_nanos()).unwrap_or(u64::MAX)
-    }
-}
+#[path = "support/tokio_clock.rs"]
+mod tokio_clock;
+use tokio_clock::TokioClock;
 
 #[derive(serde::Deserialize)]
 struct Work {
@@ -38,7 +32,7 @@ fn app(capacity: u32) -> (Arc<Bound<TokioClock>>, Router) {
             .floor(1)
             .ceiling(1)
             .queue_capacity(capacity)
-            .clock(TokioClock(Instant::now()))
+            .clock(TokioClock::now())
             .build()
             .unwrap(),
     );

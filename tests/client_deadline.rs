@@ -8,13 +8,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use admit::client::{DeadlineExceeded, DeadlineLayer, RetryBudget, RetryPolicy};
-use admit::clock::{Clock, ManualClock};
+use admit::clock::ManualClock;
 use admit::middleware::propagate::ScopeLayer;
 use admit::middleware::{GrpcTimeout, Inspect, TimeoutHeader};
 use admit::signal::Arrival;
 use tower::retry::RetryLayer;
 use tower::util::BoxCloneService;
 use tower::{BoxError, Layer, ServiceExt, service_fn};
+
+#[path = "support/tokio_clock.rs"]
+mod tokio_clock;
+use tokio_clock::TokioClock;
 
 type Log = Arc<Mutex<Vec<String>>>;
 
@@ -123,20 +127,10 @@ async fn the_wait_before_the_server_counts_and_the_least_time_left_wins() {
     );
 }
 
-/// tokio's clock as admit's, so the policy's deadline moves with the paused timer.
-#[derive(Clone, Copy)]
-struct TokioClock(tokio::time::Instant);
-
-impl Clock for TokioClock {
-    fn now_nanos(&self) -> u64 {
-        self.0.elapsed().as_nanos() as u64
-    }
-}
-
 /// Sends one request carrying `timeout_ms` through a retrying client whose backend answers
 /// each attempt with `answer`; the time left each attempt carried.
 async fn retried(timeout_ms: &'static str, answer: fn() -> http::Response<()>) -> Vec<String> {
-    let clock = TokioClock(tokio::time::Instant::now());
+    let clock = TokioClock::now();
     let budget = RetryBudget::builder().clock(clock).build().unwrap();
     let policy = RetryPolicy::builder(Arc::new(budget)).build().unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));

@@ -6,19 +6,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use admit::clock::Clock;
 use admit::warmup::sentinel::SentinelWarmUp;
 use admit::warmup::{AcquireError, WarmUp};
 use tokio::time::Instant;
 
-/// A clock reading tokio's (paused) time.
-struct TokioClock(Instant);
-
-impl Clock for TokioClock {
-    fn now_nanos(&self) -> u64 {
-        self.0.elapsed().as_nanos() as u64
-    }
-}
+#[path = "support/tokio_clock.rs"]
+mod tokio_clock;
+use tokio_clock::TokioClock;
 
 fn limiter(rate: f64, start_warm: bool) -> Arc<WarmUp<TokioClock>> {
     Arc::new(
@@ -26,7 +20,7 @@ fn limiter(rate: f64, start_warm: bool) -> Arc<WarmUp<TokioClock>> {
             .burst(Duration::ZERO) // pacing: exact spacing
             .start_warm(start_warm)
             .warm_up_period(Duration::from_secs(10))
-            .clock(TokioClock(Instant::now()))
+            .clock(TokioClock::now())
             .build()
             .unwrap(),
     )
@@ -85,7 +79,7 @@ async fn a_cold_limiter_spaces_waiters_by_the_cold_interval() {
 #[tokio::test(start_paused = true)]
 async fn sentinel_acquire_retries_after_the_hint() {
     let limiter = SentinelWarmUp::builder(3.0)
-        .clock(TokioClock(Instant::now()))
+        .clock(TokioClock::now())
         .build()
         .unwrap();
     let start = Instant::now();
