@@ -37,6 +37,8 @@ fn errors_box_into_tower_errors() {
     boxable_error::<ConfigError>();
     boxable_error::<admit::bound::Busy>();
     boxable_error::<admit::client::Throttled>();
+    #[cfg(feature = "http")]
+    boxable_error::<admit::client::DeadlineExceeded>();
 }
 
 #[test]
@@ -109,7 +111,6 @@ mod layers {
         clonable::<admit::client::DeadlineService<Inner>>();
         sendable::<admit::client::DeadlineFuture<Ready<Result<(), Infallible>>>>();
         clonable::<admit::middleware::propagate::ScopeLayer<admit::middleware::TimeoutHeader>>();
-        boxable_error::<admit::client::DeadlineExceeded>();
         sendable::<ResponseFuture<Inner, Request, Shedder<ManualClock>, GoZeroHttp, HttpResponder>>(
         );
         sendable::<ResponseFuture<Inner, Request, WarmUp, ErrorsPass, BoxErrorResponder>>();
